@@ -1,0 +1,70 @@
+"""Post-hoc calibration fitted on validation, the same for every method.
+
+A calibrator maps probabilities p (N, C) to
+
+    p'_c = softmax_c( log((1 - s) p_c + s / C) / T )
+
+with temperature T > 0 and smoothing s in [0, 1). With s = 0 this is exactly temperature
+scaling of a network's logits (softmax is shift-invariant, so log softmax(z) / T and z / T give
+the same result). kNN votes can put probability 0 on a class; log(0) = -inf survives any T, so
+for them the smoothing s is fitted as well (the "fitted smoothing" of design brief §4.4).
+Both are chosen by minimising validation NLL; the test set is never used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from .errors import ConfigError
+from .metrics import nll
+
+T_BOUNDS = (0.01, 100.0)
+SMOOTHING_GRID = (0.0,) + tuple(np.logspace(-4, np.log10(0.3), 14))
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class Calibrator:
+    temperature: float = 1.0
+    smoothing: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.temperature > 0 or not 0 <= self.smoothing < 1:
+            raise ConfigError(f"temperature={self.temperature!r} (> 0) or smoothing={self.smoothing!r} "
+                              "(in [0, 1)) is out of range")
+
+    def apply(self, probs: np.ndarray) -> np.ndarray:
+        """Calibrated probabilities (N, C); rows sum to 1."""
+        probs = np.asarray(probs, dtype=np.float64)
+        mixed = (1.0 - self.smoothing) * probs + self.smoothing / probs.shape[1]
+        with np.errstate(divide="ignore"):
+            return _softmax(np.log(mixed) / self.temperature)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def fit_temperature(probs: np.ndarray, labels: np.ndarray, smoothing: float = 0.0) -> Calibrator:
+    """The T in ``T_BOUNDS`` minimising NLL (bounded 1-D search over log T) at fixed smoothing."""
+    def objective(log_t: float) -> float:
+        return nll(Calibrator(float(np.exp(log_t)), smoothing).apply(probs), labels)
+
+    res = minimize_scalar(objective, bounds=tuple(np.log(T_BOUNDS)), method="bounded", options={"xatol": 1e-4})
+    return Calibrator(float(np.exp(res.x)), smoothing)
+
+
+def fit_calibrator(probs: np.ndarray, labels: np.ndarray, fit_smoothing: bool = True) -> Calibrator:
+    """Temperature (and, if ``fit_smoothing``, smoothing from ``SMOOTHING_GRID``) by validation NLL."""
+    probs = np.asarray(probs, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    grid = SMOOTHING_GRID if fit_smoothing else (0.0,)
+    fits = [fit_temperature(probs, labels, s) for s in grid]
+    return min(fits, key=lambda c: nll(c.apply(probs), labels))

@@ -1,0 +1,135 @@
+"""Classification and calibration metrics as pure functions of ``probs`` (N, C) and ``labels`` (N,).
+
+Conventions
+-----------
+* prediction = argmax_c p_c (ties go to the lowest class index, NumPy's rule);
+  confidence = max_c p_c.
+* NLL = mean_i -log(max(p_{i,y_i}, NLL_EPS)); NLL_EPS = 1e-8 bounds the penalty of a vote
+  that gives the true class zero probability (reported raw; compare methods after calibration).
+* ECE (15 equal-width bins) = sum_b (n_b / N) |acc_b - conf_b|. Bin b covers confidences in
+  (b/15, (b+1)/15] (right-closed; a confidence of exactly 0 goes to the first bin), so a
+  confidence of 1.0 lands in the last bin.
+* Brier = mean_i sum_c (p_ic - [y_i = c])^2 (multi-class form, range [0, 2]).
+* macro-F1 = mean over classes present in labels or predictions of 2TP / (2TP + FP + FN)
+  (scikit-learn's ``average="macro"`` with ``zero_division=0``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .errors import ConfigError
+
+NLL_EPS = 1e-8
+N_BINS = 15
+
+
+def _check(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    probs = np.asarray(probs, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    if probs.ndim != 2 or labels.shape != (len(probs),) or len(probs) == 0:
+        raise ConfigError(f"need probs (N, C) and labels (N,) with N >= 1; got {probs.shape} and {labels.shape}")
+    return probs, labels
+
+
+def accuracy(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Fraction of argmax predictions equal to the label."""
+    probs, labels = _check(probs, labels)
+    return float((probs.argmax(1) == labels).mean())
+
+
+def confusion_matrix(probs: np.ndarray, labels: np.ndarray, num_classes: int | None = None) -> np.ndarray:
+    """counts[true, predicted] (C, C)."""
+    probs, labels = _check(probs, labels)
+    c = num_classes or probs.shape[1]
+    return np.bincount(labels * c + probs.argmax(1), minlength=c * c).reshape(c, c)
+
+
+def macro_f1(probs: np.ndarray, labels: np.ndarray) -> float:
+    """Unweighted mean of per-class F1 = 2TP / (2TP + FP + FN) over classes that occur."""
+    cm = confusion_matrix(probs, labels)
+    tp = np.diag(cm).astype(np.float64)
+    fp, fn = cm.sum(0) - tp, cm.sum(1) - tp
+    present = (cm.sum(0) + cm.sum(1)) > 0
+    denom = 2 * tp + fp + fn
+    f1 = np.divide(2 * tp, denom, out=np.zeros_like(tp), where=denom > 0)
+    return float(f1[present].mean())
+
+
+def nll(probs: np.ndarray, labels: np.ndarray, eps: float = NLL_EPS) -> float:
+    """mean -log(max(p_true, eps))."""
+    probs, labels = _check(probs, labels)
+    return float(-np.log(np.maximum(probs[np.arange(len(labels)), labels], eps)).mean())
+
+
+def brier(probs: np.ndarray, labels: np.ndarray) -> float:
+    """mean_i sum_c (p_ic - onehot_ic)^2."""
+    probs, labels = _check(probs, labels)
+    onehot = np.zeros_like(probs)
+    onehot[np.arange(len(labels)), labels] = 1.0
+    return float(((probs - onehot) ** 2).sum(1).mean())
+
+
+def _bin_index(confidence: np.ndarray, n_bins: int) -> np.ndarray:
+    # right-closed bins (b/n, (b+1)/n]; 0 joins the first bin
+    return np.clip(np.ceil(confidence * n_bins).astype(np.int64) - 1, 0, n_bins - 1)
+
+
+def reliability_bins(probs: np.ndarray, labels: np.ndarray, n_bins: int = N_BINS) -> dict[str, np.ndarray]:
+    """Per bin: lower/upper edge, sample count, mean confidence and accuracy (NaN if empty)."""
+    probs, labels = _check(probs, labels)
+    if n_bins < 1:
+        raise ConfigError(f"n_bins={n_bins!r} is out of range; allowed: >= 1")
+    conf = probs.max(1)
+    correct = (probs.argmax(1) == labels).astype(np.float64)
+    b = _bin_index(conf, n_bins)
+    count = np.bincount(b, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_conf = np.bincount(b, weights=conf, minlength=n_bins) / count
+        acc = np.bincount(b, weights=correct, minlength=n_bins) / count
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    return {"lower": edges[:-1], "upper": edges[1:], "count": count, "confidence": mean_conf, "accuracy": acc}
+
+
+def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int = N_BINS) -> float:
+    """sum_b (n_b / N) |acc_b - conf_b| over equal-width confidence bins (see module docstring)."""
+    bins = reliability_bins(probs, labels, n_bins)
+    used = bins["count"] > 0
+    w = bins["count"][used] / bins["count"].sum()
+    return float((w * np.abs(bins["accuracy"][used] - bins["confidence"][used])).sum())
+
+
+METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "accuracy": accuracy, "macro_f1": macro_f1, "nll": nll, "ece": ece, "brier": brier,
+}
+
+
+def bootstrap_ci(probs: np.ndarray, labels: np.ndarray, metrics: dict[str, Callable] | None = None,
+                 n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> dict[str, dict[str, float]]:
+    """Point estimate and percentile bootstrap interval of each metric on the same resamples.
+
+    Returns ``{metric: {"value", "low", "high"}}``; resampling is over test samples with
+    replacement, ``n_boot`` times, seeded.
+    """
+    probs, labels = _check(probs, labels)
+    if n_boot < 1 or not 0 < level < 1:
+        raise ConfigError(f"n_boot={n_boot!r} (>= 1) and level={level!r} (in (0, 1)) are out of range")
+    metrics = metrics or METRICS
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(labels), size=(n_boot, len(labels)))
+    alpha = (1.0 - level) / 2.0
+    out: dict[str, dict[str, float]] = {}
+    for name, fn in metrics.items():
+        stats = np.array([fn(probs[d], labels[d]) for d in draws])
+        low, high = np.quantile(stats, [alpha, 1.0 - alpha])
+        out[name] = {"value": fn(probs, labels), "low": float(low), "high": float(high)}
+    return out
+
+
+def evaluate(probs: np.ndarray, labels: np.ndarray, n_boot: int = 0, seed: int = 0) -> dict[str, dict[str, float]]:
+    """All metrics; with ``n_boot > 0`` each also gets a 95 % bootstrap interval."""
+    if n_boot > 0:
+        return bootstrap_ci(probs, labels, n_boot=n_boot, seed=seed)
+    return {name: {"value": fn(probs, labels)} for name, fn in METRICS.items()}

@@ -1,0 +1,24 @@
+"""Models: backbones, embedder, neighbour attention, Attn-KNN and the CNN baseline."""
+
+from .attention import AttentionConfig, MultiHeadNeighborAttention
+from .backbones import BACKBONES, MLP, ResNet18CIFAR, SmallCNN, build_backbone
+from .classifiers import AttnKNN, AttnKNNOutput, CNNClassifier, vote
+from .embedder import Embedder, ProjectionHead
+
+
+def build_attnknn(backbone: str, input_shape: tuple[int, ...], attention: AttentionConfig,
+                  pretrained: bool = False, head_hidden: int = 256, **backbone_kwargs) -> AttnKNN:
+    """Attn-KNN with backbone ``backbone`` and an embedding of ``attention.embed_dim`` dimensions."""
+    net = build_backbone(backbone, input_shape, pretrained=pretrained, **backbone_kwargs)
+    return AttnKNN(Embedder(net, attention.embed_dim, head_hidden), MultiHeadNeighborAttention(attention))
+
+
+def build_cnn(backbone: str, input_shape: tuple[int, ...], num_classes: int, pretrained: bool = False,
+              **backbone_kwargs) -> CNNClassifier:
+    """The classifier baseline with the same backbone as Attn-KNN."""
+    return CNNClassifier(build_backbone(backbone, input_shape, pretrained=pretrained, **backbone_kwargs), num_classes)
+
+
+__all__ = ["AttentionConfig", "MultiHeadNeighborAttention", "BACKBONES", "MLP", "ResNet18CIFAR", "SmallCNN",
+           "build_backbone", "AttnKNN", "AttnKNNOutput", "CNNClassifier", "vote", "Embedder", "ProjectionHead",
+           "build_attnknn", "build_cnn"]

@@ -1,0 +1,66 @@
+"""The two trainable classifiers: Attn-KNN (attention-weighted neighbour vote) and the CNN
+baseline (same backbone, linear softmax head)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from ..errors import ConfigError
+from .attention import MultiHeadNeighborAttention
+from .embedder import Embedder
+
+
+class AttnKNNOutput(NamedTuple):
+    probs: torch.Tensor  # (B, C) attention-weighted vote, rows sum to 1
+    weights: torch.Tensor  # (B, K) attention weight per neighbour (mean over heads)
+    head_weights: torch.Tensor  # (B, H, K)
+    embedding: torch.Tensor  # (B, D) unit-norm query embedding
+
+
+def vote(weights: torch.Tensor, neighbor_labels: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """p(c) = sum_j w_j [y_j = c]: weights (B, K), labels (B, K) -> (B, C), differentiable in w."""
+    out = weights.new_zeros(weights.shape[0], num_classes)
+    return out.scatter_add_(1, neighbor_labels, weights)  # (B, C)
+
+
+class AttnKNN(nn.Module):
+    """Embeds a query, attends over its neighbours' (memory-bank) embeddings and votes.
+
+    Distances are recomputed from the fresh query embedding and the neighbour embeddings
+    (d = 2 - 2 q.n for unit vectors), so the distance bias sees the same quantity in training
+    (bank slightly stale) and at test time, and gradients flow through it to the embedder.
+    """
+
+    def __init__(self, embedder: Embedder, attention: MultiHeadNeighborAttention):
+        super().__init__()
+        if attention.cfg.embed_dim != embedder.embed_dim:
+            raise ConfigError(f"attention embed_dim={attention.cfg.embed_dim} differs from the embedder's "
+                              f"embed_dim={embedder.embed_dim}")
+        self.embedder = embedder
+        self.attention = attention
+        self.num_classes = attention.cfg.num_classes
+
+    def attend(self, query_emb: torch.Tensor, neighbor_emb: torch.Tensor,
+               neighbor_labels: torch.Tensor) -> AttnKNNOutput:
+        """Vote from embeddings: query (B, D), neighbours (B, K, D), labels (B, K)."""
+        sq_dist = (2.0 - 2.0 * (neighbor_emb @ query_emb.unsqueeze(-1)).squeeze(-1)).clamp_min(0.0)  # (B, K)
+        weights, head_weights = self.attention(query_emb, neighbor_emb, sq_dist, neighbor_labels)
+        return AttnKNNOutput(vote(weights, neighbor_labels, self.num_classes), weights, head_weights, query_emb)
+
+    def forward(self, x: torch.Tensor, neighbor_emb: torch.Tensor, neighbor_labels: torch.Tensor) -> AttnKNNOutput:
+        return self.attend(self.embedder(x), neighbor_emb, neighbor_labels)
+
+
+class CNNClassifier(nn.Module):
+    """Backbone + linear head; returns logits (B, C). The accuracy reference for the kNN methods."""
+
+    def __init__(self, backbone: nn.Module, num_classes: int):
+        super().__init__()
+        self.backbone = backbone
+        self.fc = nn.Linear(backbone.out_dim, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.backbone(x))  # (B, C) logits

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Attn-KNN: one entry point.
+#   ./run_all.sh              set up what is missing, then run every experiment of the default profile
+#   ./run_all.sh test [ARGS]  set up what is missing, then run the test suite (ARGS go to pytest)
+#   ./run_all.sh --help       all options
+# Set-up: uses the active virtual/conda environment, else creates .venv here; installs the pinned
+# packages of pyproject.toml once (again only when pyproject.toml changes); installs the Debian
+# packages the project needs when run as root, and names them otherwise.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+DEBIAN_DATA=(dataset-fashion-mnist)
+DEBIAN_PDF=(texlive-xetex texlive-fonts-recommended texlive-plain-generic texlive-latex-extra pandoc latexmk)
+
+log() { echo "[run_all] $*" >&2; }
+
+debian_missing() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+
+ensure_debian() {
+  command -v dpkg-query >/dev/null || { log "not a Debian system: make sure these are installed: $*"; return 0; }
+  local missing
+  missing=$(debian_missing "$@" | tr '\n' ' ')
+  [ -z "${missing// /}" ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    log "missing Debian packages (run as root to install them): sudo apt-get install -y $missing"
+    return 0
+  fi
+  log "installing Debian packages: $missing"
+  export DEBIAN_FRONTEND=noninteractive
+  # shellcheck disable=SC2086
+  apt-get install -y -q --no-install-recommends $missing >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $missing >/dev/null; }
+}
+
+ensure_python() {
+  if [ -n "${VIRTUAL_ENV:-}" ]; then
+    PY="$VIRTUAL_ENV/bin/python"
+  elif [ -n "${CONDA_PREFIX:-}" ]; then
+    PY="$CONDA_PREFIX/bin/python"
+  else
+    if [ ! -x .venv/bin/python ]; then
+      local base
+      base=$(command -v python3 || true)
+      [ -n "$base" ] || { log "python3 not found; install Python >= 3.10"; exit 1; }
+      "$base" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+        || { log "python3 is $("$base" -V 2>&1); Python >= 3.10 is required"; exit 1; }
+      log "creating .venv with $("$base" -V 2>&1)"
+      "$base" -m venv .venv
+    fi
+    PY="$PWD/.venv/bin/python"
+  fi
+  local stamp want
+  stamp="$("$PY" -c 'import sys; print(sys.prefix)')/.attnknn-installed"
+  want=$(sha256sum pyproject.toml | cut -c1-16)
+  if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+    log "installing the pinned Python packages into $("$PY" -c 'import sys; print(sys.prefix)') (a few minutes the first time)"
+    "$PY" -m pip install -q --disable-pip-version-check -e ".[dev]"
+    echo "$want" > "$stamp"
+  fi
+}
+
+mode=run
+if [ "${1:-}" = "test" ]; then mode=test; shift; fi
+case " $* " in *" -h "*|*" --help "*) mode=help ;; esac
+
+ensure_debian "${DEBIAN_DATA[@]}"
+ensure_python
+
+case "$mode" in
+  test)
+    exec "$PY" -m pytest -q "$@"
+    ;;
+  help|run)
+    if [ ! -f attnknn_lib/pipeline.py ]; then
+      log "the experiment pipeline is not in this version yet; './run_all.sh test' runs the tests"
+      exit 2
+    fi
+    [ "$mode" = run ] && case " $* " in *" --no-pdf "*) ;; *) ensure_debian "${DEBIAN_PDF[@]}" ;; esac
+    exec "$PY" -m attnknn_lib.pipeline "$@"
+    ;;
+esac
