@@ -59,7 +59,8 @@ ensure_python() {
   want=$(sha256sum pyproject.toml | cut -c1-16)
   if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
     log "installing the pinned Python packages into $("$PY" -c 'import sys; print(sys.prefix)') (a few minutes the first time)"
-    "$PY" -m pip install -q --disable-pip-version-check -e ".[dev]"
+    # (the grep drops pip warnings about this machine's unused local index folders)
+    "$PY" -m pip install -q --disable-pip-version-check -e ".[dev]" 2> >(grep -v "is ignored: it is neither" >&2)
     echo "$want" > "$stamp"
   fi
 }

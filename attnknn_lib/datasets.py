@@ -190,6 +190,16 @@ def _cifar10(root: Path, download: bool) -> _Raw:
             base = Path(self.root) / self.base_folder
             return all((base / f).exists() for f, _ in self.train_list + self.test_list)
 
+        def _load_meta(self) -> None:
+            import pickle
+
+            path = Path(self.root) / self.base_folder / self.meta["filename"]
+            if not path.exists():
+                raise RuntimeError(f"Dataset metadata file {path} not found")
+            with open(path, "rb") as f:
+                self.classes = list(pickle.load(f, encoding="latin1")[self.meta["key"]])
+            self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+
     where = root / "cifar-10-batches-py"
     how = ("put the extracted python batches (data_batch_1..5, test_batch, batches.meta) there, "
            "from https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz, or set ATTNKNN_DATA_ROOT")

@@ -1,0 +1,76 @@
+"""Shared fixtures: tiny dataset files in the real on-disk formats, isolated data roots."""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+torch.set_num_threads(2)
+
+
+def write_idx(path: Path, array: np.ndarray, gz: bool = False) -> None:
+    """IDX file: magic (0, 0, 0x08 = ubyte, ndim), big-endian int32 dims, raw bytes."""
+    array = np.ascontiguousarray(array, dtype=np.uint8)
+    payload = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape) + array.tobytes()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if gz:
+        with gzip.open(path, "wb") as f:
+            f.write(payload)
+    else:
+        path.write_bytes(payload)
+
+
+def make_images(n: int, h: int, w: int, num_classes: int, seed: int, channels: int | None = None):
+    """Images whose brightness encodes the class, labels cycling through all classes."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % num_classes
+    rng.shuffle(y)
+    shape = (n, h, w) if channels is None else (n, h, w, channels)
+    x = rng.integers(0, 40, size=shape) + (y * 20).reshape((-1,) + (1,) * (len(shape) - 1))
+    return x.astype(np.uint8), y.astype(np.uint8)
+
+
+def write_mnist_like(folder: Path, n_train: int = 60, n_test: int = 20, gz: bool = False, seed: int = 0):
+    """The four MNIST/Fashion-MNIST IDX files (gzipped with a .gz suffix if ``gz``)."""
+    xtr, ytr = make_images(n_train, 28, 28, 10, seed)
+    xte, yte = make_images(n_test, 28, 28, 10, seed + 1)
+    sfx = ".gz" if gz else ""
+    write_idx(folder / f"train-images-idx3-ubyte{sfx}", xtr, gz)
+    write_idx(folder / f"train-labels-idx1-ubyte{sfx}", ytr, gz)
+    write_idx(folder / f"t10k-images-idx3-ubyte{sfx}", xte, gz)
+    write_idx(folder / f"t10k-labels-idx1-ubyte{sfx}", yte, gz)
+    return (xtr, ytr), (xte, yte)
+
+
+def write_cifar10(folder: Path, per_batch: int = 20, n_test: int = 20, seed: int = 0):
+    """CIFAR-10 python batches: dicts with 'data' (N, 3072) uint8 in CHW order and 'labels'."""
+    folder.mkdir(parents=True, exist_ok=True)
+    xs, ys = [], []
+    for i, name in enumerate([f"data_batch_{j}" for j in range(1, 6)] + ["test_batch"]):
+        n = n_test if name == "test_batch" else per_batch
+        x, y = make_images(n, 32, 32, 10, seed + i, channels=3)  # (N, H, W, C)
+        chw = x.transpose(0, 3, 1, 2).reshape(n, -1)
+        with open(folder / name, "wb") as f:
+            pickle.dump({"batch_label": name, "labels": y.tolist(), "data": chw,
+                         "filenames": [f"{name}_{j}.png" for j in range(n)]}, f)
+        xs.append(x), ys.append(y)
+    with open(folder / "batches.meta", "wb") as f:
+        pickle.dump({"label_names": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+                                     "ship", "truck"], "num_cases_per_batch": per_batch}, f)
+    return (np.concatenate(xs[:5]), np.concatenate(ys[:5])), (xs[5], ys[5])
+
+
+@pytest.fixture
+def data_root(tmp_path, monkeypatch) -> Path:
+    """An empty data root, and no system Fashion-MNIST, so only what the test writes exists."""
+    root = tmp_path / "data"
+    root.mkdir()
+    monkeypatch.setenv("ATTNKNN_DATA_ROOT", str(root))
+    monkeypatch.setenv("ATTNKNN_FASHION_MNIST_DIR", str(tmp_path / "no-system-copy"))
+    return root
