@@ -112,21 +112,22 @@ class MemoryBank:
         return self._pack(idx, d)
 
     def search_excluding(self, queries: np.ndarray, k: int, own_rows: np.ndarray) -> Neighbors:
-        """The k nearest rows other than ``own_rows[i]`` (the query's own row in the bank).
+        """The k nearest rows other than the query's own row(s) in the bank.
 
-        Searches k + 1; drops the query's own row wherever it ranks (ties at distance 0 may put
-        a duplicate first), or the farthest of the k + 1 if it was not returned (approximate
-        indexes can miss it).
+        ``own_rows`` is (B,) (the training query's row) or (B, m) (e.g. both sources of a MixUp
+        image). Searches k + m and drops those rows wherever they rank (ties at distance 0 may
+        put a duplicate first); if a row was not returned (approximate indexes can miss it) the
+        farthest extra neighbours are dropped instead.
         """
-        self._check(queries, k, 1)
-        own_rows = np.asarray(own_rows, dtype=np.int64)
-        if own_rows.shape != (len(queries),):
-            raise ConfigError(f"own_rows must have one entry per query ({len(queries)}); got shape {own_rows.shape}")
-        d, idx = self._search_raw(queries, k + 1)
-        drop = idx == own_rows[:, None]  # (B, k+1)
-        first = drop & (np.cumsum(drop, axis=1) == 1)  # drop exactly one entry per row
-        first[~first.any(1), -1] = True
-        keep = ~first
+        own = np.asarray(own_rows, dtype=np.int64)
+        own = own[:, None] if own.ndim == 1 else own
+        if own.ndim != 2 or own.shape[0] != len(queries):
+            raise ConfigError(f"own_rows must be (B,) or (B, m) with B = {len(queries)} queries; got {own.shape}")
+        m = own.shape[1]
+        self._check(queries, k, m)
+        d, idx = self._search_raw(queries, k + m)
+        keep = ~(idx[:, :, None] == own[:, None, :]).any(-1)  # (B, k+m)
+        keep &= np.cumsum(keep, axis=1) <= k  # first k survivors, nearest first
         return self._pack(idx[keep].reshape(len(idx), k), d[keep].reshape(len(idx), k))
 
     def _pack(self, idx: np.ndarray, d: np.ndarray) -> Neighbors:

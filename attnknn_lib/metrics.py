@@ -106,25 +106,56 @@ METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 }
 
 
-def bootstrap_ci(probs: np.ndarray, labels: np.ndarray, metrics: dict[str, Callable] | None = None,
-                 n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> dict[str, dict[str, float]]:
-    """Point estimate and percentile bootstrap interval of each metric on the same resamples.
+def _weighted(probs: np.ndarray, labels: np.ndarray, w: np.ndarray, n_bins: int = N_BINS) -> dict[str, np.ndarray]:
+    """Every metric under sample weights ``w`` (R, N) (rows sum to N): one value per row.
 
-    Returns ``{metric: {"value", "low", "high"}}``; resampling is over test samples with
-    replacement, ``n_boot`` times, seeded.
+    With ``w`` all ones this is the plain metric; with bootstrap counts it is the metric of each
+    resample. Everything reduces to ``w @ per-sample statistic`` (one matrix product per metric).
+    """
+    n, c = probs.shape
+    pred = probs.argmax(1)
+    conf = probs.max(1)
+    correct = (pred == labels).astype(np.float64)
+    onehot = np.zeros_like(probs)
+    onehot[np.arange(n), labels] = 1.0
+    out = {
+        "accuracy": w @ correct / n,
+        "nll": w @ -np.log(np.maximum(probs[np.arange(n), labels], NLL_EPS)) / n,
+        "brier": w @ ((probs - onehot) ** 2).sum(1) / n,
+    }
+    bins = np.eye(n_bins)[_bin_index(conf, n_bins)]  # (N, n_bins)
+    count, conf_sum, acc_sum = w @ bins, w @ (bins * conf[:, None]), w @ (bins * correct[:, None])
+    out["ece"] = np.abs(acc_sum - conf_sum).sum(1) / n  # sum_b n_b/N |acc_b - conf_b|
+    cells = np.eye(c * c)[labels * c + pred]  # (N, C*C): one confusion-matrix cell per sample
+    cm = (w @ cells).reshape(-1, c, c)  # (R, C, C) counts[true, pred]
+    tp = np.diagonal(cm, axis1=1, axis2=2)
+    denom = cm.sum(1) + cm.sum(2)  # (2TP + FP + FN) per class
+    f1 = np.divide(2 * tp, denom, out=np.zeros_like(tp), where=denom > 0)
+    out["macro_f1"] = (f1 * (denom > 0)).sum(1) / np.maximum((denom > 0).sum(1), 1)
+    return {k: out[k] for k in METRICS}
+
+
+def bootstrap_ci(probs: np.ndarray, labels: np.ndarray, n_boot: int = 1000, level: float = 0.95,
+                 seed: int = 0) -> dict[str, dict[str, float]]:
+    """Point estimate and percentile bootstrap interval of every metric, on the same resamples.
+
+    Returns ``{metric: {"value", "low", "high"}}``. Each resample draws N test samples with
+    replacement (multinomial counts, seeded); the interval is the (1 - level)/2 and
+    (1 + level)/2 quantiles of the resampled metric.
     """
     probs, labels = _check(probs, labels)
     if n_boot < 1 or not 0 < level < 1:
         raise ConfigError(f"n_boot={n_boot!r} (>= 1) and level={level!r} (in (0, 1)) are out of range")
-    metrics = metrics or METRICS
+    n = len(labels)
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(labels), size=(n_boot, len(labels)))
+    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)  # (R, N)
+    point = _weighted(probs, labels, np.ones((1, n)))
+    boot = _weighted(probs, labels, counts)
     alpha = (1.0 - level) / 2.0
     out: dict[str, dict[str, float]] = {}
-    for name, fn in metrics.items():
-        stats = np.array([fn(probs[d], labels[d]) for d in draws])
-        low, high = np.quantile(stats, [alpha, 1.0 - alpha])
-        out[name] = {"value": fn(probs, labels), "low": float(low), "high": float(high)}
+    for name in METRICS:
+        low, high = np.quantile(boot[name], [alpha, 1.0 - alpha])
+        out[name] = {"value": float(point[name][0]), "low": float(low), "high": float(high)}
     return out
 
 

@@ -1,102 +1,128 @@
-"""Torch views of a :class:`~attnknn_lib.datasets.Dataset`: per-sample transforms and a dataset
-that returns the sample's position, so stored embeddings never depend on the sampler's order.
+"""Tensors for the models, and augmentation applied to whole batches.
 
-Images use torchvision's v2 transforms. Training: random crop with padding + horizontal flip.
-Evaluation: normalisation only. Test-time augmentation (TTA) is a fixed list of deterministic
-views (original, flip, four shifted crops), so TTA numbers are reproducible without a seed.
-Tabular inputs are already standardised; they get no augmentation and a one-view TTA.
+A split is converted once to a float tensor (images: (N, C, H, W) scaled to [0, 1] and
+normalised with the training mean/std; tabular: (N, F), already standardised). Augmentation
+then works on batches, which on a two-core CPU is several times faster than per-sample
+transform pipelines (measured: ~2,000 vs ~900 training images/s for the small CNN):
+
+* training: random crop with zero padding (2 px at 28x28, 4 px at 32x32) + horizontal flip, drawn
+  independently per image from a seeded generator (torchvision's RandomCrop/RandomHorizontalFlip
+  semantics; padding is black in pixel space, i.e. ``-mean/std`` after normalisation);
+* test-time augmentation (TTA): a fixed list of deterministic views (original, flip, four shifted
+  crops), so TTA numbers are reproducible without a seed.
+
+Tabular inputs get no augmentation and a one-view TTA.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset as TorchDataset
-from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as TF
 
 from .datasets import Dataset, DataSplit
 from .errors import ConfigError
 
-Transform = Callable[[object], torch.Tensor]
+View = Callable[[torch.Tensor], torch.Tensor]
+TTA_VIEW_NAMES = ("original", "hflip", "shift_tl", "shift_br", "shift_tr", "shift_bl")
 
 
-class ArrayDataset(TorchDataset):
-    """``(input, label, position)`` triples over a :class:`DataSplit`.
-
-    ``labels`` may override the split's labels (e.g. noisy training labels).
-    """
-
-    def __init__(self, split: DataSplit, transform: Transform | None = None, labels: np.ndarray | None = None):
-        self.x = split.x
-        self.y = torch.as_tensor(split.y if labels is None else labels, dtype=torch.long)
-        self.transform = transform
-
-    def __len__(self) -> int:
-        return len(self.y)
-
-    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor, int]:
-        x = self.x[i]
-        x = self.transform(x) if self.transform is not None else torch.as_tensor(x)
-        return x, self.y[i], i
+def to_tensor(dataset: Dataset, split: DataSplit) -> torch.Tensor:
+    """The model input for every row of ``split``: (N, C, H, W) normalised images or (N, F) features."""
+    if dataset.kind != "image":
+        return torch.as_tensor(split.x, dtype=torch.float32)
+    x = torch.from_numpy(np.ascontiguousarray(split.x)).permute(0, 3, 1, 2).float().div_(255.0)  # (N, C, H, W)
+    return TF.normalize(x, list(dataset.mean), list(dataset.std))
 
 
-class FixedCrop:
-    """Pad by ``pad`` (zeros) and crop the original size at offset ``(top, left)``: a pixel shift."""
+def default_padding(dataset: Dataset) -> int:
+    """2 px for 28x28, 4 px for 32x32 (the usual CIFAR setting), at least 1."""
+    return max(1, dataset.input_shape[-1] // 8 - 1)
 
-    def __init__(self, pad: int, top: int, left: int):
-        self.pad, self.top, self.left = pad, top, left
 
-    def __call__(self, img: torch.Tensor) -> torch.Tensor:
-        h, w = img.shape[-2:]
-        return TF.crop(TF.pad(img, [self.pad]), self.top, self.left, h, w)
+def _black(dataset: Dataset) -> torch.Tensor:
+    """Pixel value 0 after normalisation, per channel: (C, 1, 1)."""
+    return (-torch.tensor(dataset.mean) / torch.tensor(dataset.std)).view(-1, 1, 1).float()
+
+
+def _pad(x: torch.Tensor, pad: int, fill: torch.Tensor) -> torch.Tensor:
+    b, c, h, w = x.shape
+    out = fill.to(x.dtype).to(x.device).expand(c, h + 2 * pad, w + 2 * pad).repeat(b, 1, 1, 1)
+    out[:, :, pad:pad + h, pad:pad + w] = x
+    return out  # (B, C, H + 2p, W + 2p)
+
+
+class BatchAugment:
+    """Per-image random crop (zero padding ``pad``) and horizontal flip for a batch (B, C, H, W)."""
+
+    def __init__(self, dataset: Dataset, pad: int | None = None, hflip: bool = True):
+        if dataset.kind != "image":
+            raise ConfigError(f"dataset {dataset.name!r} is tabular; batch augmentation is for images")
+        self.pad = default_padding(dataset) if pad is None else pad
+        self.hflip = hflip
+        self.fill = _black(dataset)
+
+    def __call__(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        b, c, h, w = x.shape
+        p = self.pad
+        if p > 0:
+            padded = _pad(x, p, self.fill)
+            dy = torch.randint(0, 2 * p + 1, (b,), generator=generator)
+            dx = torch.randint(0, 2 * p + 1, (b,), generator=generator)
+            rows = (dy[:, None] + torch.arange(h)).to(x.device)  # (B, H)
+            cols = (dx[:, None] + torch.arange(w)).to(x.device)  # (B, W)
+            bi = torch.arange(b, device=x.device)[:, None, None]
+            x = padded.permute(0, 2, 3, 1)[bi, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)  # (B, C, H, W)
+        if self.hflip:
+            flip = (torch.rand(b, generator=generator) < 0.5).to(x.device).view(b, 1, 1, 1)
+            x = torch.where(flip, x.flip(-1), x)
+        return x.contiguous()
+
+
+class Shift:
+    """Deterministic view: the image moved by (dy, dx) pixels, uncovered pixels black."""
+
+    def __init__(self, dataset: Dataset, dy: int, dx: int):
+        self.dy, self.dx, self.fill = dy, dx, _black(dataset)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        h, w = x.shape[-2:]
+        p = max(abs(self.dy), abs(self.dx))
+        padded = _pad(x, p, self.fill)
+        return padded[:, :, p - self.dy:p - self.dy + h, p - self.dx:p - self.dx + w]
 
     def __repr__(self) -> str:
-        return f"FixedCrop(pad={self.pad}, top={self.top}, left={self.left})"
+        return f"Shift(dy={self.dy}, dx={self.dx})"
 
 
-def _to_float() -> list:
-    return [v2.ToImage(), v2.ToDtype(torch.float32, scale=True)]
+def _identity(x: torch.Tensor) -> torch.Tensor:
+    return x
 
 
-def _normalize(dataset: Dataset) -> v2.Normalize:
-    return v2.Normalize(list(dataset.mean), list(dataset.std))
+def _hflip(x: torch.Tensor) -> torch.Tensor:
+    return x.flip(-1)
 
 
-def train_transform(dataset: Dataset, crop_padding: int | None = None, hflip: bool = True) -> Transform | None:
-    """Random crop (padding 4 px for 32x32, 2 px for 28x28 by default) and horizontal flip."""
+def tta_views(dataset: Dataset, n_views: int = 6, shift: int | None = None) -> dict[str, View]:
+    """Named deterministic TTA views for batches: original, hflip, then the image shifted by
+    ``shift`` px (default: the training crop padding) toward each corner; ``n_views`` in 1..6.
+    Tabular data has only the original view."""
     if dataset.kind != "image":
-        return None
-    pad = crop_padding if crop_padding is not None else max(1, dataset.input_shape[-1] // 8 - 1)
-    ops = _to_float() + [v2.RandomCrop(dataset.input_shape[-2:], padding=pad)]
-    if hflip:
-        ops.append(v2.RandomHorizontalFlip())
-    return v2.Compose(ops + [_normalize(dataset)])
+        return {"original": _identity}
+    if not 1 <= n_views <= len(TTA_VIEW_NAMES):
+        raise ConfigError(f"n_views={n_views!r} is out of range; allowed: 1..{len(TTA_VIEW_NAMES)}")
+    s = default_padding(dataset) if shift is None else shift
+    views: dict[str, View] = {"original": _identity, "hflip": _hflip,
+                              "shift_tl": Shift(dataset, -s, -s), "shift_br": Shift(dataset, s, s),
+                              "shift_tr": Shift(dataset, -s, s), "shift_bl": Shift(dataset, s, -s)}
+    return {name: views[name] for name in TTA_VIEW_NAMES[:n_views]}
 
 
-def eval_transform(dataset: Dataset) -> Transform | None:
-    """Tensor conversion and normalisation with training-set statistics."""
-    if dataset.kind != "image":
-        return None
-    return v2.Compose(_to_float() + [_normalize(dataset)])
-
-
-def tta_transforms(dataset: Dataset, n_views: int = 6, shift: int | None = None) -> dict[str, Transform | None]:
-    """Named deterministic TTA views: original, hflip, then crops shifted by ``shift`` px toward
-    each corner (``n_views`` in 1..6). Tabular data has only the original view."""
-    if dataset.kind != "image":
-        return {"original": None}
-    if not 1 <= n_views <= 6:
-        raise ConfigError(f"n_views={n_views!r} is out of range; allowed: 1..6")
-    s = shift if shift is not None else max(1, dataset.input_shape[-1] // 14)
-    base, norm = _to_float(), _normalize(dataset)
-    views: dict[str, Transform | None] = {
-        "original": v2.Compose(base + [norm]),
-        "hflip": v2.Compose(base + [v2.RandomHorizontalFlip(p=1.0), norm]),
-    }
-    for name, (top, left) in {"shift_tl": (0, 0), "shift_br": (2 * s, 2 * s),
-                              "shift_tr": (0, 2 * s), "shift_bl": (2 * s, 0)}.items():
-        views[name] = v2.Compose(base + [FixedCrop(s, top, left), norm])
-    return dict(list(views.items())[:n_views])
+def batches(n: int, batch_size: int, shuffle: bool = False, generator: torch.Generator | None = None
+            ) -> Iterator[torch.Tensor]:
+    """Index tensors covering 0..n-1 in chunks of ``batch_size`` (a seeded permutation if ``shuffle``)."""
+    order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
+    for s in range(0, n, batch_size):
+        yield order[s:s + batch_size]

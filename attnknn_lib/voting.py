@@ -6,9 +6,13 @@ rule returns rows that sum to 1, so :func:`vote` returns proper probability vect
     p(c | q) = sum_j w_j [y_j = c]
 
 uniform:   w_j = 1 / k
-distance:  w_j = softmax_j(-d_j / tau)          d_j squared Euclidean distance
+distance:  w_j = softmax_j(-r_j / tau)          r_j = ||q - n_j|| Euclidean distance
 cosine:    w_j = softmax_j(s_j / T)             s_j cosine similarity (DINO's exp(s/T), normalised)
 attention: w_j from the learned attention module (already normalised)
+
+For unit vectors ||q - n||^2 = 2 - 2s, so a softmax over *squared* distances would be the cosine
+rule with T = tau / 2; the distance rule therefore uses the plain Euclidean distance (as in the
+method description), which gives a different weighting family.
 """
 
 from __future__ import annotations
@@ -32,11 +36,11 @@ def uniform_weights(shape: tuple[int, int]) -> np.ndarray:
     return np.full((b, k), 1.0 / k)
 
 
-def distance_weights(sq_dist: np.ndarray, tau: float) -> np.ndarray:
-    """w_j = exp(-d_j / tau) / sum_i exp(-d_i / tau); sq_dist (B, k)."""
+def distance_weights(dist: np.ndarray, tau: float) -> np.ndarray:
+    """w_j = exp(-r_j / tau) / sum_i exp(-r_i / tau); dist (B, k) Euclidean distances."""
     if tau <= 0:
         raise ConfigError(f"tau={tau!r} is out of range; allowed: > 0")
-    return _softmax_rows(-np.asarray(sq_dist, dtype=np.float64) / tau)
+    return _softmax_rows(-np.asarray(dist, dtype=np.float64) / tau)
 
 
 def cosine_weights(similarity: np.ndarray, temperature: float) -> np.ndarray:
@@ -69,7 +73,8 @@ def vote(weights: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarra
 
 def knn_probs(rule: str, sq_dist: np.ndarray, labels: np.ndarray, num_classes: int,
               param: float | None = None, k: int | None = None) -> np.ndarray:
-    """Probabilities of rule ``rule`` from the first ``k`` (default all) neighbours.
+    """Probabilities of rule ``rule`` from the first ``k`` (default all) neighbours, given their
+    squared distances ``sq_dist`` (B, K) (as the memory bank returns them) and labels (B, K).
 
     ``param`` is tau for ``distance`` and T for ``cosine``; unused for ``uniform``.
     """
@@ -84,7 +89,7 @@ def knn_probs(rule: str, sq_dist: np.ndarray, labels: np.ndarray, num_classes: i
     elif param is None:
         raise ConfigError(f"rule={rule!r} needs its temperature (param)")
     elif rule == "distance":
-        w = distance_weights(d, param)
+        w = distance_weights(np.sqrt(np.maximum(d, 0.0)), param)
     else:
         w = cosine_weights(cosine_from_sq_dist(d), param)
     return vote(w, y, num_classes)

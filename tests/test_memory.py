@@ -71,6 +71,17 @@ def test_self_exclusion_survives_exact_duplicates():
     np.testing.assert_allclose(nb.sq_dist[:, 0], 0, atol=1e-6)
 
 
+def test_exclusion_of_several_rows_per_query():
+    mb = MemoryBank("flat_l2").build(BANK, LABELS)
+    rows = np.stack([np.arange(10), np.arange(10) + 100], axis=1)  # e.g. the two images of a MixUp pair
+    nb = mb.search_excluding(BANK[:10], 5, rows)
+    idx, _ = _brute(BANK, BANK[:10], 7)
+    for r in range(10):
+        assert rows[r, 0] not in nb.indices[r] and rows[r, 1] not in nb.indices[r]
+        expected = [i for i in idx[r] if i not in rows[r]][:5]
+        assert nb.indices[r].tolist() == expected
+
+
 def test_bad_requests_name_the_value_and_the_range():
     mb = MemoryBank()
     with pytest.raises(ConfigError, match="memory bank is empty"):

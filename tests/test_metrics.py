@@ -7,7 +7,7 @@ import pytest
 from sklearn import metrics as skm
 
 from attnknn_lib.errors import ConfigError
-from attnknn_lib.metrics import (NLL_EPS, accuracy, bootstrap_ci, brier, confusion_matrix, ece, evaluate, macro_f1,
+from attnknn_lib.metrics import (METRICS, NLL_EPS, accuracy, bootstrap_ci, brier, confusion_matrix, ece, evaluate, macro_f1,
                                  nll, reliability_bins)
 
 
@@ -80,6 +80,23 @@ def test_bootstrap_interval_has_the_binomial_width_and_is_seeded():
     assert bootstrap_ci(p, y, n_boot=200, seed=0) == bootstrap_ci(p, y, n_boot=200, seed=0)
     assert set(ci) == {"accuracy", "macro_f1", "nll", "ece", "brier"}
     assert set(evaluate(p, y)["ece"]) == {"value"}
+
+
+def test_bootstrap_point_estimates_equal_the_plain_metrics():
+    p, y = _random_probs(n=300, c=5, seed=2)
+    ci = bootstrap_ci(p, y, n_boot=50)
+    for name, fn in METRICS.items():
+        assert ci[name]["value"] == pytest.approx(fn(p, y)), name
+        assert ci[name]["low"] <= ci[name]["high"]
+
+
+def test_bootstrap_of_ten_thousand_samples_is_fast():
+    import time
+
+    p, y = _random_probs(n=10000, c=10, seed=3)
+    start = time.perf_counter()
+    bootstrap_ci(p, y, n_boot=1000)
+    assert time.perf_counter() - start < 10
 
 
 def test_bad_shapes_are_named():

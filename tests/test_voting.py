@@ -19,7 +19,7 @@ def test_uniform_vote_counts_labels():
 
 
 def test_distance_vote_matches_hand_computation():
-    w = np.exp(-D[0] / 0.5)
+    w = np.exp(-np.sqrt(D[0]) / 0.5)  # Euclidean distance, not squared
     w /= w.sum()
     p = knn_probs("distance", D, Y, 3, param=0.5)
     np.testing.assert_allclose(p[0], [w[1], w[0] + w[2], w[3]])

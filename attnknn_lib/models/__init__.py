@@ -2,7 +2,7 @@
 
 from .attention import AttentionConfig, MultiHeadNeighborAttention
 from .backbones import BACKBONES, MLP, ResNet18CIFAR, SmallCNN, build_backbone
-from .classifiers import AttnKNN, AttnKNNOutput, CNNClassifier, vote
+from .classifiers import AttnKNN, AttnKNNOutput, CNNClassifier, attend, vote
 from .embedder import Embedder, ProjectionHead
 
 
@@ -20,5 +20,5 @@ def build_cnn(backbone: str, input_shape: tuple[int, ...], num_classes: int, pre
 
 
 __all__ = ["AttentionConfig", "MultiHeadNeighborAttention", "BACKBONES", "MLP", "ResNet18CIFAR", "SmallCNN",
-           "build_backbone", "AttnKNN", "AttnKNNOutput", "CNNClassifier", "vote", "Embedder", "ProjectionHead",
+           "build_backbone", "AttnKNN", "AttnKNNOutput", "attend", "CNNClassifier", "vote", "Embedder", "ProjectionHead",
            "build_attnknn", "build_cnn"]

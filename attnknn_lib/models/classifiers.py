@@ -26,13 +26,21 @@ def vote(weights: torch.Tensor, neighbor_labels: torch.Tensor, num_classes: int)
     return out.scatter_add_(1, neighbor_labels, weights)  # (B, C)
 
 
-class AttnKNN(nn.Module):
-    """Embeds a query, attends over its neighbours' (memory-bank) embeddings and votes.
+def attend(attention: MultiHeadNeighborAttention, query_emb: torch.Tensor, neighbor_emb: torch.Tensor,
+           neighbor_labels: torch.Tensor) -> AttnKNNOutput:
+    """Attention-weighted vote from embeddings: query (B, D), neighbours (B, K, D), labels (B, K).
 
-    Distances are recomputed from the fresh query embedding and the neighbour embeddings
-    (d = 2 - 2 q.n for unit vectors), so the distance bias sees the same quantity in training
-    (bank slightly stale) and at test time, and gradients flow through it to the embedder.
+    Distances are recomputed from the embeddings (d = 2 - 2 q.n for unit vectors), so the
+    distance bias sees the same quantity in training (bank slightly stale) and at test time,
+    and gradients flow through it to the query's embedder.
     """
+    sq_dist = (2.0 - 2.0 * (neighbor_emb @ query_emb.unsqueeze(-1)).squeeze(-1)).clamp_min(0.0)  # (B, K)
+    weights, head_weights = attention(query_emb, neighbor_emb, sq_dist, neighbor_labels)
+    return AttnKNNOutput(vote(weights, neighbor_labels, attention.cfg.num_classes), weights, head_weights, query_emb)
+
+
+class AttnKNN(nn.Module):
+    """Embeds a query, attends over its neighbours' (memory-bank) embeddings and votes."""
 
     def __init__(self, embedder: Embedder, attention: MultiHeadNeighborAttention):
         super().__init__()
@@ -46,9 +54,7 @@ class AttnKNN(nn.Module):
     def attend(self, query_emb: torch.Tensor, neighbor_emb: torch.Tensor,
                neighbor_labels: torch.Tensor) -> AttnKNNOutput:
         """Vote from embeddings: query (B, D), neighbours (B, K, D), labels (B, K)."""
-        sq_dist = (2.0 - 2.0 * (neighbor_emb @ query_emb.unsqueeze(-1)).squeeze(-1)).clamp_min(0.0)  # (B, K)
-        weights, head_weights = self.attention(query_emb, neighbor_emb, sq_dist, neighbor_labels)
-        return AttnKNNOutput(vote(weights, neighbor_labels, self.num_classes), weights, head_weights, query_emb)
+        return attend(self.attention, query_emb, neighbor_emb, neighbor_labels)
 
     def forward(self, x: torch.Tensor, neighbor_emb: torch.Tensor, neighbor_labels: torch.Tensor) -> AttnKNNOutput:
         return self.attend(self.embedder(x), neighbor_emb, neighbor_labels)

@@ -1,0 +1,103 @@
+"""Figures for the paper (PDF) and the README/notebooks (PNG), readable in print."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))  # headless; Jupyter's inline backend still works
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+plt.rcParams.update({"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 8,
+                     "figure.dpi": 110, "savefig.dpi": 200, "savefig.bbox": "tight"})
+
+
+def save_figure(fig: plt.Figure, figures_dir: str | Path, name: str) -> list[Path]:
+    """Write ``name``.pdf and ``name``.png atomically; return their paths."""
+    figures_dir = Path(figures_dir)
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("pdf", "png"):
+        final = figures_dir / f"{name}.{ext}"
+        fd, tmp = tempfile.mkstemp(dir=figures_dir, prefix=f".{name}.", suffix=f".{ext}")
+        os.close(fd)
+        fig.savefig(tmp, format=ext)
+        os.replace(tmp, final)
+        paths.append(final)
+    return paths
+
+
+def reliability_diagrams(bins_by_method: dict[str, dict[str, np.ndarray]], ece_by_method: dict[str, float],
+                         title: str = "") -> plt.Figure:
+    """One panel per method: accuracy per confidence bin (bars) against the diagonal, with the
+    share of test samples per bin underneath."""
+    n = len(bins_by_method)
+    fig, axes = plt.subplots(2, n, figsize=(2.1 * n, 3.3), sharex=True, gridspec_kw={"height_ratios": [3, 1]},
+                             squeeze=False)
+    for j, (name, b) in enumerate(bins_by_method.items()):
+        ax, hx = axes[0, j], axes[1, j]
+        width = b["upper"] - b["lower"]
+        acc = np.nan_to_num(b["accuracy"])
+        conf = np.nan_to_num(b["confidence"])
+        ax.bar(b["lower"], acc, width=width, align="edge", color="#4C72B0", edgecolor="white", label="accuracy")
+        ax.bar(b["lower"], conf - acc, bottom=acc, width=width, align="edge", color="#DD8452", alpha=0.45,
+               edgecolor="none", label="gap to confidence")
+        ax.plot([0, 1], [0, 1], "k--", lw=0.8)
+        ax.set_title(f"{name}\nECE {ece_by_method[name]:.3f}")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        hx.bar(b["lower"], b["count"] / max(1, b["count"].sum()), width=width, align="edge", color="grey")
+        hx.set_xlabel("confidence")
+        if j == 0:
+            ax.set_ylabel("accuracy")
+            hx.set_ylabel("share")
+            ax.legend(loc="upper left", frameon=False)
+    if title:
+        fig.suptitle(title, y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def training_curves(histories: dict[str, list[dict]], title: str = "") -> plt.Figure:
+    """Training loss and validation accuracy / ECE per epoch for each trained model."""
+    fig, axes = plt.subplots(1, 3, figsize=(7.5, 2.4))
+    for name, hist in histories.items():
+        ep = [h["epoch"] for h in hist]
+        axes[0].plot(ep, [h["train_loss"] for h in hist], marker="o", ms=3, label=name)
+        axes[1].plot(ep, [100 * h["val_accuracy"] for h in hist], marker="o", ms=3, label=name)
+        axes[2].plot(ep, [h["val_ece"] for h in hist], marker="o", ms=3, label=name)
+    for ax, lab in zip(axes, ("training loss", "validation accuracy (%)", "validation ECE")):
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(lab)
+        ax.grid(alpha=0.3)
+    axes[0].legend(frameon=False)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def confusion_matrix_plot(cm: np.ndarray, class_names: tuple[str, ...] | list[str], title: str = "") -> plt.Figure:
+    """Row-normalised confusion matrix (true class rows) with percentages in the cells."""
+    share = cm / np.maximum(cm.sum(1, keepdims=True), 1)
+    c = len(class_names)
+    fig, ax = plt.subplots(figsize=(0.45 * c + 2.2, 0.45 * c + 1.6))
+    im = ax.imshow(share, cmap="Blues", vmin=0, vmax=1)
+    for i in range(c):
+        for j in range(c):
+            if cm[i, j]:
+                ax.text(j, i, f"{100 * share[i, j]:.0f}", ha="center", va="center", fontsize=7,
+                        color="white" if share[i, j] > 0.5 else "black")
+    ax.set_xticks(range(c), class_names, rotation=45, ha="right")
+    ax.set_yticks(range(c), class_names)
+    ax.set_xlabel("predicted class")
+    ax.set_ylabel("true class")
+    fig.colorbar(im, ax=ax, fraction=0.046, label="share of true class")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,80 @@
+"""Where a result came from: commit, code fingerprint, packages, data, device, times."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import time
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGES = ("torch", "torchvision", "faiss-cpu", "numpy", "scipy", "scikit-learn", "pandas", "matplotlib")
+
+
+def git_commit(repo: Path = PACKAGE_DIR.parent) -> dict:
+    """HEAD commit and whether the work tree differs from it ("unknown" outside a git checkout)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
+                               capture_output=True, text=True, timeout=10)
+        if head.returncode == 0:
+            return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"commit": "unknown", "dirty": None}
+
+
+def code_fingerprint() -> str:
+    """SHA-256 (16 hex) over the library's source files: changes whenever the code does."""
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        h.update(str(path.relative_to(PACKAGE_DIR)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def config_fingerprint(config: dict) -> str:
+    """SHA-256 (16 hex) of a JSON-serialisable config (keys sorted)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+class Provenance:
+    """Start a clock at construction; :meth:`record` returns the provenance block of a result."""
+
+    def __init__(self, config: dict, device: str = "cpu"):
+        self.config = config
+        self.device = device
+        self.started = datetime.now(timezone.utc)
+        self._t0 = time.perf_counter()
+
+    def record(self, data_fingerprints: dict[str, str] | None = None) -> dict:
+        import torch
+
+        return {
+            **git_commit(),
+            "code_fingerprint": code_fingerprint(),
+            "config_fingerprint": config_fingerprint(self.config),
+            "packages": versions(),
+            "data_fingerprints": data_fingerprints or {},
+            "device": self.device,
+            "threads": torch.get_num_threads(),
+            "cpu_count": os.cpu_count(),
+            "platform": platform.platform(),
+            "started": self.started.isoformat(timespec="seconds"),
+            "wall_seconds": round(time.perf_counter() - self._t0, 2),
+        }

@@ -1,0 +1,59 @@
+"""LaTeX (booktabs) tables and pandas views built from results dictionaries; no number typed by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .io import write_text
+
+# metric -> (column title, scale, decimals)
+METRIC_FORMAT = {"accuracy": ("Acc. (\\%)", 100.0, 2), "macro_f1": ("Macro-F1 (\\%)", 100.0, 2),
+                 "nll": ("NLL", 1.0, 3), "ece": ("ECE", 1.0, 4), "brier": ("Brier", 1.0, 4)}
+
+
+def fmt(entry: dict, metric: str, ci: bool = True) -> str:
+    """``value`` or ``value [low, high]`` formatted for LaTeX."""
+    _, scale, dec = METRIC_FORMAT[metric]
+    v = f"{entry['value'] * scale:.{dec}f}"
+    if ci and "low" in entry:
+        v += f"\\,{{\\scriptsize[{entry['low'] * scale:.{dec}f}, {entry['high'] * scale:.{dec}f}]}}"
+    return v
+
+
+def latex_escape(text: str) -> str:
+    for a, b in (("\\", "\\textbackslash{}"), ("&", "\\&"), ("%", "\\%"), ("_", "\\_"), ("#", "\\#")):
+        text = text.replace(a, b)
+    return text
+
+
+def booktabs(df: pd.DataFrame, caption: str, label: str, column_format: str | None = None) -> str:
+    """A complete ``table`` environment with booktabs rules; cells are inserted as given (LaTeX)."""
+    cols = column_format or "l" + "r" * len(df.columns)
+    head = " & ".join([latex_escape(df.index.name or "")] + list(df.columns)) + " \\\\"
+    rows = [" & ".join([latex_escape(str(i))] + [str(v) for v in r]) + " \\\\" for i, r in zip(df.index, df.values)]
+    return "\n".join(["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
+                      "\\resizebox{\\linewidth}{!}{%", f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule",
+                      *rows, "\\bottomrule", "\\end{tabular}}", "\\end{table}", ""])
+
+
+def methods_frame(methods: dict[str, dict], ci: bool = True, latex: bool = True) -> pd.DataFrame:
+    """One row per method: raw test metrics, then NLL / ECE / Brier after calibration."""
+    rows = {}
+    for name, m in methods.items():
+        raw, cal = m["test_raw"], m["test_calibrated"]
+        if latex:
+            row = {METRIC_FORMAT[k][0]: fmt(raw[k], k, ci) for k in METRIC_FORMAT}
+            row.update({f"{METRIC_FORMAT[k][0]} (TS)": fmt(cal[k], k, ci) for k in ("nll", "ece", "brier")})
+        else:
+            row = {k: raw[k]["value"] for k in METRIC_FORMAT}
+            row.update({f"{k}_calibrated": cal[k]["value"] for k in ("nll", "ece", "brier")})
+        rows[m.get("label", name)] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Method"
+    return df
+
+
+def write_table(path: str | Path, text: str) -> Path:
+    return write_text(path, text)
