@@ -67,21 +67,21 @@ ensure_python() {
 
 mode=run
 if [ "${1:-}" = "test" ]; then mode=test; shift; fi
-case " $* " in *" -h "*|*" --help "*) mode=help ;; esac
 
 ensure_debian "${DEBIAN_DATA[@]}"
 ensure_python
 
-case "$mode" in
-  test)
-    exec "$PY" -m pytest -q "$@"
-    ;;
-  help|run)
-    if [ ! -f attnknn_lib/pipeline.py ]; then
-      log "the experiment pipeline is not in this version yet; './run_all.sh test' runs the tests"
-      exit 2
-    fi
-    [ "$mode" = run ] && case " $* " in *" --no-pdf "*) ;; *) ensure_debian "${DEBIAN_PDF[@]}" ;; esac
-    exec "$PY" -m attnknn_lib.pipeline "$@"
-    ;;
+if [ "$mode" = test ]; then
+  ensure_debian "${DEBIAN_PDF[@]}"  # the smoke-run test exports a notebook to PDF and builds the paper
+  exec "$PY" -m pytest -q "$@"
+fi
+case " $* " in
+  *" -h "*|*" --help "*|*" --list "*) exec "$PY" -m attnknn_lib.pipeline "$@" ;;
 esac
+# check every argument (profile, experiments, parameters, data) before installing or running anything
+"$PY" -m attnknn_lib.pipeline --validate "$@" || exit $?
+case " $* " in
+  *" --no-pdf "*" --no-paper "*|*" --no-paper "*" --no-pdf "*) ;;
+  *) ensure_debian "${DEBIAN_PDF[@]}" ;;
+esac
+exec "$PY" -m attnknn_lib.pipeline "$@"

@@ -119,16 +119,26 @@ def knn_methods(emb: Embedded, dataset: Dataset, k: int) -> dict[str, MethodProb
     return out
 
 
+def _attn_probs(attention: MultiHeadNeighborAttention, emb: Embedded, split: str, view: str, k: int) -> np.ndarray:
+    q = getattr(emb, split)[view]
+    return attnknn_probs(attention, emb.bank, q, k, neighbors=emb.neighbors[(split, view)])[0]
+
+
+def attnknn_method(attention: MultiHeadNeighborAttention, emb: Embedded, k: int) -> MethodProbs:
+    """Attn-KNN at k on the original view."""
+    return MethodProbs(_attn_probs(attention, emb, "val", "original", k),
+                       _attn_probs(attention, emb, "test", "original", k), {"k": k})
+
+
 def attnknn_methods(attention: MultiHeadNeighborAttention, emb: Embedded, k: int,
                     k_ensemble: tuple[int, ...] = K_ENSEMBLE) -> dict[str, MethodProbs]:
     """Attn-KNN at k; with TTA; k-ensemble; adaptive k (see module docstring)."""
     views = list(emb.val)
 
     def probs(split: str, view: str, kk: int) -> np.ndarray:
-        q = getattr(emb, split)[view]
-        return attnknn_probs(attention, emb.bank, q, kk, neighbors=emb.neighbors[(split, view)])[0]
+        return _attn_probs(attention, emb, split, view, kk)
 
-    out = {"attnknn": MethodProbs(probs("val", "original", k), probs("test", "original", k), {"k": k})}
+    out = {"attnknn": attnknn_method(attention, emb, k)}
     if len(views) > 1:
         out["attnknn_tta"] = MethodProbs(_tta_mean(lambda s, v: probs(s, v, k), views, "val"),
                                          _tta_mean(lambda s, v: probs(s, v, k), views, "test"), {"views": views})

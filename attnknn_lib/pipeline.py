@@ -243,10 +243,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="override a notebook parameter (experiment.key=value for one experiment)")
     ap.add_argument("--force", action="store_true", help="rerun stages whose inputs did not change")
     ap.add_argument("--list", action="store_true", help="print the resolved parameters and stop")
+    ap.add_argument("--validate", action="store_true", help="only check the arguments (exit 2 on bad input)")
     args = ap.parse_args(argv)
     try:
         only = [s.strip() for s in args.only.split(",") if s.strip()] or None
         plan = resolve(args.profile, only, args.overrides)
+        if args.validate:
+            return 0
         if not args.list:
             _require_tools(not args.no_pdf, not args.no_paper)
     except AttnKNNError as err:

@@ -98,7 +98,7 @@ def test_vote_puts_each_weight_on_its_neighbours_label():
     torch.testing.assert_close(vote(w, y, 3), torch.tensor([[0.3, 0.0, 0.7]]))
 
 
-@pytest.mark.parametrize("backbone,shape,feat", [("small_cnn", (1, 28, 28), 128), ("small_cnn", (3, 32, 32), 128),
+@pytest.mark.parametrize("backbone,shape,feat", [("small_cnn", (1, 28, 28), 256), ("small_cnn", (3, 32, 32), 256),
                                                  ("mlp", (13,), 256), ("resnet18_cifar", (3, 32, 32), 512)])
 def test_backbones_map_inputs_to_their_feature_size(backbone, shape, feat):
     net = build_backbone(backbone, shape).eval()

@@ -19,7 +19,8 @@ import pandas as pd
 from ..cache import load_or_train, model_key
 from ..datasets import DATASET_NAMES, REGISTRY, Dataset, load_dataset
 from ..errors import ConfigError, check_choice, check_range
-from ..evaluation import K_ENSEMBLE, METHOD_LABELS, MethodProbs, attnknn_methods, cnn_methods, embed_all, knn_methods, score
+from ..evaluation import (K_ENSEMBLE, METHOD_LABELS, MethodProbs, attnknn_method, attnknn_methods, cnn_methods,
+                          embed_all, knn_methods, score)
 from ..io import write_json, write_npz
 from ..memory import MemoryBank
 from ..metrics import confusion_matrix, reliability_bins
@@ -75,6 +76,7 @@ class MainConfig:
     contrastive_weight: float = 0.5
     entropy_weight: float = 0.01
     max_train: int = 0  # 0: the whole training split; else a stratified subset of this size
+    max_val: int = 0
     max_test: int = 0
     val_fraction: float = 0.1
     tta_views: int = 6
@@ -96,7 +98,7 @@ class MainConfig:
         for name in ("embed_dim", "num_heads", "k", "epochs", "tabular_epochs", "batch_size", "tabular_batch_size",
                      "ablation_epochs"):
             check_range(name, getattr(self, name), 1, None)
-        for name in ("max_train", "max_test", "n_boot", "threads", "seed"):
+        for name in ("max_train", "max_val", "max_test", "n_boot", "threads", "seed"):
             check_range(name, getattr(self, name), 0, None)
         check_range("tta_views", self.tta_views, 1, 6)
         check_range("val_fraction", self.val_fraction, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
@@ -139,7 +141,7 @@ class DatasetRun:
 
 def load(cfg: MainConfig, name: str) -> Dataset:
     return load_dataset(name, val_fraction=cfg.val_fraction, split_seed=0, max_train=cfg.max_train or None,
-                        max_test=cfg.max_test or None)
+                        max_val=cfg.max_val or None, max_test=cfg.max_test or None)
 
 
 def _backbone(cfg: MainConfig, ds: Dataset) -> tuple[str, dict]:
@@ -181,7 +183,7 @@ def run_ablation(cfg: MainConfig, ds: Dataset, emb, device) -> dict:
         att = MultiHeadNeighborAttention(replace(base, **switches))
         res = train_attention_head(att, emb.bank, emb.val["original"], ds.val.y, cfg.k, epochs=cfg.ablation_epochs,
                                    seed=cfg.seed)
-        probs = attnknn_methods(res.model, emb, cfg.k, k_ensemble=(cfg.k,))["attnknn"]
+        probs = attnknn_method(res.model, emb, cfg.k)
         methods[name] = MethodProbs(probs.val, probs.test, {"switches": switches})
         extra[name] = {"history": res.history, "best_epoch": res.best_epoch, "seconds": res.seconds,
                        "temperatures": res.model.temperatures().tolist()}
@@ -255,7 +257,8 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
     df = methods_frame(res["methods"])
     out["table"] = write_table(paths.tables / f"main_{name}.tex", booktabs(
         df, f"{title}: test metrics with bootstrap 95\\% intervals; (TS) after temperature scaling fitted on "
-            f"validation. Profile \\texttt{{{run.record['profile']}}}.", f"tab:main-{name.replace('_', '-')}"))
+            f"validation. Profile \\texttt{{{run.record['profile']}}}.",
+        "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}"))
     bins = {METHOD_LABELS[m]: reliability_bins(run.methods[m].test, ds.test.y) for m in RELIABILITY_METHODS
             if m in run.methods}
     eces = {METHOD_LABELS[m]: res["methods"][m]["test_raw"]["ece"]["value"] for m in RELIABILITY_METHODS
@@ -275,7 +278,7 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
             adf = methods_frame(res["ablation"])
             out["ablation"] = write_table(paths.tables / f"main_{name}_ablation.tex", booktabs(
                 adf, f"{title}: attention components trained on the frozen Attn-KNN embedding "
-                     f"(test, 95\\% intervals; (TS) after temperature scaling).", f"tab:ablation-{name.replace('_', '-')}"))
+                     f"(test, 95\\% intervals; (TS) after temperature scaling).", "tab:ablation-primary"))
     return out
 
 

@@ -1,0 +1,55 @@
+"""Tables and macros are generated from results, with valid LaTeX names and escaping."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from attnknn_lib.io import write_json
+from attnknn_lib.report import macro_name, write_macros
+from attnknn_lib.tables import booktabs, fmt
+
+
+def _entry(acc: float) -> dict:
+    m = {k: {"value": v, "low": v - 0.01, "high": v + 0.01} for k, v in
+         {"accuracy": acc, "macro_f1": acc, "nll": 0.3, "ece": 0.02, "brier": 0.1}.items()}
+    return {"label": "Attn-KNN", "info": {"param": 0.1}, "test_raw": m, "test_calibrated": m}
+
+
+def _record(ds: str, primary: str) -> dict:
+    methods = {m: _entry(0.9) for m in ("uniform", "distance", "cosine", "attnknn", "cnn")}
+    hist = [{"epoch": 1}, {"epoch": 2}]
+    return {"experiment": "main", "dataset": ds, "profile": "cpu",
+            "config": {"primary": primary, "datasets": [ds]},
+            "results": {"methods": methods, "best_baseline": "distance", "temperatures": [0.5, 0.25],
+                        "dataset": {"n_train": 10, "n_val": 2, "n_test": 5, "num_classes": 3},
+                        "training": {"attnknn": {"history": hist, "best_epoch": 2, "seconds": 60.0},
+                                     "cnn": {"history": hist, "best_epoch": 1, "seconds": 30.0}},
+                        "ablation": None}}
+
+
+def test_macro_names_are_letters_only():
+    assert macro_name("main", "cifar10", "attnknn_tta", "Acc") == "MainCifarOneZeroAttnknnTtaAcc"
+    assert re.fullmatch(r"[A-Za-z]+", macro_name("ablation", "wine_quality", "all_components", "EceCal"))
+
+
+def test_macros_file_has_one_command_per_number_and_primary_aliases(tmp_path):
+    write_json(tmp_path / "main_fashion_mnist.json", _record("fashion_mnist", "fashion_mnist"))
+    write_json(tmp_path / "main_iris.json", _record("iris", "fashion_mnist"))
+    text = write_macros(tmp_path).read_text()
+    assert "\\newcommand{\\MainFashionMnistAttnknnAcc}{90.00}" in text
+    assert "\\newcommand{\\PrimaryAttnknnAcc}{90.00}" in text
+    assert "\\newcommand{\\MainIrisCnnEceCal}{0.0200}" in text
+    assert "\\newcommand{\\PrimaryReliabilityFigure}{../figures/main_fashion_mnist_reliability.pdf}" in text
+    assert "\\newcommand{\\PrimaryName}{Fashion-MNIST}" in text
+    names = re.findall(r"\\newcommand\{\\([^}]*)\}", text)
+    assert len(names) == len(set(names)) and all(re.fullmatch(r"[A-Za-z]+", n) for n in names)
+
+
+def test_booktabs_table_escapes_names_and_formats_intervals():
+    df = pd.DataFrame({"Acc. (\\%)": [fmt({"value": 0.91234, "low": 0.9, "high": 0.92}, "accuracy")]},
+                      index=["k_ensemble & more"])
+    tex = booktabs(df, "cap", "tab:x")
+    assert "\\toprule" in tex and "\\bottomrule" in tex and "k\\_ensemble \\& more" in tex
+    assert "91.23\\,{\\scriptsize[90.00, 92.00]}" in tex

@@ -1,0 +1,144 @@
+"""Training: no self-match, selection on validation only, reproducible, cached by key."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import attnknn_lib.training as training
+from attnknn_lib.cache import load_or_train, model_key
+from attnknn_lib.datasets import Dataset, DataSplit
+from attnknn_lib.errors import ConfigError
+from attnknn_lib.models import AttentionConfig, build_attnknn, build_cnn
+from attnknn_lib.training import TrainConfig, train_attnknn, train_cnn, training_neighbors
+
+
+class Tripwire:
+    """Stands in for the test split: any use of it fails the test."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the test split was used during training (attribute {name!r})")
+
+    def __len__(self):
+        raise AssertionError("the test split was used during training (len)")
+
+
+def toy_images(n_train: int = 240, n_val: int = 80, seed: int = 0) -> Dataset:
+    """Four classes of 28x28 texture images (horizontal / vertical stripes, checkerboard, flat);
+    the test split is a tripwire."""
+    rng = np.random.default_rng(seed)
+    r, c = np.indices((28, 28))
+    patterns = np.stack([(r // 2) % 2, (c // 2) % 2, ((r // 2) + (c // 2)) % 2, np.full((28, 28), 0.5)]) * 160
+
+    def make(n):
+        y = np.arange(n) % 4
+        x = patterns[y] + rng.integers(0, 80, size=(n, 28, 28))
+        return DataSplit(x[..., None].astype(np.uint8), y, np.arange(n))
+
+    train, val = make(n_train), make(n_val)
+    ds = Dataset("toy", "image", 4, (1, 28, 28), ("a", "b", "c", "d"), train, val, val, (0.4,), (0.3,))
+    object.__setattr__(ds, "test", Tripwire())
+    return ds
+
+
+FAST = TrainConfig(epochs=2, batch_size=32, k=5, lr=3e-3, seed=0)
+ATT = AttentionConfig(num_classes=4, embed_dim=16, num_heads=2)
+
+
+def _attnknn():
+    torch.manual_seed(0)
+    return build_attnknn("small_cnn", (1, 28, 28), ATT, widths=(8, 16))
+
+
+def test_training_neighbors_are_the_exact_top_k_without_own_rows():
+    g = torch.Generator().manual_seed(0)
+    mem = torch.nn.functional.normalize(torch.randn(200, 8, generator=g), dim=-1)
+    q = mem[:10] + 0.01 * torch.randn(10, 8, generator=g)
+    own = torch.stack([torch.arange(10), torch.arange(10) + 50], 1)
+    rows = training_neighbors(q, mem, own, 4)
+    for i in range(10):
+        sims = (mem @ q[i]).clone()
+        sims[own[i]] = -np.inf
+        assert rows[i].tolist() == sims.topk(4).indices.tolist()
+        assert i not in rows[i] and i + 50 not in rows[i]
+
+
+def test_attnknn_training_never_retrieves_the_query_itself(monkeypatch):
+    seen = []
+
+    def spy(q, mem, own, k):
+        rows = training_neighbors(q, mem, own, k)
+        seen.append((rows.clone(), own.clone()))
+        return rows
+
+    monkeypatch.setattr(training, "training_neighbors", spy)
+    train_attnknn(_attnknn(), toy_images(), FAST, progress=False)
+    assert len(seen) == 2 * 8  # every step of both epochs (240 / 32 -> 8 batches)
+    for rows, own in seen:
+        assert not (rows[:, :, None] == own[:, None, :]).any()
+
+
+def test_attnknn_learns_selects_on_validation_and_never_reads_test():
+    result = train_attnknn(_attnknn(), toy_images(), FAST, progress=False)
+    hist = result.history
+    assert [h["epoch"] for h in hist] == [1, 2]
+    best = max(hist, key=lambda h: (h["val_accuracy"], -h["val_nll"]))
+    assert result.best_epoch == best["epoch"]
+    assert best["val_accuracy"] > 0.5  # four classes: chance is 0.25
+    assert all(0.05 <= t <= 2.0 for t in hist[-1]["temperatures"])
+    assert not result.model.training
+
+
+def test_cnn_baseline_trains_under_the_same_recipe():
+    torch.manual_seed(0)
+    result = train_cnn(build_cnn("small_cnn", (1, 28, 28), 4, widths=(8, 16)), toy_images(), FAST, progress=False)
+    assert max(h["val_accuracy"] for h in result.history) > 0.5
+    assert set(result.history[0]) >= {"train_loss", "val_accuracy", "val_nll", "val_ece", "seconds"}
+
+
+def test_same_seed_gives_the_same_numbers():
+    a = train_attnknn(_attnknn(), toy_images(), FAST, progress=False).history
+    b = train_attnknn(_attnknn(), toy_images(), FAST, progress=False).history
+    assert [h["val_nll"] for h in a] == [h["val_nll"] for h in b]
+    assert [h["train_loss"] for h in a] == [h["train_loss"] for h in b]
+
+
+def test_training_on_noisy_labels_uses_them_for_loss_and_bank():
+    ds = toy_images()
+    noisy = (ds.train.y + 1) % 4  # every label shifted: validation accuracy must collapse
+    result = train_attnknn(_attnknn(), ds, FAST, train_labels=noisy, progress=False)
+    assert max(h["val_accuracy"] for h in result.history) < 0.3
+
+
+def test_train_config_rejects_bad_values():
+    with pytest.raises(ConfigError, match="epochs=0 is out of range"):
+        TrainConfig(epochs=0)
+    with pytest.raises(ConfigError, match="index_type='kd' is not allowed"):
+        TrainConfig(index_type="kd")
+    with pytest.raises(ConfigError, match="k=300 is out of range; allowed: 1..238"):
+        train_attnknn(_attnknn(), toy_images(), TrainConfig(k=300), progress=False)
+
+
+def test_cache_loads_the_same_model_and_retrains_when_the_key_changes(tmp_path):
+    ds = toy_images()
+    calls = []
+
+    def train(model):
+        calls.append(1)
+        return train_cnn(model, ds, FAST, progress=False)
+
+    def build():
+        torch.manual_seed(0)
+        return build_cnn("small_cnn", (1, 28, 28), 4, widths=(8, 16))
+
+    key = model_key("cnn", {"w": [8, 16]}, FAST.to_dict(), "fp", ds.train.y)
+    first, cached1 = load_or_train(tmp_path, "toy", key, build, train)
+    second, cached2 = load_or_train(tmp_path, "toy", key, build, train)
+    assert (cached1, cached2, len(calls)) == (False, True, 1)
+    x = torch.randn(3, 1, 28, 28)
+    torch.testing.assert_close(first.model(x), second.model(x))
+    assert second.history == first.history and second.best_epoch == first.best_epoch
+    other = model_key("cnn", {"w": [8, 16]}, FAST.to_dict(), "fp", (ds.train.y + 1) % 4)
+    load_or_train(tmp_path, "toy", other, build, train)
+    assert len(calls) == 2
