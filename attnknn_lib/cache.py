@@ -22,7 +22,7 @@ from .io import read_json, write_json
 from .provenance import PACKAGE_DIR, config_fingerprint
 from .training import TrainResult
 
-TRAINING_SOURCES = ("models", "training.py", "losses.py", "memory.py", "transforms.py", "datasets.py", "runtime.py")
+TRAINING_SOURCES = ("models", "training.py", "losses.py", "memory.py", "transforms.py", "runtime.py")  # data: by fingerprint
 
 
 def training_code_fingerprint() -> str:
@@ -44,8 +44,9 @@ def model_key(kind: str, model_config: dict, train_config: dict, data_fingerprin
 
 def load_or_train(artifacts: str | Path, dataset_name: str, key: dict, build: Callable[[], nn.Module],
                   train: Callable[[nn.Module], TrainResult], force: bool = False) -> tuple[TrainResult, bool]:
-    """The cached model for ``key`` if there is one (and not ``force``), else train and cache it.
-    Returns (result, loaded_from_cache)."""
+    """The cached model for ``key`` if there is one (and neither ``force`` nor ``$ATTNKNN_RETRAIN=1``,
+    which ``./run_all.sh --force`` sets), else train and cache it. Returns (result, loaded_from_cache)."""
+    force = force or os.environ.get("ATTNKNN_RETRAIN") == "1"
     folder = Path(artifacts) / "models" / dataset_name / f"{key['kind']}-{config_fingerprint(key)}"
     weights, meta = folder / "model.pt", folder / "train.json"
     if not force and weights.exists() and meta.exists():

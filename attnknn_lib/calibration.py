@@ -8,7 +8,11 @@ with temperature T > 0 and smoothing s in [0, 1). With s = 0 this is exactly tem
 scaling of a network's logits (softmax is shift-invariant, so log softmax(z) / T and z / T give
 the same result). kNN votes can put probability 0 on a class; log(0) = -inf survives any T, so
 for them the smoothing s is fitted as well (the "fitted smoothing" of design brief §4.4).
-Both are chosen by minimising validation NLL; the test set is never used.
+Both are chosen by minimising validation NLL plus a weak prior toward the identity,
+``PRIOR * (log T)^2``: when the validation NLL is flat in T (e.g. a small validation set that the
+method classifies perfectly with probabilities 0/1), the fit returns T = 1, s = 0 instead of
+an arbitrary bound such as T = 100 that would flatten the test probabilities. The test set is
+never used.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from .errors import ConfigError
 from .metrics import nll
 
 T_BOUNDS = (0.01, 100.0)
+PRIOR = 1e-4  # weight of (log T)^2: negligible next to any real NLL difference
 SMOOTHING_GRID = (0.0,) + tuple(np.logspace(-4, np.log10(0.3), 14))
 
 
@@ -53,9 +58,10 @@ class Calibrator:
 
 
 def fit_temperature(probs: np.ndarray, labels: np.ndarray, smoothing: float = 0.0) -> Calibrator:
-    """The T in ``T_BOUNDS`` minimising NLL (bounded 1-D search over log T) at fixed smoothing."""
+    """The T in ``T_BOUNDS`` minimising NLL + PRIOR (log T)^2 (bounded 1-D search over log T) at
+    fixed smoothing."""
     def objective(log_t: float) -> float:
-        return nll(Calibrator(float(np.exp(log_t)), smoothing).apply(probs), labels)
+        return nll(Calibrator(float(np.exp(log_t)), smoothing).apply(probs), labels) + PRIOR * log_t ** 2
 
     res = minimize_scalar(objective, bounds=tuple(np.log(T_BOUNDS)), method="bounded", options={"xatol": 1e-4})
     return Calibrator(float(np.exp(res.x)), smoothing)
@@ -67,4 +73,5 @@ def fit_calibrator(probs: np.ndarray, labels: np.ndarray, fit_smoothing: bool = 
     labels = np.asarray(labels, dtype=np.int64)
     grid = SMOOTHING_GRID if fit_smoothing else (0.0,)
     fits = [fit_temperature(probs, labels, s) for s in grid]
-    return min(fits, key=lambda c: nll(c.apply(probs), labels))
+    # ties (flat NLL) go to the first, i.e. the smallest smoothing
+    return min(fits, key=lambda c: nll(c.apply(probs), labels) + PRIOR * np.log(c.temperature) ** 2)

@@ -125,6 +125,7 @@ class DatasetSpec:
     kind: str
     loader: Callable[[Path, bool], _Raw] = field(repr=False)
     description: str = ""
+    title: str = ""  # display name for tables and figures
 
 
 # ----------------------------------------------------------------------------- images
@@ -301,19 +302,19 @@ _MNIST_HOW = ("install Debian's dataset-fashion-mnist (apt-get install dataset-f
 REGISTRY: dict[str, DatasetSpec] = {
     "fashion_mnist": DatasetSpec("fashion_mnist", "image",
                                  _mnist_like("FashionMNIST", "FashionMNIST", "fashion_mnist", _MNIST_HOW),
-                                 "Fashion-MNIST, 28x28 grey, 10 classes"),
+                                 "Fashion-MNIST, 28x28 grey, 10 classes", title="Fashion-MNIST"),
     "mnist": DatasetSpec("mnist", "image",
                          _mnist_like("MNIST", "MNIST", "mnist",
                                      "put the four ungzipped IDX files there (train-images-idx3-ubyte, ...), "
                                      "or set ATTNKNN_DATA_ROOT"),
-                         "MNIST, 28x28 grey, 10 classes"),
-    "cifar10": DatasetSpec("cifar10", "image", _cifar10, "CIFAR-10, 32x32 colour, 10 classes"),
-    "digits": DatasetSpec("digits", "tabular", _sklearn("load_digits"), "8x8 digits as 64 features, 10 classes"),
-    "iris": DatasetSpec("iris", "tabular", _sklearn("load_iris"), "4 features, 3 classes"),
-    "wine": DatasetSpec("wine", "tabular", _sklearn("load_wine"), "13 features, 3 classes"),
-    "breast_cancer": DatasetSpec("breast_cancer", "tabular", _sklearn("load_breast_cancer"), "30 features, 2 classes"),
-    "adult": DatasetSpec("adult", "tabular", _adult, "UCI Adult income, 2 classes"),
-    "wine_quality": DatasetSpec("wine_quality", "tabular", _wine_quality, "UCI Wine Quality, quality scores as classes"),
+                         "MNIST, 28x28 grey, 10 classes", title="MNIST"),
+    "cifar10": DatasetSpec("cifar10", "image", _cifar10, "CIFAR-10, 32x32 colour, 10 classes", title="CIFAR-10"),
+    "digits": DatasetSpec("digits", "tabular", _sklearn("load_digits"), "8x8 digits as 64 features, 10 classes", title="Digits"),
+    "iris": DatasetSpec("iris", "tabular", _sklearn("load_iris"), "4 features, 3 classes", title="Iris"),
+    "wine": DatasetSpec("wine", "tabular", _sklearn("load_wine"), "13 features, 3 classes", title="Wine"),
+    "breast_cancer": DatasetSpec("breast_cancer", "tabular", _sklearn("load_breast_cancer"), "30 features, 2 classes", title="Breast cancer"),
+    "adult": DatasetSpec("adult", "tabular", _adult, "UCI Adult income, 2 classes", title="Adult"),
+    "wine_quality": DatasetSpec("wine_quality", "tabular", _wine_quality, "UCI Wine Quality, quality scores as classes", title="Wine Quality"),
 }
 DATASET_NAMES = tuple(REGISTRY)
 

@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-paper", action="store_true", help="do not build the paper")
     ap.add_argument("-p", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a notebook parameter (experiment.key=value for one experiment)")
-    ap.add_argument("--force", action="store_true", help="rerun stages whose inputs did not change")
+    ap.add_argument("--force", action="store_true", help="rerun every stage and retrain cached models")
     ap.add_argument("--list", action="store_true", help="print the resolved parameters and stop")
     ap.add_argument("--validate", action="store_true", help="only check the arguments (exit 2 on bad input)")
     args = ap.parse_args(argv)
@@ -259,9 +259,11 @@ def main(argv: list[str] | None = None) -> int:
         print(yaml.safe_dump(plan, sort_keys=False))
         return 0
     paths = Paths.at(args.out)
+    if args.force:
+        os.environ["ATTNKNN_RETRAIN"] = "1"  # the notebooks' kernels inherit it: retrain cached models too
     from tqdm.auto import tqdm
 
-    from .report import write_macros
+    from .report import update_readme, write_macros
 
     start = time.perf_counter()
     try:
@@ -273,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
             tqdm.write(f"[{name}] {'unchanged, skipped' if skipped else 'done'} in {time.perf_counter() - t0:.0f} s "
                        f"-> {nb}")
         write_macros(paths.results)
+        if paths.root == REPO_ROOT:
+            update_readme(REPO_ROOT / "README.md", paths.results)
         if not args.no_paper:
             pdf = build_paper(paths)
             tqdm.write(f"[paper] {pdf}")

@@ -44,8 +44,8 @@ def reliability_diagrams(bins_by_method: dict[str, dict[str, np.ndarray]], ece_b
         acc = np.nan_to_num(b["accuracy"])
         conf = np.nan_to_num(b["confidence"])
         ax.bar(b["lower"], acc, width=width, align="edge", color="#4C72B0", edgecolor="white", label="accuracy")
-        ax.bar(b["lower"], conf - acc, bottom=acc, width=width, align="edge", color="#DD8452", alpha=0.45,
-               edgecolor="none", label="gap to confidence")
+        ax.bar(b["lower"], np.abs(conf - acc), bottom=np.minimum(acc, conf), width=width, align="edge",
+               color="#DD8452", alpha=0.6, edgecolor="none", label="gap to mean confidence")
         ax.plot([0, 1], [0, 1], "k--", lw=0.8)
         ax.set_title(f"{name}\nECE {ece_by_method[name]:.3f}")
         ax.set_xlim(0, 1)
@@ -55,7 +55,7 @@ def reliability_diagrams(bins_by_method: dict[str, dict[str, np.ndarray]], ece_b
         if j == 0:
             ax.set_ylabel("accuracy")
             hx.set_ylabel("share")
-            ax.legend(loc="upper left", frameon=False)
+            ax.legend(loc="upper left", frameon=False, fontsize=7)
     if title:
         fig.suptitle(title, y=1.02)
     fig.tight_layout()

@@ -67,7 +67,7 @@ def main_macros(record: dict) -> dict[str, str]:
         for k, v in list(out.items()):
             if k.startswith(prefix):
                 out["Primary" + k[len(prefix):]] = v
-        out["PrimaryName"] = REGISTRY[ds].description.split(",")[0]
+        out["PrimaryName"] = REGISTRY[ds].title
         out["PrimaryNumClasses"] = str(res["dataset"]["num_classes"])
         out["PrimaryNVal"] = str(res["dataset"]["n_val"])
         out["PrimaryTableFile"] = PATH_MARK + f"../results/tables/main_{ds}.tex"
@@ -105,3 +105,37 @@ def write_macros(results_dir: str | Path) -> Path:
         value = v[len(PATH_MARK):] if v.startswith(PATH_MARK) else latex_escape(v)
         lines.append(f"\\newcommand{{\\{k}}}{{{value}}}")
     return write_text(Path(results_dir) / "macros.tex", "\n".join(lines) + "\n")
+
+
+README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def results_markdown(results_dir: str | Path) -> str:
+    """A Markdown table of test accuracy and ECE (raw / after temperature scaling) per dataset and
+    key method, from ``main_*.json``."""
+    keys = ("uniform", "distance", "cosine", "attnknn", "attnknn_tta", "cnn")
+    lines = []
+    for path in sorted(Path(results_dir).glob("main_*.json")):
+        record = read_json(path)
+        methods = record["results"]["methods"]
+        if not lines:
+            lines = [f"Test accuracy % / ECE / ECE after temperature scaling (profile `{record['profile']}`, "
+                     f"commit `{record['provenance']['commit'][:8]}`):", "",
+                     "| dataset | " + " | ".join(methods[m]["label"] for m in keys if m in methods) + " |",
+                     "| --- " * (1 + sum(m in methods for m in keys)) + "|"]
+        cells = [f"{100 * methods[m]['test_raw']['accuracy']['value']:.2f} / {methods[m]['test_raw']['ece']['value']:.3f}"
+                 f" / {methods[m]['test_calibrated']['ece']['value']:.3f}" if m in methods else "--" for m in keys]
+        lines.append(f"| {REGISTRY[record['dataset']].title} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) if lines else "(no results yet: run ./run_all.sh)"
+
+
+def update_readme(readme: str | Path, results_dir: str | Path) -> bool:
+    """Replace the block between the results markers of ``readme``; False if it has no markers."""
+    readme = Path(readme)
+    text = readme.read_text()
+    if README_START not in text or README_END not in text:
+        return False
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    write_text(readme, f"{head}{README_START}\n{results_markdown(results_dir)}\n{README_END}{tail}")
+    return True

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from .datasets import Dataset, DataSplit
+from .datasets import Dataset
 from .errors import ConfigError, check_choice, check_range
 from .losses import attention_entropy, mixup, supervised_contrastive, vote_nll
 from .memory import INDEX_TYPES, MemoryBank, Neighbors
@@ -111,27 +111,17 @@ def embed(module: nn.Module, x: torch.Tensor, batch_size: int = 1024, device: to
     return torch.cat(out).numpy().astype(np.float32)
 
 
-def _train_batches(dataset: Dataset, labels: np.ndarray, batch_size: int, seed: int, epoch: int):
+def _train_batches(x_all: torch.Tensor, y_all: torch.Tensor, augment: BatchAugment | None, batch_size: int,
+                   seed: int, epoch: int):
     """Shuffled, augmented training batches (x, y, rows) of one epoch; seeded by (seed, epoch)."""
-    x_all = _train_tensor(dataset)
-    y_all = torch.as_tensor(labels, dtype=torch.long)
-    augment = BatchAugment(dataset) if dataset.kind == "image" else None
     gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
     for idx in batches(len(y_all), batch_size, shuffle=True, generator=gen):
         x = x_all[idx]
         yield (augment(x, gen) if augment is not None else x), y_all[idx], idx
 
 
-_TENSORS: dict[int, tuple[DataSplit, torch.Tensor]] = {}
-
-
-def _train_tensor(dataset: Dataset) -> torch.Tensor:
-    """The training split as a tensor, converted once per split object."""
-    key = id(dataset.train)
-    if key not in _TENSORS or _TENSORS[key][0] is not dataset.train:
-        _TENSORS.clear()  # hold one split at a time: a full image split is a few hundred MB
-        _TENSORS[key] = (dataset.train, to_tensor(dataset, dataset.train))
-    return _TENSORS[key][1]
+def _augment(dataset: Dataset) -> BatchAugment | None:
+    return BatchAugment(dataset) if dataset.kind == "image" else None
 
 
 def _optimizer(model: nn.Module, backbone: nn.Module, cfg: TrainConfig, steps: int):
@@ -172,8 +162,32 @@ def _autocast(cfg: TrainConfig, device: torch.device):
     return torch.autocast(device_type=device.type, dtype=torch.float16, enabled=cfg.amp and device.type == "cuda")
 
 
-def _better(row: dict, best: dict | None) -> bool:
-    return best is None or (row["val_accuracy"], -row["val_nll"]) > (best["val_accuracy"], -best["val_nll"])
+class _Selection:
+    """Per-epoch validation metrics, and the state of the best epoch so far (highest validation
+    accuracy; ties: lower validation NLL). The test set plays no part."""
+
+    def __init__(self, name: str, model: nn.Module, val_labels: np.ndarray, progress: bool):
+        self.name, self.model, self.val_labels, self.progress = name, model, val_labels, progress
+        self.history: list[dict] = []
+        self.best: dict | None = None
+        self.best_state: dict | None = None
+        self.start = time.perf_counter()
+
+    def add(self, row: dict, val_probs: np.ndarray, t0: float) -> None:
+        y = self.val_labels
+        row.update({"val_accuracy": accuracy(val_probs, y), "val_nll": nll(val_probs, y), "val_ece": ece(val_probs, y),
+                    "seconds": time.perf_counter() - t0})
+        self.history.append(row)
+        if self.best is None or (row["val_accuracy"], -row["val_nll"]) > (self.best["val_accuracy"], -self.best["val_nll"]):
+            self.best, self.best_state = row, copy.deepcopy(self.model.state_dict())
+        if self.progress:
+            tqdm.write(f"{self.name} epoch {row['epoch']}: loss {row['train_loss']:.3f}, val acc "
+                       f"{row['val_accuracy']:.4f}, val ECE {row['val_ece']:.4f}, {row['seconds']:.0f} s")
+
+    def result(self) -> TrainResult:
+        self.model.load_state_dict(self.best_state)
+        self.model.eval()
+        return TrainResult(self.model, self.history, self.best["epoch"], time.perf_counter() - self.start)
 
 
 # ----------------------------------------------------------------------------- Attn-KNN
@@ -225,7 +239,8 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
     batch = min(cfg.batch_size, n)
     steps_per_epoch = math.ceil(n / batch)
     opt, sched = _optimizer(model, model.embedder.backbone, cfg, cfg.epochs * steps_per_epoch)
-    x_train, x_val = _train_tensor(dataset), to_tensor(dataset, dataset.val)
+    x_train, x_val = to_tensor(dataset, dataset.train), to_tensor(dataset, dataset.val)
+    y_train, augment = torch.as_tensor(labels, dtype=torch.long), _augment(dataset)
 
     def fresh_bank() -> MemoryBank:
         emb = embed(model.embedder, x_train, cfg.eval_batch_size, device, desc="embed train")
@@ -234,14 +249,12 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
     bank = fresh_bank()
     mem = torch.from_numpy(bank.embeddings.copy()).to(device)  # (N, D) training-time copy, updated online
     mem_labels = torch.as_tensor(labels, device=device)
-    history: list[dict] = []
-    best_row, best_state = None, None
-    start = time.perf_counter()
+    selection = _Selection("Attn-KNN", model, dataset.val.y, progress)
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
         model.train()
         sums = {"loss": 0.0, "knn_nll": 0.0, "contrastive": 0.0, "entropy": 0.0}
-        bar = tqdm(_train_batches(dataset, labels, batch, cfg.seed, epoch), total=steps_per_epoch,
+        bar = tqdm(_train_batches(x_train, y_train, augment, batch, cfg.seed, epoch), total=steps_per_epoch,
                    desc=f"Attn-KNN epoch {epoch}/{cfg.epochs}", leave=False, disable=not progress)
         for x, y, idx in bar:
             x, y, idx = x.to(device), y.to(device), idx.to(device)
@@ -272,20 +285,10 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
         probs, _ = attnknn_probs(model.attention, new_bank, val_emb, cfg.k, device=device)
         if epoch % cfg.refresh_every == 0:
             mem = torch.from_numpy(new_bank.embeddings.copy()).to(device)
-        row = {"epoch": epoch, **{f"train_{k}": v / n for k, v in sums.items()},
-               "val_accuracy": accuracy(probs, dataset.val.y), "val_nll": nll(probs, dataset.val.y),
-               "val_ece": ece(probs, dataset.val.y), "lr": sched.get_last_lr()[0],
-               "temperatures": model.attention.temperatures().detach().cpu().tolist(),
-               "train_seconds": train_seconds, "seconds": time.perf_counter() - t0}
-        history.append(row)
-        if _better(row, best_row):
-            best_row, best_state = row, copy.deepcopy(model.state_dict())
-        if progress:
-            tqdm.write(f"Attn-KNN epoch {epoch}: loss {row['train_loss']:.3f}, val acc {row['val_accuracy']:.4f}, "
-                       f"val ECE {row['val_ece']:.4f}, {row['seconds']:.0f} s")
-    model.load_state_dict(best_state)
-    model.eval()
-    return TrainResult(model, history, best_row["epoch"], time.perf_counter() - start)
+        selection.add({"epoch": epoch, **{f"train_{k}": v / n for k, v in sums.items()}, "lr": sched.get_last_lr()[0],
+                       "temperatures": model.attention.temperatures().detach().cpu().tolist(),
+                       "train_seconds": train_seconds}, probs, t0)
+    return selection.result()
 
 
 # ----------------------------------------------------------------------------- CNN baseline
@@ -306,15 +309,14 @@ def train_cnn(model: CNNClassifier, dataset: Dataset, cfg: TrainConfig, train_la
     batch = min(cfg.batch_size, len(labels))
     steps_per_epoch = math.ceil(len(labels) / batch)
     opt, sched = _optimizer(model, model.backbone, cfg, cfg.epochs * steps_per_epoch)
-    x_val = to_tensor(dataset, dataset.val)
-    history: list[dict] = []
-    best_row, best_state = None, None
-    start = time.perf_counter()
+    x_train, x_val = to_tensor(dataset, dataset.train), to_tensor(dataset, dataset.val)
+    y_train, augment = torch.as_tensor(labels, dtype=torch.long), _augment(dataset)
+    selection = _Selection("CNN", model, dataset.val.y, progress)
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
         model.train()
         total = 0.0
-        bar = tqdm(_train_batches(dataset, labels, batch, cfg.seed, epoch), total=steps_per_epoch,
+        bar = tqdm(_train_batches(x_train, y_train, augment, batch, cfg.seed, epoch), total=steps_per_epoch,
                    desc=f"CNN epoch {epoch}/{cfg.epochs}", leave=False, disable=not progress)
         for x, y, _ in bar:
             x, y = x.to(device), y.to(device)
@@ -331,48 +333,38 @@ def train_cnn(model: CNNClassifier, dataset: Dataset, cfg: TrainConfig, train_la
             bar.set_postfix(loss=f"{loss.item():.3f}")
         train_seconds = time.perf_counter() - t0
         probs = cnn_probs(model, x_val, cfg.eval_batch_size, device)
-        row = {"epoch": epoch, "train_loss": total / len(labels), "val_accuracy": accuracy(probs, dataset.val.y),
-               "val_nll": nll(probs, dataset.val.y), "val_ece": ece(probs, dataset.val.y),
-               "lr": sched.get_last_lr()[0], "train_seconds": train_seconds, "seconds": time.perf_counter() - t0}
-        history.append(row)
-        if _better(row, best_row):
-            best_row, best_state = row, copy.deepcopy(model.state_dict())
-        if progress:
-            tqdm.write(f"CNN epoch {epoch}: loss {row['train_loss']:.3f}, val acc {row['val_accuracy']:.4f}, "
-                       f"val ECE {row['val_ece']:.4f}, {row['seconds']:.0f} s")
-    model.load_state_dict(best_state)
-    model.eval()
-    return TrainResult(model, history, best_row["epoch"], time.perf_counter() - start)
-
-
-TRAINERS: dict[str, Callable] = {"attnknn": train_attnknn, "cnn": train_cnn}
+        selection.add({"epoch": epoch, "train_loss": total / len(labels), "lr": sched.get_last_lr()[0],
+                       "train_seconds": train_seconds}, probs, t0)
+    return selection.result()
 
 
 # ----------------------------------------------------------------------------- attention on frozen embeddings
 
 def train_attention_head(attention: MultiHeadNeighborAttention, bank: MemoryBank, val_emb: np.ndarray,
                          val_labels: np.ndarray, k: int, epochs: int = 3, lr: float = 1e-3, batch_size: int = 512,
-                         entropy_weight: float = 0.01, seed: int = 0, progress: bool = True) -> TrainResult:
+                         entropy_weight: float = 0.01, seed: int = 0, progress: bool = True,
+                         train_neighbors: Neighbors | None = None, val_neighbors: Neighbors | None = None
+                         ) -> TrainResult:
     """Train only ``attention`` over a fixed embedding (``bank``: training embeddings and labels).
 
     Used for ablations: every variant sees the same embedding, so differences come from the
     attention alone. A training query's neighbours exclude itself (searched once: the embedding
-    does not change). Loss: vote NLL - ``entropy_weight`` x attention entropy. The epoch with the
-    best validation accuracy (ties: NLL) is kept.
+    does not change; pass ``train_neighbors``/``val_neighbors`` to share the searches between
+    variants). Loss: vote NLL - ``entropy_weight`` x attention entropy. The epoch with the best
+    validation accuracy (ties: NLL) is kept.
     """
     seed_everything(seed)
     n = len(bank)
-    nb = bank.search_excluding(bank.embeddings, k, np.arange(n))
+    nb = train_neighbors if train_neighbors is not None else bank.search_excluding(bank.embeddings, k, np.arange(n))
     emb = torch.from_numpy(bank.embeddings)
-    rows = torch.from_numpy(nb.indices)
-    neigh_y = torch.from_numpy(nb.labels)
+    rows = torch.from_numpy(nb.indices[:, :k])
+    neigh_y = torch.from_numpy(nb.labels[:, :k])
     y_all = torch.from_numpy(bank.labels)
     params = [p for p in attention.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    val_nb = bank.search(val_emb, k)
+    val_nb = val_neighbors if val_neighbors is not None else bank.search(val_emb, k)
     gen = torch.Generator().manual_seed(seed)
-    history, best_row, best_state = [], None, None
-    start = time.perf_counter()
+    selection = _Selection("attention", attention, val_labels, progress)
     for epoch in range(1, epochs + 1):
         t0 = time.perf_counter()
         attention.train()
@@ -387,12 +379,6 @@ def train_attention_head(attention: MultiHeadNeighborAttention, bank: MemoryBank
             opt.step()
             total += loss.item() * len(idx)
         probs, _ = attnknn_probs(attention, bank, val_emb, k, neighbors=val_nb)
-        row = {"epoch": epoch, "train_loss": total / n, "val_accuracy": accuracy(probs, val_labels),
-               "val_nll": nll(probs, val_labels), "val_ece": ece(probs, val_labels),
-               "temperatures": attention.temperatures().detach().tolist(), "seconds": time.perf_counter() - t0}
-        history.append(row)
-        if _better(row, best_row):
-            best_row, best_state = row, copy.deepcopy(attention.state_dict())
-    attention.load_state_dict(best_state)
-    attention.eval()
-    return TrainResult(attention, history, best_row["epoch"], time.perf_counter() - start)
+        selection.add({"epoch": epoch, "train_loss": total / n,
+                       "temperatures": attention.temperatures().detach().tolist()}, probs, t0)
+    return selection.result()

@@ -57,3 +57,12 @@ def test_identity_calibrator_and_bad_values():
         Calibrator(temperature=0)
     with pytest.raises(ConfigError, match="smoothing=1"):
         Calibrator(smoothing=1)
+
+
+def test_perfectly_separated_validation_leaves_probabilities_unchanged():
+    """Flat validation NLL (every vote right with probability 1) must not flatten the test votes."""
+    val = np.eye(2)[[0, 1, 1, 0, 1]]
+    cal = fit_calibrator(val, np.array([0, 1, 1, 0, 1]))
+    assert cal.temperature == pytest.approx(1.0, abs=1e-3) and cal.smoothing == 0.0
+    test = np.array([[0.75, 0.25], [0.5, 0.5]])
+    np.testing.assert_allclose(cal.apply(test), test, atol=1e-3)

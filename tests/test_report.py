@@ -53,3 +53,19 @@ def test_booktabs_table_escapes_names_and_formats_intervals():
     tex = booktabs(df, "cap", "tab:x")
     assert "\\toprule" in tex and "\\bottomrule" in tex and "k\\_ensemble \\& more" in tex
     assert "91.23\\,{\\scriptsize[90.00, 92.00]}" in tex
+
+
+def test_readme_results_block_is_regenerated_from_json(tmp_path):
+    from attnknn_lib.report import update_readme
+
+    record = _record("iris", "iris")
+    record["provenance"] = {"commit": "0123456789abcdef"}
+    write_json(tmp_path / "main_iris.json", record)
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- results:start -->\nold\n<!-- results:end -->\nrest\n")
+    assert update_readme(readme, tmp_path)
+    text = readme.read_text()
+    assert "old" not in text and text.startswith("intro\n") and text.endswith("rest\n")
+    row = [ln for ln in text.splitlines() if ln.startswith("| Iris |")][0]
+    assert row.count("90.00 / 0.020 / 0.020") == 5  # five methods in the record
+    assert "commit `01234567`" in text

@@ -85,6 +85,8 @@ class MainConfig:
     ablation: bool = True
     ablation_epochs: int = 3
     device: str = "auto"
+    amp: bool = False  # mixed precision (CUDA only)
+    compile: bool = False  # torch.compile (CUDA only)
     threads: int = 0  # 0: all cores
 
     def __post_init__(self) -> None:
@@ -133,7 +135,8 @@ class MainConfig:
                            batch_size=self.batch_size if image else self.tabular_batch_size, lr=self.lr,
                            backbone_lr_mult=self.backbone_lr_mult, weight_decay=self.weight_decay, k=self.k,
                            mixup_alpha=self.mixup_alpha, contrastive_weight=self.contrastive_weight,
-                           entropy_weight=self.entropy_weight, seed=self.seed, device=self.device)
+                           entropy_weight=self.entropy_weight, seed=self.seed, device=self.device, amp=self.amp,
+                           compile=self.compile)
 
 
 @dataclass
@@ -187,11 +190,13 @@ def run_ablation(cfg: MainConfig, ds: Dataset, emb, device) -> dict:
     """Attention variants trained on the frozen Attn-KNN embedding; each scored like the main methods."""
     base = cfg.attention_config(ds.num_classes)
     methods, extra = {}, {}
+    train_nb = emb.bank.search_excluding(emb.bank.embeddings, cfg.k, np.arange(len(emb.bank)))  # shared by all
     for name, switches in ABLATIONS.items():
         seed_everything(cfg.seed)
         att = MultiHeadNeighborAttention(replace(base, **switches))
         res = train_attention_head(att, emb.bank, emb.val["original"], ds.val.y, cfg.k, epochs=cfg.ablation_epochs,
-                                   seed=cfg.seed)
+                                   seed=cfg.seed, train_neighbors=train_nb,
+                                   val_neighbors=emb.neighbors[("val", "original")], progress=False)
         probs = attnknn_method(res.model, emb, cfg.k)
         methods[name] = MethodProbs(probs.val, probs.test, {"switches": switches})
         extra[name] = {"history": res.history, "best_epoch": res.best_epoch, "seconds": res.seconds,
@@ -262,7 +267,7 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
     ds, res = run.dataset, run.record["results"]
     name = ds.name
     out = {"json": write_json(paths.results / f"main_{name}.json", run.record)}
-    title = REGISTRY[name].description.split(",")[0]
+    title = REGISTRY[name].title
     df = methods_frame(res["methods"])
     out["table"] = write_table(paths.tables / f"main_{name}.tex", booktabs(
         df, f"{title}: test metrics with bootstrap 95\\% intervals; (TS) after temperature scaling fitted on "
@@ -314,7 +319,7 @@ def write_summary_table(paths: Paths, datasets: tuple[str, ...]) -> Path:
         if not path.exists():
             continue
         methods = read_json(path)["results"]["methods"]
-        rows[REGISTRY[name].description.split(",")[0]] = {
+        rows[REGISTRY[name].title] = {
             METHOD_LABELS[m]: f"{100 * methods[m]['test_raw']['accuracy']['value']:.2f} / "
                               f"{methods[m]['test_calibrated']['ece']['value']:.3f}" for m in keys if m in methods}
     df = pd.DataFrame.from_dict(rows, orient="index").fillna("--")
