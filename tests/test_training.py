@@ -142,3 +142,23 @@ def test_cache_loads_the_same_model_and_retrains_when_the_key_changes(tmp_path):
     other = model_key("cnn", {"w": [8, 16]}, FAST.to_dict(), "fp", (ds.train.y + 1) % 4)
     load_or_train(tmp_path, "toy", other, build, train)
     assert len(calls) == 2
+
+
+def test_main_experiment_models_depend_only_on_the_seed(tmp_path):
+    """Initial weights too: torch's default generator starts from a random seed in every process."""
+    from attnknn_lib.datasets import load_dataset
+    from attnknn_lib.experiments.main import MainConfig, train_models
+    from attnknn_lib.paths import Paths
+
+    cfg = MainConfig(datasets="iris", primary="iris", tabular_epochs=2, k=5)
+    ds = load_dataset("iris")
+    runs = []
+    for i in range(2):
+        torch.manual_seed(1000 + i)  # whatever ran before must not matter
+        trained, cached = train_models(cfg, ds, Paths(tmp_path / str(i)))
+        assert cached == {"attnknn": False, "cnn": False}
+        runs.append(trained)
+    for kind in ("attnknn", "cnn"):
+        assert [h["val_nll"] for h in runs[0][kind].history] == [h["val_nll"] for h in runs[1][kind].history]
+        for p, q in zip(runs[0][kind].model.parameters(), runs[1][kind].model.parameters()):
+            assert torch.equal(p, q)

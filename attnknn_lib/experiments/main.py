@@ -171,12 +171,19 @@ def train_models(cfg: MainConfig, ds: Dataset, paths: Paths, force: bool = False
     if tcfg.k + 2 > len(labels):
         raise ConfigError(f"k={cfg.k} is out of range for {ds.name}: its training split has {len(labels)} samples")
     acfg = cfg.attention_config(ds.num_classes)
+
+    def seeded(build):  # the initial weights depend on the seed only (torch's default seed is random)
+        def make():
+            seed_everything(cfg.seed)
+            return build()
+        return make
+
     specs = {
         "attnknn": ({"backbone": backbone, **bb_kwargs, "attention": acfg.to_dict()},
-                    lambda: build_attnknn(backbone, ds.input_shape, acfg, **bb_kwargs),
+                    seeded(lambda: build_attnknn(backbone, ds.input_shape, acfg, **bb_kwargs)),
                     lambda m: train_attnknn(m, ds, tcfg, labels)),
         "cnn": ({"backbone": backbone, **bb_kwargs, "num_classes": ds.num_classes},
-                lambda: build_cnn(backbone, ds.input_shape, ds.num_classes, **bb_kwargs),
+                seeded(lambda: build_cnn(backbone, ds.input_shape, ds.num_classes, **bb_kwargs)),
                 lambda m: train_cnn(m, ds, tcfg, labels)),
     }
     results, cached = {}, {}
