@@ -20,9 +20,11 @@ from torch import nn
 
 from .io import read_json, write_json
 from .provenance import PACKAGE_DIR, config_fingerprint
+from .runtime import seed_everything
 from .training import TrainResult
 
-TRAINING_SOURCES = ("models", "training.py", "losses.py", "memory.py", "transforms.py", "runtime.py")  # data: by fingerprint
+# modules whose source decides a trained model (the data enters through its fingerprint)
+TRAINING_SOURCES = ("models", "training.py", "losses.py", "memory.py", "transforms.py", "runtime.py", "cache.py")
 
 
 def training_code_fingerprint() -> str:
@@ -43,7 +45,8 @@ def model_key(kind: str, model_config: dict, train_config: dict, data_fingerprin
 
 
 def load_or_train(artifacts: str | Path, dataset_name: str, key: dict, build: Callable[[], nn.Module],
-                  train: Callable[[nn.Module], TrainResult], force: bool = False) -> tuple[TrainResult, bool]:
+                  train: Callable[[nn.Module], TrainResult], force: bool = False, seed: int = 0
+                  ) -> tuple[TrainResult, bool]:
     """The cached model for ``key`` if there is one (and neither ``force`` nor ``$ATTNKNN_RETRAIN=1``,
     which ``./run_all.sh --force`` sets), else train and cache it. Returns (result, loaded_from_cache)."""
     force = force or os.environ.get("ATTNKNN_RETRAIN") == "1"
@@ -55,6 +58,7 @@ def load_or_train(artifacts: str | Path, dataset_name: str, key: dict, build: Ca
         model.eval()
         info = read_json(meta)
         return TrainResult(model, info["history"], info["best_epoch"], info["seconds"]), True
+    seed_everything(seed)  # initial weights depend on the seed only (torch's default seed is random per process)
     result = train(build())
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".pt.tmp")

@@ -80,6 +80,15 @@ def main_macros(record: dict) -> dict[str, str]:
         out["PrimaryBestBaselineLabel"] = res["methods"][res["best_baseline"]]["label"]
         out["MainProfile"] = record["profile"]
         out["MainDatasetCount"] = str(len(record["config"]["datasets"]))
+        conf = record["config"]
+        for key in ("k", "epochs", "n_boot", "embed_dim", "num_heads", "mixup_alpha", "contrastive_weight",
+                    "entropy_weight", "tta_views"):
+            out[macro_name("config", key)] = f"{conf[key]:,}" if key == "n_boot" else f"{conf[key]:g}"
+        att, train = res["model_configs"]["attention"], res["model_configs"]["train"]
+        out["ConfigTauMin"], out["ConfigTauMax"] = f"{att['tau_min']:g}", f"{att['tau_max']:g}"
+        out["ConfigContrastiveTemperature"] = f"{train['contrastive_temperature']:g}"
+        out["ConfigGradClip"] = f"{train['grad_clip']:g}"
+        out["ConfigValPercent"] = f"{100 * conf['val_fraction']:g}"
     return out
 
 

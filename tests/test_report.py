@@ -21,12 +21,16 @@ def _record(ds: str, primary: str) -> dict:
     methods = {m: _entry(0.9) for m in ("uniform", "distance", "cosine", "attnknn", "cnn")}
     hist = [{"epoch": 1}, {"epoch": 2}]
     return {"experiment": "main", "dataset": ds, "profile": "cpu",
-            "config": {"primary": primary, "datasets": [ds]},
+            "config": {"primary": primary, "datasets": [ds], "k": 16, "epochs": 8, "n_boot": 1000, "embed_dim": 128,
+                       "num_heads": 4, "mixup_alpha": 0.2, "contrastive_weight": 0.5, "entropy_weight": 0.01,
+                       "tta_views": 6, "val_fraction": 0.1},
             "results": {"methods": methods, "best_baseline": "distance", "temperatures": [0.5, 0.25],
                         "dataset": {"n_train": 10, "n_val": 2, "n_test": 5, "num_classes": 3},
                         "training": {"attnknn": {"history": hist, "best_epoch": 2, "seconds": 60.0},
                                      "cnn": {"history": hist, "best_epoch": 1, "seconds": 30.0}},
-                        "ablation": None}}
+                        "ablation": None,
+                        "model_configs": {"attention": {"tau_min": 0.05, "tau_max": 2.0},
+                                          "train": {"contrastive_temperature": 0.07, "grad_clip": 1.0}}}}
 
 
 def test_macro_names_are_letters_only():
@@ -43,6 +47,7 @@ def test_macros_file_has_one_command_per_number_and_primary_aliases(tmp_path):
     assert "\\newcommand{\\MainIrisCnnEceCal}{0.0200}" in text
     assert "\\newcommand{\\PrimaryReliabilityFigure}{../figures/main_fashion_mnist_reliability.pdf}" in text
     assert "\\newcommand{\\PrimaryName}{Fashion-MNIST}" in text
+    assert "\\newcommand{\\ConfigNBoot}{1,000}" in text and "\\newcommand{\\ConfigTauMax}{2}" in text
     names = re.findall(r"\\newcommand\{\\([^}]*)\}", text)
     assert len(names) == len(set(names)) and all(re.fullmatch(r"[A-Za-z]+", n) for n in names)
 

@@ -171,25 +171,18 @@ def train_models(cfg: MainConfig, ds: Dataset, paths: Paths, force: bool = False
     if tcfg.k + 2 > len(labels):
         raise ConfigError(f"k={cfg.k} is out of range for {ds.name}: its training split has {len(labels)} samples")
     acfg = cfg.attention_config(ds.num_classes)
-
-    def seeded(build):  # the initial weights depend on the seed only (torch's default seed is random)
-        def make():
-            seed_everything(cfg.seed)
-            return build()
-        return make
-
     specs = {
         "attnknn": ({"backbone": backbone, **bb_kwargs, "attention": acfg.to_dict()},
-                    seeded(lambda: build_attnknn(backbone, ds.input_shape, acfg, **bb_kwargs)),
+                    lambda: build_attnknn(backbone, ds.input_shape, acfg, **bb_kwargs),
                     lambda m: train_attnknn(m, ds, tcfg, labels)),
         "cnn": ({"backbone": backbone, **bb_kwargs, "num_classes": ds.num_classes},
-                seeded(lambda: build_cnn(backbone, ds.input_shape, ds.num_classes, **bb_kwargs)),
+                lambda: build_cnn(backbone, ds.input_shape, ds.num_classes, **bb_kwargs),
                 lambda m: train_cnn(m, ds, tcfg, labels)),
     }
     results, cached = {}, {}
     for kind, (model_cfg, build, train) in specs.items():
         key = model_key(kind, model_cfg, tcfg.to_dict(), ds.fingerprint(), labels)
-        results[kind], cached[kind] = load_or_train(paths.artifacts, ds.name, key, build, train, force)
+        results[kind], cached[kind] = load_or_train(paths.artifacts, ds.name, key, build, train, force, seed=cfg.seed)
     return results, cached
 
 
@@ -242,6 +235,8 @@ def run_dataset(cfg: MainConfig, name: str, paths: Paths, force: bool = False) -
         max(("uniform", "distance", "cosine"), key=lambda m: scored[m]["val"]["accuracy"]),
         "training": {kind: {"history": r.history, "best_epoch": r.best_epoch, "seconds": r.seconds,
                             "loaded_from_cache": cached[kind]} for kind, r in trained.items()},
+        "model_configs": {"attention": cfg.attention_config(ds.num_classes).to_dict(),
+                          "train": cfg.train_config(ds.kind).to_dict(), "backbone": _backbone(cfg, ds)[0]},
         "temperatures": attn.attention.temperatures().tolist(),
         "ablation": ablation,
         "timings": {"train_or_load_seconds": t_train, "evaluate_seconds": t_eval,
