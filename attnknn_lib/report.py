@@ -122,6 +122,8 @@ README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
 def results_markdown(results_dir: str | Path) -> str:
     """A Markdown table of test accuracy and ECE (raw / after temperature scaling) per dataset and
     key method, from ``main_*.json``."""
+    from .evaluation import METHOD_LABELS
+
     keys = ("uniform", "distance", "cosine", "attnknn", "attnknn_tta", "cnn")
     lines = []
     for path in sorted(Path(results_dir).glob("main_*.json")):
@@ -129,9 +131,9 @@ def results_markdown(results_dir: str | Path) -> str:
         methods = record["results"]["methods"]
         if not lines:
             lines = [f"Test accuracy % / ECE / ECE after temperature scaling (profile `{record['profile']}`, "
-                     f"commit `{record['provenance']['commit'][:8]}`):", "",
-                     "| dataset | " + " | ".join(methods[m]["label"] for m in keys if m in methods) + " |",
-                     "| --- " * (1 + sum(m in methods for m in keys)) + "|"]
+                     f"commit `{record['provenance']['commit'][:8]}`; TTA needs image data):", "",
+                     "| dataset | " + " | ".join(METHOD_LABELS[m] for m in keys) + " |",
+                     "| --- " * (1 + len(keys)) + "|"]
         cells = [f"{100 * methods[m]['test_raw']['accuracy']['value']:.2f} / {methods[m]['test_raw']['ece']['value']:.3f}"
                  f" / {methods[m]['test_calibrated']['ece']['value']:.3f}" if m in methods else "--" for m in keys]
         lines.append(f"| {REGISTRY[record['dataset']].title} | " + " | ".join(cells) + " |")
