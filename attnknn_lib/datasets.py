@@ -31,7 +31,7 @@ import gzip
 import hashlib
 import os
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -391,6 +391,15 @@ def load_dataset(name: str, *, val_fraction: float = 0.1, test_fraction: float =
                    standardise(train), standardise(val), standardise(test), source=raw.source)
 
 
-def with_train(dataset: Dataset, train: DataSplit) -> Dataset:
-    """The same dataset with another training split (noisy labels, long-tail subset)."""
-    return replace(dataset, train=train)
+def local_sources(name: str, root: str | Path | None = None) -> list[Path]:
+    """Files whose presence means dataset ``name`` can load without the network (any one
+    suffices); empty for the scikit-learn bundled sets, which are always there."""
+    root = Path(root) if root is not None else data_root()
+    system = Path(os.environ.get("ATTNKNN_FASHION_MNIST_DIR", DEFAULT_FASHION_MNIST_DIR))
+    return {
+        "fashion_mnist": [root / "FashionMNIST" / "raw" / MNIST_FILES[0], system / f"{MNIST_FILES[0]}.gz"],
+        "mnist": [root / "MNIST" / "raw" / MNIST_FILES[0]],
+        "cifar10": [root / "cifar-10-batches-py" / "data_batch_1"],
+        "adult": [root / "adult" / "adult.data"],
+        "wine_quality": [root / "wine_quality" / "winequality-red.csv", root / "wine_quality" / "winequality-white.csv"],
+    }.get(name, [])

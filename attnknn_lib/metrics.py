@@ -124,8 +124,8 @@ def _weighted(probs: np.ndarray, labels: np.ndarray, w: np.ndarray, n_bins: int 
         "brier": w @ ((probs - onehot) ** 2).sum(1) / n,
     }
     bins = np.eye(n_bins)[_bin_index(conf, n_bins)]  # (N, n_bins)
-    count, conf_sum, acc_sum = w @ bins, w @ (bins * conf[:, None]), w @ (bins * correct[:, None])
-    out["ece"] = np.abs(acc_sum - conf_sum).sum(1) / n  # sum_b n_b/N |acc_b - conf_b|
+    conf_sum, acc_sum = w @ (bins * conf[:, None]), w @ (bins * correct[:, None])  # (R, n_bins) per-bin sums
+    out["ece"] = np.abs(acc_sum - conf_sum).sum(1) / n  # sum_b n_b/N |acc_b - conf_b| = sum_b |S_acc - S_conf| / N
     cells = np.eye(c * c)[labels * c + pred]  # (N, C*C): one confusion-matrix cell per sample
     cm = (w @ cells).reshape(-1, c, c)  # (R, C, C) counts[true, pred]
     tp = np.diagonal(cm, axis1=1, axis2=2)

@@ -136,22 +136,12 @@ def resolve(profile: str, only: list[str] | None, overrides: list[str]) -> dict[
 
 def check_data(cfg) -> None:
     """Stop before any work when a dataset of ``cfg`` is not on disk (unless downloads are allowed)."""
-    from .datasets import REGISTRY, data_root
+    from .datasets import REGISTRY, local_sources
 
     if os.environ.get("ATTNKNN_DOWNLOAD") == "1":
         return
-    root = data_root()
-    fashion_system = Path(os.environ.get("ATTNKNN_FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
-    needs = {
-        "fashion_mnist": [root / "FashionMNIST" / "raw" / "train-images-idx3-ubyte",
-                          fashion_system / "train-images-idx3-ubyte.gz"],
-        "mnist": [root / "MNIST" / "raw" / "train-images-idx3-ubyte"],
-        "cifar10": [root / "cifar-10-batches-py" / "data_batch_1"],
-        "adult": [root / "adult" / "adult.data"],
-        "wine_quality": [root / "wine_quality" / "winequality-red.csv", root / "wine_quality" / "winequality-white.csv"],
-    }
     for name in getattr(cfg, "datasets", ()):
-        options = needs.get(name)
+        options = local_sources(name)
         if options and not any(p.exists() for p in options):
             raise DataNotFoundError(f"dataset {name!r}: none of {', '.join(map(str, options))} exists; "
                                     f"{REGISTRY[name].description}. Provide the files (see README, 'Where the data "

@@ -22,7 +22,6 @@ from ..errors import ConfigError, check_choice, check_range
 from ..evaluation import (K_ENSEMBLE, METHOD_LABELS, MethodProbs, attnknn_method, attnknn_methods, cnn_methods,
                           embed_all, knn_methods, score)
 from ..io import write_json, write_npz
-from ..memory import MemoryBank
 from ..metrics import confusion_matrix, reliability_bins
 from ..models import AttentionConfig, MultiHeadNeighborAttention, build_attnknn, build_cnn
 from ..models.backbones import BACKBONES
