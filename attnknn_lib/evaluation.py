@@ -105,12 +105,7 @@ def knn_methods(emb: Embedded, dataset: Dataset, k: int) -> dict[str, MethodProb
         if rule in curves:
             info["val_nll_curve"] = curves[rule]
         out[rule] = MethodProbs(probs(rule, "val", "original"), probs(rule, "test", "original"), info)
-    # best baseline: highest validation accuracy, ties broken by calibrated validation NLL
-    def key(rule: str) -> tuple[float, float]:
-        p = out[rule].val
-        return accuracy(p, yv), -nll(fit_calibrator(p, yv).apply(p), yv)
-
-    best = max(RULES, key=key)
+    best = best_baseline(out, yv)
     if len(views) > 1:
         out["best_baseline_tta"] = MethodProbs(
             _tta_mean(lambda s, v: probs(best, s, v), views, "val"),
@@ -122,6 +117,15 @@ def knn_methods(emb: Embedded, dataset: Dataset, k: int) -> dict[str, MethodProb
 def _attn_probs(attention: MultiHeadNeighborAttention, emb: Embedded, split: str, view: str, k: int) -> np.ndarray:
     q = getattr(emb, split)[view]
     return attnknn_probs(attention, emb.bank, q, k, neighbors=emb.neighbors[(split, view)])[0]
+
+
+def best_baseline(methods: dict[str, MethodProbs], val_labels: np.ndarray) -> str:
+    """The kNN rule with the highest validation accuracy; ties go to the lower calibrated validation NLL."""
+    def key(rule: str) -> tuple[float, float]:
+        p = methods[rule].val
+        return accuracy(p, val_labels), -nll(fit_calibrator(p, val_labels).apply(p), val_labels)
+
+    return max(RULES, key=key)
 
 
 def attnknn_method(attention: MultiHeadNeighborAttention, emb: Embedded, k: int) -> MethodProbs:

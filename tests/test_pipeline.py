@@ -30,6 +30,7 @@ def _run_cli(*args: str, out: Path) -> tuple[int, str]:
     (["-p", "k=0"], "k=0 is out of range"),
     (["-p", "datasets=fashion_mnist,cifar100"], "dataset='cifar100' is not allowed"),
     (["-p", "main.tta_views=9"], "tta_views=9 is out of range"),
+    (["-p", "datasets=5"], "5 is not allowed here; give a comma-separated list"),
     (["-p", "datasets=cifar10", "-p", "primary=cifar10"], "dataset 'cifar10': none of"),
 ])
 def test_bad_input_stops_with_one_line_before_any_work(args, message, tmp_path, monkeypatch):

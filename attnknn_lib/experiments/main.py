@@ -19,8 +19,8 @@ import pandas as pd
 from ..cache import load_or_train, model_key
 from ..datasets import DATASET_NAMES, REGISTRY, Dataset, load_dataset
 from ..errors import ConfigError, check_choice, check_range
-from ..evaluation import (K_ENSEMBLE, METHOD_LABELS, MethodProbs, attnknn_method, attnknn_methods, cnn_methods,
-                          embed_all, knn_methods, score)
+from ..evaluation import (K_ENSEMBLE, METHOD_LABELS, MethodProbs, attnknn_method, attnknn_methods, best_baseline,
+                          cnn_methods, embed_all, knn_methods, score)
 from ..io import write_json, write_npz
 from ..metrics import confusion_matrix, reliability_bins
 from ..models import AttentionConfig, MultiHeadNeighborAttention, build_attnknn, build_cnn
@@ -47,6 +47,8 @@ RELIABILITY_METHODS = ("uniform", "distance", "attnknn", "attnknn_tta", "cnn")
 
 
 def _csv(value: str | list | tuple) -> tuple[str, ...]:
+    if not isinstance(value, (str, list, tuple)):
+        raise ConfigError(f"{value!r} is not allowed here; give a comma-separated list, e.g. fashion_mnist,iris")
     items = value.split(",") if isinstance(value, str) else list(value)
     return tuple(s.strip() for s in items if str(s).strip())
 
@@ -230,8 +232,7 @@ def run_dataset(cfg: MainConfig, name: str, paths: Paths, force: bool = False) -
     results = {
         "dataset": ds.summary(),
         "methods": scored,
-        "best_baseline": methods["best_baseline_tta"].info["baseline"] if "best_baseline_tta" in methods else
-        max(("uniform", "distance", "cosine"), key=lambda m: scored[m]["val"]["accuracy"]),
+        "best_baseline": best_baseline(methods, ds.val.y),
         "training": {kind: {"history": r.history, "best_epoch": r.best_epoch, "seconds": r.seconds,
                             "loaded_from_cache": cached[kind]} for kind, r in trained.items()},
         "model_configs": {"attention": cfg.attention_config(ds.num_classes).to_dict(),
