@@ -16,12 +16,16 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 PACKAGES = ("torch", "torchvision", "faiss-cpu", "numpy", "scipy", "scikit-learn", "pandas", "matplotlib")
 
 
+# what decides a result; generated outputs (results/, figures/, paper PDF, README block) are not inputs
+SOURCE_PATHS = ("attnknn_lib", "configs", "notebooks", "pyproject.toml", "run_all.sh")
+
+
 def git_commit(repo: Path = PACKAGE_DIR.parent) -> dict:
-    """HEAD commit and whether the work tree differs from it ("unknown" outside a git checkout)."""
+    """HEAD commit and whether the sources that decide results differ from it ("unknown" outside git)."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
-                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *SOURCE_PATHS],
+                               cwd=repo, capture_output=True, text=True, timeout=10)
         if head.returncode == 0:
             return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
     except (OSError, subprocess.SubprocessError):

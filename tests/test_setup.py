@@ -68,3 +68,21 @@ def test_second_run_reuses_the_environment_and_reaches_the_tests_within_seconds(
     assert "installing" not in proc.stderr
     assert "test_voting.py" in proc.stdout
     assert elapsed < 30, f"second run took {elapsed:.1f} s"
+
+
+def test_provenance_is_clean_when_only_outputs_changed(tmp_path):
+    from attnknn_lib.provenance import git_commit
+
+    repo = tmp_path / "repo"
+    for d in ("attnknn_lib", "results"):
+        (repo / d).mkdir(parents=True)
+    (repo / "attnknn_lib" / "a.py").write_text("x = 1\n")
+    (repo / "results" / "r.json").write_text("{}\n")
+    run = lambda *a: subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True)  # noqa: E731
+    run("init", "-q")
+    run("-c", "user.email=a@b", "-c", "user.name=a", "add", "-A")
+    run("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "init")
+    (repo / "results" / "r.json").write_text('{"new": 1}\n')
+    assert git_commit(repo)["dirty"] is False
+    (repo / "attnknn_lib" / "a.py").write_text("x = 2\n")
+    assert git_commit(repo)["dirty"] is True
