@@ -45,6 +45,11 @@ MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
 
+def fashion_mnist_system_dir() -> Path:
+    """Where Debian's dataset-fashion-mnist puts the gzipped IDX files ($ATTNKNN_FASHION_MNIST_DIR wins)."""
+    return Path(os.environ.get("ATTNKNN_FASHION_MNIST_DIR", DEFAULT_FASHION_MNIST_DIR))
+
+
 def data_root() -> Path:
     """The directory datasets are read from and unpacked into (``$ATTNKNN_DATA_ROOT`` wins)."""
     env = os.environ.get("ATTNKNN_DATA_ROOT")
@@ -151,7 +156,7 @@ def _ensure_fashion_raw(root: Path) -> str | None:
     raw = root / "FashionMNIST" / "raw"
     if all((raw / f).exists() for f in MNIST_FILES):
         return str(raw)
-    system = Path(os.environ.get("ATTNKNN_FASHION_MNIST_DIR", DEFAULT_FASHION_MNIST_DIR))
+    system = fashion_mnist_system_dir()
     if not all((system / f"{f}.gz").exists() for f in MNIST_FILES):
         return None
     raw.mkdir(parents=True, exist_ok=True)
@@ -395,7 +400,7 @@ def local_sources(name: str, root: str | Path | None = None) -> list[Path]:
     """Files whose presence means dataset ``name`` can load without the network (any one
     suffices); empty for the scikit-learn bundled sets, which are always there."""
     root = Path(root) if root is not None else data_root()
-    system = Path(os.environ.get("ATTNKNN_FASHION_MNIST_DIR", DEFAULT_FASHION_MNIST_DIR))
+    system = fashion_mnist_system_dir()
     return {
         "fashion_mnist": [root / "FashionMNIST" / "raw" / MNIST_FILES[0], system / f"{MNIST_FILES[0]}.gz"],
         "mnist": [root / "MNIST" / "raw" / MNIST_FILES[0]],

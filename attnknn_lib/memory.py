@@ -27,12 +27,6 @@ class Neighbors(NamedTuple):
     labels: np.ndarray  # (B, k) int64 labels of those rows
 
 
-def set_faiss_threads(n: int) -> None:
-    import faiss
-
-    faiss.omp_set_num_threads(int(n))
-
-
 class MemoryBank:
     """Embeddings and labels in a FAISS index.
 
@@ -140,7 +134,3 @@ class MemoryBank:
     def gather(self, indices: np.ndarray) -> np.ndarray:
         """Embeddings of bank rows: indices (B, k) -> (B, k, D)."""
         return self.embeddings[indices]
-
-    def nbytes(self) -> int:
-        """Approximate memory of the stored vectors (for the efficiency experiment)."""
-        return int(self.embeddings.nbytes + self.labels.nbytes)

@@ -70,7 +70,7 @@ def training_curves(histories: dict[str, list[dict]], title: str = "") -> plt.Fi
         axes[0].plot(ep, [h["train_loss"] for h in hist], marker="o", ms=3, label=name)
         axes[1].plot(ep, [100 * h["val_accuracy"] for h in hist], marker="o", ms=3, label=name)
         axes[2].plot(ep, [h["val_ece"] for h in hist], marker="o", ms=3, label=name)
-    for ax, lab in zip(axes, ("training loss", "validation accuracy (%)", "validation ECE")):
+    for ax, lab in zip(axes, ("training loss (own objective)", "validation accuracy (%)", "validation ECE")):
         ax.set_xlabel("epoch")
         ax.set_ylabel(lab)
         ax.grid(alpha=0.3)

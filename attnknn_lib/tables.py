@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
-from .io import write_text
 
 # metric -> (column title, scale, decimals)
 METRIC_FORMAT = {"accuracy": ("Acc. (\\%)", 100.0, 2), "macro_f1": ("Macro-F1 (\\%)", 100.0, 2),
@@ -54,6 +51,3 @@ def methods_frame(methods: dict[str, dict], ci: bool = True, latex: bool = True)
     df.index.name = "Method"
     return df
 
-
-def write_table(path: str | Path, text: str) -> Path:
-    return write_text(path, text)

@@ -21,14 +21,14 @@ from ..datasets import DATASET_NAMES, REGISTRY, Dataset, load_dataset
 from ..errors import ConfigError, check_choice, check_range
 from ..evaluation import (K_ENSEMBLE, METHOD_LABELS, MethodProbs, attnknn_method, attnknn_methods, best_baseline,
                           cnn_methods, embed_all, knn_methods, score)
-from ..io import write_json, write_npz
+from ..io import write_json, write_npz, write_text
 from ..metrics import confusion_matrix, reliability_bins
 from ..models import AttentionConfig, MultiHeadNeighborAttention, build_attnknn, build_cnn
 from ..models.backbones import BACKBONES
 from ..paths import Paths
 from ..provenance import Provenance
 from ..runtime import pick_device, seed_everything, set_threads
-from ..tables import booktabs, methods_frame, write_table
+from ..tables import booktabs, methods_frame
 from ..training import TrainConfig, train_attention_head, train_attnknn, train_cnn
 from ..transforms import tta_views
 
@@ -271,7 +271,7 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
     out = {"json": write_json(paths.results / f"main_{name}.json", run.record)}
     title = REGISTRY[name].title
     df = methods_frame(res["methods"])
-    out["table"] = write_table(paths.tables / f"main_{name}.tex", booktabs(
+    out["table"] = write_text(paths.tables / f"main_{name}.tex", booktabs(
         df, f"{title}: test metrics with bootstrap 95\\% intervals; (TS) after temperature scaling fitted on "
             f"validation. Profile \\texttt{{{run.record['profile']}}}.",
         "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}"))
@@ -292,7 +292,7 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
         plots.plt.close(fig)
         if res["ablation"]:
             adf = methods_frame(res["ablation"])
-            out["ablation"] = write_table(paths.tables / f"main_{name}_ablation.tex", booktabs(
+            out["ablation"] = write_text(paths.tables / f"main_{name}_ablation.tex", booktabs(
                 adf, f"{title}: attention components trained on the frozen Attn-KNN embedding "
                      f"(test, 95\\% intervals; (TS) after temperature scaling).", "tab:ablation-primary"))
     return out
@@ -326,5 +326,5 @@ def write_summary_table(paths: Paths, datasets: tuple[str, ...]) -> Path:
                               f"{methods[m]['test_calibrated']['ece']['value']:.3f}" for m in keys if m in methods}
     df = pd.DataFrame.from_dict(rows, orient="index").fillna("--")
     df.index.name = "Dataset"
-    return write_table(paths.tables / "main_summary.tex", booktabs(
+    return write_text(paths.tables / "main_summary.tex", booktabs(
         df, "Test accuracy (\\%) / ECE after temperature scaling, per dataset and method.", "tab:main-summary"))
