@@ -2,6 +2,9 @@
 # Attn-KNN: one entry point.
 #   ./run_all.sh              set up what is missing, then run every experiment of the default profile
 #   ./run_all.sh test [ARGS]  set up what is missing, then run the test suite (ARGS go to pytest)
+#   ./run_all.sh status       what is up to date, stale or missing (a dry run of the workflow)
+#   ./run_all.sh dag          the job graph as figures/workflow_dag.pdf
+#   ./run_all.sh lab          JupyterLab in the project's environment, in notebooks/
 #   ./run_all.sh --help       all options
 # Set-up: uses the active virtual/conda environment, else creates .venv here; installs the pinned
 # packages of pyproject.toml once (again only when pyproject.toml changes); installs the Debian
@@ -66,7 +69,9 @@ ensure_python() {
 }
 
 mode=run
-if [ "${1:-}" = "test" ]; then mode=test; shift; fi
+case "${1:-}" in
+  test|lab) mode=$1; shift ;;
+esac
 
 ensure_debian "${DEBIAN_DATA[@]}"
 ensure_python
@@ -75,12 +80,18 @@ if [ "$mode" = test ]; then
   ensure_debian "${DEBIAN_PDF[@]}"  # the smoke-run test exports a notebook to PDF and builds the paper
   exec "$PY" -m pytest -q "$@"
 fi
+if [ "$mode" = lab ]; then
+  cd notebooks
+  exec "$PY" -m jupyter lab "$@"
+fi
 case " $* " in
   *" -h "*|*" --help "*|*" --list "*) exec "$PY" -m attnknn_lib.pipeline "$@" ;;
 esac
 # check every argument (profile, experiments, parameters, data) before installing or running anything
 "$PY" -m attnknn_lib.pipeline --validate "$@" || exit $?
 case " $* " in
+  " status "*) ;;
+  " dag "*) ensure_debian graphviz ;;
   *" --no-pdf "*" --no-paper "*|*" --no-paper "*" --no-pdf "*) ;;
   *) ensure_debian "${DEBIAN_PDF[@]}" ;;
 esac

@@ -1,30 +1,32 @@
-"""Trained models cached on disk, keyed by everything that determines them.
+"""The model cache: one folder per training run, written atomically.
 
-``<artifacts>/models/<dataset>/<kind>-<key>/`` holds ``model.pt`` (state dict) and
-``train.json`` (history, selected epoch, seconds, the key's contents). The key hashes the model
-and training configs, the data fingerprint, the training labels and the source of the modules
-that train (so a code change retrains). Later notebooks load these instead of retraining.
+``<artifacts>/models/<run id>/`` holds ``model.pt`` (state dict) and ``train.json`` (the run's
+spec, history per epoch, selected epoch, seconds, data fingerprint). The run id hashes the run's
+spec and the source of the training code (a code change gives new ids, so models retrain). The
+folder is assembled under a temporary name and renamed into place, so it exists complete or not
+at all; a folder that fails to load (truncated, corrupt, another data fingerprint) is retrained.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+import shutil
+import warnings
 from pathlib import Path
-from typing import Callable
 
-import numpy as np
 import torch
 from torch import nn
 
 from .io import read_json, write_json
-from .provenance import PACKAGE_DIR, config_fingerprint
+from .provenance import PACKAGE_DIR
+from .runs import Prepared, TrainingRun, prepare
 from .runtime import seed_everything
 from .training import TrainResult
 
 # modules whose source decides a trained model (the data enters through its fingerprint)
-TRAINING_SOURCES = ("models", "training.py", "losses.py", "memory.py", "transforms.py", "runtime.py", "cache.py")
+TRAINING_SOURCES = ("models", "training.py", "losses.py", "memory.py", "transforms.py", "runtime.py", "runs.py",
+                    "label_noise.py", "long_tail.py")
 
 
 def training_code_fingerprint() -> str:
@@ -36,35 +38,77 @@ def training_code_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def model_key(kind: str, model_config: dict, train_config: dict, data_fingerprint: str,
-              train_labels: np.ndarray) -> dict:
-    """Everything that determines a trained model."""
-    return {"kind": kind, "model": model_config, "train": train_config, "data": data_fingerprint,
-            "labels": hashlib.sha256(np.ascontiguousarray(train_labels, dtype=np.int64).tobytes()).hexdigest()[:16],
-            "code": training_code_fingerprint()}
+def model_dir(artifacts: str | Path, run: TrainingRun) -> Path:
+    return Path(artifacts) / "models" / run.id
 
 
-def load_or_train(artifacts: str | Path, dataset_name: str, key: dict, build: Callable[[], nn.Module],
-                  train: Callable[[nn.Module], TrainResult], force: bool = False, seed: int = 0
-                  ) -> tuple[TrainResult, bool]:
-    """The cached model for ``key`` if there is one (and neither ``force`` nor ``$ATTNKNN_RETRAIN=1``,
-    which ``./run_all.sh --force`` sets), else train and cache it. Returns (result, loaded_from_cache)."""
-    force = force or os.environ.get("ATTNKNN_RETRAIN") == "1"
-    folder = Path(artifacts) / "models" / dataset_name / f"{key['kind']}-{config_fingerprint(key)}"
+def build_model(run: TrainingRun, prepared: Prepared) -> nn.Module:
+    from .models import AttentionConfig, build_attnknn, build_cnn
+
+    ds = prepared.dataset
+    if run.kind == "attnknn":
+        return build_attnknn(run.backbone, ds.input_shape, AttentionConfig(num_classes=ds.num_classes, **run.attention),
+                             **run.backbone_kwargs)
+    return build_cnn(run.backbone, ds.input_shape, ds.num_classes, **run.backbone_kwargs)
+
+
+def _train(run: TrainingRun, prepared: Prepared, progress: bool) -> TrainResult:
+    from .training import TrainConfig, train_attnknn, train_cnn
+
+    seed_everything(run.seed)  # initial weights depend on the seed only (torch's default seed is random per process)
+    model = build_model(run, prepared)
+    fn = train_attnknn if run.kind == "attnknn" else train_cnn
+    return fn(model, prepared.dataset, TrainConfig(**run.train), progress=progress, name=run.label)
+
+
+def load_cached(run: TrainingRun, prepared: Prepared, artifacts: str | Path) -> TrainResult | None:
+    """The cached model of ``run``, or None if there is none or it cannot be used (then it is
+    set aside with a warning, to be retrained)."""
+    folder = model_dir(artifacts, run)
     weights, meta = folder / "model.pt", folder / "train.json"
-    if not force and weights.exists() and meta.exists():
-        model = build()
-        model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
-        model.eval()
+    if not (weights.exists() and meta.exists()):
+        return None
+    try:
         info = read_json(meta)
-        return TrainResult(model, info["history"], info["best_epoch"], info["seconds"]), True
-    seed_everything(seed)  # initial weights depend on the seed only (torch's default seed is random per process)
-    result = train(build())
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".pt.tmp")
-    os.close(fd)
-    torch.save({k: v.detach().cpu() for k, v in result.model.state_dict().items()}, tmp)
-    os.replace(tmp, weights)
-    write_json(meta, {"key": key, "history": result.history, "best_epoch": result.best_epoch,
-                      "seconds": result.seconds})  # written last: its presence marks a complete entry
+        if info.get("data_fingerprint") != prepared.fingerprint():
+            raise ValueError("it was trained on other data")
+        model = build_model(run, prepared)
+        model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    except Exception as err:  # a truncated or corrupt file raises many types (EOFError, RuntimeError, ...)
+        warnings.warn(f"cached model {folder.name} cannot be used ({type(err).__name__}: "
+                      f"{str(err).splitlines()[0] if str(err) else ''}); retraining it", stacklevel=2)
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    model.eval()
+    return TrainResult(model, info["history"], info["best_epoch"], info["seconds"])
+
+
+def save(run: TrainingRun, prepared: Prepared, result: TrainResult, artifacts: str | Path) -> Path:
+    """Write the run's folder under a temporary name, then rename it into place (atomic)."""
+    folder = model_dir(artifacts, run)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.parent / f".{folder.name}.{os.getpid()}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    torch.save({k: v.detach().cpu() for k, v in result.model.state_dict().items()}, tmp / "model.pt")
+    write_json(tmp / "train.json", {"run": run.to_dict(), "run_id": run.id, "label": run.label,
+                                    "data_fingerprint": prepared.fingerprint(), "history": result.history,
+                                    "best_epoch": result.best_epoch, "seconds": result.seconds})
+    shutil.rmtree(folder, ignore_errors=True)  # an unusable earlier copy
+    os.replace(tmp, folder)
+    return folder
+
+
+def load_or_train(run: TrainingRun, artifacts: str | Path, prepared: Prepared | None = None,
+                  force: bool = False, progress: bool = True) -> tuple[TrainResult, bool]:
+    """The cached model of ``run``, else train and cache it. ``force`` (or ``$ATTNKNN_RETRAIN=1``)
+    retrains. Returns (result, loaded_from_cache)."""
+    prepared = prepared if prepared is not None else prepare(run.data)
+    force = force or os.environ.get("ATTNKNN_RETRAIN") == "1"
+    if not force:
+        cached = load_cached(run, prepared, artifacts)
+        if cached is not None:
+            return cached, True
+    result = _train(run, prepared, progress)
+    save(run, prepared, result, artifacts)
     return result, False

@@ -78,13 +78,13 @@ class MemoryBank:
         return self
 
     def _search_raw(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        from tqdm.auto import tqdm
+        from .progress import bar
 
         q = np.ascontiguousarray(queries, dtype=np.float32)
         scores = np.empty((len(q), k), dtype=np.float32)
         idx = np.empty((len(q), k), dtype=np.int64)
         chunks = range(0, len(q), self.batch_size)
-        for s in tqdm(chunks, desc="faiss search", leave=False, disable=len(chunks) < 8):
+        for s in bar(chunks, desc="faiss search", disable=len(chunks) < 8):
             scores[s:s + self.batch_size], idx[s:s + self.batch_size] = self.index.search(q[s:s + self.batch_size], k)
         if self.index_type == "flat_ip":  # inner products -> squared distances: |q|^2 + |x|^2 - 2 q.x
             safe = np.where(idx >= 0, idx, 0)

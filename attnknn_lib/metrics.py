@@ -31,6 +31,10 @@ def _check(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarra
     labels = np.asarray(labels, dtype=np.int64)
     if probs.ndim != 2 or labels.shape != (len(probs),) or len(probs) == 0:
         raise ConfigError(f"need probs (N, C) and labels (N,) with N >= 1; got {probs.shape} and {labels.shape}")
+    if not np.isfinite(probs).all():
+        bad = int((~np.isfinite(probs)).any(1).sum())
+        raise ConfigError(f"probs hold NaN or inf in {bad} of {len(probs)} rows; metrics need finite probabilities "
+                          "(check the model's outputs)")
     return probs, labels
 
 
@@ -164,3 +168,38 @@ def evaluate(probs: np.ndarray, labels: np.ndarray, n_boot: int = 0, seed: int =
     if n_boot > 0:
         return bootstrap_ci(probs, labels, n_boot=n_boot, seed=seed)
     return {name: {"value": fn(probs, labels)} for name, fn in METRICS.items()}
+
+
+def paired_bootstrap_diff(probs_a: list[np.ndarray], probs_b: list[np.ndarray], labels: np.ndarray,
+                          n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> dict[str, dict[str, float]]:
+    """Difference of every metric, A minus B, paired on the same test points, averaged over runs.
+
+    ``probs_a[s]`` and ``probs_b[s]`` (N, C) are the two methods' probabilities in run (seed) s on
+    the same test set ``labels`` (N,). Statistic: (1/S) sum_s [m(A_s) - m(B_s)]. Each bootstrap
+    resample draws one multinomial count vector over the N test points and applies it to every
+    run and both methods, so the interval reflects test-set sampling of a paired comparison
+    (with S = 1, the classic paired bootstrap). Returns ``{metric: {"value", "low", "high"}}``.
+    """
+    if len(probs_a) != len(probs_b) or not probs_a:
+        raise ConfigError(f"need the same number (>= 1) of runs for A and B; got {len(probs_a)} and {len(probs_b)}")
+    labels = np.asarray(labels, dtype=np.int64)
+    if n_boot < 1 or not 0 < level < 1:
+        raise ConfigError(f"n_boot={n_boot!r} (>= 1) and level={level!r} (in (0, 1)) are out of range")
+    n = len(labels)
+    counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)
+    ones = np.ones((1, n))
+    point = {m: 0.0 for m in METRICS}
+    boot = {m: np.zeros(n_boot) for m in METRICS}
+    for pa, pb in zip(probs_a, probs_b):
+        (pa, _), (pb, _) = _check(pa, labels), _check(pb, labels)
+        wa, wb = _weighted(pa, labels, counts), _weighted(pb, labels, counts)
+        pta, ptb = _weighted(pa, labels, ones), _weighted(pb, labels, ones)
+        for m in METRICS:
+            boot[m] += (wa[m] - wb[m]) / len(probs_a)
+            point[m] += float(pta[m][0] - ptb[m][0]) / len(probs_a)
+    alpha = (1.0 - level) / 2.0
+    out = {}
+    for m in METRICS:
+        low, high = np.quantile(boot[m], [alpha, 1.0 - alpha])
+        out[m] = {"value": point[m], "low": float(low), "high": float(high)}
+    return out

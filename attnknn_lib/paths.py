@@ -15,7 +15,9 @@ class Paths:
 
     @classmethod
     def at(cls, out_dir: str | Path | None = None) -> "Paths":
-        """``out_dir`` (relative paths are taken from the current directory), else the repository."""
+        """``$ATTNKNN_OUT_DIR`` (the workflow's staging folder of a notebook job), else ``out_dir``
+        (relative paths are taken from the current directory), else the repository."""
+        out_dir = os.environ.get("ATTNKNN_OUT_DIR") or out_dir
         return cls(Path(out_dir).resolve() if out_dir else REPO_ROOT)
 
     @property

@@ -1,50 +1,36 @@
-"""The pipeline behind ``./run_all.sh``: run the experiment notebooks of a profile with papermill,
-export them to PDF, refresh the macros and build the paper.
+"""The command line behind ``./run_all.sh``: validate, plan, then run the Snakemake workflow.
 
-    python -m attnknn_lib.pipeline [--profile cpu] [--only main,k_sweep] [--out DIR] [--no-pdf]
-                                   [--no-paper] [-p key=value ...] [--force] [--list]
+    ./run_all.sh [status|dag] [--profile cpu] [--only main,...] [--out DIR] [--no-pdf] [--no-paper]
+                 [-p key=value ...] [--force] [--jobs N] [--executor NAME] [--workflow-profile DIR] [--list]
 
 Everything the user typed is checked before any work: an unknown profile, experiment or
 parameter, a value of the wrong type or out of range, or missing data stops the run with one
-line naming the value and what is allowed (exit code 2). A stage whose notebook, library code
-and parameters are unchanged since its last successful run is skipped (``--force`` reruns).
+line naming the value and what is allowed (exit code 2). Then the library's plan (training runs,
+notebooks, reports) is written and Snakemake (``workflow/Snakefile``) runs what is missing or
+out of date: one job per training run, one per notebook, one per PDF, the macros and the paper.
+``status`` lists every output as up to date, stale or missing; ``dag`` draws the job graph.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
+import re
 import shutil
 import subprocess
 import sys
-import time
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 
 import yaml
 
+from .config import coerce
 from .errors import AttnKNNError, ConfigError, DataNotFoundError
 from .paths import REPO_ROOT, Paths
-from .provenance import code_fingerprint
 
 CONFIG_DIR = REPO_ROOT / "configs"
-NOTEBOOK_DIR = REPO_ROOT / "notebooks"
-
-
-@dataclass(frozen=True)
-class Experiment:
-    name: str
-    notebook: str
-    config: str  # "module:Class" of the experiment's config dataclass
-
-
-EXPERIMENTS = {e.name: e for e in [
-    Experiment("main", "01_main.ipynb", "attnknn_lib.experiments.main:MainConfig"),
-]}
-# parameters every notebook has that are not fields of its config
-PIPELINE_PARAMETERS = ("out_dir",)
+SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
+EXECUTORS = ("local", "cluster-generic", "slurm")
 
 
 def available_profiles() -> tuple[str, ...]:
@@ -52,85 +38,81 @@ def available_profiles() -> tuple[str, ...]:
 
 
 def load_profile(name: str) -> dict:
+    """``{"recipe": {...}, "experiments": {name: {...}}}``: what the profile changes from the defaults."""
     profiles = available_profiles()
     if name not in profiles:
         raise ConfigError(f"profile={name!r} is not allowed; choose one of: {', '.join(profiles)}")
     data = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text()) or {}
-    return data
+    unknown = set(data) - {"description", "recipe", "experiments"}
+    if unknown:
+        raise ConfigError(f"configs/{name}.yaml: unknown section(s) {sorted(unknown)}; allowed: description, recipe, "
+                          "experiments")
+    return {"recipe": data.get("recipe") or {}, "experiments": data.get("experiments") or {}}
 
 
-def _config_class(exp: Experiment):
-    import importlib
+def _experiments():
+    from .experiments import REGISTRY
 
-    module, cls = exp.config.split(":")
-    return getattr(importlib.import_module(module), cls)
+    return REGISTRY
 
 
 def parse_overrides(items: list[str], selected: list[str]) -> dict[str, dict]:
-    """``key=value`` (every selected experiment that has ``key``) or ``experiment.key=value``;
-    values are YAML scalars (5 -> int, 0.1 -> float, true -> bool, a,b -> str)."""
+    """``key=value`` (every selected experiment that has ``key``) or ``experiment.key=value``.
+    Values stay strings here; :func:`attnknn_lib.config.coerce` reads them as the field's type."""
+    registry = _experiments()
     out: dict[str, dict] = {name: {} for name in selected}
     for item in items:
         if "=" not in item:
             raise ConfigError(f"-p {item!r} is not of the form key=value (or experiment.key=value)")
         key, raw = item.split("=", 1)
-        value = yaml.safe_load(raw) if raw != "" else ""
         target, _, param = key.rpartition(".")
-        targets = [target] if target else selected
         if target and target not in selected:
             raise ConfigError(f"-p {item!r}: experiment {target!r} is not selected; selected: {', '.join(selected)}")
+        targets = [target] if target else selected
         hit = False
         for name in targets:
-            names = {f.name for f in fields(_config_class(EXPERIMENTS[name]))}
-            if param in names:
-                out[name][param] = value
+            if param in {f.name for f in fields(registry[name].Config)} and param != "profile":
+                out[name][param] = raw
                 hit = True
         if not hit:
-            allowed = sorted({f.name for n in targets for f in fields(_config_class(EXPERIMENTS[n]))})
+            allowed = sorted({f.name for n in targets for f in fields(registry[n].Config)} - {"profile"})
             raise ConfigError(f"-p {item!r}: unknown parameter {param!r}; allowed: {', '.join(allowed)}")
     return out
 
 
-def _check_types(cls, params: dict) -> None:
-    """Each value has its field's type (an int is accepted for a float)."""
-    for f in fields(cls):
-        if f.name not in params:
-            continue
-        default = f.default if f.default is not MISSING else None
-        value = params[f.name]
-        if default is None or isinstance(default, tuple):  # tuples are given as comma-separated strings
-            continue
-        kind = type(default)
-        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-        ok |= kind is float and isinstance(value, int) and not isinstance(value, bool)
-        if not ok:
-            raise ConfigError(f"{f.name}={value!r} has the wrong type; allowed: {kind.__name__} "
-                              f"(e.g. {f.name}={default!r})")
-
-
 def resolve(profile: str, only: list[str] | None, overrides: list[str]) -> dict[str, dict]:
-    """The validated notebook parameters of every selected experiment: {experiment: params}."""
+    """The validated notebook parameters of every selected experiment: {experiment: params}
+    (defaults, then the profile's recipe and experiment blocks, then ``-p``)."""
+    registry = _experiments()
     prof = load_profile(profile)
-    runnable = [n for n, e in EXPERIMENTS.items() if (NOTEBOOK_DIR / e.notebook).exists()]
+    runnable = [n for n, m in registry.items() if (REPO_ROOT / "notebooks" / m.NOTEBOOK).exists()]
     selected = runnable if not only else only
     for name in selected:
         if name not in runnable:
             raise ConfigError(f"experiment {name!r} is not allowed; choose one of: {', '.join(runnable)}")
+    unknown = set(prof["experiments"]) - set(registry)
+    if unknown:
+        raise ConfigError(f"configs/{profile}.yaml: unknown experiment(s) {sorted(unknown)}")
     extra = parse_overrides(overrides, selected)
     out = {}
     for name in selected:
-        exp = EXPERIMENTS[name]
-        params = dict((prof.get("experiments") or {}).get(name) or {})
-        params.update(extra[name])
+        cls = registry[name].Config
+        names = {f.name for f in fields(cls)}
+        params = {k: v for k, v in prof["recipe"].items() if k in names}
+        bad = set(prof["recipe"]) - names
+        if bad:
+            raise ConfigError(f"configs/{profile}.yaml: unknown recipe parameter(s) {sorted(bad)}")
+        params.update(prof["experiments"].get(name) or {})
+        try:
+            params = coerce(cls, params)
+        except ConfigError as err:
+            raise ConfigError(f"configs/{profile}.yaml: {err}") from None
+        params.update(coerce(cls, extra[name]))
         params["profile"] = profile
-        cls = _config_class(exp)
-        unknown = set(params) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ConfigError(f"configs/{profile}.yaml: unknown parameter(s) {sorted(unknown)} for {name}")
-        _check_types(cls, params)
         cfg = cls(**params)  # raises ConfigError on a bad value
         check_data(cfg)
-        out[name] = params
+        out[name] = cfg.to_dict()  # normalised (lists for tuples): what papermill passes
+        out[name] = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in out[name].items()}
     return out
 
 
@@ -148,66 +130,6 @@ def check_data(cfg) -> None:
                                     "comes from'), or set ATTNKNN_DOWNLOAD=1 to let torchvision/OpenML download")
 
 
-def stage_key(exp: Experiment, params: dict) -> str:
-    h = hashlib.sha256()
-    h.update((NOTEBOOK_DIR / exp.notebook).read_bytes())
-    h.update(code_fingerprint().encode())
-    h.update(json.dumps(params, sort_keys=True, default=str).encode())
-    return h.hexdigest()[:16]
-
-
-def run_notebook(exp: Experiment, params: dict, paths: Paths, force: bool) -> tuple[Path, bool]:
-    """Execute one notebook with papermill into results/notebooks/; returns (path, skipped)."""
-    import papermill as pm
-
-    paths.notebooks.mkdir(parents=True, exist_ok=True)
-    out_nb = paths.notebooks / exp.notebook
-    stamp = paths.notebooks / f".{exp.name}.stamp"
-    key = stage_key(exp, params)
-    if not force and out_nb.exists() and stamp.exists() and stamp.read_text().strip() == key:
-        return out_nb, True
-    tmp = out_nb.with_name(f".{out_nb.stem}.running.ipynb")
-    try:
-        pm.execute_notebook(str(NOTEBOOK_DIR / exp.notebook), str(tmp),
-                            parameters={**params, "out_dir": str(paths.root)}, cwd=str(NOTEBOOK_DIR),
-                            kernel_name="python3", progress_bar=True)
-    except pm.PapermillExecutionError as err:
-        raise AttnKNNError(f"notebook {exp.notebook} failed in cell {err.exec_count}: {err.ename}: "
-                           f"{err.evalue.splitlines()[0] if err.evalue else ''} (executed copy: {tmp})") from None
-    os.replace(tmp, out_nb)
-    stamp.write_text(key + "\n")
-    return out_nb, False
-
-
-def export_pdf(notebook: Path) -> Path:
-    """``jupyter nbconvert --to pdf`` next to the executed notebook."""
-    cmd = [sys.executable, "-m", "nbconvert", "--to", "pdf", "--log-level", "WARN", str(notebook),
-           "--output-dir", str(notebook.parent)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise AttnKNNError(f"PDF export of {notebook.name} failed: {tail[0]}")
-    return notebook.with_suffix(".pdf")
-
-
-def build_paper(paths: Paths) -> Path:
-    """Build paper/main.tex with latexmk (XeLaTeX) where the results are (copied when --out)."""
-    src = REPO_ROOT / "paper"
-    if paths.root != REPO_ROOT:
-        paths.paper.mkdir(parents=True, exist_ok=True)
-        for f in src.glob("*.tex"):
-            shutil.copy2(f, paths.paper / f.name)
-        for f in src.glob("*.bib"):
-            shutil.copy2(f, paths.paper / f.name)
-    proc = subprocess.run(["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
-                          cwd=paths.paper, capture_output=True, text=True)
-    if proc.returncode != 0:
-        log = paths.paper / "main.log"
-        err = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("!")] if log.exists() else []
-        raise AttnKNNError(f"paper build failed: {(err or ['see ' + str(log)])[0]}")
-    return paths.paper / "main.pdf"
-
-
 def _require_tools(pdf: bool, paper: bool) -> None:
     missing = []
     if pdf:
@@ -220,10 +142,30 @@ def _require_tools(pdf: bool, paper: bool) -> None:
                           "pandoc latexmk; ./run_all.sh installs them as root), or pass --no-pdf --no-paper")
 
 
-def main(argv: list[str] | None = None) -> int:
+def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> list[str]:
+    """The Snakemake call for the plan: local cores or an executor, profile, rerun rules."""
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory", str(root),
+           "--configfile", str(plan_path), "--rerun-incomplete", "--rerun-triggers", "mtime", "params", "input",
+           "--printshellcmds", "--show-failed-logs"]
+    cores = os.cpu_count() or 1
+    if args.executor and args.executor != "local":
+        cmd += ["--executor", args.executor, "--jobs", str(args.jobs or 4)]
+    else:
+        cmd += ["--cores", str(cores)]
+    if args.workflow_profile:
+        cmd += ["--workflow-profile", str(Path(args.workflow_profile).resolve())]
+    if args.force:
+        cmd += ["--forceall"]
+    return cmd + extra
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="./run_all.sh", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="./run_all.sh test [pytest args] runs the test suite instead.")
+                                 epilog="./run_all.sh test [pytest args] runs the test suite; ./run_all.sh lab starts "
+                                        "JupyterLab.")
+    ap.add_argument("action", nargs="?", default="run", choices=("run", "status", "dag"),
+                    help="run (default), status (what is up to date, stale or missing), dag (job graph figure)")
     ap.add_argument("--profile", default="cpu", help="configs/<name>.yaml (default: cpu)")
     ap.add_argument("--only", default="", help="comma-separated experiments (default: all)")
     ap.add_argument("--out", default=None, help="write everything under this directory instead of the repository")
@@ -231,49 +173,105 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-paper", action="store_true", help="do not build the paper")
     ap.add_argument("-p", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a notebook parameter (experiment.key=value for one experiment)")
-    ap.add_argument("--force", action="store_true", help="rerun every stage and retrain cached models")
+    ap.add_argument("--force", action="store_true", help="rerun every job, retraining the models")
+    ap.add_argument("--jobs", type=int, default=0, help="jobs at once (default: 1 here; 4 on a cluster executor)")
+    ap.add_argument("--executor", default=None, help=f"Snakemake executor: {', '.join(EXECUTORS)} (default: local)")
+    ap.add_argument("--workflow-profile", default=None, help="Snakemake profile folder (workflow/profiles/slurm)")
     ap.add_argument("--list", action="store_true", help="print the resolved parameters and stop")
     ap.add_argument("--validate", action="store_true", help="only check the arguments (exit 2 on bad input)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _validate_options(args) -> None:
+    if args.jobs < 0:
+        raise ConfigError(f"--jobs {args.jobs} is out of range; allowed: 1 or more")
+    if args.executor is not None and args.executor not in EXECUTORS:
+        raise ConfigError(f"--executor {args.executor!r} is not allowed; choose one of: {', '.join(EXECUTORS)}")
+    if args.workflow_profile and not (Path(args.workflow_profile) / "config.yaml").exists():
+        raise ConfigError(f"--workflow-profile {args.workflow_profile!r}: no config.yaml there "
+                          f"(e.g. {REPO_ROOT / 'workflow' / 'profiles' / 'slurm'})")
+
+
+def status(cmd: list[str]) -> int:
+    """Every output of the plan as up to date, stale or missing (Snakemake's summary, a dry run)."""
+    proc = subprocess.run(cmd + ["--summary"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "snakemake --summary failed",
+              file=sys.stderr)
+        return 1
+    lines = [ln.split("\t") for ln in proc.stdout.splitlines() if "\t" in ln]
+    if not lines:
+        return 0
+    head = lines[0]
+    col = {name: i for i, name in enumerate(head)}
+    counts: dict[str, int] = {}
+    for row in lines[1:]:
+        state = row[col["status"]] if "status" in col else row[-1]
+        word = ("missing" if "missing" in state else "up to date" if state == "ok" else "stale")
+        counts[word] = counts.get(word, 0) + 1
+        plan = row[col.get("plan", len(row) - 1)] if "plan" in col else ""
+        print(f"{word:10s}  {row[0]}" + (f"  ({state})" if word == "stale" else "") +
+              (f"  [{plan}]" if plan and plan != "no update" and word == "up to date" else ""))
+    print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    return 0
+
+
+def dag(cmd: list[str], root: Path) -> int:
+    """The job graph as ``figures/workflow_dag.pdf`` and ``.png`` (Graphviz ``dot``)."""
+    if shutil.which("dot") is None:
+        print("error: Graphviz 'dot' not found; install it (Debian: apt-get install graphviz; ./run_all.sh dag "
+              "installs it as root)", file=sys.stderr)
+        return 2
+    proc = subprocess.run(cmd + ["--dag"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "snakemake --dag failed",
+              file=sys.stderr)
+        return 1
+    dot = proc.stdout[proc.stdout.index("digraph"):]
+    dot = re.sub(r"(run: )?[a-z_]+-(attnknn|cnn)-s(\d+)-[0-9a-f]{16}", r"\2 seed \3", dot)  # short labels
+    out = root / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    for ext in ("pdf", "png"):
+        subprocess.run(["dot", f"-T{ext}", "-o", str(out / f"workflow_dag.{ext}")], input=dot, text=True, check=True)
+    print(f"job graph: {out / 'workflow_dag.pdf'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
+        _validate_options(args)
         only = [s.strip() for s in args.only.split(",") if s.strip()] or None
-        plan = resolve(args.profile, only, args.overrides)
+        resolved = resolve(args.profile, only, args.overrides)
         if args.validate:
             return 0
-        if not args.list:
+        if args.action == "run" and not args.list:
             _require_tools(not args.no_pdf, not args.no_paper)
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.list:
-        print(yaml.safe_dump(plan, sort_keys=False))
+        print(yaml.safe_dump(resolved, sort_keys=False))
         return 0
+    from .workflow import make_plan, write_plan
+
     paths = Paths.at(args.out)
+    plan = make_plan(resolved, paths, pdf=not args.no_pdf, paper=not args.no_paper)
+    plan["train_threads"] = max(1, (os.cpu_count() or 1) // max(1, args.jobs or 1))
+    plan_path = write_plan(plan, paths)
+    cmd = snakemake_command(plan_path, paths.root, args, [])
+    if args.action == "status":
+        return status(cmd)
+    if args.action == "dag":
+        return dag(cmd, paths.root)
     if args.force:
-        os.environ["ATTNKNN_RETRAIN"] = "1"  # the notebooks' kernels inherit it: retrain cached models too
-    from tqdm.auto import tqdm
-
-    from .report import update_readme, write_macros
-
-    start = time.perf_counter()
-    try:
-        for name, params in tqdm(plan.items(), desc="experiments", unit="notebook"):
-            t0 = time.perf_counter()
-            nb, skipped = run_notebook(EXPERIMENTS[name], params, paths, args.force)
-            if not args.no_pdf and (not skipped or not nb.with_suffix(".pdf").exists()):
-                export_pdf(nb)
-            tqdm.write(f"[{name}] {'unchanged, skipped' if skipped else 'done'} in {time.perf_counter() - t0:.0f} s "
-                       f"-> {nb}")
-        write_macros(paths.results)
-        if paths.root == REPO_ROOT:
-            update_readme(REPO_ROOT / "README.md", paths.results)
-        if not args.no_paper:
-            pdf = build_paper(paths)
-            tqdm.write(f"[paper] {pdf}")
-    except AttnKNNError as err:
-        print(f"error: {err}", file=sys.stderr)
+        os.environ["ATTNKNN_RETRAIN"] = "1"  # jobs inherit it: retrain cached models too
+    proc = subprocess.run(cmd)
+    if proc.returncode != 0:
+        print("error: the workflow stopped (see the failed job above); rerun ./run_all.sh with the same arguments "
+              "to redo only what is missing", file=sys.stderr)
         return 1
-    print(f"all stages finished in {time.perf_counter() - start:.0f} s; outputs under {paths.root}")
+    print(f"all outputs up to date under {paths.root}")
     return 0
 
 

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from .datasets import REGISTRY
+from .errors import AttnKNNError
 from .io import read_json, write_text
 from .tables import latex_escape
 
@@ -30,36 +31,59 @@ def macro_name(*parts: str) -> str:
     return "".join(words)
 
 
-def _metric_macros(prefix: tuple[str, ...], entry: dict) -> dict[str, str]:
+def _metric_macros(prefix: tuple[str, ...], entry: dict, key: str = "value") -> dict[str, str]:
+    """Test metrics of one method: ``key`` = "value" (one run) or "mean" (over seeds, with ``...Sd``)."""
     raw, cal = entry["test_raw"], entry["test_calibrated"]
-    return {
-        macro_name(*prefix, "Acc"): f"{100 * raw['accuracy']['value']:.2f}",
-        macro_name(*prefix, "AccLow"): f"{100 * raw['accuracy']['low']:.2f}",
-        macro_name(*prefix, "AccHigh"): f"{100 * raw['accuracy']['high']:.2f}",
-        macro_name(*prefix, "Fone"): f"{100 * raw['macro_f1']['value']:.2f}",
-        macro_name(*prefix, "Ece"): f"{raw['ece']['value']:.4f}",
-        macro_name(*prefix, "EceCal"): f"{cal['ece']['value']:.4f}",
-        macro_name(*prefix, "Nll"): f"{raw['nll']['value']:.3f}",
-        macro_name(*prefix, "NllCal"): f"{cal['nll']['value']:.3f}",
-        macro_name(*prefix, "BrierCal"): f"{cal['brier']['value']:.4f}",
+    out = {
+        macro_name(*prefix, "Acc"): f"{100 * raw['accuracy'][key]:.2f}",
+        macro_name(*prefix, "Fone"): f"{100 * raw['macro_f1'][key]:.2f}",
+        macro_name(*prefix, "Ece"): f"{raw['ece'][key]:.4f}",
+        macro_name(*prefix, "EceCal"): f"{cal['ece'][key]:.4f}",
+        macro_name(*prefix, "Nll"): f"{raw['nll'][key]:.3f}",
+        macro_name(*prefix, "NllCal"): f"{cal['nll'][key]:.3f}",
+        macro_name(*prefix, "BrierCal"): f"{cal['brier'][key]:.4f}",
     }
+    if key == "mean":
+        out[macro_name(*prefix, "AccSd")] = f"{100 * raw['accuracy']['std']:.2f}"
+        out[macro_name(*prefix, "EceSd")] = f"{raw['ece']['std']:.4f}"
+        out[macro_name(*prefix, "EceCalSd")] = f"{cal['ece']['std']:.4f}"
+    else:
+        out[macro_name(*prefix, "AccLow")] = f"{100 * raw['accuracy']['low']:.2f}"
+        out[macro_name(*prefix, "AccHigh")] = f"{100 * raw['accuracy']['high']:.2f}"
+    return out
+
+
+def _diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
+    """A paired difference (pooled over seeds): accuracy in points, ECE / NLL as they are."""
+    out = {}
+    for split, tag in (("raw", ""), ("calibrated", "Cal")):
+        for metric, name, scale, dec in (("accuracy", "Acc", 100, 2), ("ece", "Ece", 1, 4), ("nll", "Nll", 1, 3)):
+            e = d[split][metric]
+            for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
+                out[macro_name(*prefix, name + tag + word)] = f"{scale * e[part]:+.{dec}f}"
+    return out
 
 
 def main_macros(record: dict) -> dict[str, str]:
-    """Macros of one ``main_<dataset>.json`` record."""
+    """Macros of one ``main_<dataset>.json`` record (means over seeds, paired differences)."""
     ds = record["dataset"]
     res = record["results"]
+    first = res["per_seed"][str(res["seeds"][0])]
     out: dict[str, str] = {}
-    for method, entry in res["methods"].items():
-        out.update(_metric_macros(("main", ds, method), entry))
-    for kind, tr in res["training"].items():
+    for method, entry in res["summary"].items():
+        out.update(_metric_macros(("main", ds, method), entry, key="mean"))
+    for name, tag in (("attnknn_vs_best_baseline", "DiffBase"), ("attnknn_vs_cnn", "DiffCnn")):
+        out.update(_diff_macros(("main", ds, tag), res["paired"][name]["pooled"]))
+    for kind, tr in first["training"].items():
         out[macro_name("main", ds, kind, "Epochs")] = str(len(tr["history"]))
         out[macro_name("main", ds, kind, "BestEpoch")] = str(tr["best_epoch"])
         out[macro_name("main", ds, kind, "TrainMinutes")] = f"{tr['seconds'] / 60:.1f}"
-    out[macro_name("main", ds, "BestBaseline")] = res["best_baseline"]
+    bests = [res["per_seed"][str(s)]["best_baseline"] for s in res["seeds"]]
+    out[macro_name("main", ds, "BestBaseline")] = ", ".join(sorted(set(bests)))
     out[macro_name("main", ds, "NTrain")] = str(res["dataset"]["n_train"])
     out[macro_name("main", ds, "NTest")] = str(res["dataset"]["n_test"])
-    for name, entry in (res.get("ablation") or {}).items():
+    out[macro_name("main", ds, "NSeeds")] = str(len(res["seeds"]))
+    for name, entry in (first.get("ablation") or {}).items():
         out.update(_metric_macros(("ablation", ds, name), entry))
     out[macro_name("main", ds, "Profile")] = record["profile"]
     if record["config"].get("primary") == ds:  # dataset-independent names for the paper's main text
@@ -70,19 +94,20 @@ def main_macros(record: dict) -> dict[str, str]:
         out["PrimaryName"] = REGISTRY[ds].title
         out["PrimaryNumClasses"] = str(res["dataset"]["num_classes"])
         out["PrimaryNVal"] = str(res["dataset"]["n_val"])
-        out["PrimaryTableFile"] = PATH_MARK + f"../results/tables/main_{ds}.tex"
-        out["PrimaryAblationFile"] = PATH_MARK + f"../results/tables/main_{ds}_ablation.tex"
+        for tab in ("", "_ablation", "_paired", "_seeds"):
+            out[macro_name("primary", tab, "table", "file")] = PATH_MARK + f"../results/tables/main_{ds}{tab}.tex"
         for fig in ("reliability", "curves", "confusion"):
             out[macro_name("primary", fig, "figure")] = PATH_MARK + f"../figures/main_{ds}_{fig}.pdf"
-        out["PrimaryTemperatures"] = ", ".join(f"{t:.2f}" for t in res["temperatures"])
-        out["PrimaryTuneTau"] = f"{res['methods']['distance']['info']['param']:g}"
-        out["PrimaryTuneT"] = f"{res['methods']['cosine']['info']['param']:g}"
-        out["PrimaryBestBaselineLabel"] = res["methods"][res["best_baseline"]]["label"]
+        out["PrimaryTemperatures"] = ", ".join(f"{t:.2f}" for t in first["temperatures"])
+        out["PrimaryTuneTau"] = f"{first['methods']['distance']['info']['param']:g}"
+        out["PrimaryTuneT"] = f"{first['methods']['cosine']['info']['param']:g}"
+        out["PrimaryBestBaselineLabel"] = ", ".join(sorted({first["methods"][b]["label"] for b in bests}))
         out["MainProfile"] = record["profile"]
         out["MainDatasetCount"] = str(len(record["config"]["datasets"]))
+        out["MainSeeds"] = ", ".join(map(str, res["seeds"]))
         conf = record["config"]
-        for key in ("k", "epochs", "n_boot", "embed_dim", "num_heads", "mixup_alpha", "contrastive_weight",
-                    "entropy_weight", "tta_views"):
+        for key in ("k", "epochs", "tabular_epochs", "n_boot", "embed_dim", "num_heads", "mixup_alpha",
+                    "contrastive_weight", "entropy_weight", "tta_views"):
             out[macro_name("config", key)] = f"{conf[key]:,}" if key == "n_boot" else f"{conf[key]:g}"
         att, train = res["model_configs"]["attention"], res["model_configs"]["train"]
         out["ConfigTauMin"], out["ConfigTauMax"] = f"{att['tau_min']:g}", f"{att['tau_max']:g}"
@@ -95,52 +120,67 @@ def main_macros(record: dict) -> dict[str, str]:
 BUILDERS = {"main": main_macros}
 
 
-def collect_macros(results_dir: str | Path) -> dict[str, str]:
-    """Macros from every results JSON whose experiment has a builder."""
+def read_records(files: list[str | Path]) -> list[dict]:
+    """The result records of ``files``; they must all come from one profile (never mix runs)."""
+    records = [read_json(f) for f in files]
+    profiles = sorted({r["profile"] for r in records})
+    if len(profiles) > 1:
+        raise AttnKNNError(f"result files of different profiles ({', '.join(profiles)}) cannot share one report; "
+                           "rerun them under one profile")
+    return records
+
+
+def collect_macros(files: list[str | Path]) -> dict[str, str]:
+    """Macros from the given result files (those whose experiment has a builder)."""
     out: dict[str, str] = {}
-    for path in sorted(Path(results_dir).glob("*.json")):
-        record = read_json(path)
+    for record in read_records(files):
         builder = BUILDERS.get(record.get("experiment"))
         if builder:
             out.update(builder(record))
     return out
 
 
-def write_macros(results_dir: str | Path) -> Path:
-    """Write ``results_dir/macros.tex`` (sorted, one ``\\newcommand`` per line)."""
-    macros = collect_macros(results_dir)
-    lines = ["% Generated by attnknn_lib.report from results/*.json. Do not edit."]
+def write_macros(files: list[str | Path], path: str | Path) -> Path:
+    """Write ``path`` (sorted, one ``\\newcommand`` per line) from the result files ``files``."""
+    macros = collect_macros(files)
+    lines = ["% Generated by attnknn_lib.report from the results JSON of one run. Do not edit."]
     for k, v in sorted(macros.items()):
         value = v[len(PATH_MARK):] if v.startswith(PATH_MARK) else latex_escape(v)
         lines.append(f"\\newcommand{{\\{k}}}{{{value}}}")
-    return write_text(Path(results_dir) / "macros.tex", "\n".join(lines) + "\n")
+    return write_text(path, "\n".join(lines) + "\n")
 
 
 README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
 
 
-def results_markdown(results_dir: str | Path) -> str:
-    """A Markdown table of test accuracy and ECE (raw / after temperature scaling) per dataset and
-    key method, from ``main_*.json``."""
+def results_markdown(files: list[str | Path]) -> str:
+    """A Markdown table of test accuracy (mean +- s.d. over seeds) and ECE (raw / after calibration)
+    per dataset and key method, from the ``main_*.json`` result files."""
     from .evaluation import METHOD_LABELS
 
     keys = ("uniform", "distance", "cosine", "attnknn", "attnknn_tta", "cnn")
     lines = []
-    for path in sorted(Path(results_dir).glob("main_*.json")):
-        record = read_json(path)
-        methods = record["results"]["methods"]
+    for record in read_records([f for f in files if Path(f).name.startswith("main_")]):
+        summary = record["results"]["summary"]
         if not lines:
-            lines = [f"Test accuracy % / ECE / ECE after temperature scaling (profile `{record['profile']}`, "
-                     f"commit `{record['provenance']['commit'][:8]}`; TTA needs image data):", "",
+            lines = [f"Test accuracy % (mean ± s.d. over seeds {', '.join(map(str, record['results']['seeds']))}) / "
+                     f"ECE / ECE after calibration (profile `{record['profile']}`, commit "
+                     f"`{record['provenance']['commit'][:8]}`; TTA needs image data):", "",
                      "| dataset | " + " | ".join(METHOD_LABELS[m] for m in keys) + " |",
                      "| --- " * (1 + len(keys)) + "|"]
-        cells = [f"{100 * methods[m]['test_raw']['accuracy']['value']:.2f} / {methods[m]['test_raw']['ece']['value']:.3f}"
-                 f" / {methods[m]['test_calibrated']['ece']['value']:.3f}" if m in methods else "--" for m in keys]
+        cells = []
+        for m in keys:
+            if m not in summary:
+                cells.append("--")
+                continue
+            raw, cal = summary[m]["test_raw"], summary[m]["test_calibrated"]
+            cells.append(f"{100 * raw['accuracy']['mean']:.2f} ± {100 * raw['accuracy']['std']:.2f} / "
+                         f"{raw['ece']['mean']:.3f} / {cal['ece']['mean']:.3f}")
         lines.append(f"| {REGISTRY[record['dataset']].title} | " + " | ".join(cells) + " |")
     return "\n".join(lines) if lines else "(no results yet: run ./run_all.sh)"
 
 
-def update_readme(readme: str | Path, results_dir: str | Path) -> bool:
+def update_readme(readme: str | Path, files: list[str | Path]) -> bool:
     """Replace the block between the results markers of ``readme``; False if it has no markers."""
     readme = Path(readme)
     text = readme.read_text()
@@ -148,5 +188,5 @@ def update_readme(readme: str | Path, results_dir: str | Path) -> bool:
         return False
     head, rest = text.split(README_START, 1)
     _, tail = rest.split(README_END, 1)
-    write_text(readme, f"{head}{README_START}\n{results_markdown(results_dir)}\n{README_END}{tail}")
+    write_text(readme, f"{head}{README_START}\n{results_markdown(files)}\n{README_END}{tail}")
     return True

@@ -10,13 +10,34 @@ METRIC_FORMAT = {"accuracy": ("Acc. (\\%)", 100.0, 2), "macro_f1": ("Macro-F1 (\
                  "nll": ("NLL", 1.0, 3), "ece": ("ECE", 1.0, 4), "brier": ("Brier", 1.0, 4)}
 
 
-def fmt(entry: dict, metric: str, ci: bool = True) -> str:
-    """``value`` or ``value [low, high]`` formatted for LaTeX."""
+def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
+    """``value`` or ``value [low, high]`` formatted for LaTeX (``signed``: a leading + or -)."""
     _, scale, dec = METRIC_FORMAT[metric]
-    v = f"{entry['value'] * scale:.{dec}f}"
+    sign = "+" if signed else ""
+    v = f"{entry['value'] * scale:{sign}.{dec}f}"
     if ci and "low" in entry:
-        v += f"\\,{{\\scriptsize[{entry['low'] * scale:.{dec}f}, {entry['high'] * scale:.{dec}f}]}}"
+        v += f"\\,{{\\scriptsize[{entry['low'] * scale:{sign}.{dec}f}, {entry['high'] * scale:{sign}.{dec}f}]}}"
     return v
+
+
+def fmt_mean_sd(entry: dict, metric: str) -> str:
+    """``mean +- sd`` of a {mean, std} entry, formatted for LaTeX."""
+    _, scale, dec = METRIC_FORMAT[metric]
+    return f"{entry['mean'] * scale:.{dec}f}\\,{{\\scriptsize$\\pm${entry['std'] * scale:.{dec}f}}}"
+
+
+def seed_frame(summary: dict[str, dict]) -> pd.DataFrame:
+    """One row per method: mean +- s.d. over seeds of the raw test metrics, then NLL / ECE / Brier
+    after calibration."""
+    rows = {}
+    for name, m in summary.items():
+        raw, cal = m["test_raw"], m["test_calibrated"]
+        row = {METRIC_FORMAT[k][0]: fmt_mean_sd(raw[k], k) for k in METRIC_FORMAT}
+        row.update({f"{METRIC_FORMAT[k][0]} (cal.)": fmt_mean_sd(cal[k], k) for k in ("nll", "ece", "brier")})
+        rows[m.get("label", name)] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Method"
+    return df
 
 
 def latex_escape(text: str) -> str:
@@ -42,7 +63,7 @@ def methods_frame(methods: dict[str, dict], ci: bool = True, latex: bool = True)
         raw, cal = m["test_raw"], m["test_calibrated"]
         if latex:
             row = {METRIC_FORMAT[k][0]: fmt(raw[k], k, ci) for k in METRIC_FORMAT}
-            row.update({f"{METRIC_FORMAT[k][0]} (TS)": fmt(cal[k], k, ci) for k in ("nll", "ece", "brier")})
+            row.update({f"{METRIC_FORMAT[k][0]} (cal.)": fmt(cal[k], k, ci) for k in ("nll", "ece", "brier")})
         else:
             row = {k: raw[k]["value"] for k in METRIC_FORMAT}
             row.update({f"{k}_calibrated": cal[k]["value"] for k in ("nll", "ece", "brier")})

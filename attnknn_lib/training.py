@@ -34,13 +34,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
 
 from .datasets import Dataset
-from .errors import ConfigError, check_choice, check_range
+from .errors import AttnKNNError, ConfigError, check_choice, check_range
 from .losses import attention_entropy, mixup, supervised_contrastive, vote_nll
 from .memory import INDEX_TYPES, MemoryBank, Neighbors
 from .metrics import accuracy, ece, nll
+from .progress import bar as progress_bar, write as progress_write
 from .models import AttnKNN, CNNClassifier, MultiHeadNeighborAttention, attend
 from .runtime import pick_device, seed_everything
 from .transforms import BatchAugment, View, batches, to_tensor
@@ -102,7 +102,7 @@ def embed(module: nn.Module, x: torch.Tensor, batch_size: int = 1024, device: to
     was_training = module.training
     module.eval()
     out = []
-    for idx in tqdm(list(batches(len(x), batch_size)), desc=desc, leave=False):
+    for idx in progress_bar(list(batches(len(x), batch_size)), desc=desc):
         xb = x[idx]
         if view is not None:
             xb = view(xb)
@@ -158,8 +158,39 @@ def _prepare(model: nn.Module, hot: nn.Module, cfg: TrainConfig) -> tuple[torch.
     return device, hot
 
 
-def _autocast(cfg: TrainConfig, device: torch.device):
-    return torch.autocast(device_type=device.type, dtype=torch.float16, enabled=cfg.amp and device.type == "cuda")
+class TrainingDivergedError(AttnKNNError):
+    """The training loss became NaN or infinite; nothing is cached."""
+
+
+class _Precision:
+    """Mixed precision decided once per run: bf16 autocast where the device supports it, else fp16
+    autocast with a GradScaler (fp16 gradients underflow without loss scaling); fp32 otherwise.
+    ``amp`` takes effect on CUDA only."""
+
+    def __init__(self, cfg: TrainConfig, device: torch.device):
+        self.enabled = cfg.amp and device.type == "cuda"
+        self.dtype = torch.bfloat16 if self.enabled and torch.cuda.is_bf16_supported() else torch.float16
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.enabled and self.dtype == torch.float16)
+        self.device_type = device.type
+
+    def autocast(self):
+        return torch.autocast(device_type=self.device_type, dtype=self.dtype, enabled=self.enabled)
+
+    def step(self, loss: torch.Tensor, opt: torch.optim.Optimizer, params, clip: float) -> None:
+        """Backward, unscale, clip, step (the scaler is a no-op without fp16)."""
+        opt.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(opt)
+        nn.utils.clip_grad_norm_(params, clip)
+        self.scaler.step(opt)
+        self.scaler.update()
+
+
+def check_finite(loss: torch.Tensor, name: str, epoch: int, step: int) -> None:
+    """Stop a run whose loss is NaN / inf, in one line naming the run, epoch and step."""
+    if not torch.isfinite(loss).all():
+        raise TrainingDivergedError(f"{name}: the training loss is {loss.item()} at epoch {epoch}, step {step}; "
+                                    "nothing was cached (lower lr, or turn amp off)")
 
 
 class _Selection:
@@ -181,7 +212,7 @@ class _Selection:
         if self.best is None or (row["val_accuracy"], -row["val_nll"]) > (self.best["val_accuracy"], -self.best["val_nll"]):
             self.best, self.best_state = row, copy.deepcopy(self.model.state_dict())
         if self.progress:
-            tqdm.write(f"{self.name} epoch {row['epoch']}: loss {row['train_loss']:.3f}, val acc "
+            progress_write(f"{self.name} epoch {row['epoch']}: loss {row['train_loss']:.3f}, val acc "
                        f"{row['val_accuracy']:.4f}, val ECE {row['val_ece']:.4f}, {row['seconds']:.0f} s")
 
     def result(self) -> TrainResult:
@@ -193,11 +224,12 @@ class _Selection:
 # ----------------------------------------------------------------------------- Attn-KNN
 
 def attnknn_probs(attention: MultiHeadNeighborAttention, bank: MemoryBank, queries: np.ndarray, k: int,
-                  neighbors: Neighbors | None = None, device: torch.device | str = "cpu",
+                  neighbors: Neighbors | None = None, device: torch.device | str | None = None,
                   batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """Attention vote for query embeddings (N, D) over their k nearest bank rows (searched here
     unless ``neighbors`` with at least k columns is given): (probs (N, C), weights (N, k))."""
     nb = bank.search(queries, k) if neighbors is None else neighbors
+    device = device or next(attention.parameters()).device  # where the module is (CUDA in the paper profile)
     was_training = attention.training
     attention.eval()
     probs, weights = [], []
@@ -227,7 +259,7 @@ def training_neighbors(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k:
 
 
 def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labels: np.ndarray | None = None,
-                  progress: bool = True) -> TrainResult:
+                  progress: bool = True, name: str = "Attn-KNN") -> TrainResult:
     """Train ``model`` on ``dataset.train`` (labels ``train_labels`` if given, e.g. noisy ones);
     select the epoch by validation accuracy. Returns the selected model, in eval mode."""
     seed_everything(cfg.seed)
@@ -249,19 +281,20 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
     bank = fresh_bank()
     mem = torch.from_numpy(bank.embeddings.copy()).to(device)  # (N, D) training-time copy, updated online
     mem_labels = torch.as_tensor(labels, device=device)
-    selection = _Selection("Attn-KNN", model, dataset.val.y, progress)
+    selection = _Selection(name, model, dataset.val.y, progress)
+    precision = _Precision(cfg, device)
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
         model.train()
         sums = {"loss": 0.0, "knn_nll": 0.0, "contrastive": 0.0, "entropy": 0.0}
-        bar = tqdm(_train_batches(x_train, y_train, augment, batch, cfg.seed, epoch), total=steps_per_epoch,
-                   desc=f"Attn-KNN epoch {epoch}/{cfg.epochs}", leave=False, disable=not progress)
-        for x, y, idx in bar:
+        bar = progress_bar(_train_batches(x_train, y_train, augment, batch, cfg.seed, epoch), total=steps_per_epoch,
+                           desc=f"{name} epoch {epoch}/{cfg.epochs}", disable=not progress)
+        for step, (x, y, idx) in enumerate(bar):
             x, y, idx = x.to(device), y.to(device), idx.to(device)
             x, perm, lam = mixup(x, cfg.mixup_alpha)
             perm = perm.to(device)
             own = torch.stack([idx, idx[perm]], 1) if lam < 1.0 else idx[:, None]  # rows the query is made of
-            with _autocast(cfg, device):
+            with precision.autocast():
                 q = embedder(x).float()  # (B, D)
                 rows = training_neighbors(q.detach(), mem, own, cfg.k)  # (B, k), never the query itself
                 out = model.attend(q, mem[rows], mem_labels[rows])  # neighbours (B, k, D) carry no gradient
@@ -269,10 +302,8 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
                 con = supervised_contrastive(q, y, cfg.contrastive_temperature)
                 ent = attention_entropy(out.weights)
                 loss = knn + cfg.contrastive_weight * con - cfg.entropy_weight * ent
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
+            check_finite(loss, name, epoch, step)
+            precision.step(loss, opt, model.parameters(), cfg.grad_clip)
             sched.step()
             if cfg.online_update:
                 mem[idx] = q.detach()  # the bank follows the model between clean rebuilds
@@ -301,7 +332,7 @@ def cnn_probs(model: CNNClassifier, x: torch.Tensor, batch_size: int = 1024, dev
 
 
 def train_cnn(model: CNNClassifier, dataset: Dataset, cfg: TrainConfig, train_labels: np.ndarray | None = None,
-              progress: bool = True) -> TrainResult:
+              progress: bool = True, name: str = "CNN") -> TrainResult:
     """Cross-entropy training of the CNN baseline under the same recipe and selection rule."""
     seed_everything(cfg.seed)
     labels = dataset.train.y if train_labels is None else np.asarray(train_labels, dtype=np.int64)
@@ -311,23 +342,22 @@ def train_cnn(model: CNNClassifier, dataset: Dataset, cfg: TrainConfig, train_la
     opt, sched = _optimizer(model, model.backbone, cfg, cfg.epochs * steps_per_epoch)
     x_train, x_val = to_tensor(dataset, dataset.train), to_tensor(dataset, dataset.val)
     y_train, augment = torch.as_tensor(labels, dtype=torch.long), _augment(dataset)
-    selection = _Selection("CNN", model, dataset.val.y, progress)
+    selection = _Selection(name, model, dataset.val.y, progress)
+    precision = _Precision(cfg, device)
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
         model.train()
         total = 0.0
-        bar = tqdm(_train_batches(x_train, y_train, augment, batch, cfg.seed, epoch), total=steps_per_epoch,
-                   desc=f"CNN epoch {epoch}/{cfg.epochs}", leave=False, disable=not progress)
-        for x, y, _ in bar:
+        bar = progress_bar(_train_batches(x_train, y_train, augment, batch, cfg.seed, epoch), total=steps_per_epoch,
+                           desc=f"{name} epoch {epoch}/{cfg.epochs}", disable=not progress)
+        for step, (x, y, _) in enumerate(bar):
             x, y = x.to(device), y.to(device)
             x, perm, lam = mixup(x, cfg.mixup_alpha)
-            with _autocast(cfg, device):
+            with precision.autocast():
                 logits = forward(x).float()
                 loss = lam * F.cross_entropy(logits, y) + (1 - lam) * F.cross_entropy(logits, y[perm.to(device)])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
+            check_finite(loss, name, epoch, step)
+            precision.step(loss, opt, model.parameters(), cfg.grad_clip)
             sched.step()
             total += loss.item() * len(y)
             bar.set_postfix(loss=f"{loss.item():.3f}")
@@ -369,8 +399,8 @@ def train_attention_head(attention: MultiHeadNeighborAttention, bank: MemoryBank
         t0 = time.perf_counter()
         attention.train()
         total = 0.0
-        for idx in tqdm(list(batches(n, batch_size, shuffle=True, generator=gen)), desc=f"attention epoch {epoch}",
-                        leave=False, disable=not progress):
+        for idx in progress_bar(list(batches(n, batch_size, shuffle=True, generator=gen)),
+                                desc=f"attention epoch {epoch}", disable=not progress):
             out = attend(attention, emb[idx], emb[rows[idx]], neigh_y[idx])  # (b, D), (b, k, D), (b, k)
             loss = vote_nll(out.probs, y_all[idx]) - entropy_weight * attention_entropy(out.weights)
             opt.zero_grad(set_to_none=True)

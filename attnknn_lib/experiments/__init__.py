@@ -1,0 +1,6 @@
+"""Experiments: one module per experiment on the shared core (:mod:`.core`); the registry maps a
+name to its module (``NAME``, ``NOTEBOOK``, ``Config``, ``runs``, ``outputs``)."""
+
+from . import main
+
+REGISTRY = {m.NAME: m for m in (main,)}

@@ -1,38 +1,43 @@
-"""Main comparison (notebook ``01_main``): Attn-KNN against tuned kNN baselines and a CNN.
+"""Main comparison (notebook ``01_main``): Attn-KNN against tuned kNN baselines and a CNN, over seeds.
 
-For each dataset: train (or load from the cache) Attn-KNN and the CNN with the same backbone;
-embed train / val / test (every TTA view); evaluate every method of
-:mod:`attnknn_lib.evaluation`; on the primary dataset, ablate the attention components on the
-frozen Attn-KNN embedding. Writes ``results/main_<dataset>.json``, the LaTeX tables, figures and
-the ``.npz`` artifacts from which every number can be recomputed.
+For each dataset and seed: load the trained Attn-KNN and CNN (workflow jobs; trained here only
+when the notebook runs alone), embed train / val / test (every TTA view), evaluate every method
+of :mod:`attnknn_lib.evaluation` and score it with bootstrap intervals. Across seeds: mean and
+standard deviation of every metric, and the paired difference Attn-KNN minus the best baseline
+(and minus the CNN) per seed and pooled over seeds (:func:`attnknn_lib.metrics.paired_bootstrap_diff`).
+On the primary dataset, for the first seed, the attention components are ablated on the frozen
+Attn-KNN embedding. Writes ``results/main_<dataset>.json``, LaTeX tables, figures and the ``.npz``
+artifacts from which every number can be recomputed.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..cache import load_or_train, model_key
-from ..datasets import DATASET_NAMES, REGISTRY, Dataset, load_dataset
+from ..calibration import fit_calibrator
+from ..config import ExperimentConfig, csv, int_csv, knob
+from ..datasets import DATASET_NAMES, REGISTRY
 from ..errors import ConfigError, check_choice, check_range
 from ..evaluation import (K_ENSEMBLE, METHOD_LABELS, MethodProbs, attnknn_method, attnknn_methods, best_baseline,
-                          cnn_methods, embed_all, knn_methods, score)
-from ..io import write_json, write_npz, write_text
-from ..metrics import confusion_matrix, reliability_bins
-from ..models import AttentionConfig, MultiHeadNeighborAttention, build_attnknn, build_cnn
-from ..models.backbones import BACKBONES
+                          cnn_methods, knn_methods, score)
+from ..io import read_json, write_npz, write_text
+from ..metrics import METRICS, confusion_matrix, paired_bootstrap_diff, reliability_bins
+from ..models import MultiHeadNeighborAttention
 from ..paths import Paths
 from ..provenance import Provenance
-from ..runtime import pick_device, seed_everything, set_threads
-from ..tables import booktabs, methods_frame
-from ..training import TrainConfig, train_attention_head, train_attnknn, train_cnn
+from ..runs import prepare
+from ..runtime import seed_everything
+from ..tables import booktabs, methods_frame, seed_frame
+from ..training import train_attention_head
 from ..transforms import tta_views
+from . import core
 
-EXPERIMENT = "main"
+NAME = "main"
+NOTEBOOK = "01_main.ipynb"
 # attention variants of the ablation: name -> switches on top of the main configuration
 ABLATIONS: dict[str, dict] = {
     "default": {},
@@ -44,287 +49,314 @@ ABLATIONS: dict[str, dict] = {
     "all_components": {"label_bias": True, "prototypes": True, "neighbor_self_attention": True},
 }
 RELIABILITY_METHODS = ("uniform", "distance", "attnknn", "attnknn_tta", "cnn")
-
-
-def _csv(value: str | list | tuple) -> tuple[str, ...]:
-    if not isinstance(value, (str, list, tuple)):
-        raise ConfigError(f"{value!r} is not allowed here; give a comma-separated list, e.g. fashion_mnist,iris")
-    items = value.split(",") if isinstance(value, str) else list(value)
-    return tuple(s.strip() for s in items if str(s).strip())
+SUMMARY_METHODS = ("uniform", "distance", "cosine", "attnknn", "attnknn_tta", "cnn")
+COMPARISONS = {"attnknn_vs_best_baseline": ("attnknn", "best baseline"), "attnknn_vs_cnn": ("attnknn", "cnn")}
 
 
 @dataclass(frozen=True)
-class MainConfig:
-    """Parameters of the main experiment; defaults are the ``cpu`` profile (see configs/cpu.yaml)."""
+class Config(ExperimentConfig):
+    """The main experiment's own knobs on top of the shared recipe."""
 
-    profile: str = "cpu"
-    datasets: tuple[str, ...] = ("fashion_mnist", "digits", "iris", "wine", "breast_cancer")
-    primary: str = "fashion_mnist"  # dataset of the ablation, curves and confusion matrix
-    seed: int = 0
-    image_backbone: str = "small_cnn"
-    cnn_widths: str = "16,32,64"  # small_cnn channels per stage (measured here: 2,700 training images/s)
-    pretrained: bool = False  # ImageNet weights (resnet18_cifar only)
-    embed_dim: int = 128
-    num_heads: int = 4
-    k: int = 16  # neighbours for training and evaluation
-    epochs: int = 8  # image datasets
-    tabular_epochs: int = 60
-    batch_size: int = 256
-    tabular_batch_size: int = 64
-    lr: float = 2e-3
-    backbone_lr_mult: float = 1.0
-    weight_decay: float = 5e-4
-    mixup_alpha: float = 0.2
-    contrastive_weight: float = 0.5
-    entropy_weight: float = 0.01
-    max_train: int = 0  # 0: the whole training split; else a stratified subset of this size
-    max_val: int = 0
-    max_test: int = 0
-    val_fraction: float = 0.1
-    tta_views: int = 6
-    n_boot: int = 1000
-    ablation: bool = True
-    ablation_epochs: int = 3
-    device: str = "auto"
-    amp: bool = False  # mixed precision (CUDA only)
-    compile: bool = False  # torch.compile (CUDA only)
-    threads: int = 0  # 0: all cores
+    datasets: tuple[str, ...] = knob(("fashion_mnist", "digits", "iris", "wine", "breast_cancer"),
+                                     "comma-separated dataset names")
+    primary: str = knob("fashion_mnist", "dataset of the ablation, training curves and confusion matrix")
+    seeds: tuple[int, ...] = knob((0, 1, 2), "training seeds (comma-separated)")
+    tta_views: int = knob(6, "test-time augmentation views, 1 to 6")
+    n_boot: int = knob(1000, "bootstrap resamples for the 95 % intervals")
+    ablation: bool = knob(True, "ablate the attention components on the primary dataset (first seed)")
+    ablation_epochs: int = knob(3, "epochs per ablation variant")
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "datasets", _csv(self.datasets))
+        super().__post_init__()
+        object.__setattr__(self, "datasets", csv(self.datasets))
+        object.__setattr__(self, "seeds", int_csv("seeds", self.seeds))
         if not self.datasets:
             raise ConfigError("datasets='' is empty; give at least one of: " + ", ".join(DATASET_NAMES))
         for name in self.datasets:
             check_choice("dataset", name, DATASET_NAMES)
         check_choice("primary", self.primary, self.datasets)
-        check_choice("image_backbone", self.image_backbone, tuple(n for n, (kind, _) in BACKBONES.items()
-                                                                    if kind == "image"))
-        for name in ("embed_dim", "num_heads", "k", "epochs", "tabular_epochs", "batch_size", "tabular_batch_size",
-                     "ablation_epochs"):
-            check_range(name, getattr(self, name), 1, None)
-        for name in ("max_train", "max_val", "max_test", "n_boot", "threads", "seed"):
-            check_range(name, getattr(self, name), 0, None)
         check_range("tta_views", self.tta_views, 1, 6)
-        check_range("val_fraction", self.val_fraction, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+        check_range("ablation_epochs", self.ablation_epochs, 1, None)
+        check_range("n_boot", self.n_boot, 1, None)
         check_range("k", self.k, 1, max(K_ENSEMBLE))
-        try:
-            widths = tuple(int(w) for w in _csv(self.cnn_widths))
-        except ValueError:
-            widths = ()
-        if not widths or min(widths) < 1:
-            raise ConfigError(f"cnn_widths={self.cnn_widths!r} is not allowed; give positive integers, e.g. 16,32,64")
-        # the training-time configs validate the rest (learning rates, weights, device)
-        self.attention_config(10)
-        self.train_config("image")
 
-    @classmethod
-    def from_namespace(cls, namespace: dict) -> "MainConfig":
-        """Build from a notebook's globals (its papermill parameters), ignoring other names."""
-        return cls(**{f.name: namespace[f.name] for f in fields(cls) if f.name in namespace})
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["datasets"] = list(self.datasets)
-        return d
+MainConfig = Config  # the name earlier notebooks used
 
-    def attention_config(self, num_classes: int) -> AttentionConfig:
-        return AttentionConfig(num_classes=num_classes, embed_dim=self.embed_dim, num_heads=self.num_heads)
 
-    def train_config(self, kind: str) -> TrainConfig:
-        image = kind == "image"
-        return TrainConfig(epochs=self.epochs if image else self.tabular_epochs,
-                           batch_size=self.batch_size if image else self.tabular_batch_size, lr=self.lr,
-                           backbone_lr_mult=self.backbone_lr_mult, weight_decay=self.weight_decay, k=self.k,
-                           mixup_alpha=self.mixup_alpha, contrastive_weight=self.contrastive_weight,
-                           entropy_weight=self.entropy_weight, seed=self.seed, device=self.device, amp=self.amp,
-                           compile=self.compile)
+def runs(cfg: Config):
+    """Attn-KNN and CNN for every dataset and seed."""
+    return [r for name in cfg.datasets for r in core.model_runs(cfg, core.data_spec(cfg, name), cfg.seeds)]
+
+
+def outputs(cfg: Config) -> list[str]:
+    """Files the notebook writes (relative to the output root)."""
+    out = ["results/tables/main_summary.tex"]
+    for name in cfg.datasets:
+        out += [f"results/main_{name}.json", f"results/tables/main_{name}.tex",
+                f"figures/main_{name}_reliability.pdf", f"figures/main_{name}_reliability.png"]
+    p = cfg.primary
+    out += [f"results/tables/main_{p}_paired.tex", f"results/tables/main_{p}_seeds.tex"]
+    out += [f"figures/main_{p}_{f}.{ext}" for f in ("curves", "confusion") for ext in ("pdf", "png")]
+    if cfg.ablation:
+        out.append(f"results/tables/main_{p}_ablation.tex")
+    return out
 
 
 @dataclass
 class DatasetRun:
-    """Everything one dataset produced: the results block plus what the plots need."""
+    """Everything one dataset produced: the JSON record plus what the figures need (first seed)."""
 
-    dataset: Dataset
-    record: dict  # the JSON document: experiment, dataset, profile, config, provenance, results
-    methods: dict[str, MethodProbs]
-    histories: dict[str, list[dict]]
-
-
-def load(cfg: MainConfig, name: str) -> Dataset:
-    return load_dataset(name, val_fraction=cfg.val_fraction, split_seed=0, max_train=cfg.max_train or None,
-                        max_val=cfg.max_val or None, max_test=cfg.max_test or None)
+    dataset: object
+    record: dict
+    methods: dict[str, MethodProbs]  # first seed
+    histories: dict[str, list[dict]]  # first seed
 
 
-def _backbone(cfg: MainConfig, ds: Dataset) -> tuple[str, dict]:
-    if ds.kind == "tabular":
-        return "mlp", {}
-    if cfg.image_backbone == "small_cnn":
-        return "small_cnn", {"widths": tuple(int(w) for w in _csv(cfg.cnn_widths))}
-    return cfg.image_backbone, {"pretrained": cfg.pretrained}
-
-
-def train_models(cfg: MainConfig, ds: Dataset, paths: Paths, force: bool = False, train_labels: np.ndarray | None = None):
-    """Attn-KNN and CNN for ``ds`` (from the cache when their key matches). Returns
-    ``({"attnknn": TrainResult, "cnn": TrainResult}, {"attnknn": cached?, "cnn": cached?})``."""
-    labels = ds.train.y if train_labels is None else train_labels
-    backbone, bb_kwargs = _backbone(cfg, ds)
-    tcfg = cfg.train_config(ds.kind)
-    if tcfg.k + 2 > len(labels):
-        raise ConfigError(f"k={cfg.k} is out of range for {ds.name}: its training split has {len(labels)} samples")
-    acfg = cfg.attention_config(ds.num_classes)
-    specs = {
-        "attnknn": ({"backbone": backbone, **bb_kwargs, "attention": acfg.to_dict()},
-                    lambda: build_attnknn(backbone, ds.input_shape, acfg, **bb_kwargs),
-                    lambda m: train_attnknn(m, ds, tcfg, labels)),
-        "cnn": ({"backbone": backbone, **bb_kwargs, "num_classes": ds.num_classes},
-                lambda: build_cnn(backbone, ds.input_shape, ds.num_classes, **bb_kwargs),
-                lambda m: train_cnn(m, ds, tcfg, labels)),
-    }
-    results, cached = {}, {}
-    for kind, (model_cfg, build, train) in specs.items():
-        key = model_key(kind, model_cfg, tcfg.to_dict(), ds.fingerprint(), labels)
-        results[kind], cached[kind] = load_or_train(paths.artifacts, ds.name, key, build, train, force, seed=cfg.seed)
-    return results, cached
-
-
-def run_ablation(cfg: MainConfig, ds: Dataset, emb, device) -> dict:
+def run_ablation(cfg: Config, ds, emb, seed: int) -> dict:
     """Attention variants trained on the frozen Attn-KNN embedding; each scored like the main methods."""
     base = cfg.attention_config(ds.num_classes)
     methods, extra = {}, {}
     train_nb = emb.bank.search_excluding(emb.bank.embeddings, cfg.k, np.arange(len(emb.bank)))  # shared by all
     for name, switches in ABLATIONS.items():
-        seed_everything(cfg.seed)
+        seed_everything(seed)
         att = MultiHeadNeighborAttention(replace(base, **switches))
         res = train_attention_head(att, emb.bank, emb.val["original"], ds.val.y, cfg.k, epochs=cfg.ablation_epochs,
-                                   seed=cfg.seed, train_neighbors=train_nb,
+                                   seed=seed, train_neighbors=train_nb,
                                    val_neighbors=emb.neighbors[("val", "original")], progress=False)
         probs = attnknn_method(res.model, emb, cfg.k)
         methods[name] = MethodProbs(probs.val, probs.test, {"switches": switches})
         extra[name] = {"history": res.history, "best_epoch": res.best_epoch, "seconds": res.seconds,
                        "temperatures": res.model.temperatures().tolist()}
-    scored = score(methods, ds, n_boot=cfg.n_boot, seed=cfg.seed)
+    scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
     for name in scored:
         scored[name]["label"] = name.replace("_", " ")
         scored[name]["training"] = extra[name]
     return scored
 
 
-def run_dataset(cfg: MainConfig, name: str, paths: Paths, force: bool = False) -> DatasetRun:
-    """Train (or load), evaluate and (on the primary dataset) ablate one dataset."""
-    set_threads(cfg.threads or None)
-    device = pick_device(cfg.device)
-    prov = Provenance(cfg.to_dict(), str(device))
-    t0 = time.perf_counter()
-    ds = load(cfg, name)
-    trained, cached = train_models(cfg, ds, paths, force)
-    t_train = time.perf_counter() - t0
-    attn, cnn = trained["attnknn"].model.to(device), trained["cnn"].model.to(device)
-    views = tta_views(ds, cfg.tta_views)
-    k_max = max(cfg.k, max(K_ENSEMBLE))
-    emb = embed_all(attn.embedder, ds, views, k_max, device=device)
-    methods = {**knn_methods(emb, ds, cfg.k), **attnknn_methods(attn.attention, emb, cfg.k),
-               **cnn_methods(cnn, ds, views, device=device)}
-    order = [m for m in METHOD_LABELS if m in methods]
-    methods = {m: methods[m] for m in order}
-    scored = score(methods, ds, n_boot=cfg.n_boot, seed=cfg.seed)
-    t_eval = time.perf_counter() - t0 - t_train
-    ablation = run_ablation(cfg, ds, emb, device) if (cfg.ablation and name == cfg.primary) else None
-    results = {
-        "dataset": ds.summary(),
-        "methods": scored,
-        "best_baseline": best_baseline(methods, ds.val.y),
-        "training": {kind: {"history": r.history, "best_epoch": r.best_epoch, "seconds": r.seconds,
-                            "loaded_from_cache": cached[kind]} for kind, r in trained.items()},
-        "model_configs": {"attention": cfg.attention_config(ds.num_classes).to_dict(),
-                          "train": cfg.train_config(ds.kind).to_dict(), "backbone": _backbone(cfg, ds)[0]},
-        "temperatures": attn.attention.temperatures().tolist(),
-        "ablation": ablation,
-        "timings": {"train_or_load_seconds": t_train, "evaluate_seconds": t_eval,
-                    "ablation_seconds": time.perf_counter() - t0 - t_train - t_eval},
-    }
-    record = {"experiment": EXPERIMENT, "dataset": name, "profile": cfg.profile, "config": cfg.to_dict(),
-              "provenance": prov.record({name: ds.fingerprint()}), "results": results}
-    run = DatasetRun(ds, record, methods, {k: r.history for k, r in trained.items()})
-    _save_arrays(run, emb, paths)
-    return run
-
-
-def _save_arrays(run: DatasetRun, emb, paths: Paths) -> None:
-    """Per-method probabilities (val and test, raw) with labels, and the memory / query embeddings."""
-    ds, name = run.dataset, run.dataset.name
-    probs = {f"{split}_{m}": getattr(p, split).astype(np.float32) for m, p in run.methods.items()
-             for split in ("val", "test")}
-    write_npz(paths.artifacts / f"main_{name}_probs.npz", val_labels=ds.val.y, test_labels=ds.test.y,
-              val_ids=ds.val.ids, test_ids=ds.test.ids, **probs)
-    write_npz(paths.artifacts / f"main_{name}_embeddings.npz", memory=emb.bank.embeddings, memory_labels=ds.train.y,
-              memory_ids=ds.train.ids, val=emb.val["original"], test=emb.test["original"],
-              val_labels=ds.val.y, test_labels=ds.test.y)
-
-
-def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Path]:
-    """results/main_<dataset>.json, its LaTeX table(s) and figures (curves and confusion matrix
-    on the primary dataset)."""
-    from .. import plots
-
-    ds, res = run.dataset, run.record["results"]
-    name = ds.name
-    out = {"json": write_json(paths.results / f"main_{name}.json", run.record)}
-    title = REGISTRY[name].title
-    df = methods_frame(res["methods"])
-    out["table"] = write_text(paths.tables / f"main_{name}.tex", booktabs(
-        df, f"{title}: test metrics with bootstrap 95\\% intervals; (TS) after temperature scaling fitted on "
-            f"validation. Profile \\texttt{{{run.record['profile']}}}.",
-        "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}"))
-    bins = {METHOD_LABELS[m]: reliability_bins(run.methods[m].test, ds.test.y) for m in RELIABILITY_METHODS
-            if m in run.methods}
-    eces = {METHOD_LABELS[m]: res["methods"][m]["test_raw"]["ece"]["value"] for m in RELIABILITY_METHODS
-            if m in run.methods}
-    fig = plots.reliability_diagrams(bins, eces, f"{title} (test, before calibration)")
-    out["reliability"] = plots.save_figure(fig, paths.figures, f"main_{name}_reliability")[0]
-    plots.plt.close(fig)
-    if primary:
-        fig = plots.training_curves({"Attn-KNN": run.histories["attnknn"], "CNN": run.histories["cnn"]}, title)
-        out["curves"] = plots.save_figure(fig, paths.figures, f"main_{name}_curves")[0]
-        plots.plt.close(fig)
-        cm = confusion_matrix(run.methods["attnknn"].test, ds.test.y, ds.num_classes)
-        fig = plots.confusion_matrix_plot(cm, ds.class_names, f"Attn-KNN on {title} (test)")
-        out["confusion"] = plots.save_figure(fig, paths.figures, f"main_{name}_confusion")[0]
-        plots.plt.close(fig)
-        if res["ablation"]:
-            adf = methods_frame(res["ablation"])
-            out["ablation"] = write_text(paths.tables / f"main_{name}_ablation.tex", booktabs(
-                adf, f"{title}: attention components trained on the frozen Attn-KNN embedding "
-                     f"(test, 95\\% intervals; (TS) after temperature scaling).", "tab:ablation-primary"))
+def _aggregate(per_seed: dict[str, dict]) -> dict:
+    """Mean and standard deviation (ddof 1) over seeds of every method's test metrics."""
+    seeds = list(per_seed)
+    out = {}
+    for m in per_seed[seeds[0]]["methods"]:
+        if not all(m in per_seed[s]["methods"] for s in seeds):
+            continue
+        entry = {"label": per_seed[seeds[0]]["methods"][m]["label"]}
+        for split in ("test_raw", "test_calibrated"):
+            entry[split] = {}
+            for metric in METRICS:
+                v = np.array([per_seed[s]["methods"][m][split][metric]["value"] for s in seeds])
+                entry[split][metric] = {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+                                        "values": v.tolist()}
+        out[m] = entry
     return out
 
 
-def summary_frame(results: dict, calibrated: bool = True) -> pd.DataFrame:
-    """Accuracy and ECE (raw and calibrated) of every method of one results record, as plain numbers."""
+def _paired(cfg: Config, test_probs: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], labels: np.ndarray) -> dict:
+    """Attn-KNN minus the best baseline (chosen on validation per seed) and minus the CNN: per seed
+    and pooled over seeds, raw and calibrated, with paired-bootstrap 95 % intervals."""
+    out = {}
+    for name, (a, b) in COMPARISONS.items():
+        entry = {"a": a, "b": b, "per_seed": {}}
+        for cal_i, split in enumerate(("raw", "calibrated")):
+            pa = {s: test_probs[s][a][cal_i] for s in test_probs}
+            pb = {s: test_probs[s][b][cal_i] for s in test_probs}
+            for s in test_probs:
+                entry["per_seed"].setdefault(s, {})[split] = paired_bootstrap_diff(
+                    [pa[s]], [pb[s]], labels, n_boot=cfg.n_boot, seed=int(s))
+            entry.setdefault("pooled", {})[split] = paired_bootstrap_diff(
+                list(pa.values()), list(pb.values()), labels, n_boot=cfg.n_boot, seed=0)
+        out[name] = entry
+    return out
+
+
+def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
+    """Every seed of one dataset: load the models, evaluate, aggregate, compare; save the arrays."""
+    device = core.start(cfg)
+    prov = Provenance(cfg.to_dict(), str(device))
+    clock = core.timer()
+    prepared = prepare(core.data_spec(cfg, name))
+    ds = prepared.dataset
+    views = tta_views(ds, cfg.tta_views)
+    k_max = max(cfg.k, max(K_ENSEMBLE))
+    per_seed, test_probs, first = {}, {}, None
+    for seed in cfg.seeds:
+        models, cached = {}, {}
+        for run in core.model_runs(cfg, prepared.spec, (seed,)):
+            models[run.kind], cached[run.kind] = core.trained(run, paths, prepared)
+        attn, cnn = models["attnknn"].model.to(device), models["cnn"].model.to(device)
+        emb = core.embed(attn, prepared, cfg.tta_views, k_max, device)
+        methods = {**knn_methods(emb, ds, cfg.k), **attnknn_methods(attn.attention, emb, cfg.k),
+                   **cnn_methods(cnn, ds, views, device=device)}
+        methods = {m: methods[m] for m in METHOD_LABELS if m in methods}
+        scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
+        best = best_baseline(methods, ds.val.y)
+        ablation = None
+        if cfg.ablation and name == cfg.primary and seed == cfg.seeds[0]:
+            ablation = run_ablation(cfg, ds, emb, seed)
+        per_seed[str(seed)] = {
+            "methods": scored, "best_baseline": best, "ablation": ablation,
+            "training": {kind: {"history": r.history, "best_epoch": r.best_epoch, "seconds": r.seconds,
+                                "loaded_from_cache": cached[kind]} for kind, r in models.items()},
+            "temperatures": attn.attention.temperatures().tolist(),
+        }
+        test_probs[str(seed)] = {}
+        for key, m in (("attnknn", "attnknn"), ("best baseline", best), ("cnn", "cnn")):
+            cal = fit_calibrator(methods[m].val, ds.val.y)
+            test_probs[str(seed)][key] = (methods[m].test, cal.apply(methods[m].test))
+        _save_arrays(name, seed, ds, methods, emb, paths)
+        if first is None:
+            first = DatasetRun(ds, {}, methods, {k: r.history for k, r in models.items()})
+    results = {
+        "dataset": ds.summary(),
+        "seeds": list(cfg.seeds),
+        "summary": _aggregate(per_seed),
+        "paired": _paired(cfg, test_probs, ds.test.y),
+        "per_seed": per_seed,
+        "model_configs": {"attention": cfg.attention_config(ds.num_classes).to_dict(),
+                          "train": cfg.train_config(ds.kind, cfg.seeds[0]).to_dict(),
+                          "backbone": cfg.backbone(ds.kind)[0]},
+        "timings": {"seconds": clock()},
+    }
+    _, record = core.write_record(paths, NAME, name, cfg, prov, {name: prepared.fingerprint()}, results)
+    first.record = record
+    return first
+
+
+def _save_arrays(name: str, seed: int, ds, methods: dict[str, MethodProbs], emb, paths: Paths) -> None:
+    """Per-method probabilities (val and test, raw) with labels, and the memory / query embeddings."""
+    probs = {f"{split}_{m}": getattr(p, split).astype(np.float32) for m, p in methods.items()
+             for split in ("val", "test")}
+    write_npz(paths.artifacts / f"main_{name}_s{seed}_probs.npz", val_labels=ds.val.y, test_labels=ds.test.y,
+              val_ids=ds.val.ids, test_ids=ds.test.ids, **probs)
+    write_npz(paths.artifacts / f"main_{name}_s{seed}_embeddings.npz", memory=emb.bank.embeddings,
+              memory_labels=emb.bank.labels, memory_ids=ds.train.ids, val=emb.val["original"],
+              test=emb.test["original"], val_labels=ds.val.y, test_labels=ds.test.y)
+
+
+def _diff_frame(paired: dict) -> pd.DataFrame:
+    """Rows: comparison x seed (and pooled); columns: accuracy, ECE, NLL differences with intervals."""
+    from ..tables import fmt
+
     rows = {}
-    for m, r in results["results"]["methods"].items():
-        rows[r["label"]] = {"accuracy (%)": 100 * r["test_raw"]["accuracy"]["value"],
-                            "acc 95% CI": f"[{100 * r['test_raw']['accuracy']['low']:.2f}, "
-                                          f"{100 * r['test_raw']['accuracy']['high']:.2f}]",
-                            "ECE": r["test_raw"]["ece"]["value"], "ECE (TS)": r["test_calibrated"]["ece"]["value"],
-                            "NLL (TS)": r["test_calibrated"]["nll"]["value"]}
+    for name, entry in paired.items():
+        label = f"Attn-KNN $-$ {'best baseline' if entry['b'] == 'best baseline' else 'CNN'}"
+        parts = [(f"seed {s}", d) for s, d in entry["per_seed"].items()] + [("pooled", entry["pooled"])]
+        for who, d in parts:
+            rows[f"{label}, {who}"] = {
+                "$\\Delta$ Acc. (pp)": fmt(d["raw"]["accuracy"], "accuracy", signed=True),
+                "$\\Delta$ ECE": fmt(d["raw"]["ece"], "ece", signed=True),
+                "$\\Delta$ ECE (cal.)": fmt(d["calibrated"]["ece"], "ece", signed=True),
+                "$\\Delta$ NLL (cal.)": fmt(d["calibrated"]["nll"], "nll", signed=True)}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Comparison"
+    return df
+
+
+CAL_NOTE = ("(cal.): after the post-hoc calibrator fitted on validation (one rule for every method: a "
+            "temperature, plus a smoothing toward uniform that stays 0 unless it lowers validation NLL)")
+
+
+def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Path]:
+    """The dataset's LaTeX table(s) and figures (curves, confusion matrix, ablation, paired
+    differences and per-seed intervals on the primary dataset)."""
+    from .. import plots
+
+    ds, res, profile = run.dataset, run.record["results"], run.record["profile"]
+    name, title = ds.name, REGISTRY[ds.name].title
+    seeds = ", ".join(map(str, res["seeds"]))
+    escaped = name.replace("_", "\\_")
+    src = f"Notebook \\texttt{{01\\_main}}, \\texttt{{results/main\\_{escaped}.json}}"
+    out = {"table": write_text(paths.tables / f"main_{name}.tex", booktabs(
+        seed_frame(res["summary"]),
+        f"{title}: test metrics, mean $\\pm$ s.d.\\ over seeds {seeds}; {CAL_NOTE}. Profile "
+        f"\\texttt{{{profile}}}. {src}.", "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}"))}
+    first = str(res["seeds"][0])
+    bins = {METHOD_LABELS[m]: reliability_bins(run.methods[m].test, ds.test.y) for m in RELIABILITY_METHODS
+            if m in run.methods}
+    eces = {METHOD_LABELS[m]: res["per_seed"][first]["methods"][m]["test_raw"]["ece"]["value"]
+            for m in RELIABILITY_METHODS if m in run.methods}
+    fig = plots.reliability_diagrams(bins, eces, f"{title} (test, seed {first}, before calibration)")
+    out["reliability"] = plots.save_figure(fig, paths.figures, f"main_{name}_reliability")[0]
+    plots.plt.close(fig)
+    if not primary:
+        return out
+    out["paired"] = write_text(paths.tables / f"main_{name}_paired.tex", booktabs(
+        _diff_frame(res["paired"]),
+        f"{title}: paired differences on the same test points (Attn-KNN minus the other method; 95\\% paired "
+        f"bootstrap intervals; pooled = mean over seeds {seeds}, resampling test points jointly). Accuracy in "
+        f"percentage points; negative ECE / NLL differences favour Attn-KNN. {src}.", "tab:main-paired"))
+    per_seed = {s: d["methods"] for s, d in res["per_seed"].items()}
+    out["seeds"] = write_text(paths.tables / f"main_{name}_seeds.tex", booktabs(
+        seed_intervals_frame(per_seed),
+        f"{title}: test accuracy (\\%) of each seed with its 95\\% bootstrap interval. {src}.", "tab:main-seeds"))
+    fig = plots.training_curves({"Attn-KNN": run.histories["attnknn"], "CNN": run.histories["cnn"]},
+                                f"{title} (seed {first})")
+    out["curves"] = plots.save_figure(fig, paths.figures, f"main_{name}_curves")[0]
+    plots.plt.close(fig)
+    cm = confusion_matrix(run.methods["attnknn"].test, ds.test.y, ds.num_classes)
+    fig = plots.confusion_matrix_plot(cm, ds.class_names, f"Attn-KNN on {title} (test, seed {first})")
+    out["confusion"] = plots.save_figure(fig, paths.figures, f"main_{name}_confusion")[0]
+    plots.plt.close(fig)
+    ablation = res["per_seed"][first]["ablation"]
+    if ablation:
+        out["ablation"] = write_text(paths.tables / f"main_{name}_ablation.tex", booktabs(
+            methods_frame(ablation),
+            f"{title}: attention components trained on the frozen Attn-KNN embedding of seed {first} "
+            f"(test, 95\\% intervals; {CAL_NOTE}). {src}.", "tab:ablation-primary"))
+    return out
+
+
+def seed_intervals_frame(per_seed: dict[str, dict]) -> pd.DataFrame:
+    from ..tables import fmt
+
+    rows = {}
+    for s, methods in per_seed.items():
+        for m in SUMMARY_METHODS:
+            if m in methods:
+                rows.setdefault(methods[m]["label"], {})[f"seed {s}"] = fmt(methods[m]["test_raw"]["accuracy"],
+                                                                            "accuracy")
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Method"
+    return df
+
+
+def summary_frame(record: dict) -> pd.DataFrame:
+    """Mean and s.d. over seeds of accuracy and ECE (raw and calibrated) per method, as plain numbers."""
+    rows = {}
+    for m, r in record["results"]["summary"].items():
+        raw, cal = r["test_raw"], r["test_calibrated"]
+        rows[r["label"]] = {"accuracy (%)": 100 * raw["accuracy"]["mean"], "± s.d.": 100 * raw["accuracy"]["std"],
+                            "ECE": raw["ece"]["mean"], "ECE (cal.)": cal["ece"]["mean"],
+                            "NLL (cal.)": cal["nll"]["mean"]}
+    return pd.DataFrame.from_dict(rows, orient="index").round(4)
+
+
+def paired_frame(record: dict) -> pd.DataFrame:
+    """Pooled paired differences (plain numbers) of one record."""
+    rows = {}
+    for name, e in record["results"]["paired"].items():
+        for split in ("raw", "calibrated"):
+            for metric in ("accuracy", "ece", "nll"):
+                d = e["pooled"][split][metric]
+                scale = 100 if metric == "accuracy" else 1
+                rows[(name, split, metric)] = {"difference": scale * d["value"], "low": scale * d["low"],
+                                               "high": scale * d["high"]}
     return pd.DataFrame.from_dict(rows, orient="index").round(4)
 
 
 def write_summary_table(paths: Paths, datasets: tuple[str, ...]) -> Path:
-    """Accuracy and calibrated ECE of the key methods across datasets, from results/main_*.json."""
-    from ..io import read_json
-
-    keys = ("uniform", "distance", "cosine", "attnknn", "attnknn_tta", "cnn")
+    """Accuracy and calibrated ECE (means over seeds) of the key methods across datasets."""
     rows = {}
     for name in datasets:
-        path = paths.results / f"main_{name}.json"
-        if not path.exists():
-            continue
-        methods = read_json(path)["results"]["methods"]
+        summary = read_json(core.result_path(paths, NAME, name))["results"]["summary"]
         rows[REGISTRY[name].title] = {
-            METHOD_LABELS[m]: f"{100 * methods[m]['test_raw']['accuracy']['value']:.2f} / "
-                              f"{methods[m]['test_calibrated']['ece']['value']:.3f}" for m in keys if m in methods}
+            METHOD_LABELS[m]: f"{100 * summary[m]['test_raw']['accuracy']['mean']:.2f} / "
+                              f"{summary[m]['test_calibrated']['ece']['mean']:.3f}" for m in SUMMARY_METHODS
+            if m in summary}
     df = pd.DataFrame.from_dict(rows, orient="index").fillna("--")
     df.index.name = "Dataset"
     return write_text(paths.tables / "main_summary.tex", booktabs(
-        df, "Test accuracy (\\%) / ECE after temperature scaling, per dataset and method.", "tab:main-summary"))
+        df, "Test accuracy (\\%) / ECE after calibration, means over seeds, per dataset and method. Notebook "
+            "\\texttt{01\\_main}, \\texttt{results/main\\_*.json}.", "tab:main-summary"))

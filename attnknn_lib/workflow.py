@@ -1,0 +1,168 @@
+"""The plan of a profile and the commands of the workflow's jobs.
+
+:func:`make_plan` turns a resolved profile into the plan ``workflow/Snakefile`` reads: every
+training run (its spec file), every experiment notebook with its parameters, declared outputs and
+the runs it needs, and the report steps. No experiment detail lives in the Snakefile.
+
+Job commands (``python -m attnknn_lib.workflow <command> --plan PLAN``):
+
+* ``notebook NAME``: papermill into a staging folder (progress bars off inside the kernel,
+  models read from the shared artifacts folder); when every declared output is there they are
+  moved into place, so a failed or interrupted job leaves the previous outputs untouched.
+* ``pdf NOTEBOOK``: nbconvert to PDF next to the executed notebook (atomically).
+* ``report``: ``results/macros.tex`` from the plan's result files only (all of one profile),
+  and the README's results block when writing into the repository.
+* ``paper``: latexmk on ``paper/main.tex``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .errors import AttnKNNError
+from .io import read_json, write_json
+from .paths import REPO_ROOT, Paths
+from .provenance import code_fingerprint
+
+NOTEBOOK_DIR = REPO_ROOT / "notebooks"
+STATE = ".attnknn"  # bookkeeping under the output root: plan, staging folders
+
+
+def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -> dict:
+    """The plan of ``resolved`` ({experiment: params}); writes the run specs under the artifacts folder."""
+    from .experiments import REGISTRY
+
+    plan = {"repo": str(REPO_ROOT), "root": str(paths.root), "artifacts": str(paths.artifacts.resolve()),
+            "python": sys.executable, "code": code_fingerprint(), "pdf": pdf, "paper": paper,
+            "readme": paths.root == REPO_ROOT, "experiments": {}, "runs": {}}
+    for name, params in resolved.items():
+        mod = REGISTRY[name]
+        cfg = mod.Config(**params)
+        runs = mod.runs(cfg)
+        for run in runs:
+            run.write_spec(paths.artifacts / "runs")
+            plan["runs"][run.id] = run.label
+        executed = f"results/notebooks/{Path(mod.NOTEBOOK).stem}.ipynb"
+        plan["experiments"][name] = {"notebook": mod.NOTEBOOK, "params": params, "outputs": mod.outputs(cfg),
+                                     "executed": executed, "runs": [r.id for r in runs]}
+    return plan
+
+
+def write_plan(plan: dict, paths: Paths) -> Path:
+    """``<root>/.attnknn/plan.json``, rewritten only when it changes (file times drive the workflow)."""
+    path = paths.root / STATE / "plan.json"
+    if not path.exists() or read_json(path) != plan:
+        write_json(path, plan)
+    return path
+
+
+def result_files(plan: dict) -> list[Path]:
+    root = Path(plan["root"])
+    return [root / o for e in plan["experiments"].values() for o in e["outputs"]
+            if o.startswith("results/") and o.endswith(".json")]
+
+
+# ----------------------------------------------------------------------------- job commands
+
+def run_notebook(plan: dict, name: str) -> None:
+    """Execute one experiment notebook into staging, then move its declared outputs into place."""
+    import papermill as pm
+
+    exp = plan["experiments"][name]
+    root = Path(plan["root"])
+    staging = root / STATE / "staging" / name
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "results" / "notebooks").mkdir(parents=True)
+    os.environ.update({"ATTNKNN_OUT_DIR": str(staging), "ATTNKNN_ARTIFACTS": plan["artifacts"],
+                       "ATTNKNN_PROGRESS": "off"})  # inherited by the kernel
+    executed = staging / exp["executed"]
+    try:
+        pm.execute_notebook(str(NOTEBOOK_DIR / exp["notebook"]), str(executed), parameters=exp["params"],
+                            cwd=str(NOTEBOOK_DIR), kernel_name="python3", progress_bar=True)
+    except pm.PapermillExecutionError as err:
+        raise AttnKNNError(f"notebook {exp['notebook']} failed in cell {err.exec_count}: {err.ename}: "
+                           f"{err.evalue.splitlines()[0] if err.evalue else ''} (executed copy: "
+                           f"{executed})") from None
+    missing = [o for o in exp["outputs"] if not (staging / o).exists()]
+    if missing:
+        raise AttnKNNError(f"notebook {exp['notebook']} did not write {', '.join(missing)} (declared by "
+                           f"attnknn_lib.experiments.{name}.outputs)")
+    for rel in exp["outputs"] + [exp["executed"]]:  # all present: now move them in, each rename atomic
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / rel, root / rel)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def export_pdf(notebook: Path) -> Path:
+    """``jupyter nbconvert --to pdf`` into a temporary folder, then renamed next to the notebook."""
+    notebook = Path(notebook)
+    with tempfile.TemporaryDirectory(dir=notebook.parent, prefix=".pdf-") as tmp:
+        cmd = [sys.executable, "-m", "nbconvert", "--to", "pdf", "--log-level", "WARN", str(notebook),
+               "--output-dir", tmp]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise AttnKNNError(f"PDF export of {notebook.name} failed: {tail[0]}")
+        os.replace(Path(tmp) / notebook.with_suffix(".pdf").name, notebook.with_suffix(".pdf"))
+    return notebook.with_suffix(".pdf")
+
+
+def report(plan: dict) -> Path:
+    """Macros from the plan's result files (never other files in the folder), README block."""
+    from .report import update_readme, write_macros
+
+    files = result_files(plan)
+    path = write_macros(files, Path(plan["root"]) / "results" / "macros.tex")
+    if plan["readme"]:
+        update_readme(Path(plan["repo"]) / "README.md", files)
+    return path
+
+
+def build_paper(plan: dict) -> Path:
+    """Build paper/main.tex with latexmk (XeLaTeX) where the results are (sources copied when --out)."""
+    paths = Paths(Path(plan["root"]))
+    src = Path(plan["repo"]) / "paper"
+    if paths.root != Path(plan["repo"]):
+        paths.paper.mkdir(parents=True, exist_ok=True)
+        for f in [*src.glob("*.tex"), *src.glob("*.bib")]:
+            shutil.copy2(f, paths.paper / f.name)
+    proc = subprocess.run(["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+                          cwd=paths.paper, capture_output=True, text=True)
+    if proc.returncode != 0:
+        log = paths.paper / "main.log"
+        err = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("!")] if log.exists() else []
+        raise AttnKNNError(f"paper build failed: {(err or ['see ' + str(log)])[0]}")
+    return paths.paper / "main.pdf"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow", description="one job of the workflow")
+    ap.add_argument("command", choices=("notebook", "pdf", "report", "paper"))
+    ap.add_argument("target", nargs="?", help="experiment name (notebook) or executed notebook (pdf)")
+    ap.add_argument("--plan", required=False, help="plan.json written by ./run_all.sh")
+    args = ap.parse_args(argv)
+    try:
+        plan = read_json(args.plan) if args.plan else None
+        if args.command == "notebook":
+            run_notebook(plan, args.target)
+        elif args.command == "pdf":
+            export_pdf(Path(args.target))
+        elif args.command == "report":
+            report(plan)
+        else:
+            build_paper(plan)
+    except AttnKNNError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
