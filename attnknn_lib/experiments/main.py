@@ -64,7 +64,7 @@ class Config(ExperimentConfig):
     tta_views: int = knob(6, "test-time augmentation views, 1 to 6")
     n_boot: int = knob(1000, "bootstrap resamples for the 95 % intervals")
     ablation: bool = knob(True, "ablate the attention components on the primary dataset (first seed)")
-    ablation_epochs: int = knob(3, "epochs per ablation variant")
+    ablation_epochs: int = knob(2, "epochs per ablation variant")
 
     def __post_init__(self) -> None:
         super().__post_init__()
