@@ -145,7 +145,7 @@ def _require_tools(pdf: bool, paper: bool) -> None:
 def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> list[str]:
     """The Snakemake call for the plan: local cores or an executor, profile, rerun rules."""
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory", str(root),
-           "--configfile", str(plan_path), "--rerun-incomplete", "--rerun-triggers", "mtime", "params", "input",
+           "--configfile", str(plan_path), "--rerun-incomplete", "--nolock", "--rerun-triggers", "mtime", "params", "input",
            "--printshellcmds", "--show-failed-logs"]
     cores = os.cpu_count() or 1
     if args.executor and args.executor != "local":
@@ -207,11 +207,11 @@ def status(cmd: list[str]) -> int:
     counts: dict[str, int] = {}
     for row in lines[1:]:
         state = row[col["status"]] if "status" in col else row[-1]
-        word = ("missing" if "missing" in state else "up to date" if state == "ok" else "stale")
+        plan = row[col["plan"]] if "plan" in col else "no update"
+        word = "missing" if "missing" in state else "up to date" if (state == "ok" and plan == "no update") else "stale"
         counts[word] = counts.get(word, 0) + 1
-        plan = row[col.get("plan", len(row) - 1)] if "plan" in col else ""
-        print(f"{word:10s}  {row[0]}" + (f"  ({state})" if word == "stale" else "") +
-              (f"  [{plan}]" if plan and plan != "no update" and word == "up to date" else ""))
+        why = "" if word != "stale" else f"  ({state if state != 'ok' else plan})"
+        print(f"{word:10s}  {row[0]}{why}")
     print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     return 0
 
@@ -266,6 +266,16 @@ def main(argv: list[str] | None = None) -> int:
         return dag(cmd, paths.root)
     if args.force:
         os.environ["ATTNKNN_RETRAIN"] = "1"  # jobs inherit it: retrain cached models too
+    # One run per output folder at a time. The lock is the kernel's (flock), so it dies with the
+    # process: a killed run never leaves a stale lock (Snakemake's own lock files would).
+    import fcntl
+
+    lock = open(paths.root / ".attnknn" / "run.lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        print(f"error: another ./run_all.sh is writing to {paths.root}; wait for it to finish", file=sys.stderr)
+        return 2
     proc = subprocess.run(cmd)
     if proc.returncode != 0:
         print("error: the workflow stopped (see the failed job above); rerun ./run_all.sh with the same arguments "

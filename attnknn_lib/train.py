@@ -8,6 +8,7 @@ model lands in ``<artifacts>/models/<run id>/`` atomically; progress goes to the
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -34,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
         if run.id != spec.stem:
             raise AttnKNNError(f"{spec.name}: its content gives run id {run.id}; the training code changed since "
                                "the workflow wrote it, rerun ./run_all.sh")
+        for stale in (artifacts / "models").glob(f".{run.id}.*.tmp"):  # left by a killed run of this job
+            shutil.rmtree(stale, ignore_errors=True)
         set_threads(args.threads or None)
         t0 = time.perf_counter()
         result, cached = load_or_train(run, artifacts, force=args.force)

@@ -90,6 +90,10 @@ def run_notebook(plan: dict, name: str) -> None:
         raise AttnKNNError(f"notebook {exp['notebook']} failed in cell {err.exec_count}: {err.ename}: "
                            f"{err.evalue.splitlines()[0] if err.evalue else ''} (executed copy: "
                            f"{executed})") from None
+    nb = json.loads(executed.read_text())  # papermill records absolute paths of this machine
+    nb["metadata"].get("papermill", {}).update({"input_path": f"notebooks/{exp['notebook']}",
+                                                "output_path": exp["executed"]})
+    executed.write_text(json.dumps(nb, indent=1) + "\n")
     missing = [o for o in exp["outputs"] if not (staging / o).exists()]
     if missing:
         raise AttnKNNError(f"notebook {exp['notebook']} did not write {', '.join(missing)} (declared by "

@@ -102,3 +102,28 @@ def test_bootstrap_of_ten_thousand_samples_is_fast():
 def test_bad_shapes_are_named():
     with pytest.raises(ConfigError, match=r"need probs \(N, C\) and labels \(N,\)"):
         accuracy(np.ones(3), np.zeros(3, dtype=int))
+
+
+def test_metrics_reject_nan_or_inf_probabilities_in_one_line():
+    from attnknn_lib.errors import ConfigError
+    from attnknn_lib.metrics import accuracy, ece
+
+    probs = np.array([[0.5, 0.5], [np.nan, 1.0], [0.2, np.inf]])
+    for fn in (accuracy, ece):
+        with pytest.raises(ConfigError, match="NaN or inf in 2 of 3 rows"):
+            fn(probs, np.array([0, 1, 1]))
+
+
+def test_paired_bootstrap_difference_is_the_mean_paired_difference_with_an_interval_around_it():
+    from attnknn_lib.metrics import accuracy, paired_bootstrap_diff
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 400)
+    a = [rng.dirichlet(np.ones(3), 400) for _ in range(3)]
+    b = [rng.dirichlet(np.ones(3), 400) for _ in range(3)]
+    d = paired_bootstrap_diff(a, b, y, n_boot=500)
+    expected = np.mean([accuracy(pa, y) - accuracy(pb, y) for pa, pb in zip(a, b)])
+    assert d["accuracy"]["value"] == pytest.approx(expected)
+    assert d["accuracy"]["low"] < d["accuracy"]["value"] < d["accuracy"]["high"]
+    same = paired_bootstrap_diff(a, a, y, n_boot=200)
+    assert all(same[m]["low"] == same[m]["high"] == same[m]["value"] == 0 for m in same)  # paired: no noise left

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pandas as pd
+import pytest
 
 from attnknn_lib.io import write_json
 from attnknn_lib.report import macro_name, write_macros
@@ -17,20 +18,35 @@ def _entry(acc: float) -> dict:
     return {"label": "Attn-KNN", "info": {"param": 0.1}, "test_raw": m, "test_calibrated": m}
 
 
-def _record(ds: str, primary: str) -> dict:
+def _mean_entry(acc: float) -> dict:
+    m = {k: {"mean": v, "std": 0.01, "values": [v - 0.01, v + 0.01]} for k, v in
+         {"accuracy": acc, "macro_f1": acc, "nll": 0.3, "ece": 0.02, "brier": 0.1}.items()}
+    return {"label": "Attn-KNN", "test_raw": m, "test_calibrated": m}
+
+
+def _diff() -> dict:
+    d = {k: {"value": -0.002, "low": -0.01, "high": 0.006} for k in ("accuracy", "macro_f1", "nll", "ece", "brier")}
+    return {"raw": d, "calibrated": d}
+
+
+def _record(ds: str, primary: str, profile: str = "cpu") -> dict:
     methods = {m: _entry(0.9) for m in ("uniform", "distance", "cosine", "attnknn", "cnn")}
     hist = [{"epoch": 1}, {"epoch": 2}]
-    return {"experiment": "main", "dataset": ds, "profile": "cpu",
-            "config": {"primary": primary, "datasets": [ds], "k": 16, "epochs": 8, "n_boot": 1000, "embed_dim": 128,
-                       "num_heads": 4, "mixup_alpha": 0.2, "contrastive_weight": 0.5, "entropy_weight": 0.01,
-                       "tta_views": 6, "val_fraction": 0.1},
-            "results": {"methods": methods, "best_baseline": "distance", "temperatures": [0.5, 0.25],
+    seed = {"methods": methods, "best_baseline": "distance", "temperatures": [0.5, 0.25], "ablation": None,
+            "training": {"attnknn": {"history": hist, "best_epoch": 2, "seconds": 60.0},
+                         "cnn": {"history": hist, "best_epoch": 1, "seconds": 30.0}}}
+    return {"experiment": "main", "dataset": ds, "profile": profile,
+            "config": {"primary": primary, "datasets": [ds], "k": 16, "epochs": 8, "tabular_epochs": 30,
+                       "n_boot": 1000, "embed_dim": 128, "num_heads": 4, "mixup_alpha": 0.2, "contrastive_weight": 0.5,
+                       "entropy_weight": 0.01, "tta_views": 6, "val_fraction": 0.1},
+            "results": {"seeds": [0, 1], "per_seed": {"0": seed, "1": seed},
+                        "summary": {m: _mean_entry(0.9) for m in methods},
+                        "paired": {"attnknn_vs_best_baseline": {"pooled": _diff()},
+                                   "attnknn_vs_cnn": {"pooled": _diff()}},
                         "dataset": {"n_train": 10, "n_val": 2, "n_test": 5, "num_classes": 3},
-                        "training": {"attnknn": {"history": hist, "best_epoch": 2, "seconds": 60.0},
-                                     "cnn": {"history": hist, "best_epoch": 1, "seconds": 30.0}},
-                        "ablation": None,
                         "model_configs": {"attention": {"tau_min": 0.05, "tau_max": 2.0},
-                                          "train": {"contrastive_temperature": 0.07, "grad_clip": 1.0}}}}
+                                          "train": {"contrastive_temperature": 0.07, "grad_clip": 1.0}}},
+            "provenance": {"commit": "0123456789abcdef"}}
 
 
 def test_macro_names_are_letters_only():
@@ -39,14 +55,18 @@ def test_macro_names_are_letters_only():
 
 
 def test_macros_file_has_one_command_per_number_and_primary_aliases(tmp_path):
-    write_json(tmp_path / "main_fashion_mnist.json", _record("fashion_mnist", "fashion_mnist"))
-    write_json(tmp_path / "main_iris.json", _record("iris", "fashion_mnist"))
-    text = write_macros(tmp_path).read_text()
+    files = [write_json(tmp_path / "main_fashion_mnist.json", _record("fashion_mnist", "fashion_mnist")),
+             write_json(tmp_path / "main_iris.json", _record("iris", "fashion_mnist"))]
+    write_json(tmp_path / "main_wine.json", _record("wine", "wine"))  # not named: must not be read
+    text = write_macros(files, tmp_path / "macros.tex").read_text()
     assert "\\newcommand{\\MainFashionMnistAttnknnAcc}{90.00}" in text
     assert "\\newcommand{\\PrimaryAttnknnAcc}{90.00}" in text
     assert "\\newcommand{\\MainIrisCnnEceCal}{0.0200}" in text
     assert "\\newcommand{\\PrimaryReliabilityFigure}{../figures/main_fashion_mnist_reliability.pdf}" in text
     assert "\\newcommand{\\PrimaryName}{Fashion-MNIST}" in text
+    assert "\\newcommand{\\PrimaryAttnknnAccSd}{1.00}" in text
+    assert "\\newcommand{\\PrimaryDiffBaseAcc}{-0.20}" in text and "\\newcommand{\\PrimaryDiffCnnEceCalHigh}{+0.0060}" in text
+    assert "Wine" not in text
     assert "\\newcommand{\\ConfigNBoot}{1,000}" in text and "\\newcommand{\\ConfigTauMax}{2}" in text
     names = re.findall(r"\\newcommand\{\\([^}]*)\}", text)
     assert len(names) == len(set(names)) and all(re.fullmatch(r"[A-Za-z]+", n) for n in names)
@@ -63,16 +83,32 @@ def test_booktabs_table_escapes_names_and_formats_intervals():
 def test_readme_results_block_is_regenerated_from_json(tmp_path):
     from attnknn_lib.report import update_readme
 
-    record = _record("iris", "iris")
-    record["provenance"] = {"commit": "0123456789abcdef"}
-    write_json(tmp_path / "main_iris.json", record)
+    files = [write_json(tmp_path / "main_iris.json", _record("iris", "iris"))]
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- results:start -->\nold\n<!-- results:end -->\nrest\n")
-    assert update_readme(readme, tmp_path)
+    assert update_readme(readme, files)
     text = readme.read_text()
     assert "old" not in text and text.startswith("intro\n") and text.endswith("rest\n")
     row = [ln for ln in text.splitlines() if ln.startswith("| Iris |")][0]
-    assert row.count("90.00 / 0.020 / 0.020") == 5 and row.count("--") == 1  # no TTA entry in the record
+    assert row.count("90.00 ± 1.00 / 0.020 / 0.020") == 5 and row.count("--") == 1  # no TTA entry in the record
     header = [ln for ln in text.splitlines() if ln.startswith("| dataset |")][0]
     assert header.count("|") == row.count("|")
     assert "commit `01234567`" in text
+
+
+def test_results_of_two_profiles_never_share_one_report(tmp_path):
+    from attnknn_lib.errors import AttnKNNError
+
+    files = [write_json(tmp_path / "main_iris.json", _record("iris", "iris", "cpu")),
+             write_json(tmp_path / "main_wine.json", _record("wine", "iris", "smoke"))]
+    with pytest.raises(AttnKNNError, match="different profiles"):
+        write_macros(files, tmp_path / "macros.tex")
+    assert not (tmp_path / "macros.tex").exists()
+
+
+def test_booktabs_signed_differences_and_mean_sd():
+    from attnknn_lib.tables import fmt_mean_sd
+
+    assert fmt({"value": -0.0123, "low": -0.02, "high": 0.001}, "accuracy", signed=True) == \
+        "-1.23\\,{\\scriptsize[-2.00, +0.10]}"
+    assert fmt_mean_sd({"mean": 0.9, "std": 0.004}, "accuracy") == "90.00\\,{\\scriptsize$\\pm$0.40}"

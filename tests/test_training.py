@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import attnknn_lib.training as training
-from attnknn_lib.cache import load_or_train, model_key
+from attnknn_lib.cache import load_or_train, model_dir
 from attnknn_lib.datasets import Dataset, DataSplit
 from attnknn_lib.errors import ConfigError
 from attnknn_lib.models import AttentionConfig, build_attnknn, build_cnn
@@ -120,45 +120,85 @@ def test_train_config_rejects_bad_values():
         train_attnknn(_attnknn(), toy_images(), TrainConfig(k=300), progress=False)
 
 
-def test_cache_loads_the_same_model_and_retrains_when_the_key_changes(tmp_path):
-    ds = toy_images()
-    calls = []
+def _iris_runs(seed: int = 0, epochs: int = 2):
+    from attnknn_lib.config import Recipe
+    from attnknn_lib.experiments import core
 
-    def train(model):
-        calls.append(1)
-        return train_cnn(model, ds, FAST, progress=False)
+    recipe = Recipe(tabular_epochs=epochs, k=5)
+    return core.model_runs(recipe, core.data_spec(recipe, "iris"), (seed,))
 
-    def build():
-        torch.manual_seed(0)
-        return build_cnn("small_cnn", (1, 28, 28), 4, widths=(8, 16))
 
-    key = model_key("cnn", {"w": [8, 16]}, FAST.to_dict(), "fp", ds.train.y)
-    first, cached1 = load_or_train(tmp_path, "toy", key, build, train)
-    second, cached2 = load_or_train(tmp_path, "toy", key, build, train)
-    assert (cached1, cached2, len(calls)) == (False, True, 1)
-    x = torch.randn(3, 1, 28, 28)
+def test_cache_loads_the_same_model_and_retrains_when_the_run_changes(tmp_path):
+    from attnknn_lib.runs import prepare
+
+    attn, cnn = _iris_runs()
+    prepared = prepare(attn.data)
+    first, cached1 = load_or_train(cnn, tmp_path, prepared, progress=False)
+    second, cached2 = load_or_train(cnn, tmp_path, prepared, progress=False)
+    assert (cached1, cached2) == (False, True)
+    x = torch.randn(3, 4)
     torch.testing.assert_close(first.model(x), second.model(x))
     assert second.history == first.history and second.best_epoch == first.best_epoch
-    other = model_key("cnn", {"w": [8, 16]}, FAST.to_dict(), "fp", (ds.train.y + 1) % 4)
-    load_or_train(tmp_path, "toy", other, build, train)
-    assert len(calls) == 2
+    other = _iris_runs(seed=1)[1]
+    assert other.id != cnn.id and load_or_train(other, tmp_path, prepared, progress=False)[1] is False
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == sorted([cnn.id, other.id])  # no temp folders
+
+
+def test_a_corrupt_cached_model_is_retrained_not_loaded(tmp_path):
+    cnn = _iris_runs()[1]
+    load_or_train(cnn, tmp_path, progress=False)
+    weights = model_dir(tmp_path, cnn) / "model.pt"
+    weights.write_bytes(weights.read_bytes()[:100])  # truncated
+    with pytest.warns(UserWarning, match="cannot be used"):
+        _, cached = load_or_train(cnn, tmp_path, progress=False)
+    assert cached is False and torch.load(weights, weights_only=True)
+
+
+def test_a_non_finite_loss_stops_the_run_in_one_line_and_caches_nothing(tmp_path, monkeypatch):
+    attn = _iris_runs()[0]
+    monkeypatch.setattr(training, "vote_nll", lambda probs, y: torch.tensor(float("nan")))
+    with pytest.raises(training.TrainingDivergedError, match=r"iris Attn-KNN seed 0: the training loss is nan at "
+                                                             r"epoch 1, step 0"):
+        load_or_train(attn, tmp_path, progress=False)
+    assert not model_dir(tmp_path, attn).exists()
+
+
+def test_run_ids_are_stable_and_name_the_data_kind_and_seed():
+    a, b = _iris_runs(), _iris_runs()
+    assert [r.id for r in a] == [r.id for r in b]
+    assert a[0].id.startswith("iris-attnknn-s0-") and a[1].id.startswith("iris-cnn-s0-")
+    assert _iris_runs(epochs=3)[0].id != a[0].id
 
 
 def test_main_experiment_models_depend_only_on_the_seed(tmp_path):
     """Initial weights too: torch's default generator starts from a random seed in every process."""
-    from attnknn_lib.datasets import load_dataset
-    from attnknn_lib.experiments.main import MainConfig, train_models
-    from attnknn_lib.paths import Paths
-
-    cfg = MainConfig(datasets="iris", primary="iris", tabular_epochs=2, k=5)
-    ds = load_dataset("iris")
-    runs = []
+    results = []
     for i in range(2):
         torch.manual_seed(1000 + i)  # whatever ran before must not matter
-        trained, cached = train_models(cfg, ds, Paths(tmp_path / str(i)))
-        assert cached == {"attnknn": False, "cnn": False}
-        runs.append(trained)
+        trained = {}
+        for run in _iris_runs():
+            trained[run.kind], cached = load_or_train(run, tmp_path / str(i), progress=False)
+            assert cached is False
+        results.append(trained)
     for kind in ("attnknn", "cnn"):
-        assert [h["val_nll"] for h in runs[0][kind].history] == [h["val_nll"] for h in runs[1][kind].history]
-        for p, q in zip(runs[0][kind].model.parameters(), runs[1][kind].model.parameters()):
+        assert [h["val_nll"] for h in results[0][kind].history] == [h["val_nll"] for h in results[1][kind].history]
+        for p, q in zip(results[0][kind].model.parameters(), results[1][kind].model.parameters()):
             assert torch.equal(p, q)
+
+
+def test_progress_bars_are_off_inside_workflow_notebooks(monkeypatch, capsys):
+    from attnknn_lib import progress
+
+    monkeypatch.setenv("ATTNKNN_PROGRESS", "off")
+    assert not progress.enabled()
+    list(progress.bar(range(3), desc="quiet"))
+    progress.write("hidden")
+    captured = capsys.readouterr()
+    assert "quiet" not in captured.err + captured.out and "hidden" not in captured.out
+
+
+def test_mixed_precision_is_off_on_the_cpu_and_the_scaler_only_serves_fp16():
+    from attnknn_lib.training import _Precision
+
+    p = _Precision(TrainConfig(amp=True), torch.device("cpu"))
+    assert not p.enabled and not p.scaler.is_enabled()
