@@ -1,0 +1,60 @@
+"""Data preparation and training-run specs: what an experiment changes before training."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from attnknn_lib.errors import ConfigError
+from attnknn_lib.runs import DataSpec, TrainingRun, prepare
+
+
+def test_noise_changes_training_labels_and_optionally_validation_never_test():
+    clean = prepare(DataSpec("digits"))
+    noisy = prepare(DataSpec("digits", noise="symmetric", noise_rate=0.2, noisy_val=True, prep_seed=3))
+    ds, base = noisy.dataset, clean.dataset
+    assert np.array_equal(noisy.clean_train_y, base.train.y)
+    flipped = ds.train.y != base.train.y
+    assert np.array_equal(flipped, noisy.flipped) and flipped.sum() == round(0.2 * len(flipped))
+    assert (ds.val.y != base.val.y).sum() == round(0.2 * len(base.val.y))
+    assert np.array_equal(ds.test.y, base.test.y) and np.array_equal(ds.test.x, base.test.x)
+    assert noisy.fingerprint() != clean.fingerprint()
+    quiet_val = prepare(DataSpec("digits", noise="asymmetric", noise_rate=0.2))
+    assert np.array_equal(quiet_val.dataset.val.y, base.val.y)
+    moved = quiet_val.flipped
+    assert np.array_equal(quiet_val.dataset.train.y[moved], (base.train.y[moved] + 1) % 10)
+
+
+def test_imbalance_keeps_an_exponential_subset_of_the_training_rows_only():
+    base = prepare(DataSpec("digits")).dataset
+    tail = prepare(DataSpec("digits", imbalance=0.1)).dataset
+    counts = np.bincount(tail.train.y, minlength=10)
+    assert counts[0] > counts[-1] and counts[-1] == int(np.floor(np.bincount(base.train.y).min() * 0.1))
+    assert len(tail.val) == len(base.val) and len(tail.test) == len(base.test)
+    assert set(tail.train.ids) <= set(base.train.ids)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"noise": "pairwise"}, "noise='pairwise' is not allowed"),
+    ({"noise": "symmetric", "noise_rate": 1.0}, "noise_rate=1.0 is out of range"),
+    ({"noise_rate": 0.1}, "needs noise=symmetric or asymmetric"),
+    ({"imbalance": 0.0}, "imbalance=0.0 is out of range"),
+])
+def test_bad_data_specs_are_refused_in_one_line(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        DataSpec("digits", **kwargs)
+
+
+def test_a_run_spec_round_trips_through_its_file_and_keeps_its_id(tmp_path):
+    from attnknn_lib.config import Recipe
+    from attnknn_lib.experiments import core
+
+    run = core.model_runs(Recipe(), core.data_spec(Recipe(), "iris", noise="symmetric", noise_rate=0.1), (2,))[0]
+    path = run.write_spec(tmp_path)
+    mtime = path.stat().st_mtime_ns
+    assert run.write_spec(tmp_path).stat().st_mtime_ns == mtime  # unchanged content: not rewritten
+    again = TrainingRun.from_dict(json.loads(path.read_text()))
+    assert again.id == run.id == path.stem and again.seed == 2
+    assert "symmetric noise 0.1" in run.label
