@@ -114,14 +114,16 @@ def test_killing_the_run_during_a_training_job_and_rerunning_gives_the_same_resu
     clean, killed = tmp_path / "clean", tmp_path / "killed"
     assert run_all(*TINY, "--out", str(clean)).returncode == 0
     proc = subprocess.Popen(["bash", str(REPO / "run_all.sh"), *TINY, "--out", str(killed)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})  # see each line as it is written
     seen = ""
     for line in proc.stdout:  # kill the whole process group as soon as a training job has started
         seen += line
-        if line.startswith("rule train"):
+        if "rule train:" in line:  # "localrule train:" when run locally
             time.sleep(1.0)
             os.killpg(proc.pid, signal.SIGKILL)
             break
+    proc.stdout.close()
     proc.wait(timeout=60)
     assert "rule train" in seen, seen[-2000:]
     assert not (killed / "results" / "main_iris.json").exists()
