@@ -111,8 +111,8 @@ def resolve(profile: str, only: list[str] | None, overrides: list[str]) -> dict[
         params["profile"] = profile
         cfg = cls(**params)  # raises ConfigError on a bad value
         check_data(cfg)
-        out[name] = cfg.to_dict()  # normalised (lists for tuples): what papermill passes
-        out[name] = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in out[name].items()}
+        # normalised, tuples as comma-separated strings: what papermill passes to the notebook
+        out[name] = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in cfg.to_dict().items()}
     return out
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -75,6 +76,7 @@ def write_record(paths: Paths, experiment: str, dataset: str | None, cfg, prov: 
     return write_json(result_path(paths, experiment, dataset), record), record
 
 
-def timer() -> "callable":
+def timer() -> Callable[[], float]:
+    """A clock: each call returns the seconds since :func:`timer` was called."""
     t0 = time.perf_counter()
     return lambda: round(time.perf_counter() - t0, 2)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..calibration import fit_calibrator
+from ..calibration import Calibrator
 from ..config import ExperimentConfig, csv, int_csv, knob
 from ..datasets import DATASET_NAMES, REGISTRY
 from ..errors import ConfigError, check_choice, check_range
@@ -79,9 +79,6 @@ class Config(ExperimentConfig):
         check_range("ablation_epochs", self.ablation_epochs, 1, None)
         check_range("n_boot", self.n_boot, 1, None)
         check_range("k", self.k, 1, max(K_ENSEMBLE))
-
-
-MainConfig = Config  # the name earlier notebooks used
 
 
 def runs(cfg: Config):
@@ -203,7 +200,7 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
         }
         test_probs[str(seed)] = {}
         for key, m in (("attnknn", "attnknn"), ("best baseline", best), ("cnn", "cnn")):
-            cal = fit_calibrator(methods[m].val, ds.val.y)
+            cal = Calibrator(**scored[m]["calibrator"])  # the one score() fitted on validation
             test_probs[str(seed)][key] = (methods[m].test, cal.apply(methods[m].test))
         _save_arrays(name, seed, ds, methods, emb, paths)
         if first is None:
