@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from .errors import ConfigError
-from .metrics import nll
+from .metrics import NLL_EPS, nll
 
 T_BOUNDS = (0.01, 100.0)
 PRIOR = 1e-4  # weight of (log T)^2: negligible next to any real NLL difference
@@ -57,11 +57,28 @@ class Calibrator:
         return asdict(self)
 
 
+def _calibrated_nll(log_mixed: np.ndarray, labels: np.ndarray, temperature: float) -> float:
+    """NLL of ``softmax(log_mixed / T)``, as :func:`~attnknn_lib.metrics.nll` computes it (true-class
+    probability clipped at NLL_EPS), from the log-probabilities alone: the search calls this
+    hundreds of times, so it skips building the calibrated matrix."""
+    z = log_mixed / temperature  # (N, C); -inf where a vote gave a class 0 and s = 0
+    top = z.max(axis=1, keepdims=True)
+    log_norm = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
+    with np.errstate(invalid="ignore"):
+        p_true = np.exp(z[np.arange(len(labels)), labels] - log_norm)
+    return float(-np.log(np.maximum(p_true, NLL_EPS)).mean())
+
+
 def fit_temperature(probs: np.ndarray, labels: np.ndarray, smoothing: float = 0.0) -> Calibrator:
     """The T in ``T_BOUNDS`` minimising NLL + PRIOR (log T)^2 (bounded 1-D search over log T) at
     fixed smoothing."""
+    probs = np.asarray(probs, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    with np.errstate(divide="ignore"):
+        log_mixed = np.log((1.0 - smoothing) * probs + smoothing / probs.shape[1])
+
     def objective(log_t: float) -> float:
-        return nll(Calibrator(float(np.exp(log_t)), smoothing).apply(probs), labels) + PRIOR * log_t ** 2
+        return _calibrated_nll(log_mixed, labels, float(np.exp(log_t))) + PRIOR * log_t ** 2
 
     res = minimize_scalar(objective, bounds=tuple(np.log(T_BOUNDS)), method="bounded", options={"xatol": 1e-4})
     return Calibrator(float(np.exp(res.x)), smoothing)

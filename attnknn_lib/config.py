@@ -43,6 +43,19 @@ def int_csv(name: str, value: Any) -> tuple[int, ...]:
     return out
 
 
+def float_csv(name: str, value: Any, low: float, high: float) -> tuple[float, ...]:
+    """'0,0.1' (or a number, or a list) -> (0.0, 0.1); each value in [low, high], one line otherwise."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    try:
+        out = tuple(float(s) for s in csv(value, "comma-separated numbers, e.g. 0,0.1,0.2"))
+    except ValueError:
+        out = ()
+    if not out or min(out) < low or max(out) > high:
+        raise ConfigError(f"{name}={value!r} is not allowed; give comma-separated numbers in [{low:g}, {high:g}]")
+    return out
+
+
 @dataclass(frozen=True)
 class Recipe:
     """How models are trained and data is prepared, shared by every experiment."""

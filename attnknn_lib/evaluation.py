@@ -119,9 +119,12 @@ def _attn_probs(attention: MultiHeadNeighborAttention, emb: Embedded, split: str
     return attnknn_probs(attention, emb.bank, q, k, neighbors=emb.neighbors[(split, view)])[0]
 
 
-def best_baseline(methods: dict[str, MethodProbs], val_labels: np.ndarray) -> str:
-    """The kNN rule with the highest validation accuracy; ties go to the lower calibrated validation NLL."""
+def best_baseline(methods: dict[str, MethodProbs], val_labels: np.ndarray, scored: dict[str, dict] | None = None) -> str:
+    """The kNN rule with the highest validation accuracy; ties go to the lower calibrated validation
+    NLL (read from ``scored``, the output of :func:`score`, when given: no second calibrator fit)."""
     def key(rule: str) -> tuple[float, float]:
+        if scored is not None:
+            return scored[rule]["val"]["accuracy"], -scored[rule]["val"]["nll_calibrated"]
         p = methods[rule].val
         return accuracy(p, val_labels), -nll(fit_calibrator(p, val_labels).apply(p), val_labels)
 

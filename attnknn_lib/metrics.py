@@ -51,6 +51,13 @@ def confusion_matrix(probs: np.ndarray, labels: np.ndarray, num_classes: int | N
     return np.bincount(labels * c + probs.argmax(1), minlength=c * c).reshape(c, c)
 
 
+def per_class_accuracy(probs: np.ndarray, labels: np.ndarray, num_classes: int | None = None) -> np.ndarray:
+    """Recall of each class: acc_c = #{i: y_i = c, argmax p_i = c} / #{i: y_i = c} (NaN for a class with no sample)."""
+    cm = confusion_matrix(probs, labels, num_classes)
+    support = cm.sum(1)
+    return np.where(support > 0, np.diag(cm) / np.maximum(support, 1), np.nan)
+
+
 def macro_f1(probs: np.ndarray, labels: np.ndarray) -> float:
     """Unweighted mean of per-class F1 = 2TP / (2TP + FP + FN) over classes that occur."""
     cm = confusion_matrix(probs, labels)

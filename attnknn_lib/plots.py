@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))  # headless; Jupyter's inline backend still works
 import matplotlib.pyplot as plt  # noqa: E402
@@ -100,4 +101,60 @@ def confusion_matrix_plot(cm: np.ndarray, class_names: tuple[str, ...] | list[st
     if title:
         ax.set_title(title)
     fig.tight_layout()
+    return fig
+
+
+Series = tuple  # (x, y, sd or None): one line of a panel; sd draws a shaded mean +- s.d. band
+
+
+def curve_panels(panels: dict, xlabel: str, ncols: int = 4, logx: bool = False, xticks: list | None = None,
+                 vline: tuple[float, str] | None = None, hlines: dict | None = None, title: str = "",
+                 styles: dict[str, dict] | None = None) -> plt.Figure:
+    """One panel per entry of ``panels`` ({key: {series label: (x, y, sd)}}; a key is the y label,
+    or a (panel title, y label) pair), one legend for all. Each series keeps its colour and marker
+    in every panel (``styles`` may fix them); ``xticks`` labels those x values; ``vline`` = (x,
+    label) marks one x value in every panel; ``hlines`` = {key: y} draws a reference line (0 for
+    a difference, 1 for a ratio)."""
+    names = list(dict.fromkeys(s for series in panels.values() for s in series))
+    markers = "osD^v<>ph*"
+    style = {n: {"color": f"C{i % 10}", "marker": markers[i % len(markers)]} for i, n in enumerate(names)}
+    style.update(styles or {})
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(1.95 * ncols, 1.9 * nrows + 0.5), squeeze=False)
+    for ax, (key, series) in zip(axes.flat, panels.items()):
+        panel_title, ylabel = key if isinstance(key, tuple) else ("", key)
+        for name, (x, y, sd) in series.items():
+            x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+            ax.plot(x, y, ms=3.5, lw=1.2, label=name, **style[name])
+            if sd is not None:
+                sd = np.asarray(sd, dtype=float)
+                ax.fill_between(x, y - sd, y + sd, color=style[name]["color"], alpha=0.15, lw=0)
+        if logx:
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no crowded 2x10^1 labels
+        if xticks is not None:
+            ax.set_xticks(xticks, [f"{t:g}" for t in xticks])
+            ax.minorticks_off()
+        if vline is not None:
+            ax.axvline(vline[0], color="grey", ls=":", lw=1)
+        if hlines and key in hlines:
+            ax.axhline(hlines[key], color="black", lw=0.7)
+        if panel_title:
+            ax.set_title(panel_title)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    handles = [plt.Line2D([], [], ms=4, **style[n]) for n in names]
+    labels = list(names)
+    if vline is not None:
+        handles.append(plt.Line2D([], [], color="grey", ls=":"))
+        labels.append(vline[1])
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+    if title:
+        fig.suptitle(title)
+    legend_inches = 0.22 * (1 + (len(labels) - 1) // 4) + 0.1
+    fig.tight_layout(rect=(0, legend_inches / fig.get_figheight(), 1, 1))
     return fig

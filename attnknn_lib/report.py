@@ -117,7 +117,67 @@ def main_macros(record: dict) -> dict[str, str]:
     return out
 
 
-BUILDERS = {"main": main_macros}
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f}"
+
+
+def k_sweep_macros(record: dict) -> dict[str, str]:
+    """k-sweep: the sqrt(n) k, and where each Attn-KNN variant differs most from the best baseline."""
+    ds, res = record["dataset"], record["results"]
+    out = {macro_name("k sweep", ds, "K sqrt"): str(res["k_sqrt"]),
+           macro_name("k sweep", ds, "K values"): ", ".join(map(str, res["k_values"]))}
+    for m, adv in res["advantage"].items():
+        for what, tag in (("largest_accuracy_difference", "LargestDiff"), ("accuracy", "BestGain")):
+            e = adv[what]
+            out[macro_name("k sweep", ds, m, tag, "K")] = str(e["k"])
+            for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
+                out[macro_name("k sweep", ds, m, tag, "Acc", word)] = f"{100 * e[part]:+.2f}"
+    for k in res["k_values"]:
+        for m, e in res["summary"][str(k)].items():
+            out[macro_name("k sweep", ds, "k", str(k), m, "Acc")] = _pct(e["test_raw"]["accuracy"]["mean"])
+    return out
+
+
+def noise_macros(record: dict) -> dict[str, str]:
+    """Label noise: accuracy and calibrated ECE of every method, and the flipped / clean weight
+    ratios, per setting, kind and rate (rate in percent: NoiseFashionMnistTrainedSymmetricThreeZero...)."""
+    ds, res = record["dataset"], record["results"]
+    out = {}
+    for sname, s in res["settings"].items():
+        for key, cell in s["curves"].items():
+            kind, rate = key.split("/")
+            prefix = ("noise", ds, sname, kind, str(round(100 * float(rate))))
+            for m, e in cell["summary"].items():
+                out[macro_name(*prefix, m, "Acc")] = _pct(e["test_raw"]["accuracy"]["mean"])
+                out[macro_name(*prefix, m, "EceCal")] = f"{e['test_calibrated']['ece']['mean']:.4f}"
+            if kind != "none":
+                for m, r in cell["weight_ratio"].items():
+                    out[macro_name(*prefix, m, "WeightRatio")] = f"{r['mean']:.3f}"
+                out[macro_name(*prefix, "attnknn", "EffectiveK")] = f"{cell['effective_neighbours']['attnknn']:.1f}"
+        out[macro_name("noise", ds, sname, "Seeds")] = ", ".join(map(str, s["seeds"]))
+    trained = res["settings"].get("trained")
+    if trained:
+        out[macro_name("noise", ds, "trained", "NTrain")] = str(trained["n_train_before_change"] or "all")
+        out[macro_name("noise", ds, "trained", "Epochs")] = str(trained["epochs"])
+    return out
+
+
+def long_tail_macros(record: dict) -> dict[str, str]:
+    """Long tail: accuracy, head and tail accuracy of every method per setting and ratio
+    (ratio spelled with its digits: LongTailFashionMnistTrainedZeroZeroOne...)."""
+    ds, res = record["dataset"], record["results"]
+    out = {}
+    for sname, s in res["settings"].items():
+        for key, cell in s["curves"].items():
+            prefix = ("long tail", ds, sname, key.replace(".", ""))
+            for m, e in cell["summary"].items():
+                out[macro_name(*prefix, m, "Acc")] = _pct(e["test_raw"]["accuracy"]["mean"])
+                out[macro_name(*prefix, m, "HeadAcc")] = _pct(cell["group_accuracy"][m]["head"])
+                out[macro_name(*prefix, m, "TailAcc")] = _pct(cell["group_accuracy"][m]["tail"])
+    return out
+
+
+BUILDERS = {"main": main_macros, "k_sweep": k_sweep_macros, "noise": noise_macros, "long_tail": long_tail_macros}
 
 
 def read_records(files: list[str | Path]) -> list[dict]:
@@ -177,7 +237,47 @@ def results_markdown(files: list[str | Path]) -> str:
             cells.append(f"{100 * raw['accuracy']['mean']:.2f} ± {100 * raw['accuracy']['std']:.2f} / "
                          f"{raw['ece']['mean']:.3f} / {cal['ece']['mean']:.3f}")
         lines.append(f"| {REGISTRY[record['dataset']].title} | " + " | ".join(cells) + " |")
+    lines += robustness_markdown(files)
     return "\n".join(lines) if lines else "(no results yet: run ./run_all.sh)"
+
+
+def _closest(keys, target: float) -> str:
+    return min(keys, key=lambda k: abs(float(k.split("/")[-1]) - target))
+
+
+def robustness_markdown(files: list[str | Path]) -> list[str]:
+    """One bullet per robustness result file (k-sweep, label noise, long tail): the headline numbers."""
+    records = read_records([f for f in files if Path(f).name.startswith(("k_sweep_", "noise_", "long_tail_"))])
+    out = []
+    for r in records:
+        res, title = r["results"], REGISTRY[r["dataset"]].title
+        if r["experiment"] == "k_sweep":
+            a = res["advantage"]["attnknn"]["largest_accuracy_difference"]
+            out.append(f"- k-sweep ({title}, k in {', '.join(map(str, res['k_values']))}): Attn-KNN minus the best "
+                       f"baseline differs most at k = {a['k']}: {100 * a['value']:+.2f} pp "
+                       f"[{100 * a['low']:+.2f}, {100 * a['high']:+.2f}] (paired, pooled over seeds).")
+        elif r["experiment"] == "noise":
+            s = res["settings"].get("trained") or res["settings"]["bank"]
+            key = _closest([k for k in s["curves"] if k.startswith("symmetric/")] or list(s["curves"]), 0.3)
+            cell = s["curves"][key]
+            acc = {m: 100 * cell["summary"][m]["test_raw"]["accuracy"]["mean"] for m in ("best_baseline", "attnknn",
+                                                                                       "cnn")}
+            out.append(f"- label noise ({title}, {key.replace('/', ' ')}, models "
+                       f"{'retrained on the noisy labels' if s is res['settings'].get('trained') else 'unchanged'}): "
+                       f"test accuracy best kNN {acc['best_baseline']:.2f} %, Attn-KNN {acc['attnknn']:.2f} %, "
+                       f"CNN {acc['cnn']:.2f} %; weight of a flipped neighbour / a clean one: Attn-KNN "
+                       f"{cell['weight_ratio']['attnknn']['mean']:.3f}, distance "
+                       f"{cell['weight_ratio']['distance']['mean']:.3f}.")
+        elif r["experiment"] == "long_tail":
+            s = res["settings"].get("trained") or res["settings"]["bank"]
+            key = min(s["curves"], key=float)
+            g = s["curves"][key]["group_accuracy"]
+            out.append(f"- long tail ({title}, ratio {key}, models "
+                       f"{'retrained on the subset' if s is res['settings'].get('trained') else 'unchanged'}): "
+                       f"tail-class accuracy best kNN {100 * g['best_baseline']['tail']:.1f} %, with class-balanced "
+                       f"voting {100 * g['best_baseline_balanced']['tail']:.1f} %; Attn-KNN "
+                       f"{100 * g['attnknn']['tail']:.1f} % / {100 * g['attnknn_balanced']['tail']:.1f} %.")
+    return ["", "Robustness (profile `" + records[0]["profile"] + "`):", ""] + out if out else []
 
 
 def update_readme(readme: str | Path, files: list[str | Path]) -> bool:

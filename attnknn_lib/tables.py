@@ -20,9 +20,10 @@ def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
     return v
 
 
-def fmt_mean_sd(entry: dict, metric: str) -> str:
-    """``mean +- sd`` of a {mean, std} entry, formatted for LaTeX."""
+def fmt_mean_sd(entry: dict, metric: str, decimals: int | None = None) -> str:
+    """``mean +- sd`` of a {mean, std} entry, formatted for LaTeX (the metric's decimals unless given)."""
     _, scale, dec = METRIC_FORMAT[metric]
+    dec = dec if decimals is None else decimals
     return f"{entry['mean'] * scale:.{dec}f}\\,{{\\scriptsize$\\pm${entry['std'] * scale:.{dec}f}}}"
 
 

@@ -10,6 +10,10 @@ distance:  w_j = softmax_j(-r_j / tau)          r_j = ||q - n_j|| Euclidean dist
 cosine:    w_j = softmax_j(s_j / T)             s_j cosine similarity (DINO's exp(s/T), normalised)
 attention: w_j from the learned attention module (already normalised)
 
+class-balanced (a remedy for long-tailed memories, applied to any rule's probabilities):
+           p'(c | q) = p(c | q) / pi_c^beta / sum_c' p(c' | q) / pi_c'^beta
+           pi_c the share of class c in the memory, beta in [0, 1] tuned on validation
+
 For unit vectors ||q - n||^2 = 2 - 2s, so a softmax over *squared* distances would be the cosine
 rule with T = tau / 2; the distance rule therefore uses the plain Euclidean distance (as in the
 method description), which gives a different weighting family.
@@ -93,3 +97,22 @@ def knn_probs(rule: str, sq_dist: np.ndarray, labels: np.ndarray, num_classes: i
     else:
         w = cosine_weights(cosine_from_sq_dist(d), param)
     return vote(w, y, num_classes)
+
+
+def class_balanced(probs: np.ndarray, prior: np.ndarray, beta: float) -> np.ndarray:
+    """p'(c) = p(c) pi_c^-beta / sum_c' p(c') pi_c'^-beta for probs (B, C) and class shares prior (C,).
+
+    beta = 0 leaves the probabilities unchanged; beta = 1 divides each class's vote by its share
+    of the memory (every class then counts as if the memory were balanced). A class absent from
+    the memory (pi_c = 0) gets no vote anyway and stays at 0.
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    prior = np.asarray(prior, dtype=np.float64)
+    if prior.shape != probs.shape[1:] or (prior < 0).any():
+        raise ConfigError(f"prior must be {probs.shape[1:]} non-negative class shares; got shape {prior.shape}")
+    if not 0.0 <= beta <= 1.0:
+        raise ConfigError(f"beta={beta!r} is out of range; allowed: 0..1")
+    scale = np.where(prior > 0, np.maximum(prior, 1e-12) ** -beta, 0.0)  # (C,)
+    p = probs * scale
+    total = p.sum(axis=1, keepdims=True)
+    return np.where(total > 0, p / np.where(total > 0, total, 1.0), probs)

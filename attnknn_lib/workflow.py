@@ -64,9 +64,26 @@ def write_plan(plan: dict, paths: Paths) -> Path:
 
 
 def result_files(plan: dict) -> list[Path]:
+    """The result JSON files of the plan's experiments, then those of the profile's other
+    experiments already on disk from an earlier run of the same profile (so ``--only noise`` keeps
+    main's macros); files of another profile are never read."""
+    from .experiments import REGISTRY
+
     root = Path(plan["root"])
-    return [root / o for e in plan["experiments"].values() for o in e["outputs"]
-            if o.startswith("results/") and o.endswith(".json")]
+    files = [root / o for e in plan["experiments"].values() for o in e["outputs"]
+             if o.startswith("results/") and o.endswith(".json")]
+    profiles = {e["params"].get("profile") for e in plan["experiments"].values()}
+    for f in sorted((root / "results").glob("*.json")):
+        if f in files or f.name == "macros.json":
+            continue
+        try:
+            record = read_json(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and record.get("experiment") in REGISTRY and \
+                record.get("experiment") not in plan["experiments"] and record.get("profile") in profiles:
+            files.append(f)
+    return files
 
 
 # ----------------------------------------------------------------------------- job commands
@@ -119,7 +136,8 @@ def export_pdf(notebook: Path) -> Path:
 
 
 def report(plan: dict) -> Path:
-    """Macros from the plan's result files (never other files in the folder), README block."""
+    """Macros and the README block from the plan's result files (and the same profile's other
+    experiments' results already on disk: see :func:`result_files`)."""
     from .report import update_readme, write_macros
 
     files = result_files(plan)

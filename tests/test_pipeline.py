@@ -37,6 +37,12 @@ def _run_cli(*args: str, out: Path) -> tuple[int, str]:
     (["--executor", "pbs"], "--executor 'pbs' is not allowed; choose one of: local, cluster-generic, slurm"),
     (["--workflow-profile", "/nonexistent"], "--workflow-profile '/nonexistent': no config.yaml there"),
     (["-p", "datasets=cifar10", "-p", "primary=cifar10"], "dataset 'cifar10': none of"),
+    (["-p", "noise.rates=0.1,abc"], "rates='0.1,abc' is not allowed; give comma-separated numbers in [0, 0.95]"),
+    (["-p", "noise.kinds=gaussian"], "kinds='gaussian' is not allowed; choose one of: symmetric, asymmetric"),
+    (["-p", "k_sweep.k_values=0,5"], "k_values=0,5 is not allowed; every k must be >= 1"),
+    (["-p", "k_sweep.retrain_seeds=7"], "retrain_seeds=7 is out of range"),
+    (["-p", "long_tail.ratios=2"], "ratios='2' is not allowed; give comma-separated numbers in [0.0001, 1]"),
+    (["-p", "long_tail.retrain_max_train=-5"], "retrain_max_train=-5 is out of range"),
 ])
 def test_bad_input_stops_with_one_line_before_any_work(args, message, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNKNN_DATA_ROOT", str(tmp_path / "empty"))

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from attnknn_lib.experiments import k_sweep
+
 REPO = Path(__file__).resolve().parent.parent
 TIMING_KEYS = {"started", "wall_seconds", "seconds", "train_seconds", "timings", "loaded_from_cache"}
 TINY = ["--profile", "smoke", "--only", "main", "-p", "datasets=iris", "-p", "primary=iris", "--no-pdf", "--no-paper"]
@@ -44,8 +46,13 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     assert elapsed < 360, f"smoke profile with PDF export and paper took {elapsed:.0f} s (budget 6 min)"
     started = jobs_started(proc.stdout + proc.stderr)
-    assert started.count("train") == 8  # 2 datasets x 2 seeds x (Attn-KNN, CNN)
-    assert {"notebook_main", "pdf", "report", "paper"} <= set(started)
+    # main: 2 datasets x 2 seeds x (Attn-KNN, CNN); k-sweep reuses main's; noise retrains at 0.3
+    # (symmetric, asymmetric) and long tail at 0.1 and 0.01 (seed 0, both kinds); rate 0 / ratio 1
+    # are main's seed-0 runs (same data and recipe in this profile): each run is trained once
+    assert started.count("train") == 8 + 4 + 4
+    notebooks = {f"notebook_{n}" for n in ("main", "k_sweep", "noise", "long_tail")}
+    assert notebooks | {"pdf", "report", "paper"} <= set(started)
+    assert started.count("pdf") == len(notebooks)
 
     for ds in ("fashion_mnist", "iris"):
         record = json.loads((out / "results" / f"main_{ds}.json").read_text())
@@ -67,10 +74,23 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
             for m, entry in res["per_seed"][str(seed)]["methods"].items():
                 recomputed = float((arrays[f"test_{m}"].argmax(1) == arrays["test_labels"]).mean())
                 assert recomputed == pytest.approx(entry["test_raw"]["accuracy"]["value"], abs=1e-6), m
-    executed = (out / "results" / "notebooks" / "01_main.ipynb").read_text()
-    assert "it/s]" not in executed and "IProgress" not in executed and str(tmp_path) not in executed.split(
-        '"papermill"')[0]
-    assert (out / "results" / "notebooks" / "01_main.pdf").stat().st_size > 10_000
+    for nb in ("01_main", "02_k_sweep", "03_noise", "04_long_tail"):
+        executed = (out / "results" / "notebooks" / f"{nb}.ipynb").read_text()
+        assert "it/s]" not in executed and "IProgress" not in executed and str(tmp_path) not in executed.split(
+            '"papermill"')[0], nb
+        assert (out / "results" / "notebooks" / f"{nb}.pdf").stat().st_size > 10_000, nb
+    sweep = json.loads((out / "results" / "k_sweep_fashion_mnist.json").read_text())["results"]
+    assert sweep["k_values"] == [1, 5, 20, sweep["k_sqrt"]] and sweep["k_sqrt"] == round(3000 ** 0.5)
+    for k in sweep["k_values"]:  # every rule at every k; the retrained attention on the first seed
+        assert set(sweep["summary"][str(k)]) == set(k_sweep.LABELS)
+        assert sweep["summary"][str(k)]["attnknn_retrained"]["seeds"] == ["0"]
+    noisy = json.loads((out / "results" / "noise_fashion_mnist.json").read_text())["results"]["settings"]
+    assert set(noisy) == {"bank", "trained"} and set(noisy["trained"]["curves"]) == {
+        "none/0", "symmetric/0.3", "asymmetric/0.3"}
+    assert 0 <= noisy["trained"]["curves"]["symmetric/0.3"]["weight_ratio"]["attnknn"]["mean"] < 5
+    tail = json.loads((out / "results" / "long_tail_fashion_mnist.json").read_text())["results"]["settings"]
+    cell = tail["trained"]["curves"]["0.01"]
+    assert cell["class_sizes"][0] == 100 * cell["class_sizes"][-1] and "cnn_balanced" in cell["summary"]
     assert (out / "paper" / "main.pdf").stat().st_size > 10_000
     macros = (out / "results" / "macros.tex").read_text()
     assert "\\newcommand{\\PrimaryDiffBaseAcc}" in macros and "\\newcommand{\\MainIrisAttnknnAccSd}" in macros

@@ -25,7 +25,7 @@ from ..errors import ConfigError, check_choice, check_range
 from ..evaluation import (K_ENSEMBLE, METHOD_LABELS, MethodProbs, attnknn_method, attnknn_methods, best_baseline,
                           cnn_methods, knn_methods, score)
 from ..io import read_json, write_npz, write_text
-from ..metrics import METRICS, confusion_matrix, paired_bootstrap_diff, reliability_bins
+from ..metrics import confusion_matrix, paired_bootstrap_diff, reliability_bins
 from ..models import MultiHeadNeighborAttention
 from ..paths import Paths
 from ..provenance import Provenance
@@ -132,24 +132,6 @@ def run_ablation(cfg: Config, ds, emb, seed: int) -> dict:
     return scored
 
 
-def _aggregate(per_seed: dict[str, dict]) -> dict:
-    """Mean and standard deviation (ddof 1) over seeds of every method's test metrics."""
-    seeds = list(per_seed)
-    out = {}
-    for m in per_seed[seeds[0]]["methods"]:
-        if not all(m in per_seed[s]["methods"] for s in seeds):
-            continue
-        entry = {"label": per_seed[seeds[0]]["methods"][m]["label"]}
-        for split in ("test_raw", "test_calibrated"):
-            entry[split] = {}
-            for metric in METRICS:
-                v = np.array([per_seed[s]["methods"][m][split][metric]["value"] for s in seeds])
-                entry[split][metric] = {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
-                                        "values": v.tolist()}
-        out[m] = entry
-    return out
-
-
 def _paired(cfg: Config, test_probs: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], labels: np.ndarray) -> dict:
     """Attn-KNN minus the best baseline (chosen on validation per seed) and minus the CNN: per seed
     and pooled over seeds, raw and calibrated, with paired-bootstrap 95 % intervals."""
@@ -188,7 +170,7 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
                    **cnn_methods(cnn, ds, views, device=device)}
         methods = {m: methods[m] for m in METHOD_LABELS if m in methods}
         scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
-        best = best_baseline(methods, ds.val.y)
+        best = best_baseline(methods, ds.val.y, scored)
         ablation = None
         if cfg.ablation and name == cfg.primary and seed == cfg.seeds[0]:
             ablation = run_ablation(cfg, ds, emb, seed)
@@ -208,7 +190,7 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
     results = {
         "dataset": ds.summary(),
         "seeds": list(cfg.seeds),
-        "summary": _aggregate(per_seed),
+        "summary": core.aggregate_seeds({s: d["methods"] for s, d in per_seed.items()}),
         "paired": _paired(cfg, test_probs, ds.test.y),
         "per_seed": per_seed,
         "model_configs": {"attention": cfg.attention_config(ds.num_classes).to_dict(),

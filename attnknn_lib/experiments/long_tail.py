@@ -1,0 +1,255 @@
+"""Long tail (notebook ``04_long_tail``): the rules on a class-imbalanced memory.
+
+The training rows are subsampled with the exponential profile (class c keeps n_max * ratio^(c/(C-1))
+rows; ratio = smallest / largest class) in two settings: ``bank`` (main's models, the memory bank
+built from the imbalanced subset) and ``trained`` (Attn-KNN and the CNN retrained on the imbalanced
+subset). Validation and test stay balanced, so every knob is tuned for balanced accuracy. A
+standard remedy is added as a reference: class-balanced voting (each class's vote divided by its
+share of the memory to the power beta; for the CNN the same post-hoc prior correction, i.e. logit
+adjustment), beta chosen on validation, on the best kNN baseline, Attn-KNN and the CNN. Per-class
+test accuracy is reported against the class's size in the memory, and as head / middle / tail
+thirds of the classes by size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from ..config import float_csv, knob
+from ..datasets import REGISTRY
+from ..errors import check_range
+from ..evaluation import MethodProbs, best_baseline, score
+from ..metrics import accuracy, nll, per_class_accuracy
+from ..paths import Paths
+from ..provenance import Provenance
+from ..runs import DataSpec, load_base, prepare
+from ..tables import booktabs, fmt_mean_sd
+from ..voting import class_balanced
+from . import core
+from .robustness import SETTING_NAMES, RobustnessConfig
+
+NAME = "long_tail"
+NOTEBOOK = "04_long_tail.ipynb"
+BETAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+LABELS = {"uniform": "Uniform kNN", "distance": "Distance kNN", "cosine": "Cosine kNN", "best_baseline": "Best kNN (val.)",
+          "attnknn": "Attn-KNN", "cnn": "CNN", "best_baseline_balanced": "Best kNN + class-balanced",
+          "attnknn_balanced": "Attn-KNN + class-balanced", "cnn_balanced": "CNN + prior correction"}
+REMEDIED = {"best_baseline_balanced": "best_baseline", "attnknn_balanced": "attnknn", "cnn_balanced": "cnn"}
+GROUPS = ("head", "middle", "tail")
+
+
+@dataclass(frozen=True)
+class Config(RobustnessConfig):
+    """Long-tail knobs on top of the shared recipe and the robustness settings."""
+
+    ratios: tuple[float, ...] = knob((1.0, 0.1, 0.01), "imbalance ratios, smallest over largest class (1 is balanced)")
+    imbalance_seed: int = knob(0, "seed of the subsample (the same rows for every model)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "ratios", float_csv("ratios", self.ratios, 1e-4, 1.0))
+        check_range("imbalance_seed", self.imbalance_seed, 0, None)
+
+    def imbalanced(self, spec: DataSpec, ratio: float) -> DataSpec:
+        return spec if ratio == 1 else replace(spec, imbalance=ratio, prep_seed=self.imbalance_seed)
+
+
+def runs(cfg: Config):
+    """Main's Attn-KNN and CNN (setting bank) and the models retrained on each imbalanced subset."""
+    return cfg.runs_for([cfg.imbalanced(cfg.retrain_spec(), r) for r in cfg.ratios])
+
+
+def outputs(cfg: Config) -> list[str]:
+    d = cfg.dataset
+    return [f"results/{NAME}_{d}.json", f"results/tables/{NAME}_{d}.tex", f"figures/{NAME}_{d}.pdf",
+            f"figures/{NAME}_{d}.png"]
+
+
+# ----------------------------------------------------------------------------- analysis
+
+def tune_beta(probs: MethodProbs, prior: np.ndarray, val_labels: np.ndarray) -> MethodProbs:
+    """Class-balanced version of a method, beta chosen on validation (highest accuracy; ties: lower NLL)."""
+    curve = {b: (accuracy(class_balanced(probs.val, prior, b), val_labels),
+                 -nll(class_balanced(probs.val, prior, b), val_labels)) for b in BETAS}
+    beta = max(BETAS, key=lambda b: curve[b])
+    return MethodProbs(class_balanced(probs.val, prior, beta), class_balanced(probs.test, prior, beta),
+                       {"beta": beta, "val_accuracy_curve": {str(b): v[0] for b, v in curve.items()}})
+
+
+def class_groups(sizes: np.ndarray) -> dict[str, list[int]]:
+    """Classes sorted by their size in the memory (largest first), split into head / middle / tail thirds."""
+    order = np.argsort(-np.asarray(sizes), kind="stable")
+    return {g: [int(c) for c in part] for g, part in zip(GROUPS, np.array_split(order, len(GROUPS)))}
+
+
+def evaluate(cfg: Config, emb, prepared, attention, cnn: MethodProbs, seed: int) -> dict:
+    """Every method and remedy on one (possibly imbalanced) bank: scored, with per-class accuracy."""
+    ds = prepared.dataset
+    sizes = np.bincount(prepared.dataset.train.y, minlength=ds.num_classes)
+    prior = sizes / sizes.sum()
+    methods = core.vote_methods(emb, prepared, attention, cfg.k, cnn)
+    scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
+    best = best_baseline(methods, ds.val.y, scored)
+    scored["best_baseline"] = {**scored[best], "info": {**scored[best]["info"], "rule": best}}
+    methods["best_baseline"] = methods[best]
+    remedies = {name: tune_beta(methods[base], prior, ds.val.y) for name, base in REMEDIED.items()}
+    methods.update(remedies)
+    scored.update(score(remedies, ds, n_boot=cfg.n_boot, seed=seed))
+    groups = class_groups(sizes)
+    for m, entry in scored.items():
+        entry["label"] = LABELS[m]
+        acc_c = per_class_accuracy(methods[m].test, ds.test.y, ds.num_classes)
+        entry["per_class_accuracy"] = acc_c.tolist()
+        entry["group_accuracy"] = {g: float(np.nanmean(acc_c[idx])) for g, idx in groups.items()}
+    return {"methods": scored, "best_baseline": best, "class_sizes": sizes.tolist(), "groups": groups}
+
+
+def _summarise(per_seed: dict[str, dict]) -> dict:
+    seeds = list(per_seed)
+    first = per_seed[seeds[0]]
+    methods = first["methods"]
+    return {"summary": core.aggregate_seeds({s: per_seed[s]["methods"] for s in seeds}),
+            "best_baseline": [per_seed[s]["best_baseline"] for s in seeds],
+            "class_sizes": first["class_sizes"], "groups": first["groups"],
+            "per_class_accuracy": {m: np.mean([per_seed[s]["methods"][m]["per_class_accuracy"] for s in seeds],
+                                              0).tolist() for m in methods},
+            "group_accuracy": {m: {g: float(np.mean([per_seed[s]["methods"][m]["group_accuracy"][g] for s in seeds]))
+                                   for g in GROUPS} for m in methods},
+            "beta": {m: [per_seed[s]["methods"][m]["info"]["beta"] for s in seeds] for m in REMEDIED}}
+
+
+def _bank_setting(cfg: Config, paths: Paths, device, base) -> dict:
+    """Setting bank: main's models; the bank holds the imbalanced subset of the training rows."""
+    clean = prepare(cfg.main_spec(), base)
+    cells: dict[str, dict] = {}
+    for seed in cfg.seeds:
+        run_, attn, cnn_model = core.trained_pair(cfg, clean, seed, paths, device)
+        frozen = core.frozen_embeddings(run_, attn, clean, paths, device)
+        cnn = core.cnn_method(cnn_model, clean, device)
+        for ratio in cfg.ratios:
+            sub = prepare(cfg.imbalanced(clean.spec, ratio), base)
+            emb = core.bank_of(frozen, sub.dataset.train.y, cfg.k, rows=core.rows_of(frozen, sub.dataset.train.ids))
+            cells.setdefault(f"{ratio:g}", {})[str(seed)] = evaluate(cfg, emb, sub, attn.attention, cnn, seed)
+    return cells
+
+
+def _trained_setting(cfg: Config, paths: Paths, device) -> dict:
+    """Setting trained: models retrained on each imbalanced subset."""
+    recipe, spec = cfg.retrain_recipe(), cfg.retrain_spec()
+    base = load_base(spec)
+    cells: dict[str, dict] = {}
+    for ratio in cfg.ratios:
+        prepared = prepare(cfg.imbalanced(spec, ratio), base)
+        for seed in cfg.retrain_seeds:
+            run_, attn, cnn_model = core.trained_pair(recipe, prepared, seed, paths, device)
+            emb = core.bank_of(core.frozen_embeddings(run_, attn, prepared, paths, device), prepared.dataset.train.y,
+                               cfg.k)
+            cells.setdefault(f"{ratio:g}", {})[str(seed)] = evaluate(
+                cfg, emb, prepared, attn.attention, core.cnn_method(cnn_model, prepared, device), seed)
+    return cells
+
+
+def run(cfg: Config, paths: Paths) -> dict:
+    """Both settings; writes ``results/long_tail_<dataset>.json`` and returns its record."""
+    device = core.start(cfg)
+    prov = Provenance(cfg.to_dict(), str(device))
+    clock = core.timer()
+    base = load_base(cfg.main_spec())
+    settings = {"bank": {"description": "memory bank built from the imbalanced subset; main's models",
+                         "seeds": list(cfg.seeds), "cells": _bank_setting(cfg, paths, device, base)}}
+    if cfg.retrain:
+        settings["trained"] = {"description": "models retrained on the imbalanced subset",
+                               **cfg.retrain_description(), "cells": _trained_setting(cfg, paths, device)}
+    for s in settings.values():
+        s["curves"] = {key: _summarise(per_seed) for key, per_seed in s["cells"].items()}
+    prepared = prepare(cfg.main_spec(), base)
+    results = {"dataset": prepared.dataset.summary(), "ratios": list(cfg.ratios), "k": cfg.k, "betas": list(BETAS),
+               "settings": settings, "timings": {"seconds": clock()}}
+    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+
+
+# ----------------------------------------------------------------------------- views of the record
+
+FIGURE_METHODS = ("uniform", "best_baseline", "attnknn", "cnn", "best_baseline_balanced", "attnknn_balanced")
+
+
+def figure(record: dict):
+    """Per-class test accuracy against the class's size in the memory, per setting and imbalanced ratio."""
+    from .. import plots
+
+    res = record["results"]
+    panels = {}
+    for sname, s in res["settings"].items():
+        for key, cell in s["curves"].items():
+            if float(key) == 1:
+                continue
+            sizes = np.asarray(cell["class_sizes"])
+            order = np.argsort(sizes)
+            panels[(f"{SETTING_NAMES[sname]}, ratio {key}", "per-class accuracy (%)")] = {
+                LABELS[m]: (sizes[order], 100 * np.asarray(cell["per_class_accuracy"][m])[order], None)
+                for m in FIGURE_METHODS}
+    return plots.curve_panels(panels, "class size in the memory (log scale)", ncols=min(2, len(panels)), logx=True,
+                              title=f"{REGISTRY[record['dataset']].title}: per-class test accuracy on a long-tailed "
+                                    f"memory (mean over seeds)")
+
+
+def table_frame(record: dict) -> pd.DataFrame:
+    """Rows: setting, ratio, method; columns: accuracy, macro-F1, calibrated ECE (mean +- s.d.), head / tail accuracy."""
+    res = record["results"]
+    rows = {}
+    for sname, s in res["settings"].items():
+        for key, cell in s["curves"].items():
+            for m, e in cell["summary"].items():
+                if m in ("distance", "cosine") or (float(key) == 1 and m in REMEDIED):
+                    continue
+                rows[f"{SETTING_NAMES[sname]}, {key}: {LABELS[m]}"] = {
+                    "Acc. (\\%)": fmt_mean_sd(e["test_raw"]["accuracy"], "accuracy", 1),
+                    "Macro-F1 (\\%)": fmt_mean_sd(e["test_raw"]["macro_f1"], "macro_f1", 1),
+                    "ECE (cal.)": fmt_mean_sd(e["test_calibrated"]["ece"], "ece", 3),
+                    "Head (\\%)": f"{100 * cell['group_accuracy'][m]['head']:.1f}",
+                    "Tail (\\%)": f"{100 * cell['group_accuracy'][m]['tail']:.1f}"}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Setting, ratio: method"
+    return df
+
+
+def write_outputs(record: dict, paths: Paths) -> dict:
+    from .. import plots
+    from ..io import write_text
+
+    res, d = record["results"], record["dataset"]
+    title = REGISTRY[d].title
+    src = f"Notebook \\texttt{{04\\_long\\_tail}}, \\texttt{{results/long\\_tail\\_{d.replace('_', chr(92) + '_')}.json}}"
+    bank, trained = res["settings"]["bank"], res["settings"].get("trained")
+    how = f"bank only: main's models (seeds {', '.join(map(str, bank['seeds']))}), memory = the imbalanced subset"
+    if trained:
+        how += (f"; retrained: Attn-KNN and CNN trained on the imbalanced subset of "
+                f"{trained['n_train_before_change'] or 'all'} training rows ({trained['epochs']} epochs, seeds "
+                f"{', '.join(map(str, trained['seeds']))})")
+    out = {"table": write_text(paths.tables / f"{NAME}_{d}.tex", booktabs(
+        table_frame(record),
+        f"{title} with a long-tailed training set (exponential profile; ratio = smallest / largest class; balanced "
+        f"validation and test). {how}. Head / tail: mean accuracy of the third of the classes largest / smallest in the "
+        f"memory. Class-balanced: each class's vote divided by its memory share to the power $\\beta$, chosen on "
+        f"validation from {{{', '.join(f'{b:g}' for b in BETAS)}}} (for the CNN the same prior correction of its "
+        f"softmax). Mean $\\pm$ s.d.\\ over seeds. Profile \\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
+    fig = figure(record)
+    out["figure"] = plots.save_figure(fig, paths.figures, f"{NAME}_{d}")[0]
+    plots.plt.close(fig)
+    return out
+
+
+def summary_frame(record: dict) -> pd.DataFrame:
+    """Plain numbers: accuracy, head and tail accuracy (%) per setting, ratio and method."""
+    rows = {}
+    for sname, s in record["results"]["settings"].items():
+        for key, cell in s["curves"].items():
+            for m, e in cell["summary"].items():
+                rows[(sname, key, LABELS[m])] = {"accuracy (%)": 100 * e["test_raw"]["accuracy"]["mean"],
+                                                 "head (%)": 100 * cell["group_accuracy"][m]["head"],
+                                                 "tail (%)": 100 * cell["group_accuracy"][m]["tail"],
+                                                 "ECE (cal.)": e["test_calibrated"]["ece"]["mean"]}
+    return pd.DataFrame.from_dict(rows, orient="index").round(3)

@@ -1,0 +1,320 @@
+"""Label noise (notebook ``03_noise``): do the kNN rules and the CNN keep their accuracy when labels are wrong?
+
+Symmetric noise (a flipped label moves to any other class) and asymmetric noise (c -> c + 1) at
+each rate, in two settings:
+
+* ``bank``: noise only in the memory-bank labels; main's models, trained on clean labels, are
+  unchanged (the prototype's setting). The CNN does not use the bank, so only its calibrator
+  (fitted on the noisy validation labels) changes.
+* ``trained``: Attn-KNN and the CNN retrained on the noisy training labels (a training subset and
+  fewer epochs where the profile says so), with the bank labelled the same way.
+
+In both, validation labels are noisy too (the user's labels are), so every knob, the best
+baseline and every calibrator are chosen on noisy labels; the test labels are clean. For each
+rule the weight it puts on flipped neighbours is compared with the weight on clean ones:
+``ratio = mean weight of a flipped neighbour / mean weight of a clean neighbour`` over the test
+queries' k neighbours (uniform voting: 1 by construction; below 1: the rule down-weights them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from ..config import csv, float_csv, knob
+from ..datasets import REGISTRY
+from ..errors import ConfigError, check_choice, check_range
+from ..evaluation import MethodProbs, best_baseline, score
+from ..label_noise import NOISE_KINDS
+from ..paths import Paths
+from ..provenance import Provenance
+from ..runs import DataSpec, load_base, prepare
+from ..tables import booktabs, fmt_mean_sd
+from ..training import attnknn_probs
+from ..voting import cosine_from_sq_dist, cosine_weights, distance_weights, uniform_weights
+from . import core
+from .robustness import SETTING_NAMES, RobustnessConfig
+
+NAME = "noise"
+NOTEBOOK = "03_noise.ipynb"
+SETTINGS = {"bank": "noise in the memory bank only (models trained on clean labels)",
+            "trained": "models retrained on the noisy labels"}
+LABELS = {"uniform": "Uniform kNN", "distance": "Distance kNN", "cosine": "Cosine kNN",
+          "best_baseline": "Best kNN (val.)", "attnknn": "Attn-KNN", "cnn": "CNN"}
+WEIGHTED = ("attnknn", "distance", "cosine", "uniform")  # rules whose neighbour weights are compared
+
+
+@dataclass(frozen=True)
+class Config(RobustnessConfig):
+    """Label-noise knobs on top of the shared recipe and the robustness settings."""
+
+    kinds: tuple[str, ...] = knob(NOISE_KINDS, "noise kinds: symmetric, asymmetric (c to c+1)")
+    rates: tuple[float, ...] = knob((0.0, 0.1, 0.2, 0.3, 0.4), "noise rates of setting bank")
+    retrain_rates: tuple[float, ...] = knob((0.0, 0.1, 0.2, 0.3, 0.4), "noise rates of setting trained")
+    noise_seed: int = knob(0, "seed of the noise draw (the same flips for every model)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "kinds", csv(self.kinds, "noise kinds, e.g. symmetric,asymmetric"))
+        object.__setattr__(self, "rates", float_csv("rates", self.rates, 0.0, 0.95))
+        object.__setattr__(self, "retrain_rates", float_csv("retrain_rates", self.retrain_rates, 0.0, 0.95))
+        if not self.kinds:
+            raise ConfigError(f"kinds='' is empty; give one or both of: {', '.join(NOISE_KINDS)}")
+        for kind in self.kinds:
+            check_choice("kinds", kind, NOISE_KINDS)
+        check_range("noise_seed", self.noise_seed, 0, None)
+
+    def noisy(self, spec: DataSpec, kind: str, rate: float) -> DataSpec:
+        """``spec`` with this noise in the training and validation labels (rate 0: unchanged)."""
+        if rate == 0:
+            return spec
+        return replace(spec, noise=kind, noise_rate=rate, noisy_val=True, prep_seed=self.noise_seed)
+
+
+def _grid(cfg: Config, rates: tuple[float, ...]) -> list[tuple[str, float]]:
+    """(kind, rate) pairs; rate 0 once (kind 'none'), whatever the kinds."""
+    out = [("none", 0.0)] if 0.0 in rates else []
+    return out + [(kind, r) for kind in cfg.kinds for r in rates if r > 0]
+
+
+def runs(cfg: Config):
+    """Main's Attn-KNN and CNN (setting bank) and the models retrained on noisy labels."""
+    return cfg.runs_for([cfg.noisy(cfg.retrain_spec(), kind, rate) for kind, rate in _grid(cfg, cfg.retrain_rates)])
+
+
+def outputs(cfg: Config) -> list[str]:
+    d = cfg.dataset
+    return [f"results/{NAME}_{d}.json", f"results/tables/{NAME}_{d}.tex", f"results/tables/{NAME}_{d}_weights.tex",
+            f"figures/{NAME}_{d}.pdf", f"figures/{NAME}_{d}.png", f"figures/{NAME}_{d}_weights.pdf",
+            f"figures/{NAME}_{d}_weights.png"]
+
+
+# ----------------------------------------------------------------------------- analysis
+
+def flipped_weight_ratio(weights: np.ndarray, flipped: np.ndarray) -> dict:
+    """Mean weight of flipped vs clean neighbours. weights, flipped: (B, k) (a weight per
+    neighbour; whether that neighbour's bank label was flipped). Returns the ratio of the two
+    means, the share of the total weight on flipped neighbours, the share of flipped neighbours,
+    and the mean effective number of neighbours exp(H(w)) (k for uniform weights)."""
+    w, f = np.asarray(weights, dtype=np.float64), np.asarray(flipped, dtype=bool)
+    out = {"flipped_share_of_neighbours": float(f.mean()), "weight_share_on_flipped": float(w[f].sum() / w.sum()),
+           "effective_neighbours": float(np.exp(-(w * np.log(np.clip(w, 1e-300, None))).sum(1)).mean())}
+    out["ratio"] = float(w[f].mean() / w[~f].mean()) if f.any() and (~f).any() else float("nan")
+    return out
+
+
+def _weights(methods: dict[str, MethodProbs], attention, emb, k: int) -> dict[str, np.ndarray]:
+    """Each rule's (N_test, k) neighbour weights on the test queries, with its tuned knob."""
+    nb = emb.neighbors[("test", "original")]
+    d = nb.sq_dist[:, :k]
+    return {"attnknn": attnknn_probs(attention, emb.bank, emb.test["original"], k, neighbors=nb)[1],
+            "distance": distance_weights(np.sqrt(np.maximum(d, 0.0)), methods["distance"].info["param"]),
+            "cosine": cosine_weights(cosine_from_sq_dist(d), methods["cosine"].info["param"]),
+            "uniform": uniform_weights(d.shape)}
+
+
+def evaluate(cfg: Config, emb, prepared, attention, cnn: MethodProbs, seed: int) -> dict:
+    """Every method on one (possibly noisy) bank: scored, the best baseline, the weight ratios."""
+    ds = prepared.dataset
+    methods = core.vote_methods(emb, prepared, attention, cfg.k, cnn)
+    scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
+    best = best_baseline(methods, ds.val.y, scored)
+    scored["best_baseline"] = {**scored[best], "info": {"rule": best}}
+    for m in scored:
+        scored[m]["label"] = LABELS[m]
+    flipped = prepared.flipped[emb.neighbors[("test", "original")].indices[:, :cfg.k]]  # (N_test, k)
+    ratios = {m: flipped_weight_ratio(w, flipped) for m, w in _weights(methods, attention, emb, cfg.k).items()}
+    return {"methods": scored, "best_baseline": best, "weights": ratios}
+
+
+def _summarise(per_seed: dict[str, dict]) -> dict:
+    """Means over seeds of one (setting, kind, rate) cell."""
+    seeds = list(per_seed)
+    ratios = {m: [per_seed[s]["weights"][m]["ratio"] for s in seeds] for m in WEIGHTED}
+    eff = {m: float(np.mean([per_seed[s]["weights"][m]["effective_neighbours"] for s in seeds])) for m in WEIGHTED}
+    return {"summary": core.aggregate_seeds({s: per_seed[s]["methods"] for s in seeds}),
+            "best_baseline": [per_seed[s]["best_baseline"] for s in seeds],
+            "weight_ratio": {m: {"mean": float(np.mean(v)), "values": v} for m, v in ratios.items()},
+            "effective_neighbours": eff,
+            "flipped_share_of_neighbours": float(np.mean([per_seed[s]["weights"]["uniform"]
+                                                          ["flipped_share_of_neighbours"] for s in seeds]))}
+
+
+def _bank_setting(cfg: Config, paths: Paths, device, base) -> dict:
+    """Setting bank: main's models; only the bank (and validation) labels change."""
+    clean = prepare(cfg.main_spec(), base)
+    cells: dict[str, dict] = {}
+    for seed in cfg.seeds:
+        run_, attn, cnn_model = core.trained_pair(cfg, clean, seed, paths, device)
+        emb = core.bank_of(core.frozen_embeddings(run_, attn, clean, paths, device), clean.dataset.train.y, cfg.k)
+        cnn = core.cnn_method(cnn_model, clean, device)
+        for kind, rate in _grid(cfg, cfg.rates):
+            noisy = prepare(cfg.noisy(clean.spec, kind, rate), base)
+            cells.setdefault(f"{kind}/{rate:g}", {})[str(seed)] = evaluate(
+                cfg, core.relabel(emb, noisy.dataset.train.y), noisy, attn.attention, cnn, seed)
+    return cells
+
+
+def _trained_setting(cfg: Config, paths: Paths, device) -> dict:
+    """Setting trained: models retrained on the noisy labels, bank labelled the same way."""
+    recipe, spec = cfg.retrain_recipe(), cfg.retrain_spec()
+    base = load_base(spec)
+    cells: dict[str, dict] = {}
+    for kind, rate in _grid(cfg, cfg.retrain_rates):
+        prepared = prepare(cfg.noisy(spec, kind, rate), base)
+        for seed in cfg.retrain_seeds:
+            run_, attn, cnn_model = core.trained_pair(recipe, prepared, seed, paths, device)
+            emb = core.bank_of(core.frozen_embeddings(run_, attn, prepared, paths, device), prepared.dataset.train.y,
+                               cfg.k)
+            cells.setdefault(f"{kind}/{rate:g}", {})[str(seed)] = evaluate(
+                cfg, emb, prepared, attn.attention, core.cnn_method(cnn_model, prepared, device), seed)
+    return cells
+
+
+def run(cfg: Config, paths: Paths) -> dict:
+    """Both settings; writes ``results/noise_<dataset>.json`` and returns its record."""
+    device = core.start(cfg)
+    prov = Provenance(cfg.to_dict(), str(device))
+    clock = core.timer()
+    base = load_base(cfg.main_spec())
+    settings = {"bank": {"description": SETTINGS["bank"], "seeds": list(cfg.seeds), "rates": list(cfg.rates),
+                         "cells": _bank_setting(cfg, paths, device, base)}}
+    if cfg.retrain:
+        settings["trained"] = {"description": SETTINGS["trained"], "rates": list(cfg.retrain_rates),
+                               **cfg.retrain_description(), "cells": _trained_setting(cfg, paths, device)}
+    for s in settings.values():
+        s["curves"] = {key: _summarise(per_seed) for key, per_seed in s["cells"].items()}
+    prepared = prepare(cfg.main_spec(), base)
+    results = {"dataset": prepared.dataset.summary(), "kinds": list(cfg.kinds), "k": cfg.k, "settings": settings,
+               "timings": {"seconds": clock()}}
+    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+
+
+# ----------------------------------------------------------------------------- views of the record
+
+def _curve(setting: dict, kind: str, method: str, split: str, metric: str, scale: float):
+    """(rates, means, s.d.) of one method along one kind of noise (rate 0 shared by the kinds)."""
+    keys = [(r, "none/0" if r == 0 else f"{kind}/{r:g}") for r in setting["rates"]]
+    keys = [(r, key) for r, key in keys if key in setting["curves"]]
+    e = [setting["curves"][key]["summary"][method][split][metric] for _, key in keys]
+    return [100 * r for r, _ in keys], [scale * x["mean"] for x in e], [scale * x["std"] for x in e]
+
+
+def figure(record: dict):
+    """Accuracy and calibrated ECE against the noise rate, per setting and kind."""
+    from .. import plots
+
+    res = record["results"]
+    methods = ("uniform", "best_baseline", "attnknn", "cnn")
+    panels = {}
+    for metric, ylabel, split, scale in (("accuracy", "test accuracy (%)", "test_raw", 100),
+                                         ("ece", "test ECE (cal.)", "test_calibrated", 1)):
+        for sname, s in res["settings"].items():
+            for kind in res["kinds"]:
+                title = f"{SETTING_NAMES[sname]}, {kind}"
+                panels[(title, ylabel)] = {LABELS[m]: _curve(s, kind, m, split, metric, scale) for m in methods}
+    return plots.curve_panels(panels, "noise rate (%)", ncols=len(panels) // 2,
+                              title=f"{REGISTRY[record['dataset']].title}: label noise (clean test labels; mean "
+                                    f"$\\pm$ s.d. over seeds)")
+
+
+def weights_figure(record: dict):
+    """Mean weight of a flipped neighbour over that of a clean one, against the noise rate."""
+    from .. import plots
+
+    res = record["results"]
+    panels = {}
+    for sname, s in res["settings"].items():
+        for kind in res["kinds"]:
+            key = (f"{SETTING_NAMES[sname]}, {kind}", "flipped / clean weight")
+            panels[key] = {}
+            for m in ("attnknn", "distance", "cosine"):
+                cells = [(r, s["curves"][f"{kind}/{r:g}"]) for r in s["rates"] if r > 0]
+                panels[key][LABELS[m]] = ([100 * r for r, _ in cells],
+                                          [c["weight_ratio"][m]["mean"] for _, c in cells], None)
+    return plots.curve_panels(panels, "noise rate (%)", ncols=len(panels), hlines={p: 1.0 for p in panels},
+                              title="Weight on neighbours with a flipped label relative to clean ones "
+                                    "(1 = uniform voting; test queries)")
+
+
+def table_frame(record: dict) -> pd.DataFrame:
+    """Rows: setting, kind, rate; columns: accuracy (mean +- s.d.) of each method."""
+    res = record["results"]
+    short = {"uniform": "Uniform", "distance": "Distance", "cosine": "Cosine", "best_baseline": "Best kNN",
+             "attnknn": "Attn-KNN", "cnn": "CNN"}
+    rows = {}
+    for sname, s in res["settings"].items():
+        for key, cell in s["curves"].items():
+            kind, rate = key.split("/")
+            label = f"{'bank' if sname == 'bank' else 'retrained'}, {'clean' if kind == 'none' else kind[:4] + '.'} " \
+                    f"{100 * float(rate):.0f}\\%"
+            rows[label] = {short[m]: fmt_mean_sd(cell["summary"][m]["test_raw"]["accuracy"], "accuracy", 1)
+                           for m in short}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Setting, noise"
+    return df
+
+
+def weights_frame(record: dict) -> pd.DataFrame:
+    """Rows: setting, kind, rate > 0; columns: flipped/clean weight ratio per rule, share of flipped neighbours."""
+    res = record["results"]
+    rows = {}
+    for sname, s in res["settings"].items():
+        for key, cell in s["curves"].items():
+            kind, rate = key.split("/")
+            if kind == "none":
+                continue
+            label = f"{'bank' if sname == 'bank' else 'retrained'}, {kind[:4]}. {100 * float(rate):.0f}\\%"
+            row = {LABELS[m]: f"{cell['weight_ratio'][m]['mean']:.3f}" for m in ("attnknn", "distance", "cosine")}
+            row["Attn-KNN $k_{\\mathrm{eff}}$"] = f"{cell['effective_neighbours']['attnknn']:.1f}"
+            row["flipped neighbours"] = f"{100 * cell['flipped_share_of_neighbours']:.1f}\\%"
+            rows[label] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Setting, noise"
+    return df
+
+
+def write_outputs(record: dict, paths: Paths) -> dict:
+    from .. import plots
+    from ..io import write_text
+
+    res, d = record["results"], record["dataset"]
+    title = REGISTRY[d].title
+    src = f"Notebook \\texttt{{03\\_noise}}, \\texttt{{results/noise\\_{d.replace('_', chr(92) + '_')}.json}}"
+    bank, trained = res["settings"]["bank"], res["settings"].get("trained")
+    how = (f"bank: noise only in the memory-bank (and validation) labels of main's models, seeds "
+           f"{', '.join(map(str, bank['seeds']))}")
+    if trained:
+        how += (f"; retrained: Attn-KNN and CNN trained on the noisy labels ({trained['n_train_before_change'] or 'all'} training "
+                f"rows, {trained['epochs']} epochs, seeds {', '.join(map(str, trained['seeds']))})")
+    out = {"table": write_text(paths.tables / f"{NAME}_{d}.tex", booktabs(
+        table_frame(record),
+        f"{title}: test accuracy (\\%, clean test labels; mean $\\pm$ s.d.\\ over seeds) under label noise. {how}. "
+        f"Symmetric (symm.) flips go to any other class, asymmetric (asym.) ones from $c$ to $c+1$; validation labels "
+        f"are noisy too, and every knob and the best kNN rule are chosen on them. Profile "
+        f"\\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
+    out["weights"] = write_text(paths.tables / f"{NAME}_{d}_weights.tex", booktabs(
+        weights_frame(record),
+        f"{title}: mean weight a rule gives a test query's neighbour whose label was flipped, divided by the mean "
+        f"weight of a clean neighbour ($k = {res['k']}$; uniform voting: 1; below 1: flipped neighbours are "
+        f"down-weighted), Attn-KNN's effective number of neighbours $\\exp(H(w))$ (uniform: $k$), and the share of flipped neighbours. {src}.", f"tab:{NAME}-weights"))
+    for name, fig in ((f"{NAME}_{d}", figure(record)), (f"{NAME}_{d}_weights", weights_figure(record))):
+        out[name] = plots.save_figure(fig, paths.figures, name)[0]
+        plots.plt.close(fig)
+    return out
+
+
+def summary_frame(record: dict) -> pd.DataFrame:
+    """Plain numbers: accuracy (%) and calibrated ECE per setting, noise and method; weight ratios."""
+    rows = {}
+    for sname, s in record["results"]["settings"].items():
+        for key, cell in s["curves"].items():
+            for m in ("best_baseline", "attnknn", "cnn"):
+                e = cell["summary"][m]
+                rows[(sname, key, LABELS[m])] = {
+                    "accuracy (%)": 100 * e["test_raw"]["accuracy"]["mean"],
+                    "ECE (cal.)": e["test_calibrated"]["ece"]["mean"],
+                    "flipped/clean weight": cell["weight_ratio"].get(m, {}).get("mean", np.nan)}
+    return pd.DataFrame.from_dict(rows, orient="index").round(4)

@@ -1,0 +1,68 @@
+"""What the label-noise and long-tail experiments share: each asks how the rules behave when the
+training data changes, in two settings, ``bank`` (main's models, only the memory bank changes:
+the prototype's setting) and ``trained`` (Attn-KNN and the CNN retrained on the changed data, on a
+training subset with fewer epochs where the profile says so, so the grid fits the budget)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..config import ExperimentConfig, int_csv, knob
+from ..datasets import DATASET_NAMES, REGISTRY
+from ..errors import check_choice, check_range
+from ..runs import DataSpec
+from . import core
+
+SETTING_NAMES = {"bank": "bank only", "trained": "retrained"}
+
+
+@dataclass(frozen=True)
+class RobustnessConfig(ExperimentConfig):
+    """Knobs shared by the noise and long-tail experiments."""
+
+    dataset: str = knob("fashion_mnist", "dataset")
+    seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of main's models (setting bank)")
+    retrain: bool = knob(True, "setting trained: retrain Attn-KNN and the CNN on the changed data")
+    retrain_seeds: tuple[int, ...] = knob((0,), "training seeds of setting trained")
+    retrain_max_train: int = knob(10000, "training rows of setting trained before any change (0 keeps the recipe's)")
+    retrain_epochs: int = knob(2, "epochs of setting trained (0 keeps the recipe's)")
+    n_boot: int = knob(200, "bootstrap resamples for the 95 % intervals")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "seeds", int_csv("seeds", self.seeds))
+        object.__setattr__(self, "retrain_seeds", int_csv("retrain_seeds", self.retrain_seeds))
+        check_choice("dataset", self.dataset, DATASET_NAMES)
+        for name in ("retrain_max_train", "retrain_epochs"):
+            check_range(name, getattr(self, name), 0, None)
+        check_range("n_boot", self.n_boot, 1, None)
+
+    def main_spec(self) -> DataSpec:
+        """The data of main's models (setting bank)."""
+        return core.data_spec(self, self.dataset)
+
+    def retrain_recipe(self):
+        """The recipe of setting trained: fewer epochs where the profile says so."""
+        r = self.recipe()
+        if not self.retrain_epochs:
+            return r
+        key = "epochs" if REGISTRY[self.dataset].kind == "image" else "tabular_epochs"
+        return replace(r, **{key: self.retrain_epochs})
+
+    def retrain_spec(self) -> DataSpec:
+        """The data of setting trained before the experiment's change (noise or imbalance)."""
+        return core.data_spec(self, self.dataset, **({"max_train": self.retrain_max_train}
+                                                     if self.retrain_max_train else {}))
+
+    def retrain_description(self) -> dict:
+        spec = self.retrain_spec()
+        return {"seeds": list(self.retrain_seeds), "n_train_before_change": spec.max_train or None,
+                "epochs": self.retrain_recipe().train_config(REGISTRY[self.dataset].kind, 0).epochs}
+
+    def runs_for(self, trained_specs: list[DataSpec]):
+        """Main's Attn-KNN and CNN (setting bank) and the retrained ones (setting trained), each once."""
+        out = core.model_runs(self, self.main_spec(), self.seeds)
+        if self.retrain:
+            for spec in trained_specs:
+                out += core.model_runs(self.retrain_recipe(), spec, self.retrain_seeds)
+        return list({r.id: r for r in out}.values())
