@@ -109,7 +109,7 @@ Series = tuple  # (x, y, sd or None): one line of a panel; sd draws a shaded mea
 
 def curve_panels(panels: dict, xlabel: str, ncols: int = 4, logx: bool = False, xticks: list | None = None,
                  vline: tuple[float, str] | None = None, hlines: dict | None = None, title: str = "",
-                 styles: dict[str, dict] | None = None) -> plt.Figure:
+                 styles: dict[str, dict] | None = None, panel_width: float = 1.95) -> plt.Figure:
     """One panel per entry of ``panels`` ({key: {series label: (x, y, sd)}}; a key is the y label,
     or a (panel title, y label) pair), one legend for all. Each series keeps its colour and marker
     in every panel (``styles`` may fix them); ``xticks`` labels those x values; ``vline`` = (x,
@@ -120,7 +120,7 @@ def curve_panels(panels: dict, xlabel: str, ncols: int = 4, logx: bool = False, 
     style = {n: {"color": f"C{i % 10}", "marker": markers[i % len(markers)]} for i, n in enumerate(names)}
     style.update(styles or {})
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(1.95 * ncols, 1.9 * nrows + 0.5), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_width * ncols, 1.9 * nrows + 0.5), squeeze=False)
     for ax, (key, series) in zip(axes.flat, panels.items()):
         panel_title, ylabel = key if isinstance(key, tuple) else ("", key)
         for name, (x, y, sd) in series.items():

@@ -94,6 +94,10 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     assert (out / "paper" / "main.pdf").stat().st_size > 10_000
     macros = (out / "results" / "macros.tex").read_text()
     assert "\\newcommand{\\PrimaryDiffBaseAcc}" in macros and "\\newcommand{\\MainIrisAttnknnAccSd}" in macros
+    for name in ("KSweepFashionMnistAttnknnLargestDiffK", "NoiseFashionMnistTrainedSymmetricThreeZeroAttnknnAcc",
+                 "NoiseFashionMnistBankSymmetricTwoZeroAttnknnWeightRatio",
+                 "LongTailFashionMnistTrainedZeroZeroOneBestBaselineBalancedTailAcc"):
+        assert f"\\newcommand{{\\{name}}}" in macros, name
     assert not (out / ".attnknn" / "staging").exists() or not any((out / ".attnknn" / "staging").iterdir())
 
     start = time.perf_counter()

@@ -192,6 +192,7 @@ def figure(record: dict):
                 LABELS[m]: (sizes[order], 100 * np.asarray(cell["per_class_accuracy"][m])[order], None)
                 for m in FIGURE_METHODS}
     return plots.curve_panels(panels, "class size in the memory (log scale)", ncols=min(2, len(panels)), logx=True,
+                              panel_width=3.6,
                               title=f"{REGISTRY[record['dataset']].title}: per-class test accuracy on a long-tailed "
                                     f"memory (mean over seeds)")
 
