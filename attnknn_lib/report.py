@@ -247,7 +247,9 @@ def _closest(keys, target: float) -> str:
 
 def robustness_markdown(files: list[str | Path]) -> list[str]:
     """One bullet per robustness result file (k-sweep, label noise, long tail): the headline numbers."""
-    records = read_records([f for f in files if Path(f).name.startswith(("k_sweep_", "noise_", "long_tail_"))])
+    order = ("k_sweep", "noise", "long_tail")
+    records = read_records([f for f in files if Path(f).name.startswith(tuple(f"{e}_" for e in order))])
+    records.sort(key=lambda r: (order.index(r["experiment"]), r["dataset"]))
     out = []
     for r in records:
         res, title = r["results"], REGISTRY[r["dataset"]].title
