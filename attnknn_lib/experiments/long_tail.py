@@ -29,7 +29,7 @@ from ..runs import DataSpec, load_base, prepare
 from ..tables import booktabs, fmt_mean_sd
 from ..voting import class_balanced
 from . import core
-from .robustness import SETTING_NAMES, RobustnessConfig
+from .robustness import SETTING_NAMES, RobustnessConfig, trained_cells
 
 NAME = "long_tail"
 NOTEBOOK = "04_long_tail.ipynb"
@@ -136,22 +136,6 @@ def _bank_setting(cfg: Config, paths: Paths, device, base) -> dict:
     return cells
 
 
-def _trained_setting(cfg: Config, paths: Paths, device) -> dict:
-    """Setting trained: models retrained on each imbalanced subset."""
-    recipe, spec = cfg.retrain_recipe(), cfg.retrain_spec()
-    base = load_base(spec)
-    cells: dict[str, dict] = {}
-    for ratio in cfg.ratios:
-        prepared = prepare(cfg.imbalanced(spec, ratio), base)
-        for seed in cfg.retrain_seeds:
-            run_, attn, cnn_model = core.trained_pair(recipe, prepared, seed, paths, device)
-            emb = core.bank_of(core.frozen_embeddings(run_, attn, prepared, paths, device), prepared.dataset.train.y,
-                               cfg.k)
-            cells.setdefault(f"{ratio:g}", {})[str(seed)] = evaluate(
-                cfg, emb, prepared, attn.attention, core.cnn_method(cnn_model, prepared, device), seed)
-    return cells
-
-
 def run(cfg: Config, paths: Paths) -> dict:
     """Both settings; writes ``results/long_tail_<dataset>.json`` and returns its record."""
     device = core.start(cfg)
@@ -162,7 +146,9 @@ def run(cfg: Config, paths: Paths) -> dict:
                          "seeds": list(cfg.seeds), "cells": _bank_setting(cfg, paths, device, base)}}
     if cfg.retrain:
         settings["trained"] = {"description": "models retrained on the imbalanced subset",
-                               **cfg.retrain_description(), "cells": _trained_setting(cfg, paths, device)}
+                               **cfg.retrain_description(), "cells": trained_cells(
+                                   cfg, paths, device, {f"{r:g}": cfg.imbalanced(cfg.retrain_spec(), r) for r in cfg.ratios},
+                                   evaluate)}
     for s in settings.values():
         s["curves"] = {key: _summarise(per_seed) for key, per_seed in s["cells"].items()}
     prepared = prepare(cfg.main_spec(), base)

@@ -35,7 +35,7 @@ from ..tables import booktabs, fmt_mean_sd
 from ..training import attnknn_probs
 from ..voting import cosine_from_sq_dist, cosine_weights, distance_weights, uniform_weights
 from . import core
-from .robustness import SETTING_NAMES, RobustnessConfig
+from .robustness import SETTING_NAMES, RobustnessConfig, trained_cells
 
 NAME = "noise"
 NOTEBOOK = "03_noise.ipynb"
@@ -157,22 +157,6 @@ def _bank_setting(cfg: Config, paths: Paths, device, base) -> dict:
     return cells
 
 
-def _trained_setting(cfg: Config, paths: Paths, device) -> dict:
-    """Setting trained: models retrained on the noisy labels, bank labelled the same way."""
-    recipe, spec = cfg.retrain_recipe(), cfg.retrain_spec()
-    base = load_base(spec)
-    cells: dict[str, dict] = {}
-    for kind, rate in _grid(cfg, cfg.retrain_rates):
-        prepared = prepare(cfg.noisy(spec, kind, rate), base)
-        for seed in cfg.retrain_seeds:
-            run_, attn, cnn_model = core.trained_pair(recipe, prepared, seed, paths, device)
-            emb = core.bank_of(core.frozen_embeddings(run_, attn, prepared, paths, device), prepared.dataset.train.y,
-                               cfg.k)
-            cells.setdefault(f"{kind}/{rate:g}", {})[str(seed)] = evaluate(
-                cfg, emb, prepared, attn.attention, core.cnn_method(cnn_model, prepared, device), seed)
-    return cells
-
-
 def run(cfg: Config, paths: Paths) -> dict:
     """Both settings; writes ``results/noise_<dataset>.json`` and returns its record."""
     device = core.start(cfg)
@@ -183,7 +167,9 @@ def run(cfg: Config, paths: Paths) -> dict:
                          "cells": _bank_setting(cfg, paths, device, base)}}
     if cfg.retrain:
         settings["trained"] = {"description": SETTINGS["trained"], "rates": list(cfg.retrain_rates),
-                               **cfg.retrain_description(), "cells": _trained_setting(cfg, paths, device)}
+                               **cfg.retrain_description(), "cells": trained_cells(
+                                   cfg, paths, device, {f"{kind}/{rate:g}": cfg.noisy(cfg.retrain_spec(), kind, rate)
+                                                        for kind, rate in _grid(cfg, cfg.retrain_rates)}, evaluate)}
     for s in settings.values():
         s["curves"] = {key: _summarise(per_seed) for key, per_seed in s["cells"].items()}
     prepared = prepare(cfg.main_spec(), base)

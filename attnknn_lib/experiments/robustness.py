@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from ..config import ExperimentConfig, int_csv, knob
 from ..datasets import DATASET_NAMES, REGISTRY
 from ..errors import check_choice, check_range
-from ..runs import DataSpec
+from ..runs import DataSpec, load_base, prepare
 from . import core
 
 SETTING_NAMES = {"bank": "bank only", "trained": "retrained"}
@@ -66,3 +66,20 @@ class RobustnessConfig(ExperimentConfig):
             for spec in trained_specs:
                 out += core.model_runs(self.retrain_recipe(), spec, self.retrain_seeds)
         return list({r.id: r for r in out}.values())
+
+
+def trained_cells(cfg: RobustnessConfig, paths, device, specs: dict[str, DataSpec], evaluate) -> dict:
+    """Setting trained: for each condition (``specs``: key -> the changed data) and retrain seed,
+    the retrained Attn-KNN and CNN, with a bank of the new embedding labelled as it was trained,
+    scored by the experiment's ``evaluate(cfg, emb, prepared, attention, cnn, seed)``."""
+    recipe, base = cfg.retrain_recipe(), load_base(cfg.retrain_spec())
+    cells: dict[str, dict] = {}
+    for key, spec in specs.items():
+        prepared = prepare(spec, base)
+        for seed in cfg.retrain_seeds:
+            run_, attn, cnn_model = core.trained_pair(recipe, prepared, seed, paths, device)
+            emb = core.bank_of(core.frozen_embeddings(run_, attn, prepared, paths, device), prepared.dataset.train.y,
+                               cfg.k)
+            cells.setdefault(key, {})[str(seed)] = evaluate(
+                cfg, emb, prepared, attn.attention, core.cnn_method(cnn_model, prepared, device), seed)
+    return cells
