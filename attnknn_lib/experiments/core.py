@@ -171,6 +171,14 @@ def aggregate_seeds(per_seed: dict[str, dict[str, dict]]) -> dict:
     return out
 
 
+def source_note(notebook: str, experiment: str, dataset: str) -> str:
+    """A caption's pointer to its notebook and result file, e.g. Notebook \\texttt{02\\_k\\_sweep}, ..."""
+    from ..tables import latex_escape
+
+    return (f"Notebook \\texttt{{{latex_escape(notebook.removesuffix('.ipynb'))}}}, "
+            f"\\texttt{{results/{latex_escape(f'{experiment}_{dataset}')}.json}}")
+
+
 def result_path(paths: Paths, experiment: str, dataset: str | None = None) -> Path:
     return paths.results / (f"{experiment}_{dataset}.json" if dataset else f"{experiment}.json")
 

@@ -256,7 +256,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     title = REGISTRY[d].title
     seeds = ", ".join(map(str, res["seeds"]))
     retrained = res["paired"][str(res["k_values"][0])].get("attnknn_retrained", {}).get("n_seeds", 0)
-    src = f"Notebook \\texttt{{02\\_k\\_sweep}}, \\texttt{{results/k\\_sweep\\_{d.replace('_', chr(92) + '_')}.json}}"
+    src = core.source_note(NOTEBOOK, NAME, d)
     note = (f"Mean $\\pm$ s.d.\\ over seeds {seeds} of main's models (profile \\texttt{{{record['profile']}}}); "
             f"Attn-KNN as trained (attention trained at $k = {res['training_k']}$) and with a fresh attention trained "
             f"at each $k$ on the frozen embedding (\"Attn.\\ at $k$\", {retrained} seed(s)); $\\Delta$: Attn-KNN minus "

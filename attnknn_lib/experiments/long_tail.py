@@ -209,7 +209,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
 
     res, d = record["results"], record["dataset"]
     title = REGISTRY[d].title
-    src = f"Notebook \\texttt{{04\\_long\\_tail}}, \\texttt{{results/long\\_tail\\_{d.replace('_', chr(92) + '_')}.json}}"
+    src = core.source_note(NOTEBOOK, NAME, d)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
     how = f"bank only: main's models (seeds {', '.join(map(str, bank['seeds']))}), memory = the imbalanced subset"
     if trained:

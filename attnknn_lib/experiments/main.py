@@ -245,8 +245,7 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
     ds, res, profile = run.dataset, run.record["results"], run.record["profile"]
     name, title = ds.name, REGISTRY[ds.name].title
     seeds = ", ".join(map(str, res["seeds"]))
-    escaped = name.replace("_", "\\_")
-    src = f"Notebook \\texttt{{01\\_main}}, \\texttt{{results/main\\_{escaped}.json}}"
+    src = core.source_note(NOTEBOOK, NAME, name)
     out = {"table": write_text(paths.tables / f"main_{name}.tex", booktabs(
         seed_frame(res["summary"]),
         f"{title}: test metrics, mean $\\pm$ s.d.\\ over seeds {seeds}; {CAL_NOTE}. Profile "

@@ -268,7 +268,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
 
     res, d = record["results"], record["dataset"]
     title = REGISTRY[d].title
-    src = f"Notebook \\texttt{{03\\_noise}}, \\texttt{{results/noise\\_{d.replace('_', chr(92) + '_')}.json}}"
+    src = core.source_note(NOTEBOOK, NAME, d)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
     how = (f"bank: noise only in the memory-bank (and validation) labels of main's models, seeds "
            f"{', '.join(map(str, bank['seeds']))}")
