@@ -27,6 +27,7 @@ import copy
 import math
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -109,6 +110,19 @@ def embed(module: nn.Module, x: torch.Tensor, batch_size: int = 1024, device: to
         out.append(module(xb.to(device)).float().cpu())
     module.train(was_training)
     return torch.cat(out).numpy().astype(np.float32)
+
+
+@contextmanager
+def head_norms(embedder: nn.Module):
+    """Inside the ``with`` block, every forward pass of the embedder appends the Euclidean norms
+    of its projection head's outputs (before the L2 normalisation) to the yielded list: the
+    embedding geometry across training, at no extra forward pass."""
+    found: list[torch.Tensor] = []
+    hook = embedder.head.register_forward_hook(lambda _m, _i, out: found.append(out.detach().float().norm(dim=-1).cpu()))
+    try:
+        yield found
+    finally:
+        hook.remove()
 
 
 def _train_batches(x_all: torch.Tensor, y_all: torch.Tensor, augment: BatchAugment | None, batch_size: int,
@@ -312,12 +326,14 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
             bar.set_postfix(loss=f"{loss.item():.3f}")
         train_seconds = time.perf_counter() - t0
         new_bank = fresh_bank()  # clean embeddings of this epoch's model: validation now, training next
-        val_emb = embed(model.embedder, x_val, cfg.eval_batch_size, device, desc="embed val")
+        with head_norms(model.embedder) as norms:
+            val_emb = embed(model.embedder, x_val, cfg.eval_batch_size, device, desc="embed val")
         probs, _ = attnknn_probs(model.attention, new_bank, val_emb, cfg.k, device=device)
         if epoch % cfg.refresh_every == 0:
             mem = torch.from_numpy(new_bank.embeddings.copy()).to(device)
         selection.add({"epoch": epoch, **{f"train_{k}": v / n for k, v in sums.items()}, "lr": sched.get_last_lr()[0],
                        "temperatures": model.attention.temperatures().detach().cpu().tolist(),
+                       "val_norm_mean": float(torch.cat(norms).mean()), "val_norm_std": float(torch.cat(norms).std()),
                        "train_seconds": train_seconds}, probs, t0)
     return selection.result()
 

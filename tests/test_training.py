@@ -90,6 +90,20 @@ def test_attnknn_learns_selects_on_validation_and_never_reads_test():
     assert not result.model.training
 
 
+def test_history_records_the_embedding_norms_before_normalisation():
+    model = _attnknn()
+    result = train_attnknn(model, toy_images(), FAST, progress=False)
+    x = torch.from_numpy(toy_images().val.x).permute(0, 3, 1, 2).float() / 255.0
+    with training.head_norms(result.model.embedder) as norms:
+        out = result.model.embedder.eval()(x[:16])
+    assert torch.allclose(out.norm(dim=-1), torch.ones(16), atol=1e-5)  # the output is normalised ...
+    pre = result.model.embedder.head(result.model.embedder.backbone(x[:16])).norm(dim=-1)
+    assert torch.allclose(torch.cat(norms), pre.detach())  # ... the recorded norms are the head's
+    for row in result.history:
+        assert row["val_norm_mean"] > 0 and row["val_norm_std"] >= 0
+    assert result.history[0]["val_norm_mean"] != result.history[1]["val_norm_mean"]
+
+
 def test_cnn_baseline_trains_under_the_same_recipe():
     torch.manual_seed(0)
     result = train_cnn(build_cnn("small_cnn", (1, 28, 28), 4, widths=(8, 16)), toy_images(), FAST, progress=False)
