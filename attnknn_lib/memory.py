@@ -27,20 +27,51 @@ class Neighbors(NamedTuple):
     labels: np.ndarray  # (B, k) int64 labels of those rows
 
 
+def ivf_lists(n: int, nlist: int | None = None) -> int:
+    """IVF list count for n vectors: ``nlist`` or 4 sqrt(n), capped so each list gets about 39
+    training points (FAISS's minimum per centroid)."""
+    nlist = nlist or int(round(4 * np.sqrt(n)))
+    return max(1, min(nlist, n // 39 if n >= 39 else 1))
+
+
+def build_index(x: np.ndarray, index_type: str = "flat_l2", hnsw_m: int = 32, ef_construction: int = 40,
+                ef_search: int = 64, nlist: int | None = None, nprobe: int = 8):
+    """A FAISS index of the rows of ``x`` (N, D) float32 (L2 metric, inner product for flat_ip)."""
+    import faiss
+
+    check_choice("index_type", index_type, INDEX_TYPES)
+    n, d = x.shape
+    metric = faiss.METRIC_INNER_PRODUCT if index_type == "flat_ip" else faiss.METRIC_L2
+    if index_type in ("flat_l2", "flat_ip"):
+        index = faiss.IndexFlat(d, metric)
+    elif index_type == "hnsw":
+        index = faiss.IndexHNSWFlat(d, hnsw_m, metric)
+        index.hnsw.efConstruction = ef_construction
+        index.hnsw.efSearch = ef_search
+    else:
+        lists = ivf_lists(n, nlist)
+        index = faiss.IndexIVFFlat(faiss.IndexFlat(d, metric), d, lists, metric)
+        index.train(x)
+        index.nprobe = min(nprobe, lists)
+    index.add(x)
+    return index
+
+
 class MemoryBank:
     """Embeddings and labels in a FAISS index.
 
-    ``hnsw_m``/``ef_search`` tune HNSW; ``nlist``/``nprobe`` tune IVF (``nlist`` defaults to
-    ``4 * sqrt(N)``, capped so each list has about 39 training points, FAISS's minimum).
+    ``hnsw_m``/``ef_construction``/``ef_search`` tune HNSW (``ef_construction`` 40 is FAISS's
+    default); ``nlist``/``nprobe`` tune IVF (:func:`ivf_lists`).
     """
 
     def __init__(self, index_type: str = "flat_l2", hnsw_m: int = 32, ef_search: int = 64,
-                 nlist: int | None = None, nprobe: int = 8, batch_size: int = 4096):
+                 nlist: int | None = None, nprobe: int = 8, batch_size: int = 4096, ef_construction: int = 40):
         check_choice("index_type", index_type, INDEX_TYPES)
         if batch_size < 1:
             raise ConfigError(f"batch_size={batch_size!r} is out of range; allowed: >= 1")
         self.index_type = index_type
         self.hnsw_m, self.ef_search, self.nlist, self.nprobe = hnsw_m, ef_search, nlist, nprobe
+        self.ef_construction = ef_construction
         self.batch_size = batch_size
         self.index = None
         self.embeddings = np.empty((0, 0), dtype=np.float32)
@@ -52,27 +83,13 @@ class MemoryBank:
 
     def build(self, embeddings: np.ndarray, labels: np.ndarray) -> "MemoryBank":
         """(Re)build the index over ``embeddings`` (N, D) with ``labels`` (N,)."""
-        import faiss
-
         x = np.ascontiguousarray(embeddings, dtype=np.float32)
         labels = np.asarray(labels, dtype=np.int64)
         if x.ndim != 2 or len(x) != len(labels) or len(x) == 0:
             raise ConfigError(f"memory bank needs embeddings (N, D) and labels (N,) with N >= 1; "
                               f"got {x.shape} and {labels.shape}")
-        n, d = x.shape
-        metric = faiss.METRIC_INNER_PRODUCT if self.index_type == "flat_ip" else faiss.METRIC_L2
-        if self.index_type in ("flat_l2", "flat_ip"):
-            index = faiss.IndexFlat(d, metric)
-        elif self.index_type == "hnsw":
-            index = faiss.IndexHNSWFlat(d, self.hnsw_m, metric)
-            index.hnsw.efSearch = self.ef_search
-        else:
-            nlist = self.nlist or int(round(4 * np.sqrt(n)))
-            nlist = max(1, min(nlist, n // 39 if n >= 39 else 1))
-            index = faiss.IndexIVFFlat(faiss.IndexFlat(d, metric), d, nlist, metric)
-            index.train(x)
-            index.nprobe = min(self.nprobe, nlist)
-        index.add(x)
+        index = build_index(x, self.index_type, self.hnsw_m, self.ef_construction, self.ef_search, self.nlist,
+                            self.nprobe)
         self.index, self.embeddings, self.labels = index, x, labels
         self._sq_norms = (x * x).sum(1)
         return self
