@@ -103,5 +103,5 @@ def test_index_knobs_reach_faiss_and_ivf_lists_follow_one_rule():
     hnsw = build_index(x, "hnsw", hnsw_m=16, ef_construction=100, ef_search=48)
     assert (hnsw.hnsw.efConstruction, hnsw.hnsw.efSearch) == (100, 48)
     assert MemoryBank("hnsw", ef_construction=80).build(x, np.zeros(400)).index.hnsw.efConstruction == 80
-    assert ivf_lists(10_000) == 400 and ivf_lists(400) == 10 and ivf_lists(10) == 1 and ivf_lists(10_000, 50) == 50
+    assert ivf_lists(100_000) == 1265 and ivf_lists(10_000) == 256 and ivf_lists(400) == 10 and ivf_lists(10) == 1 and ivf_lists(10_000, 50) == 50
     assert build_index(x, "ivf_flat", nprobe=99).nprobe == 10  # never more lists probed than exist
