@@ -109,12 +109,12 @@ Series = tuple  # (x, y, sd or None): one line of a panel; sd draws a shaded mea
 
 def curve_panels(panels: dict, xlabel: str, ncols: int = 4, logx: bool = False, xticks: list | None = None,
                  vline: tuple[float, str] | None = None, hlines: dict | None = None, title: str = "",
-                 styles: dict[str, dict] | None = None, panel_width: float = 1.95) -> plt.Figure:
+                 styles: dict[str, dict] | None = None, panel_width: float = 1.95, logy: tuple = ()) -> plt.Figure:
     """One panel per entry of ``panels`` ({key: {series label: (x, y, sd)}}; a key is the y label,
     or a (panel title, y label) pair), one legend for all. Each series keeps its colour and marker
     in every panel (``styles`` may fix them); ``xticks`` labels those x values; ``vline`` = (x,
     label) marks one x value in every panel; ``hlines`` = {key: y} draws a reference line (0 for
-    a difference, 1 for a ratio)."""
+    a difference, 1 for a ratio); panels whose key is in ``logy`` get a log y axis."""
     names = list(dict.fromkeys(s for series in panels.values() for s in series))
     markers = "osD^v<>ph*"
     style = {n: {"color": f"C{i % 10}", "marker": markers[i % len(markers)]} for i, n in enumerate(names)}
@@ -132,6 +132,8 @@ def curve_panels(panels: dict, xlabel: str, ncols: int = 4, logx: bool = False, 
         if logx:
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no crowded 2x10^1 labels
+        if key in logy:
+            ax.set_yscale("log")
         if xticks is not None:
             ax.set_xticks(xticks, [f"{t:g}" for t in xticks])
             ax.minorticks_off()

@@ -177,7 +177,74 @@ def long_tail_macros(record: dict) -> dict[str, str]:
     return out
 
 
-BUILDERS = {"main": main_macros, "k_sweep": k_sweep_macros, "noise": noise_macros, "long_tail": long_tail_macros}
+def efficiency_macros(record: dict) -> dict[str, str]:
+    """Efficiency: the GEMM yardstick, the default HNSW's recall, where a prediction's time goes,
+    training time per epoch, and the fitted slopes against n (EfficiencyFashionMnist...)."""
+    ds, res = record["dataset"], record["results"]
+    p, g, h, tr = res["prediction"], res["gemm"], res["default_hnsw"], res["training"]
+    pre = ("efficiency", ds)
+    out = {macro_name(*pre, "Gemm Gflops"): f"{g['gemm_gflops']:.0f}",
+           macro_name(*pre, "Flat Search Gflops"): f"{g['flat_search_gflops']:.0f}",
+           macro_name(*pre, "Flat Search Over Gemm"): f"{g['flat_search_over_gemm']:.2f}",
+           macro_name(*pre, "Flat Search Over Gemm Same Shape"): f"{g['flat_search_over_gemm_same_shape']:.2f}",
+           macro_name(*pre, "Hnsw Default Recall"): f"{h['recall']:.3f}",
+           macro_name(*pre, "Hnsw Default Speedup"): f"{h['speedup_over_flat_single']:.1f}",
+           macro_name(*pre, "N Bank"): f"{res['n_bank']:,}", macro_name(*pre, "Recall K"): str(res["recall_k"]),
+           macro_name(*pre, "Threads"): str(res["threads"])}
+    for mode, tag in (("batched", "Batched"), ("single", "Single")):
+        sh = p[f"{mode}_shares"]
+        out[macro_name(*pre, "Attention Share", tag)] = f"{100 * sh['attention']:.1f}"
+        out[macro_name(*pre, "Attention Over Distance", tag)] = f"{sh['attention_over_distance']:.1f}"
+        out[macro_name(*pre, "Attnknn Over Cnn", tag)] = f"{sh['attnknn_over_cnn']:.1f}"
+        out[macro_name(*pre, "Attnknn Us", tag)] = f"{sh['attnknn_total_us']:.1f}"
+    out[macro_name(*pre, "Train Epoch Attnknn")] = f"{tr['attnknn']['seconds_per_epoch']:.1f}"
+    out[macro_name(*pre, "Train Epoch Cnn")] = f"{tr['cnn']['seconds_per_epoch']:.1f}"
+    out[macro_name(*pre, "Train Epoch Ratio")] = f"{tr['attnknn_over_cnn']:.2f}"
+    for e in res["search_engines"]:
+        out[macro_name(*pre, e["use"], "Faiss Over Torch")] = f"{e['faiss_over_torch']:.2f}"
+    for label, e in res["synthetic"]["by_index"].items():
+        kind = e["setting"]["kind"]
+        for key, tag in (("batched_us", "Batched"), ("single_us", "Single"), ("build_s", "Build")):
+            out[macro_name(*pre, "Slope", kind, tag)] = f"{e['fit'][key]['slope']:.2f}"
+        out[macro_name(*pre, "Synthetic Recall", kind)] = f"{e['recall'][-1]:.3f}"
+    out[macro_name(*pre, "Synthetic Max N")] = f"{res['synthetic']['sizes'][-1]:,}"
+    return out
+
+
+def theory_macros(record: dict) -> dict[str, str]:
+    """Theory: errors against k, the Bayes proxy and Cover-Hart line, how uniform the attention is,
+    the truncation errors and slopes (TheoryFashionMnist...)."""
+    ds, res = record["dataset"], record["results"]
+    pre = ("theory", ds)
+    ks, summ, bp = res["k_values"], res["curves"]["summary"], res["bayes_proxy"]
+    tr, final = res["truncation"], res["geometry"]["final"]
+    out = {macro_name(*pre, "K sqrt"): str(res["k_sqrt"]),
+           macro_name(*pre, "Cnn Ensemble Error"): _pct(bp["cnn_ensemble_error"]),
+           macro_name(*pre, "Cover Hart Bound"): _pct(bp["cover_hart_bound"])}
+    for m in ("uniform", "attnknn"):
+        for k in (1, res["k_sqrt"], res["training_k"]):
+            if k in ks:
+                out[macro_name(*pre, m, "Error K", str(k))] = _pct(summ[m]["error"]["mean"][ks.index(k)])
+    eff = [f["effective_k"] for f in final.values()]
+    out[macro_name(*pre, "Effective K")] = f"{sum(eff) / len(eff):.3f}"
+    out[macro_name(*pre, "Kl Uniform")] = f"{sum(f['kl_uniform'] for f in final.values()) / len(final):.2g}"
+    for t, e in tr["softmax"].items():
+        tag = ("Softmax T", t.replace(".", ""))
+        out[macro_name(*pre, *tag, "Slope")] = f"{e['fit']['slope']:.2f}"
+        out[macro_name(*pre, *tag, "Error Sqrt")] = f"{e['error'][tr['ks'].index(res['k_sqrt'])]:.3g}"
+    att = tr["attnknn"]
+    i = tr["ks"].index(res["training_k"])
+    out[macro_name(*pre, "Attnknn Trunc Slope")] = f"{att['fit']['slope']:.2f}"
+    out[macro_name(*pre, "Attnknn Trunc Error")] = f"{att['error'][i]:.3g}"
+    out[macro_name(*pre, "Attnknn Trunc Acc")] = _pct(att["accuracy"][i])
+    out[macro_name(*pre, "Attnknn Dense Acc")] = _pct(att["accuracy"][-1])
+    for key, tag in (("dense_us", "Dense"), ("topk_exact_us", "Topk Exact"), ("topk_hnsw_us", "Topk Hnsw")):
+        out[macro_name(*pre, "Cost Slope", tag)] = f"{res['cost']['fit'][key]['slope']:.2f}"
+    return out
+
+
+BUILDERS = {"main": main_macros, "k_sweep": k_sweep_macros, "noise": noise_macros, "long_tail": long_tail_macros,
+            "efficiency": efficiency_macros, "theory": theory_macros}
 
 
 def read_records(files: list[str | Path]) -> list[dict]:
@@ -238,6 +305,7 @@ def results_markdown(files: list[str | Path]) -> str:
                          f"{raw['ece']['mean']:.3f} / {cal['ece']['mean']:.3f}")
         lines.append(f"| {REGISTRY[record['dataset']].title} | " + " | ".join(cells) + " |")
     lines += robustness_markdown(files)
+    lines += cost_theory_markdown(files)
     return "\n".join(lines) if lines else "(no results yet: run ./run_all.sh)"
 
 
@@ -280,6 +348,37 @@ def robustness_markdown(files: list[str | Path]) -> list[str]:
                        f"voting {100 * g['best_baseline_balanced']['tail']:.1f} %; Attn-KNN "
                        f"{100 * g['attnknn']['tail']:.1f} % / {100 * g['attnknn_balanced']['tail']:.1f} %.")
     return ["", "Robustness (profile `" + records[0]["profile"] + "`):", ""] + out if out else []
+
+
+def cost_theory_markdown(files: list[str | Path]) -> list[str]:
+    """One bullet per efficiency / theory result file: the headline numbers."""
+    order = ("efficiency", "theory")
+    records = read_records([f for f in files if Path(f).name.startswith(tuple(f"{e}_" for e in order))])
+    records.sort(key=lambda r: (order.index(r["experiment"]), r["dataset"]))
+    out = []
+    for r in records:
+        res, title = r["results"], REGISTRY[r["dataset"]].title
+        if r["experiment"] == "efficiency":
+            g, h, p = res["gemm"], res["default_hnsw"], res["prediction"]
+            out.append(f"- efficiency ({title}, bank of {res['n_bank']:,}, {res['threads']} threads): exact batched "
+                       f"search runs at {g['flat_search_over_gemm']:.2f} x this machine's fp32 GEMM throughput "
+                       f"({g['flat_search_gflops']:.0f} of {g['gemm_gflops']:.0f} GFLOP/s); {h['label']} recall@"
+                       f"{res['recall_k']} {h['recall']:.3f}; the attention vote takes "
+                       f"{100 * p['single_shares']['attention']:.1f} % of one prediction (one query at a time; "
+                       f"{100 * p['batched_shares']['attention']:.1f} % batched) and "
+                       f"{p['batched_shares']['attention_over_distance']:.0f} x the distance vote's time.")
+        else:
+            tr = res["truncation"]
+            fits = ", ".join(f"T = {t}: {e['fit']['slope']:.2f}" for t, e in tr["softmax"].items())
+            att = tr["attnknn"]
+            i = tr["ks"].index(res["training_k"])
+            eff = [f["effective_k"] for f in res["geometry"]["final"].values()]
+            out.append(f"- theory ({title}): top-k softmax attention error against k, log-log slopes {fits}; "
+                       f"Attn-KNN truncated to its {res['training_k']} nearest neighbours vs the same scores over all "
+                       f"{tr['n']:,} rows: L1 {att['error'][i]:.3g}, accuracy {100 * att['accuracy'][i]:.2f} % vs "
+                       f"{100 * att['accuracy'][-1]:.2f} %; effective neighbours of the trained attention "
+                       f"{sum(eff) / len(eff):.3f} of {res['training_k']}.")
+    return ["", "Cost and theory (profile `" + records[0]["profile"] + "`):", ""] + out if out else []
 
 
 def update_readme(readme: str | Path, files: list[str | Path]) -> bool:

@@ -47,11 +47,14 @@ def latex_escape(text: str) -> str:
     return text
 
 
-def booktabs(df: pd.DataFrame, caption: str, label: str, column_format: str | None = None) -> str:
-    """A complete ``table`` environment with booktabs rules; cells are inserted as given (LaTeX)."""
+def booktabs(df: pd.DataFrame, caption: str, label: str, column_format: str | None = None,
+             escape_index: bool = True) -> str:
+    """A complete ``table`` environment with booktabs rules; cells are inserted as given (LaTeX),
+    row labels escaped unless ``escape_index`` is off (labels that already are LaTeX, e.g. $\\sqrt{n}$)."""
     cols = column_format or "l" + "r" * len(df.columns)
+    esc = latex_escape if escape_index else str
     head = " & ".join([latex_escape(df.index.name or "")] + list(df.columns)) + " \\\\"
-    rows = [" & ".join([latex_escape(str(i))] + [str(v) for v in r]) + " \\\\" for i, r in zip(df.index, df.values)]
+    rows = [" & ".join([esc(str(i))] + [str(v) for v in r]) + " \\\\" for i, r in zip(df.index, df.values)]
     return "\n".join(["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
                       "\\resizebox{\\linewidth}{!}{%", f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule",
                       *rows, "\\bottomrule", "\\end{tabular}}", "\\end{table}", ""])

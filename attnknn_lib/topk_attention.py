@@ -66,6 +66,17 @@ def tail_mass(scores: torch.Tensor, k: int) -> torch.Tensor:
     return (1.0 - p.topk(k, dim=-1).values.sum(-1)).clamp_min(0.0)
 
 
+def tail_masses(scores: torch.Tensor, ks: list[int], order: torch.Tensor | None = None) -> dict[int, torch.Tensor]:
+    """m_k for several k from one sort: the softmax mass outside the first k keys of ``order``
+    (default: descending score). scores (B, n) -> {k: (B,)}."""
+    n = scores.shape[-1]
+    ks = [_check_k(k, n) for k in ks]
+    if order is None:
+        order = scores.argsort(dim=-1, descending=True)
+    kept = scores.softmax(-1).gather(-1, order).cumsum(-1)  # (B, n)
+    return {k: (1.0 - kept[:, k - 1]).clamp_min(0.0) for k in ks}
+
+
 def prefix_outputs(scores: torch.Tensor, values: torch.Tensor, ks: list[int], order: torch.Tensor | None = None
                    ) -> dict[int, torch.Tensor]:
     """a_k for several k from one sort: scores (B, n), values (n, C) -> {k: (B, C)}. ``order`` (B, n)
@@ -84,18 +95,21 @@ def prefix_outputs(scores: torch.Tensor, values: torch.Tensor, ks: list[int], or
 
 
 def sampled_tail_attention(scores: torch.Tensor, values: torch.Tensor, k: int, n_samples: int,
-                           generator: torch.Generator | None = None) -> torch.Tensor:
+                           generator: torch.Generator | None = None, order: torch.Tensor | None = None
+                           ) -> torch.Tensor:
     """a_hat: the top k exactly plus ``n_samples`` uniform draws from the other n - k rows, each
-    weighted (n - k) / n_samples. scores (B, n), values (n, C) -> (B, C)."""
+    weighted (n - k) / n_samples. scores (B, n), values (n, C) -> (B, C); ``order`` (B, n) as
+    for :func:`prefix_outputs` (pass it to sort once for several k)."""
     n = scores.shape[-1]
     k = _check_k(k, n)
     if n_samples < 1:
         raise ConfigError(f"n_samples={n_samples!r} is out of range; allowed: >= 1")
     if k == n:
         return scores.softmax(-1) @ values
-    order = scores.argsort(dim=-1, descending=True)
+    if order is None:
+        order = scores.argsort(dim=-1, descending=True)
     s = scores.gather(-1, order)
-    e = (s - s[:, :1]).exp()  # (B, n)
+    e = (s - s.max(-1, keepdim=True).values).exp()  # (B, n)
     pos = k + torch.randint(0, n - k, (len(scores), n_samples), generator=generator).to(scores.device)
     w = torch.cat([e[:, :k], e.gather(-1, pos) * ((n - k) / n_samples)], dim=1)  # (B, k + l)
     rows = torch.cat([order[:, :k], order.gather(-1, pos)], dim=1)

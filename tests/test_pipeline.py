@@ -43,6 +43,10 @@ def _run_cli(*args: str, out: Path) -> tuple[int, str]:
     (["-p", "k_sweep.retrain_seeds=7"], "retrain_seeds=7 is out of range"),
     (["-p", "long_tail.ratios=2"], "ratios='2' is not allowed; give comma-separated numbers in [0.0001, 1]"),
     (["-p", "long_tail.retrain_max_train=-5"], "retrain_max_train=-5 is out of range"),
+    (["-p", "efficiency.ef_search=0,16"], "ef_search=0,16 is not allowed; every value must be >= 1"),
+    (["-p", "efficiency.synthetic_sizes=10"], "synthetic_sizes=10 is not allowed; every n must be >= 78"),
+    (["-p", "theory.temperatures=0"], "temperatures='0' is not allowed; give comma-separated numbers in [0.001, 100]"),
+    (["-p", "theory.truncation_queries=0"], "truncation_queries=0 is out of range"),
 ])
 def test_bad_input_stops_with_one_line_before_any_work(args, message, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNKNN_DATA_ROOT", str(tmp_path / "empty"))

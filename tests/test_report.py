@@ -78,6 +78,8 @@ def test_booktabs_table_escapes_names_and_formats_intervals():
     tex = booktabs(df, "cap", "tab:x")
     assert "\\toprule" in tex and "\\bottomrule" in tex and "k\\_ensemble \\& more" in tex
     assert "91.23\\,{\\scriptsize[90.00, 92.00]}" in tex
+    df.index = ["232 ($\\sqrt{n}$)"]  # row labels that already are LaTeX stay as they are when asked
+    assert "232 ($\\sqrt{n}$) &" in booktabs(df, "cap", "tab:x", escape_index=False)
 
 
 def test_readme_results_block_is_regenerated_from_json(tmp_path):

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from attnknn_lib.errors import ConfigError
 from attnknn_lib.topk_attention import (TopKAttention, prefix_outputs, sampled_tail_attention, tail_mass,
-                                        topk_attention, topk_weights)
+                                        tail_masses, topk_attention, topk_weights)
 
 
 def _data(b=6, n=50, d=8, c=4, seed=0):
@@ -45,6 +45,7 @@ def test_truncation_error_is_bounded_by_twice_the_dropped_mass_and_shrinks_with_
         assert torch.allclose(out, topk_attention(q, keys, values, k=k, scale=4.0), atol=1e-12)
         err = (out - dense).abs().sum(-1)
         assert (err <= 2 * tail_mass(scores, k) + 1e-12).all()
+        assert torch.allclose(tail_masses(scores, [k])[k], tail_mass(scores, k), atol=1e-12)
         errors.append(err.mean().item())
     assert errors == sorted(errors, reverse=True) and errors[-1] < 1e-12
 

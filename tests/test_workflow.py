@@ -50,7 +50,7 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     # (symmetric, asymmetric) and long tail at 0.1 and 0.01 (seed 0, both kinds); rate 0 / ratio 1
     # are main's seed-0 runs (same data and recipe in this profile): each run is trained once
     assert started.count("train") == 8 + 4 + 4
-    notebooks = {f"notebook_{n}" for n in ("main", "k_sweep", "noise", "long_tail")}
+    notebooks = {f"notebook_{n}" for n in ("main", "k_sweep", "noise", "long_tail", "efficiency", "theory")}
     assert notebooks | {"pdf", "report", "paper"} <= set(started)
     assert started.count("pdf") == len(notebooks)
 
@@ -74,7 +74,7 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
             for m, entry in res["per_seed"][str(seed)]["methods"].items():
                 recomputed = float((arrays[f"test_{m}"].argmax(1) == arrays["test_labels"]).mean())
                 assert recomputed == pytest.approx(entry["test_raw"]["accuracy"]["value"], abs=1e-6), m
-    for nb in ("01_main", "02_k_sweep", "03_noise", "04_long_tail"):
+    for nb in ("01_main", "02_k_sweep", "03_noise", "04_long_tail", "05_efficiency", "06_theory"):
         executed = (out / "results" / "notebooks" / f"{nb}.ipynb").read_text()
         assert "it/s]" not in executed and "IProgress" not in executed and str(tmp_path) not in executed.split(
             '"papermill"')[0], nb
@@ -91,12 +91,20 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     tail = json.loads((out / "results" / "long_tail_fashion_mnist.json").read_text())["results"]["settings"]
     cell = tail["trained"]["curves"]["0.01"]
     assert cell["class_sizes"][0] == 100 * cell["class_sizes"][-1] and "cnn_balanced" in cell["summary"]
+    eff = json.loads((out / "results" / "efficiency_fashion_mnist.json").read_text())["results"]
+    assert 0 < eff["gemm"]["flat_search_over_gemm"] and eff["default_hnsw"]["recall"] > 0.5
+    assert {r["setting"]["kind"] for r in eff["indexes"]} == {"flat_l2", "flat_ip", "hnsw", "ivf_flat"}
+    assert eff["synthetic"]["sizes"] == [1000, 3000, 10000] and eff["training"]["attnknn"]["runs"] == 2
+    theo = json.loads((out / "results" / "theory_fashion_mnist.json").read_text())["results"]
+    assert theo["truncation"]["ks"][-1] == 3000 and theo["truncation"]["attnknn"]["error"][-1] < 1e-9
+    assert all(len(g["norm_mean"]) == 1 for g in theo["geometry"]["per_seed"].values())  # one epoch per run
     assert (out / "paper" / "main.pdf").stat().st_size > 10_000
     macros = (out / "results" / "macros.tex").read_text()
     assert "\\newcommand{\\PrimaryDiffBaseAcc}" in macros and "\\newcommand{\\MainIrisAttnknnAccSd}" in macros
     for name in ("KSweepFashionMnistAttnknnLargestDiffK", "NoiseFashionMnistTrainedSymmetricThreeZeroAttnknnAcc",
                  "NoiseFashionMnistBankSymmetricTwoZeroAttnknnWeightRatio",
-                 "LongTailFashionMnistTrainedZeroZeroOneBestBaselineBalancedTailAcc"):
+                 "LongTailFashionMnistTrainedZeroZeroOneBestBaselineBalancedTailAcc",
+                 "EfficiencyFashionMnistFlatSearchOverGemm", "TheoryFashionMnistAttnknnTruncSlope"):
         assert f"\\newcommand{{\\{name}}}" in macros, name
     assert not (out / ".attnknn" / "staging").exists() or not any((out / ".attnknn" / "staging").iterdir())
 

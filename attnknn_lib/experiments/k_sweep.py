@@ -263,11 +263,12 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"the best baseline chosen on validation at that $k$, paired on the test points, pooled over seeds, 95\\% "
             f"bootstrap interval.")
     out = {"table": write_text(paths.tables / f"{NAME}_{d}.tex", booktabs(
-        table_frame(record), f"{title}: test accuracy (\\%) against $k$. {note} {src}.", f"tab:{NAME}"))}
+        table_frame(record), f"{title}: test accuracy (\\%) against $k$. {note} {src}.", f"tab:{NAME}",
+        escape_index=False))}
     out["calibration"] = write_text(paths.tables / f"{NAME}_{d}_calibration.tex", booktabs(
         table_frame(record, "test_calibrated", "ece"),
         f"{title}: test ECE after the post-hoc calibrator fitted on validation, against $k$. {note} {src}.",
-        f"tab:{NAME}-calibration"))
+        f"tab:{NAME}-calibration", escape_index=False))
     fig = figure(record)
     out["figure"] = plots.save_figure(fig, paths.figures, f"{NAME}_{d}")[0]
     plots.plt.close(fig)

@@ -1,0 +1,471 @@
+"""Efficiency (notebook ``05_efficiency``): what the memory bank and the vote cost.
+
+* FAISS indexes (Flat L2, Flat IP, HNSW over efConstruction x efSearch, IVF-Flat over nprobe) on
+  the real embeddings of main's model: build time, search time per query batched and one query
+  at a time, recall@k against exact search, bytes per stored vector and the bank size at which
+  each stops fitting in this machine's RAM (computed, not run).
+* The same indexes on synthetic unit vectors from n = 10^3 up to the profile's largest n, with
+  power-law slopes fitted on log-log axes.
+* This machine's fp32 GEMM throughput, measured in the same run: exact batched search is a GEMM
+  plus a top-k, so its achieved FLOP rate over the GEMM's is the yardstick (``flat_search_over_gemm``).
+  FAISS Flat against the torch matmul + top-k the training step uses, at the sizes each serves.
+* Where one prediction's time goes: embedding forward pass, search, attention vote, against the
+  distance vote (and the CNN's forward pass as a reference); training seconds per epoch of
+  Attn-KNN and of the CNN from main's training histories.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
+import torch
+
+from ..config import ExperimentConfig, int_csv, knob
+from ..datasets import DATASET_NAMES, REGISTRY
+from ..errors import ConfigError, check_choice, check_range
+from ..index_bench import IndexSetting, build, configure, index_bytes, recall_at_k, search_seconds, unit_vectors
+from ..memory import MemoryBank
+from ..paths import Paths
+from ..provenance import Provenance
+from ..runs import prepare
+from ..tables import booktabs
+from ..timing import gemm_gflops, loglog_fit, median_seconds, total_ram_bytes
+from ..training import attnknn_probs
+from ..transforms import to_tensor
+from ..voting import distance_weights, vote
+from . import core
+
+NAME = "efficiency"
+NOTEBOOK = "05_efficiency.ipynb"
+STAGES = {"embed": "embedding forward pass", "search": "exact search (Flat L2)", "attention": "attention vote",
+          "distance": "distance vote", "cnn": "CNN forward pass (reference)"}
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    """The efficiency experiment's own knobs on top of the shared recipe (which names main's models)."""
+
+    dataset: str = knob("fashion_mnist", "dataset whose trained main models are measured")
+    seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of main's models: the first one's embeddings are indexed, all give training times")
+    recall_k: int = knob(10, "neighbours per query for recall@k and the index timings")
+    hnsw_m: int = knob(32, "HNSW graph degree M")
+    ef_construction: tuple[int, ...] = knob((40, 200), "HNSW efConstruction values (comma-separated)")
+    ef_search: tuple[int, ...] = knob((16, 32, 64, 128, 256), "HNSW efSearch values (comma-separated)")
+    nprobe: tuple[int, ...] = knob((1, 2, 4, 8, 16, 32, 64), "IVF-Flat nprobe values (comma-separated)")
+    queries: int = knob(2000, "test queries for the batched timings and recall")
+    single_queries: int = knob(200, "queries timed one at a time")
+    synthetic_sizes: tuple[int, ...] = knob((1000, 3000, 10000, 30000, 100000), "bank sizes n of the synthetic unit vectors")
+    synthetic_queries: int = knob(1000, "queries on the synthetic banks")
+    repeats: int = knob(3, "timed repeats (the median is reported)")
+    gemm_size: int = knob(2048, "side of the square fp32 GEMM that measures this machine's throughput")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("seeds", "ef_construction", "ef_search", "nprobe", "synthetic_sizes"):
+            object.__setattr__(self, name, int_csv(name, getattr(self, name)))
+        check_choice("dataset", self.dataset, DATASET_NAMES)
+        for name in ("recall_k", "hnsw_m", "queries", "single_queries", "synthetic_queries", "repeats", "gemm_size"):
+            check_range(name, getattr(self, name), 1, None)
+        for name in ("ef_construction", "ef_search", "nprobe"):
+            if min(getattr(self, name)) < 1:
+                raise ConfigError(f"{name}={','.join(map(str, getattr(self, name)))} is not allowed; every value must be >= 1")
+        if min(self.synthetic_sizes) < 2 * max(self.recall_k, 39):
+            raise ConfigError(f"synthetic_sizes={','.join(map(str, self.synthetic_sizes))} is not allowed; every n must "
+                              f"be >= {2 * max(self.recall_k, 39)} (twice recall_k and IVF's 39 points per list)")
+
+    def default_hnsw(self) -> IndexSetting:
+        """The memory bank's HNSW setting (MemoryBank's defaults with this M)."""
+        return IndexSetting("hnsw", m=self.hnsw_m)
+
+    def settings(self) -> list[IndexSetting]:
+        """Every index setting measured on the real embeddings."""
+        out = [IndexSetting("flat_l2"), IndexSetting("flat_ip")]
+        out += [IndexSetting("hnsw", m=self.hnsw_m, ef_construction=c, ef_search=s)
+                for c in self.ef_construction for s in self.ef_search]
+        out += [IndexSetting("ivf_flat", nprobe=p) for p in self.nprobe]
+        return out
+
+
+def runs(cfg: Config):
+    """Main's Attn-KNN and CNN runs of the dataset (shared with main: trained once)."""
+    return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds)
+
+
+def outputs(cfg: Config) -> list[str]:
+    d = cfg.dataset
+    return [f"results/{NAME}_{d}.json", f"results/tables/{NAME}_{d}_indexes.tex", f"results/tables/{NAME}_{d}_costs.tex",
+            f"results/tables/{NAME}_{d}_throughput.tex",
+            f"figures/{NAME}_{d}.pdf", f"figures/{NAME}_{d}.png", f"figures/{NAME}_{d}_scaling.pdf",
+            f"figures/{NAME}_{d}_scaling.png"]
+
+
+# ----------------------------------------------------------------------------- measurements
+
+def measure_indexes(cfg: Config, bank: np.ndarray, queries: np.ndarray, settings: list[IndexSetting],
+                    single: int) -> list[dict]:
+    """Every setting on one bank: build seconds, µs per query (batched, single), recall@k, bytes.
+    Settings that differ only in search knobs share one built index."""
+    from ..progress import bar
+
+    k = cfg.recall_k
+    exact = build(IndexSetting("flat_l2"), bank)[0].search(queries, k)[1]
+    built: dict[tuple, tuple[object, float]] = {}
+    out = []
+    for s in bar(settings, desc="indexes"):
+        key = (s.kind, s.m, s.ef_construction, s.nlist)
+        if key not in built:
+            built[key] = build(s, bank)
+        index, build_s = built[key]
+        configure(index, s)
+        found = index.search(queries, k)[1]
+        size = index_bytes(index)
+        out.append({"setting": s.to_dict(), "label": s.label, "n": len(bank), "build_s": build_s,
+                    "batched_us": 1e6 * search_seconds(index, queries, k, True, cfg.repeats),
+                    "single_us": 1e6 * search_seconds(index, queries[:single], k, False, cfg.repeats),
+                    "recall": recall_at_k(found, exact), "index_bytes": size, "bytes_per_vector": size / len(bank)})
+    return out
+
+
+def add_memory_limits(rows: list[dict], dim: int, ram: int) -> None:
+    """Bytes per vector of a memory bank built on each index (the index, plus the bank's float32
+    copy of the embeddings, int64 label and float32 squared norm) and the largest n whose bank
+    fits in ``ram`` bytes: n_max = ram / bytes per vector (computed, not run)."""
+    extra = 4 * dim + 8 + 4
+    for r in rows:
+        r["bank_bytes_per_vector"] = r["bytes_per_vector"] + extra
+        r["max_n_in_ram"] = int(ram // r["bank_bytes_per_vector"])
+
+
+def gemm_yardstick(cfg: Config, bank: np.ndarray, queries: np.ndarray, flat_batched_us: float) -> dict:
+    """Exact batched search as a fraction of this machine's fp32 GEMM: the search computes the
+    (B, D) x (D, n) product (2 B n D FLOPs) plus a top-k; its rate is 2 n D / seconds per query."""
+    n, d = bank.shape
+    peak = gemm_gflops(cfg.gemm_size, cfg.gemm_size, cfg.gemm_size, repeats=cfg.repeats + 2)
+    same = gemm_gflops(len(queries), n, d, repeats=cfg.repeats)
+    achieved = 2.0 * n * d / (flat_batched_us * 1e-6) / 1e9
+    return {"gemm_gflops": peak, "gemm_shape": [cfg.gemm_size] * 3, "gemm_same_shape_gflops": same,
+            "same_shape": [len(queries), n, d], "flat_search_gflops": achieved,
+            "flat_search_over_gemm": achieved / peak, "flat_search_over_gemm_same_shape": achieved / same}
+
+
+def search_engines(bank: np.ndarray, queries: np.ndarray, batch: int, k: int, repeats: int) -> list[dict]:
+    """FAISS Flat (inner product) against torch matmul + top-k on unit vectors, at the training
+    step's size (one batch of queries) and the evaluation's (every query at once)."""
+    idx = build(IndexSetting("flat_ip"), bank)[0]
+    mem = torch.from_numpy(np.ascontiguousarray(bank))
+    out = []
+    for use, q in (("training step", queries[:batch]), ("evaluation", queries)):
+        qt = torch.from_numpy(np.ascontiguousarray(q))
+        faiss_s = median_seconds(lambda: idx.search(q, k), repeats)
+        torch_s = median_seconds(lambda: (qt @ mem.T).topk(k, dim=1), repeats)
+        out.append({"use": use, "queries": len(q), "n": len(bank), "k": k, "faiss_ms": 1e3 * faiss_s,
+                    "torch_ms": 1e3 * torch_s, "faiss_over_torch": faiss_s / torch_s})
+    return out
+
+
+def prediction_costs(model, cnn, bank: MemoryBank, images: torch.Tensor, k: int, single: int, repeats: int) -> dict:
+    """µs per query of each stage of a prediction, batched (all ``images`` at once) and one query
+    at a time (the first ``single``): embedding, search, attention vote, distance vote, CNN."""
+    num_classes = int(bank.labels.max()) + 1
+
+    def stages(x: torch.Tensor) -> dict[str, callable]:
+        with torch.no_grad():
+            emb = model.embedder(x).numpy()
+        nb = bank.search(emb, k)
+        return {"embed": lambda: model.embedder(x), "search": lambda: bank.search(emb, k),
+                "attention": lambda: attnknn_probs(model.attention, bank, emb, k, neighbors=nb),
+                "distance": lambda: vote(distance_weights(np.sqrt(nb.sq_dist), 0.1), nb.labels, num_classes),
+                "cnn": lambda: cnn(x)}
+
+    model.eval()
+    cnn.eval()
+    out = {}
+    with torch.no_grad():
+        batched = stages(images)
+        out["batched"] = {s: 1e6 * median_seconds(f, repeats) / len(images) for s, f in batched.items()}
+        per_query = [stages(images[i:i + 1]) for i in range(single)]
+        out["single"] = {s: 1e6 * median_seconds(lambda: [p[s]() for p in per_query], repeats) / single
+                         for s in STAGES}
+    for mode in ("batched", "single"):
+        t = out[mode]
+        total = t["embed"] + t["search"] + t["attention"]
+        out[f"{mode}_shares"] = {"embed": t["embed"] / total, "search": t["search"] / total,
+                                 "attention": t["attention"] / total, "attnknn_total_us": total,
+                                 "attention_over_distance": t["attention"] / t["distance"],
+                                 "attnknn_over_cnn": total / t["cnn"]}
+    return out
+
+
+def training_times(histories: dict[str, list[list[dict]]]) -> dict:
+    """Median seconds per epoch over runs and epochs: the training loop alone (``train_seconds``)
+    and the whole epoch with its bank rebuild and validation (``seconds``)."""
+    out = {}
+    for kind, runs_ in histories.items():
+        rows = [h for hist in runs_ for h in hist]
+        out[kind] = {"train_seconds_per_epoch": float(np.median([h["train_seconds"] for h in rows])),
+                     "seconds_per_epoch": float(np.median([h["seconds"] for h in rows])),
+                     "epochs": len(rows), "runs": len(runs_)}
+    if {"attnknn", "cnn"} <= set(out):
+        out["attnknn_over_cnn"] = out["attnknn"]["seconds_per_epoch"] / out["cnn"]["seconds_per_epoch"]
+        out["attnknn_over_cnn_train_loop"] = (out["attnknn"]["train_seconds_per_epoch"]
+                                              / out["cnn"]["train_seconds_per_epoch"])
+    return out
+
+
+def synthetic_scaling(cfg: Config, dim: int) -> dict:
+    """Flat L2, the default HNSW and the default IVF-Flat on uniform unit vectors of each size:
+    the same measurements as on the real bank, and log-log slopes against n."""
+    from ..progress import bar
+
+    settings = [IndexSetting("flat_l2"), cfg.default_hnsw(), IndexSetting("ivf_flat")]
+    queries = unit_vectors(cfg.synthetic_queries, dim, seed=1)
+    rows = []
+    for n in bar(cfg.synthetic_sizes, desc="synthetic n"):
+        rows += measure_indexes(cfg, unit_vectors(n, dim, seed=1000 + n), queries, settings,
+                                min(cfg.single_queries, cfg.synthetic_queries))
+    by_index = {}
+    for s in settings:
+        mine = [r for r in rows if r["label"] == s.label]
+        ns = [r["n"] for r in mine]
+        series = {m: [r[m] for r in mine] for m in ("build_s", "batched_us", "single_us", "recall", "bytes_per_vector")}
+        fits = {m: loglog_fit(ns, series[m]) for m in ("build_s", "batched_us", "single_us")}
+        by_index[s.label] = {"setting": s.to_dict(), "n": ns, **series, "fit": fits}
+    return {"sizes": list(cfg.synthetic_sizes), "queries": cfg.synthetic_queries, "dim": dim, "by_index": by_index}
+
+
+def run(cfg: Config, paths: Paths) -> dict:
+    """Every measurement in one run; writes ``results/efficiency_<dataset>.json`` and returns its record."""
+    device = core.start(cfg)
+    prov = Provenance(cfg.to_dict(), str(device))
+    clock = core.timer()
+    prepared = prepare(core.data_spec(cfg, cfg.dataset))
+    ds = prepared.dataset
+    histories: dict[str, list] = {"attnknn": [], "cnn": []}
+    for r in core.model_runs(cfg, prepared.spec, cfg.seeds):
+        histories[r.kind].append(core.trained(r, paths, prepared)[0].history)
+    run_, model, cnn = core.trained_pair(cfg, prepared, cfg.seeds[0], paths, torch.device("cpu"))
+    frozen = core.frozen_embeddings(run_, model, prepared, paths, torch.device("cpu"))
+    bank_x = frozen.train
+    nq = min(cfg.queries, len(frozen.test))
+    if cfg.recall_k > len(bank_x) - 1:
+        raise ConfigError(f"recall_k={cfg.recall_k} is out of range; allowed: 1..{len(bank_x) - 1}")
+    queries = np.ascontiguousarray(frozen.test[:nq])
+    single = min(cfg.single_queries, nq)
+    ram = total_ram_bytes()
+    real = measure_indexes(cfg, bank_x, queries, cfg.settings(), single)
+    add_memory_limits(real, bank_x.shape[1], ram)
+    flat = next(r for r in real if r["setting"]["kind"] == "flat_l2")
+    default = next(r for r in real if r["setting"] == cfg.default_hnsw().to_dict())
+    gemm = gemm_yardstick(cfg, bank_x, queries, flat["batched_us"])
+    engines = search_engines(bank_x, queries, cfg.batch_size, cfg.k, cfg.repeats)
+    bank = MemoryBank("flat_l2").build(bank_x, ds.train.y)
+    images = to_tensor(ds, ds.test)[:nq]
+    prediction = prediction_costs(model, cnn, bank, images, cfg.k, single, cfg.repeats)
+    synthetic = synthetic_scaling(cfg, bank_x.shape[1])
+    results = {"dataset": ds.summary(), "seed": cfg.seeds[0], "n_bank": len(bank_x), "dim": int(bank_x.shape[1]),
+               "recall_k": cfg.recall_k, "k": cfg.k, "queries": nq, "single_queries": single,
+               "threads": torch.get_num_threads(), "ram_bytes": ram, "indexes": real,
+               "default_hnsw": {"label": default["label"], "recall": default["recall"],
+                                "batched_us": default["batched_us"], "single_us": default["single_us"],
+                                "speedup_over_flat_single": flat["single_us"] / default["single_us"]},
+               "gemm": gemm, "search_engines": engines, "prediction": prediction,
+               "training": training_times(histories), "synthetic": synthetic, "timings": {"seconds": clock()}}
+    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+
+
+# ----------------------------------------------------------------------------- views of the record
+
+def _tradeoff_panel(ax, rows: list[dict], time_key: str, xlabel: str, k: int) -> None:
+    """recall@k against µs per query: one line per built index, along its search knob."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        s = r["setting"]
+        name = {"hnsw": f"HNSW M={s['m']}, efC={s['ef_construction']} (efSearch)",
+                "ivf_flat": "IVF-Flat (nprobe)"}.get(s["kind"], r["label"])
+        groups.setdefault(name, []).append(r)
+    for i, (name, rs) in enumerate(groups.items()):
+        x, y = [r[time_key] for r in rs], [r["recall"] for r in rs]
+        ax.plot(x, y, marker="osD^v"[i % 5], ms=3.5, lw=1.2, color=f"C{i}", label=name)
+        if len(rs) > 1:
+            knob = "ef_search" if rs[0]["setting"]["kind"] == "hnsw" else "nprobe"
+            for r in rs[:: max(1, len(rs) // 4)]:
+                ax.annotate(str(r["setting"][knob]), (r[time_key], r["recall"]), fontsize=6,
+                            textcoords="offset points", xytext=(2, -8))
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no crowded 2x10^1 labels
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"recall@{k}")
+    ax.grid(alpha=0.3)
+
+
+def figure(record: dict):
+    """Recall against search time on the real bank (batched and one query at a time), and where
+    the time of one prediction goes."""
+    from ..plots import plt
+
+    res = record["results"]
+    fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.3), gridspec_kw={"width_ratios": [1, 1, 1.15]})
+    _tradeoff_panel(axes[0], res["indexes"], "batched_us", f"µs per query ({res['queries']} queries per call, log)",
+                    res["recall_k"])
+    _tradeoff_panel(axes[1], res["indexes"], "single_us", "µs per query (one query per call, log)", res["recall_k"])
+    axes[0].set_title(f"bank of {res['n_bank']:,} embeddings, batched")
+    axes[1].set_title("one query at a time")
+    handles, labels = axes[0].get_legend_handles_labels()
+    ax = axes[2]
+    stages = list(STAGES)
+    y = np.arange(len(stages))
+    for j, (mode, label) in enumerate((("batched", "batched"), ("single", "one at a time"))):
+        ax.barh(y + (j - 0.5) * 0.38, [res["prediction"][mode][s] for s in stages], height=0.38, color=f"C{j + 5}",
+                label=label)
+    ax.set_yticks(y, [STAGES[s] for s in stages])
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("µs per query (log)")
+    share = res["prediction"]["single_shares"]["attention"]
+    ax.set_title(f"one prediction, k = {res['k']} (attention: {100 * share:.0f} % of Attn-KNN)")
+    ax.legend(frameon=True, loc="center right", framealpha=0.9)
+    ax.grid(alpha=0.3, axis="x")
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.35, -0.02))
+    fig.suptitle(f"{REGISTRY[record['dataset']].title}: FAISS indexes on the embeddings of main's model (seed "
+                 f"{res['seed']}), {res['threads']} threads")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
+def scaling_figure(record: dict):
+    """Build time, search time per query (batched, single) and recall against n on synthetic unit
+    vectors, log-log, with the fitted slope of each line in the legend."""
+    from .. import plots
+
+    syn = record["results"]["synthetic"]
+    k = record["results"]["recall_k"]
+    panels: dict = {"build time (s)": {}, "µs per query, batched": {}, "µs per query, one at a time": {},
+                    f"recall@{k}": {}}
+    for label, e in syn["by_index"].items():
+        panels["build time (s)"][label] = (e["n"], e["build_s"], None)
+        panels["µs per query, batched"][label] = (e["n"], e["batched_us"], None)
+        panels["µs per query, one at a time"][label] = (e["n"], e["single_us"], None)
+        panels[f"recall@{k}"][label] = (e["n"], e["recall"], None)
+    fig = plots.curve_panels(panels, "bank size n (log)", ncols=4, logx=True, logy=tuple(list(panels)[:3]),
+                             panel_width=2.3,
+                             title=f"Synthetic unit vectors (d = {syn['dim']}, {syn['queries']} queries): cost "
+                                   f"against n, with the slopes of log-log fits")
+    for ax, key in zip(fig.axes, ("build_s", "batched_us", "single_us")):
+        for i, (label, e) in enumerate(syn["by_index"].items()):  # slopes stacked in the top-left corner
+            ax.text(0.03, 0.95 - 0.1 * i, f"slope {e['fit'][key]['slope']:.2f}", transform=ax.transAxes, fontsize=6.5,
+                    color=f"C{i}", va="top")
+    return fig
+
+
+def index_frame(record: dict) -> pd.DataFrame:
+    """One row per index setting on the real bank."""
+    res = record["results"]
+    rows = {}
+    for r in res["indexes"]:
+        rows[r["label"]] = {"build (s)": f"{r['build_s']:.2f}", "batched (µs/q)": f"{r['batched_us']:.1f}",
+                            "single (µs/q)": f"{r['single_us']:.0f}", f"recall@{res['recall_k']}": f"{r['recall']:.3f}",
+                            "bytes/vector": f"{r['bytes_per_vector']:.0f}",
+                            "max $n$ in RAM (M)": f"{r['max_n_in_ram'] / 1e6:.0f}"}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Index"
+    return df
+
+
+def cost_frame(record: dict) -> pd.DataFrame:
+    """µs per query of each stage of a prediction, batched and one at a time, with the shares of
+    Attn-KNN's time (embedding + search + attention vote)."""
+    p = record["results"]["prediction"]
+    rows = {}
+    for s, name in STAGES.items():
+        row = {"batched (µs/q)": f"{p['batched'][s]:.1f}", "one at a time (µs/q)": f"{p['single'][s]:.0f}"}
+        for mode, col in (("batched", "share, batched"), ("single", "share, one at a time")):
+            v = p[f"{mode}_shares"].get(s)
+            row[col] = f"{100 * v:.1f}\\,\\%" if v is not None else "--"
+        rows[name] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Stage"
+    return df
+
+
+def throughput_frame(record: dict) -> pd.DataFrame:
+    """The GEMM yardstick and exact search by FAISS and by torch at the sizes each serves."""
+    res = record["results"]
+    g, d = res["gemm"], res["dim"]
+    rows = {}
+
+    def row(name, shape, seconds, gflops):
+        rows[name] = {"$B \\times n \\times d$": " $\\times$ ".join(f"{v:,}" for v in shape),
+                      "time (ms)": f"{1e3 * seconds:.1f}", "GFLOP/s": f"{gflops:.1f}",
+                      "of GEMM": f"{100 * gflops / g['gemm_gflops']:.0f}\\,\\%"}
+
+    m = g["gemm_shape"][0]
+    row("fp32 GEMM (torch), square", g["gemm_shape"], 2.0 * m ** 3 / g["gemm_gflops"] / 1e9, g["gemm_gflops"])
+    b, n, _ = g["same_shape"]
+    row("fp32 GEMM (torch), search's shape", g["same_shape"], 2.0 * b * n * d / g["gemm_same_shape_gflops"] / 1e9,
+        g["gemm_same_shape_gflops"])
+    row("FAISS Flat L2 search", g["same_shape"], 2.0 * b * n * d / g["flat_search_gflops"] / 1e9, g["flat_search_gflops"])
+    for e in res["search_engines"]:
+        flops = 2.0 * e["queries"] * e["n"] * d
+        for eng, key in (("FAISS Flat IP", "faiss_ms"), ("torch matmul + top-k", "torch_ms")):
+            row(f"{eng}, {e['use']}", [e["queries"], e["n"], d], e[key] / 1e3, flops / (e[key] / 1e3) / 1e9)
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Operation"
+    return df
+
+
+def write_outputs(record: dict, paths: Paths) -> dict:
+    from .. import plots
+    from ..io import write_text
+
+    res, d = record["results"], record["dataset"]
+    title = REGISTRY[d].title
+    src = core.source_note(NOTEBOOK, NAME, d)
+    tr = res["training"]
+    where = (f"{res['threads']} CPU threads, bank of {res['n_bank']:,} embeddings ($d = {res['dim']}$) of main's model "
+             f"(seed {res['seed']}), {res['queries']:,} test queries; medians of {record['config']['repeats']} timings")
+    out = {"indexes": write_text(paths.tables / f"{NAME}_{d}_indexes.tex", booktabs(
+        index_frame(record), f"{title}: FAISS indexes as memory banks. Recall against exact search; bytes of the "
+        f"serialised index per vector; the largest bank that fits in this machine's "
+        f"{res['ram_bytes'] / 2 ** 30:.0f} GiB of RAM with the bank's own copy of the vectors (computed, not run). "
+        f"{where}. {src}.", f"tab:{NAME}-indexes"))}
+    out["costs"] = write_text(paths.tables / f"{NAME}_{d}_costs.tex", booktabs(
+        cost_frame(record), f"{title}: where the time of one prediction goes ($k = {res['k']}$); shares of Attn-KNN's "
+        f"time (embedding + search + attention vote). Training seconds per epoch (median over "
+        f"{tr['attnknn']['runs']} runs): Attn-KNN {tr['attnknn']['seconds_per_epoch']:.1f}, CNN "
+        f"{tr['cnn']['seconds_per_epoch']:.1f} (ratio {tr['attnknn_over_cnn']:.2f}). {where}. {src}.",
+        f"tab:{NAME}-costs"))
+    out["throughput"] = write_text(paths.tables / f"{NAME}_{d}_throughput.tex", booktabs(
+        throughput_frame(record), f"{title}: exact search against this machine's fp32 GEMM throughput, measured in the "
+        f"same run (FLOPs $= 2Bnd$; the top-k is extra work). {where}. {src}.", f"tab:{NAME}-throughput"))
+    for name, fig in ((f"{NAME}_{d}", figure(record)), (f"{NAME}_{d}_scaling", scaling_figure(record))):
+        out[name] = plots.save_figure(fig, paths.figures, name)[0]
+        plots.plt.close(fig)
+    return out
+
+
+def slopes_frame(record: dict) -> pd.DataFrame:
+    """Fitted log-log slopes against n on the synthetic banks (1: linear in n)."""
+    syn = record["results"]["synthetic"]
+    return pd.DataFrame({label: {"build": e["fit"]["build_s"]["slope"], "search, batched": e["fit"]["batched_us"]["slope"],
+                                 "search, one at a time": e["fit"]["single_us"]["slope"],
+                                 f"recall at n = {e['n'][-1]:,}": e["recall"][-1]}
+                         for label, e in syn["by_index"].items()}).T.round(3)
+
+
+def summary_frame(record: dict) -> pd.DataFrame:
+    """Plain numbers of the headline measurements."""
+    res = record["results"]
+    p, g, h, tr = res["prediction"], res["gemm"], res["default_hnsw"], res["training"]
+    rows = {"flat search / GEMM throughput": g["flat_search_over_gemm"],
+            "flat search / GEMM of the same shape": g["flat_search_over_gemm_same_shape"],
+            f"{h['label']}: recall@{res['recall_k']}": h["recall"],
+            f"{h['label']}: speed-up over Flat, one query": h["speedup_over_flat_single"],
+            "attention share of one prediction (one at a time)": p["single_shares"]["attention"],
+            "attention share of one prediction (batched)": p["batched_shares"]["attention"],
+            "attention vote / distance vote (batched)": p["batched_shares"]["attention_over_distance"],
+            "Attn-KNN / CNN prediction time (batched)": p["batched_shares"]["attnknn_over_cnn"],
+            "Attn-KNN / CNN seconds per training epoch": tr["attnknn_over_cnn"]}
+    return pd.DataFrame({"value": rows}).round(4)

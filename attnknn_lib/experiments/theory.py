@@ -1,0 +1,518 @@
+"""Theory (notebook ``06_theory``): what the classic results and top-k attention say about our models.
+
+* Error rate and NLL of uniform kNN and Attn-KNN against k (k = round(sqrt(n)) marked), with the
+  Cover-Hart 1-NN bound drawn from a Bayes-error *proxy*: the error of the ensemble of main's CNNs
+  (an upper estimate of the Bayes error, so the line is a reference, not a bound).
+* Embedding geometry across training, from main's training histories: norms before the L2
+  normalisation, per-head temperatures, attention entropy per epoch; and how far the trained
+  attention's weights are from uniform on the test set (KL to uniform, effective number of
+  neighbours exp(H)).
+* Top-k attention as an approximation of dense softmax attention ("kNN Attention Demystified",
+  Haris, ICLR 2025): queries = test embeddings, keys = the memory's embeddings, values = one-hot
+  labels; the error of keeping the top k against k, with the bound 2 x the dropped softmax mass,
+  and the same with sampled tail rows (:mod:`attnknn_lib.topk_attention`); then Attn-KNN's own
+  vote, which *is* top-k softmax attention with labels as values, truncated to its k nearest
+  neighbours against the same scores over the whole memory. Last, the cost of dense against top-k
+  attention as n grows (synthetic unit vectors).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from ..config import ExperimentConfig, float_csv, int_csv, knob
+from ..datasets import DATASET_NAMES, REGISTRY
+from ..errors import ConfigError, check_choice, check_range
+from ..index_bench import IndexSetting, build, unit_vectors
+from ..memory import MemoryBank
+from ..metrics import accuracy, nll
+from ..models import MultiHeadNeighborAttention
+from ..paths import Paths
+from ..provenance import Provenance
+from ..runs import prepare
+from ..tables import booktabs
+from ..timing import loglog_fit, median_seconds
+from ..topk_attention import prefix_outputs, sampled_tail_attention, tail_masses
+from ..training import attnknn_probs, head_norms
+from ..training import embed as embed_rows
+from ..transforms import to_tensor
+from ..voting import uniform_weights, vote
+from . import core
+
+NAME = "theory"
+NOTEBOOK = "06_theory.ipynb"
+METHODS = {"uniform": "Uniform kNN", "attnknn": "Attn-KNN (as trained)"}
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    """The theory notebook's own knobs on top of the shared recipe (which names main's models)."""
+
+    dataset: str = knob("fashion_mnist", "dataset whose trained main models are analysed")
+    seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of main's models (comma-separated)")
+    k_values: tuple[int, ...] = knob((1, 2, 5, 10, 20, 50, 100, 200, 500, 1000), "k of the error and NLL curves (round(sqrt(n)) is added)")
+    temperatures: tuple[float, ...] = knob((0.03, 0.1, 0.3), "softmax temperatures T of the plain attention (scores q.k / T)")
+    truncation_queries: int = knob(500, "test queries for the truncation errors (dense attention over the whole memory)")
+    tail_seed: int = knob(0, "seed of the sampled tail rows")
+    cost_sizes: tuple[int, ...] = knob((1000, 3000, 10000, 30000, 100000), "memory sizes n of the cost comparison")
+    cost_queries: int = knob(500, "queries of the cost comparison")
+    repeats: int = knob(3, "timed repeats (the median is reported)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("seeds", "k_values", "cost_sizes"):
+            object.__setattr__(self, name, int_csv(name, getattr(self, name)))
+        object.__setattr__(self, "temperatures", float_csv("temperatures", self.temperatures, 1e-3, 100.0))
+        check_choice("dataset", self.dataset, DATASET_NAMES)
+        if min(self.k_values) < 1:
+            raise ConfigError(f"k_values={','.join(map(str, self.k_values))} is not allowed; every k must be >= 1")
+        if min(self.cost_sizes) < 4:
+            raise ConfigError(f"cost_sizes={','.join(map(str, self.cost_sizes))} is not allowed; every n must be >= 4")
+        for name in ("truncation_queries", "cost_queries", "repeats"):
+            check_range(name, getattr(self, name), 1, None)
+
+
+def runs(cfg: Config):
+    """Main's Attn-KNN and CNN runs of the dataset (shared with main: trained once)."""
+    return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds)
+
+
+def outputs(cfg: Config) -> list[str]:
+    d = cfg.dataset
+    return [f"results/{NAME}_{d}.json", f"results/tables/{NAME}_{d}.tex", f"figures/{NAME}_{d}_k.pdf",
+            f"figures/{NAME}_{d}_k.png", f"figures/{NAME}_{d}_geometry.pdf", f"figures/{NAME}_{d}_geometry.png",
+            f"figures/{NAME}_{d}_topk.pdf", f"figures/{NAME}_{d}_topk.png"]
+
+
+# ----------------------------------------------------------------------------- pure pieces
+
+def cover_hart_bound(bayes_error: float, num_classes: int) -> float:
+    """Asymptotic 1-NN error bound (Cover and Hart, 1967): R <= R* (2 - C R* / (C - 1))  (<= 2 R*)."""
+    r, c = bayes_error, num_classes
+    return r * (2.0 - c * r / (c - 1))
+
+
+def weight_spread(weights: np.ndarray) -> dict[str, float]:
+    """How far attention weights (B, k) are from uniform: H_i = -sum_j w_ij log w_ij,
+    KL(w_i || 1/k) = log k - H_i, effective number of neighbours exp(H_i); means over queries."""
+    w = np.clip(np.asarray(weights, dtype=np.float64), 1e-300, None)
+    h = -(w * np.log(w)).sum(1)
+    k = weights.shape[1]
+    return {"entropy": float(h.mean()), "kl_uniform": float((math.log(k) - h).mean()),
+            "effective_k": float(np.exp(h).mean()), "k": k}
+
+
+def truncation_ks(n: int, k_sqrt: int, training_k: int) -> list[int]:
+    """Powers of two below n, plus round(sqrt(n)), the training k and n itself (the dense end)."""
+    ks = {2 ** i for i in range(int(math.log2(n)) + 1) if 2 ** i < n} | {k_sqrt, training_k, n}
+    return sorted(k for k in ks if 1 <= k <= n)
+
+
+def error_fit(ks: list[int], errors: list[float], n: int) -> dict:
+    """Log-log slope of the truncation error against k over the k <= n / 4 with a non-zero error
+    (the error must reach 0 at k = n, which a power law cannot), with the range it used."""
+    pts = [(k, e) for k, e in zip(ks, errors) if e > 1e-9 and k <= n // 4]
+    fit = loglog_fit([k for k, _ in pts], [e for _, e in pts])
+    return {**fit, "k_range": [pts[0][0], pts[-1][0]] if pts else None}
+
+
+def attnknn_scores(attention: MultiHeadNeighborAttention, queries: torch.Tensor, keys: torch.Tensor,
+                   sq_dist: torch.Tensor) -> torch.Tensor:
+    """The attention's per-head scores s_hj for every memory row (not only the k nearest):
+    queries (B, D), keys = projected memory rows ``attention.k_proj(memory)`` (n, D), squared
+    distances (B, n) -> (B, H, n). The default configuration only (scaled dot product over the
+    learned temperature plus the distance bias): the label bias and the neighbour self-attention
+    depend on which neighbours were retrieved, so they have no "dense" version."""
+    c = attention.cfg
+    if c.label_bias or c.prototypes or c.neighbor_self_attention:
+        raise ConfigError("attnknn_scores: only the default attention (no label_bias, prototypes or "
+                          "neighbor_self_attention) has scores that do not depend on the retrieved set")
+    h, hd = c.num_heads, attention.head_dim
+    q = attention.q_proj(queries).view(len(queries), h, hd)
+    k = keys.view(len(keys), h, hd)
+    tau = attention.temperatures().view(1, h, 1)
+    scores = torch.einsum("bhd,nhd->bhn", q, k) / (math.sqrt(hd) * tau)
+    if attention.dist_bias is not None:
+        scores = scores + attention.dist_bias(sq_dist.unsqueeze(-1)).permute(0, 2, 1)
+    return scores
+
+
+# ----------------------------------------------------------------------------- measurements
+
+def k_curves(cfg: Config, model, frozen: core.Frozen, labels: np.ndarray, test_y: np.ndarray, ks: list[int],
+             num_classes: int) -> dict[str, dict[str, list[float]]]:
+    """Test error and NLL of uniform kNN and of Attn-KNN (its trained attention applied at each k)."""
+    emb = core.bank_of(frozen, labels, max(ks))
+    nb = emb.neighbors[("test", "original")]
+    out = {m: {"error": [], "nll": []} for m in METHODS}
+    for k in ks:
+        probs = {"uniform": vote(uniform_weights((len(nb.labels), k)), nb.labels[:, :k], num_classes),
+                 "attnknn": attnknn_probs(model.attention, emb.bank, frozen.test, k, neighbors=nb, batch_size=256)[0]}
+        for m, p in probs.items():
+            out[m]["error"].append(1.0 - accuracy(p, test_y))
+            out[m]["nll"].append(nll(p, test_y))
+    return out
+
+
+def softmax_truncation(memory: torch.Tensor, onehot: torch.Tensor, queries: torch.Tensor, ks: list[int],
+                       temperatures: tuple[float, ...], seed: int, chunk: int = 64) -> dict:
+    """Plain softmax attention with scores q.k / T: mean L1 error of top-k (and of top-k plus k
+    sampled tail rows) against the dense output, and the dropped mass m_k, for each T and k."""
+    gen = torch.Generator().manual_seed(seed)
+    out = {}
+    for t in temperatures:
+        err = {k: [] for k in ks}
+        err_s = {k: [] for k in ks if k < len(memory)}
+        mass = {k: [] for k in ks}
+        for s in range(0, len(queries), chunk):
+            scores = queries[s:s + chunk] @ memory.T / t  # (b, n)
+            order = scores.argsort(dim=-1, descending=True)
+            outs = prefix_outputs(scores, onehot, ks, order=order)
+            dense = outs[len(memory)] if len(memory) in outs else scores.softmax(-1) @ onehot
+            masses = tail_masses(scores, ks, order=order)
+            for k in ks:
+                err[k].append((outs[k] - dense).abs().sum(-1))
+                mass[k].append(masses[k])
+                if k in err_s:
+                    est = sampled_tail_attention(scores, onehot, k, k, gen, order=order)
+                    err_s[k].append((est - dense).abs().sum(-1))
+        mean = lambda d: [float(torch.cat(d[k]).mean()) for k in d]  # noqa: E731
+        e = mean(err)
+        out[f"{t:g}"] = {"temperature": t, "error": e, "tail_mass": mean(mass), "sampled_error": mean(err_s),
+                         "sampled_ks": list(err_s), "fit": error_fit(ks, e, len(memory))}
+    return out
+
+
+def attnknn_truncation(attention: MultiHeadNeighborAttention, memory: torch.Tensor, labels: torch.Tensor,
+                       queries: torch.Tensor, y: np.ndarray, ks: list[int], num_classes: int, chunk: int = 32) -> dict:
+    """Attn-KNN's vote over its k nearest neighbours against the same per-head scores over the
+    whole memory: mean L1 difference of the two class distributions, and the accuracy of each."""
+    onehot = F.one_hot(labels, num_classes).double()
+    with torch.no_grad():
+        keys = attention.k_proj(memory)
+        err = {k: [] for k in ks}
+        probs = {k: [] for k in ks}
+        for s in range(0, len(queries), chunk):
+            q = queries[s:s + chunk]
+            sq = (2.0 - 2.0 * q @ memory.T).clamp_min(0.0)  # unit vectors
+            scores = attnknn_scores(attention, q, keys, sq).double()  # (b, H, n)
+            order = sq.argsort(dim=-1)  # nearest first: the index's notion of top-k
+            per_head = [prefix_outputs(scores[:, h], onehot, ks, order=order) for h in range(scores.shape[1])]
+            votes = {k: torch.stack([ph[k] for ph in per_head]).mean(0) for k in ks}  # mean over heads
+            dense = votes[len(memory)]
+            for k in ks:
+                err[k].append((votes[k] - dense).abs().sum(-1))
+                probs[k].append(votes[k])
+    acc = {k: accuracy(torch.cat(probs[k]).numpy(), y) for k in ks}
+    e = [float(torch.cat(err[k]).mean()) for k in ks]
+    return {"error": e, "accuracy": [acc[k] for k in ks], "fit": error_fit(ks, e, len(memory))}
+
+
+def attention_costs(cfg: Config, dim: int, num_classes: int) -> dict:
+    """µs per query of dense softmax attention over n memory rows, top-k attention with an exact
+    top-k (the same scores, then the k largest), and top-k attention over an HNSW index's k
+    nearest (search + softmax over k; build time reported apart), k = round(sqrt(n))."""
+    from ..progress import bar
+
+    queries = torch.from_numpy(unit_vectors(cfg.cost_queries, dim, seed=2))
+    rows = {"n": [], "k": [], "dense_us": [], "topk_exact_us": [], "topk_hnsw_us": [], "hnsw_build_s": []}
+    for n in bar(cfg.cost_sizes, desc="attention cost n"):
+        mem_np = unit_vectors(n, dim, seed=3000 + n)
+        mem = torch.from_numpy(mem_np)
+        onehot = F.one_hot(torch.arange(n) % num_classes, num_classes).float()
+        k = max(1, int(round(math.sqrt(n))))
+        index, build_s = build(IndexSetting("hnsw"), mem_np)
+        q_np = queries.numpy()
+
+        def dense():
+            return (queries @ mem.T / 0.1).softmax(-1) @ onehot
+
+        def exact():
+            top = (queries @ mem.T / 0.1).topk(k, dim=-1)
+            return (top.values.softmax(-1).unsqueeze(-1) * onehot[top.indices]).sum(1)
+
+        def hnsw():
+            d, idx = index.search(q_np, k)
+            w = torch.from_numpy((1.0 - d / 2.0) / 0.1).softmax(-1)  # cos = 1 - |q - x|^2 / 2
+            return (w.unsqueeze(-1) * onehot[torch.from_numpy(idx)]).sum(1)
+
+        with torch.no_grad():
+            for key, fn in (("dense_us", dense), ("topk_exact_us", exact), ("topk_hnsw_us", hnsw)):
+                rows[key].append(1e6 * median_seconds(fn, cfg.repeats) / len(queries))
+        rows["n"].append(n)
+        rows["k"].append(k)
+        rows["hnsw_build_s"].append(build_s)
+    rows["fit"] = {key: loglog_fit(rows["n"], rows[key]) for key in ("dense_us", "topk_exact_us", "topk_hnsw_us")}
+    return rows
+
+
+def geometry(histories: dict[str, list[dict]], k: int) -> dict:
+    """Per seed and epoch: norms before normalisation (validation rows), per-head temperatures,
+    attention entropy on the training batches, its KL to uniform and effective number of neighbours."""
+    out = {}
+    for seed, hist in histories.items():
+        ent = [h["train_entropy"] for h in hist]
+        out[seed] = {"epoch": [h["epoch"] for h in hist], "norm_mean": [h["val_norm_mean"] for h in hist],
+                     "norm_std": [h["val_norm_std"] for h in hist], "temperatures": [h["temperatures"] for h in hist],
+                     "train_entropy": ent, "kl_uniform": [math.log(k) - e for e in ent],
+                     "effective_k": [math.exp(e) for e in ent]}
+    return out
+
+
+def run(cfg: Config, paths: Paths) -> dict:
+    """Every analysis in one run; writes ``results/theory_<dataset>.json`` and returns its record."""
+    device = core.start(cfg)
+    prov = Provenance(cfg.to_dict(), str(device))
+    clock = core.timer()
+    cpu = torch.device("cpu")
+    prepared = prepare(core.data_spec(cfg, cfg.dataset))
+    ds = prepared.dataset
+    n = len(ds.train)
+    k_sqrt = int(round(math.sqrt(n)))
+    ks = sorted(k for k in set(cfg.k_values) | {k_sqrt} if k <= n - 1)
+    tks = truncation_ks(n, k_sqrt, cfg.k)
+    nq = min(cfg.truncation_queries, len(ds.test))
+    curves, trunc, final, histories, cnn_probs = {}, {}, {}, {}, []
+    softmax = None
+    for seed in cfg.seeds:
+        run_, model, cnn = core.trained_pair(cfg, prepared, seed, paths, cpu)
+        histories[str(seed)] = core.trained(run_, paths, prepared)[0].history
+        frozen = core.frozen_embeddings(run_, model, prepared, paths, cpu)
+        curves[str(seed)] = k_curves(cfg, model, frozen, ds.train.y, ds.test.y, ks, ds.num_classes)
+        cnn_probs.append(core.cnn_method(cnn, prepared, cpu).test)
+        memory, labels = torch.from_numpy(frozen.train), torch.from_numpy(ds.train.y)
+        queries = torch.from_numpy(frozen.test[:nq])
+        trunc[str(seed)] = attnknn_truncation(model.attention, memory, labels, queries, ds.test.y[:nq], tks,
+                                              ds.num_classes)
+        if softmax is None:  # the plain attention's truncation on the first seed's embedding
+            softmax = softmax_truncation(memory.double(), F.one_hot(labels, ds.num_classes).double(),
+                                         queries.double(), tks, cfg.temperatures, cfg.tail_seed)
+        with head_norms(model.embedder) as norms:
+            embed_rows(model.embedder, to_tensor(ds, ds.test), 1024, cpu, desc="test norms")
+        norms = torch.cat(norms)
+        bank = MemoryBank().build(frozen.train, ds.train.y)
+        _, w = attnknn_probs(model.attention, bank, frozen.test, cfg.k)
+        final[str(seed)] = {"test_norm_mean": float(norms.mean()), "test_norm_std": float(norms.std()),
+                            **weight_spread(w)}
+    ens_error = 1.0 - accuracy(np.mean(cnn_probs, axis=0), ds.test.y)
+    summary = {m: {key: {"mean": np.mean([curves[s][m][key] for s in curves], axis=0).tolist(),
+                         "std": np.std([curves[s][m][key] for s in curves], axis=0, ddof=1 if len(curves) > 1 else 0
+                                       ).tolist()} for key in ("error", "nll")} for m in METHODS}
+    one_nn = summary["uniform"]["error"]["mean"][ks.index(1)] if 1 in ks else None
+    results = {
+        "dataset": ds.summary(), "seeds": list(cfg.seeds), "n_train": n, "k_sqrt": k_sqrt, "training_k": cfg.k,
+        "k_values": ks, "curves": {"per_seed": curves, "summary": summary},
+        "bayes_proxy": {"cnn_ensemble_error": ens_error, "cover_hart_bound": cover_hart_bound(ens_error, ds.num_classes),
+                        "one_nn_error": one_nn, "num_classes": ds.num_classes, "models": len(cnn_probs)},
+        "geometry": {"per_seed": geometry(histories, cfg.k), "final": final},
+        "truncation": {"n": n, "queries": nq, "ks": tks, "softmax": softmax, "softmax_seed": cfg.seeds[0],
+                       "attnknn": {"per_seed": trunc, "error": np.mean([trunc[s]["error"] for s in trunc], 0).tolist(),
+                                   "accuracy": np.mean([trunc[s]["accuracy"] for s in trunc], 0).tolist()}},
+        "cost": attention_costs(cfg, frozen.train.shape[1], ds.num_classes),
+        "timings": {"seconds": clock()}}
+    att = results["truncation"]["attnknn"]
+    att["fit"] = error_fit(tks, att["error"], n)
+    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+
+
+# ----------------------------------------------------------------------------- views of the record
+
+def _mark_sqrt(ax, res: dict) -> None:
+    ax.axvline(res["k_sqrt"], color="grey", ls=":", lw=1)
+
+
+def k_figure(record: dict):
+    """Test error and NLL against k, k = round(sqrt(n)) marked; the CNN-ensemble error and the
+    Cover-Hart bound computed from it as reference lines."""
+    from ..plots import plt
+
+    res = record["results"]
+    ks, summ, bp = res["k_values"], res["curves"]["summary"], res["bayes_proxy"]
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 2.9))
+    for i, (m, label) in enumerate(METHODS.items()):
+        for ax, key, scale in ((axes[0], "error", 100), (axes[1], "nll", 1)):
+            mean, sd = scale * np.array(summ[m][key]["mean"]), scale * np.array(summ[m][key]["std"])
+            ax.plot(ks, mean, marker="os"[i], ms=3.5, lw=1.2, color=f"C{i}", label=label)
+            ax.fill_between(ks, mean - sd, mean + sd, color=f"C{i}", alpha=0.15, lw=0)
+    axes[0].axhline(100 * bp["cnn_ensemble_error"], color="C3", ls="--", lw=1,
+                    label=f"CNN ensemble ({bp['models']} seeds): Bayes-error proxy")
+    axes[0].axhline(100 * bp["cover_hart_bound"], color="C4", ls="-.", lw=1, label="Cover-Hart 1-NN bound from the proxy")
+    for ax, ylabel in zip(axes, ("test error (%)", "test NLL")):
+        _mark_sqrt(ax, res)
+        ax.set_xscale("log")
+        ax.set_xlabel("k (neighbours, log scale)")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    handles.append(plt.Line2D([], [], color="grey", ls=":"))
+    labels.append(f"k = round(sqrt(n)) = {res['k_sqrt']}")
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    seeds = ", ".join(map(str, res["seeds"]))
+    fig.suptitle(f"{REGISTRY[record['dataset']].title}: error and NLL against k (mean $\\pm$ s.d. over seeds {seeds})")
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
+    return fig
+
+
+def geometry_figure(record: dict):
+    """Per epoch: embedding norms before normalisation, per-head temperatures, effective number of
+    neighbours of the attention (training batches), one line per seed."""
+    from ..plots import plt
+
+    res = record["results"]
+    geo = res["geometry"]["per_seed"]
+    k = res["training_k"]
+    fig, axes = plt.subplots(1, 3, figsize=(8.4, 2.7))
+    for i, (seed, g) in enumerate(geo.items()):
+        ep = g["epoch"]
+        axes[0].errorbar(ep, g["norm_mean"], yerr=g["norm_std"], marker="o", ms=3, lw=1.2, capsize=2, color=f"C{i}",
+                         label=f"seed {seed}")
+        temps = np.array(g["temperatures"])  # (epochs, heads)
+        for h in range(temps.shape[1]):
+            axes[1].plot(ep, temps[:, h], marker="osD^v"[h % 5], ms=3, lw=1, color=f"C{i}",
+                         label=f"seed {seed}" if h == 0 else None)
+        axes[2].plot(ep, g["effective_k"], marker="o", ms=3, lw=1.2, color=f"C{i}", label=f"seed {seed}")
+    axes[2].axhline(k, color="black", lw=0.7)
+    axes[2].annotate(f"uniform = {k}", (geo[next(iter(geo))]["epoch"][0], k), fontsize=7, xytext=(2, -10),
+                     textcoords="offset points")
+    for ax, ylabel in zip(axes, ("norm before normalisation\n(validation, mean $\\pm$ s.d.)",
+                                 "temperature per head (markers)", "effective neighbours exp(H)\n(training batches)")):
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.ticklabel_format(axis="y", useOffset=False)
+    axes[0].legend(frameon=False, fontsize=7)
+    fig.suptitle(f"{REGISTRY[record['dataset']].title}: embedding and attention across training (main's Attn-KNN runs)")
+    fig.tight_layout()
+    return fig
+
+
+def topk_figure(record: dict):
+    """Top-k truncation error against k (plain softmax attention at several T; Attn-KNN's own
+    scores), and the cost of dense and top-k attention against n."""
+    from ..plots import plt
+
+    res = record["results"]
+    tr, cost = res["truncation"], res["cost"]
+    ks = tr["ks"]
+    fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.2))
+    ax = axes[0]
+    for i, (t, e) in enumerate(tr["softmax"].items()):
+        ax.plot(ks, e["error"], marker="o", ms=3, lw=1.2, color=f"C{i}",
+                label=f"T = {t}: top-k (slope {e['fit']['slope']:.2f})")
+        ax.plot(ks, 2 * np.array(e["tail_mass"]), ls="--", lw=0.9, color=f"C{i}")
+        ax.plot(e["sampled_ks"], e["sampled_error"], ls=":", marker="x", ms=3, lw=1, color=f"C{i}")
+    ax.plot([], [], ls="--", color="grey", label="bound 2 x dropped mass")
+    ax.plot([], [], ls=":", marker="x", color="grey", label="top-k + k sampled tail rows")
+    ax.set_title(f"softmax attention over the memory (seed {tr['softmax_seed']})")
+    att = tr["attnknn"]
+    axes[1].plot(ks, att["error"], marker="o", ms=3, lw=1.2, color="C5",
+                 label=f"Attn-KNN scores (slope {att['fit']['slope']:.2f})")
+    for s, e in att["per_seed"].items():
+        axes[1].plot(ks, e["error"], lw=0.6, color="C5", alpha=0.4)
+    axes[1].axvline(res["training_k"], color="C5", ls="--", lw=0.8)
+    i16 = ks.index(res["training_k"])
+    axes[1].set_title(f"Attn-KNN: nearest k vs all rows (acc. {100 * att['accuracy'][i16]:.2f} vs "
+                      f"{100 * att['accuracy'][-1]:.2f} %)")
+    for ax in axes[:2]:
+        _mark_sqrt(ax, res)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"k of n = {tr['n']:,} (log)")
+        ax.set_ylabel("mean L1 error to dense attention")
+        ax.set_ylim(bottom=max(ax.get_ylim()[0], 1e-5))  # the error is exactly 0 at k = n
+        ax.grid(alpha=0.3)
+        ax.legend(frameon=False, fontsize=6.5, loc="lower left")
+    ax = axes[2]
+    for i, (key, label) in enumerate((("dense_us", "dense softmax"), ("topk_exact_us", "top-k, exact top-k"),
+                                      ("topk_hnsw_us", "top-k over HNSW"))):
+        ax.plot(cost["n"], cost[key], marker="osD"[i], ms=3.5, lw=1.2, color=f"C{i + 6}",
+                label=f"{label} (slope {cost['fit'][key]['slope']:.2f})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("memory size n (log; k = round(sqrt(n)))")
+    ax.set_ylabel("µs per query (log)")
+    ax.set_title("cost against n (synthetic unit vectors)")
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize=6.5)
+    fig.suptitle(f"{REGISTRY[record['dataset']].title}: top-k attention against dense attention "
+                 f"({tr['queries']} test queries; dotted grey line: k = round(sqrt(n)) = {res['k_sqrt']})")
+    fig.tight_layout()
+    return fig
+
+
+def _at(values: list, ks: list, k: int):
+    return values[ks.index(k)]
+
+
+def table_frame(record: dict) -> pd.DataFrame:
+    """The notebook's headline numbers, one per row."""
+    res = record["results"]
+    ks, summ, bp = res["k_values"], res["curves"]["summary"], res["bayes_proxy"]
+    tr, final = res["truncation"], res["geometry"]["final"]
+    kq, k = res["k_sqrt"], res["training_k"]
+    rows = {}
+
+    def pct(m, kk):
+        e = summ[m]["error"]
+        return f"{100 * _at(e['mean'], ks, kk):.2f} $\\pm$ {100 * _at(e['std'], ks, kk):.2f}"
+
+    if 1 in ks:
+        rows["Uniform 1-NN test error (\\%)"] = pct("uniform", 1)
+    rows[f"Uniform kNN error at $k = \\sqrt{{n}} = {kq}$ (\\%)"] = pct("uniform", kq)
+    rows[f"Attn-KNN error at $k = {kq}$ (\\%)"] = pct("attnknn", kq)
+    rows["CNN-ensemble error, Bayes proxy (\\%)"] = f"{100 * bp['cnn_ensemble_error']:.2f}"
+    rows["Cover-Hart bound from the proxy (\\%)"] = f"{100 * bp['cover_hart_bound']:.2f}"
+    eff = np.array([f["effective_k"] for f in final.values()])
+    kl = np.array([f["kl_uniform"] for f in final.values()])
+    rows[f"Attn-KNN effective neighbours on test (of {k})"] = f"{eff.mean():.3f} $\\pm$ {eff.std(ddof=1) if len(eff) > 1 else 0:.3f}"
+    rows["Attn-KNN KL to uniform on test (nats)"] = f"{kl.mean():.2g}"
+    for t, e in tr["softmax"].items():
+        rows[f"Softmax $T = {t}$: L1 error at $k = {kq}$; slope"] = (f"{_at(e['error'], tr['ks'], kq):.3g}; "
+                                                                 f"{e['fit']['slope']:.2f}")
+    att = tr["attnknn"]
+    rows[f"Attn-KNN: L1 error at $k = {k}$; slope"] = f"{_at(att['error'], tr['ks'], k):.3g}; {att['fit']['slope']:.2f}"
+    rows[f"Attn-KNN accuracy, nearest {k} vs all rows (\\%)"] = (f"{100 * _at(att['accuracy'], tr['ks'], k):.2f} vs "
+                                                                f"{100 * att['accuracy'][-1]:.2f}")
+    for key, label in (("dense_us", "dense"), ("topk_exact_us", "top-k (exact)"), ("topk_hnsw_us", "top-k (HNSW)")):
+        rows[f"Cost slope against $n$, {label}"] = f"{res['cost']['fit'][key]['slope']:.2f}"
+    df = pd.DataFrame({"Value": rows})
+    df.index.name = "Quantity"
+    return df
+
+
+def write_outputs(record: dict, paths: Paths) -> dict:
+    from .. import plots
+    from ..io import write_text
+
+    res, d = record["results"], record["dataset"]
+    title = REGISTRY[d].title
+    src = core.source_note(NOTEBOOK, NAME, d)
+    seeds = ", ".join(map(str, res["seeds"]))
+    out = {"table": write_text(paths.tables / f"{NAME}_{d}.tex", booktabs(
+        table_frame(record), f"{title}: the theory notebook's numbers (main's models, seeds {seeds}; profile "
+        f"\\texttt{{{record['profile']}}}). The Bayes proxy is the error of the ensemble of main's CNNs, an upper "
+        f"estimate of the Bayes error. L1 errors: mean over {res['truncation']['queries']} test queries of the "
+        f"distance between the top-$k$ and the dense output (class distributions); slopes: log-log fits against "
+        f"$k$ or $n$. {src}.", f"tab:{NAME}", column_format="lr", escape_index=False))}
+    for suffix, fig in (("k", k_figure(record)), ("geometry", geometry_figure(record)), ("topk", topk_figure(record))):
+        out[suffix] = plots.save_figure(fig, paths.figures, f"{NAME}_{d}_{suffix}")[0]
+        plots.plt.close(fig)
+    return out
+
+
+def summary_frame(record: dict) -> pd.DataFrame:
+    """Plain numbers: error and NLL per k and method (means over seeds)."""
+    res = record["results"]
+    summ = res["curves"]["summary"]
+    rows = {}
+    for i, k in enumerate(res["k_values"]):
+        for m, label in METHODS.items():
+            rows[(k, label)] = {"error (%)": 100 * summ[m]["error"]["mean"][i], "NLL": summ[m]["nll"]["mean"][i]}
+    return pd.DataFrame.from_dict(rows, orient="index").round(4)
