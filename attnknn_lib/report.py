@@ -187,6 +187,7 @@ def efficiency_macros(record: dict) -> dict[str, str]:
            macro_name(*pre, "Flat Search Gflops"): f"{g['flat_search_gflops']:.0f}",
            macro_name(*pre, "Flat Search Over Gemm"): f"{g['flat_search_over_gemm']:.2f}",
            macro_name(*pre, "Flat Search Over Gemm Same Shape"): f"{g['flat_search_over_gemm_same_shape']:.2f}",
+           macro_name(*pre, "Flat Ip Search Over Gemm"): f"{g['flat_ip_search_over_gemm']:.2f}",
            macro_name(*pre, "Hnsw Default Recall"): f"{h['recall']:.3f}",
            macro_name(*pre, "Hnsw Default Speedup"): f"{h['speedup_over_flat_single']:.1f}",
            macro_name(*pre, "N Bank"): f"{res['n_bank']:,}", macro_name(*pre, "Recall K"): str(res["recall_k"]),
@@ -361,8 +362,9 @@ def cost_theory_markdown(files: list[str | Path]) -> list[str]:
         if r["experiment"] == "efficiency":
             g, h, p = res["gemm"], res["default_hnsw"], res["prediction"]
             out.append(f"- efficiency ({title}, bank of {res['n_bank']:,}, {res['threads']} threads): exact batched "
-                       f"search runs at {g['flat_search_over_gemm']:.2f} x this machine's fp32 GEMM throughput "
-                       f"({g['flat_search_gflops']:.0f} of {g['gemm_gflops']:.0f} GFLOP/s); {h['label']} recall@"
+                       f"search (Flat L2) runs at {g['flat_search_over_gemm']:.2f} x this machine's fp32 GEMM throughput "
+                       f"({g['flat_search_gflops']:.0f} of {g['gemm_gflops']:.0f} GFLOP/s; Flat IP "
+                       f"{g['flat_ip_search_over_gemm']:.2f}); {h['label']} recall@"
                        f"{res['recall_k']} {h['recall']:.3f}; the attention vote takes "
                        f"{100 * p['single_shares']['attention']:.1f} % of one prediction (one query at a time; "
                        f"{100 * p['batched_shares']['attention']:.1f} % batched) and "

@@ -77,35 +77,41 @@ def tail_masses(scores: torch.Tensor, ks: list[int], order: torch.Tensor | None 
     return {k: (1.0 - kept[:, k - 1]).clamp_min(0.0) for k in ks}
 
 
-def prefix_outputs(scores: torch.Tensor, values: torch.Tensor, ks: list[int], order: torch.Tensor | None = None
-                   ) -> dict[int, torch.Tensor]:
+def _weighted_sum(w: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, num_classes: int | None) -> torch.Tensor:
+    """sum_j w_j v_{rows_j} per query: w, rows (B, m); ``values`` (n, C) rows, or class labels (n,)
+    with ``num_classes`` (one-hot values summed by class, no (B, m, C) buffer)."""
+    if values.dim() == 1:
+        return torch.zeros(len(w), num_classes, dtype=w.dtype, device=w.device).scatter_add_(1, values[rows], w)
+    return (w.unsqueeze(-1) * values[rows]).sum(1)
+
+
+def prefix_outputs(scores: torch.Tensor, values: torch.Tensor, ks: list[int], order: torch.Tensor | None = None,
+                   num_classes: int | None = None) -> dict[int, torch.Tensor]:
     """a_k for several k from one sort: scores (B, n), values (n, C) -> {k: (B, C)}. ``order`` (B, n)
-    ranks the keys (default: by descending score; Attn-KNN ranks them by distance)."""
+    ranks the keys (default: by descending score; Attn-KNN ranks them by distance). With class
+    labels (n,) as ``values`` and ``num_classes``, the values are their one-hot vectors."""
     n = scores.shape[-1]
     ks = [_check_k(k, n) for k in ks]
     if order is None:
         order = scores.argsort(dim=-1, descending=True)
     s = scores.gather(-1, order)
     e = (s - s.max(-1, keepdim=True).values).exp()  # (B, n); scaling by a row constant cancels
-    out = {}
-    for k in ks:
-        ek = e[:, :k]
-        out[k] = (ek.unsqueeze(-1) * values[order[:, :k]]).sum(1) / ek.sum(-1, keepdim=True)
-    return out
+    z = e.cumsum(-1)
+    return {k: _weighted_sum(e[:, :k], order[:, :k], values, num_classes) / z[:, k - 1:k] for k in ks}
 
 
 def sampled_tail_attention(scores: torch.Tensor, values: torch.Tensor, k: int, n_samples: int,
-                           generator: torch.Generator | None = None, order: torch.Tensor | None = None
-                           ) -> torch.Tensor:
+                           generator: torch.Generator | None = None, order: torch.Tensor | None = None,
+                           num_classes: int | None = None) -> torch.Tensor:
     """a_hat: the top k exactly plus ``n_samples`` uniform draws from the other n - k rows, each
-    weighted (n - k) / n_samples. scores (B, n), values (n, C) -> (B, C); ``order`` (B, n) as
-    for :func:`prefix_outputs` (pass it to sort once for several k)."""
+    weighted (n - k) / n_samples. scores (B, n), values (n, C) -> (B, C); ``order`` and class
+    labels as values as for :func:`prefix_outputs` (pass ``order`` to sort once for several k)."""
     n = scores.shape[-1]
     k = _check_k(k, n)
     if n_samples < 1:
         raise ConfigError(f"n_samples={n_samples!r} is out of range; allowed: >= 1")
     if k == n:
-        return scores.softmax(-1) @ values
+        return prefix_outputs(scores, values, [n], order, num_classes)[n]
     if order is None:
         order = scores.argsort(dim=-1, descending=True)
     s = scores.gather(-1, order)
@@ -113,7 +119,7 @@ def sampled_tail_attention(scores: torch.Tensor, values: torch.Tensor, k: int, n
     pos = k + torch.randint(0, n - k, (len(scores), n_samples), generator=generator).to(scores.device)
     w = torch.cat([e[:, :k], e.gather(-1, pos) * ((n - k) / n_samples)], dim=1)  # (B, k + l)
     rows = torch.cat([order[:, :k], order.gather(-1, pos)], dim=1)
-    return (w.unsqueeze(-1) * values[rows]).sum(1) / w.sum(-1, keepdim=True)
+    return _weighted_sum(w, rows, values, num_classes) / w.sum(-1, keepdim=True)
 
 
 class TopKAttention(nn.Module):

@@ -115,9 +115,9 @@ def test_attnknn_truncation_is_exact_at_n_and_its_vote_at_k_is_the_module_vote()
 def test_softmax_truncation_errors_respect_the_dropped_mass_bound():
     g = torch.Generator().manual_seed(2)
     memory = F.normalize(torch.randn(300, 8, generator=g, dtype=torch.float64), dim=-1)
-    onehot = F.one_hot(torch.randint(0, 4, (300,), generator=g), 4).double()
+    labels = torch.randint(0, 4, (300,), generator=g)
     q = F.normalize(torch.randn(20, 8, generator=g, dtype=torch.float64), dim=-1)
-    out = theory.softmax_truncation(memory, onehot, q, [1, 4, 16, 64, 300], (0.1, 1.0), seed=0, chunk=8)
+    out = theory.softmax_truncation(memory, labels, 4, q, [1, 4, 16, 64, 300], (0.1, 1.0), seed=0, chunk=8)
     for e in out.values():
         assert all(err <= 2 * m + 1e-9 for err, m in zip(e["error"], e["tail_mass"]))
         assert e["error"][-1] == pytest.approx(0.0, abs=1e-12) and e["sampled_ks"] == [1, 4, 16, 64]

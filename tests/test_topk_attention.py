@@ -108,3 +108,15 @@ def test_module_top_1_returns_the_value_of_the_best_key():
 def test_bad_arguments_are_refused_in_one_line(call):
     with pytest.raises(ConfigError):
         call()
+
+
+def test_class_labels_as_values_give_the_one_hot_outputs():
+    q, keys, values = _data(n=120)
+    labels = values.argmax(1)
+    scores = 3.0 * q @ keys.T
+    a = prefix_outputs(scores, values, [1, 7, 120])
+    b = prefix_outputs(scores, labels, [1, 7, 120], num_classes=4)
+    assert all(torch.allclose(a[k], b[k], atol=1e-12) for k in a)
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    assert torch.allclose(sampled_tail_attention(scores, values, 5, 20, g1),
+                          sampled_tail_attention(scores, labels, 5, 20, g2, num_classes=4), atol=1e-12)
