@@ -1,5 +1,5 @@
-"""Measuring cost: medians of repeated timings, this machine's fp32 GEMM throughput, power-law
-fits on log-log axes, and the memory this machine has."""
+"""Measuring cost: medians of repeated timings, power-law fits on log-log axes, and the memory
+this machine has."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import time
 from typing import Callable
 
 import numpy as np
-import torch
 
 
 def median_seconds(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) -> float:
@@ -22,15 +21,6 @@ def median_seconds(fn: Callable[[], object], repeats: int = 3, warmup: int = 1) 
         fn()
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
-
-
-def gemm_gflops(m: int, n: int, k: int, repeats: int = 5) -> float:
-    """fp32 matrix-multiply throughput of torch on the CPU, GFLOP/s: 2 m n k / median seconds of
-    (m, k) @ (k, n)."""
-    g = torch.Generator().manual_seed(0)
-    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
-    out = torch.empty(m, n)
-    return 2.0 * m * n * k / median_seconds(lambda: torch.matmul(a, b, out=out), repeats, warmup=2) / 1e9
 
 
 def loglog_fit(x, y) -> dict[str, float]:

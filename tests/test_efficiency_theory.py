@@ -13,7 +13,7 @@ from attnknn_lib.errors import ConfigError
 from attnknn_lib.experiments import efficiency, theory
 from attnknn_lib.index_bench import IndexSetting, build, recall_at_k, unit_vectors
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention
-from attnknn_lib.timing import gemm_gflops, loglog_fit
+from attnknn_lib.timing import loglog_fit
 
 
 def test_recall_counts_shared_ids_whatever_their_order_and_padding_as_a_miss():
@@ -32,8 +32,11 @@ def test_loglog_fit_recovers_a_power_law_and_ignores_non_positive_points():
     assert math.isnan(loglog_fit([1], [1])["slope"])
 
 
-def test_gemm_throughput_is_measured():
-    assert gemm_gflops(128, 128, 128, repeats=2) > 0.1
+def test_gemm_yardstick_times_gemm_and_exact_search_in_the_same_run():
+    cfg = efficiency.Config(gemm_size=128, repeats=1, recall_k=5)
+    g = efficiency.gemm_yardstick(cfg, unit_vectors(3000, 16, seed=0), unit_vectors(200, 16, seed=1))
+    assert g["gemm_gflops"] > 0 and g["flat_search_gflops"] > 0 and g["same_shape"] == [200, 3000, 16]
+    assert g["flat_search_over_gemm"] == pytest.approx(g["flat_search_gflops"] / g["gemm_gflops"])
 
 
 def test_index_measurements_on_a_small_bank():

@@ -370,7 +370,7 @@ def geometry_figure(record: dict):
     fig, axes = plt.subplots(1, 3, figsize=(8.4, 2.7))
     for i, (seed, g) in enumerate(geo.items()):
         ep = g["epoch"]
-        axes[0].errorbar(ep, g["norm_mean"], yerr=g["norm_std"], marker="o", ms=3, lw=1.2, capsize=2, color=f"C{i}",
+        axes[0].errorbar(np.array(ep) + 0.06 * (i - 1), g["norm_mean"], yerr=g["norm_std"], marker="o", ms=3, lw=1.2, capsize=2, color=f"C{i}",
                          label=f"seed {seed}")
         temps = np.array(g["temperatures"])  # (epochs, heads)
         for h in range(temps.shape[1]):
@@ -378,7 +378,8 @@ def geometry_figure(record: dict):
                          label=f"seed {seed}" if h == 0 else None)
         axes[2].plot(ep, g["effective_k"], marker="o", ms=3, lw=1.2, color=f"C{i}", label=f"seed {seed}")
     axes[2].axhline(k, color="black", lw=0.7)
-    axes[2].annotate(f"uniform = {k}", (geo[next(iter(geo))]["epoch"][0], k), fontsize=7, xytext=(2, -10),
+    axes[2].set_ylim(top=k + 0.1 * (k - axes[2].get_ylim()[0]))  # keep the uniform line in view
+    axes[2].annotate(f"uniform = {k}", (geo[next(iter(geo))]["epoch"][-1], k), fontsize=7, xytext=(-40, 3),
                      textcoords="offset points")
     for ax, ylabel in zip(axes, ("norm before normalisation\n(validation, mean $\\pm$ s.d.)",
                                  "temperature per head (markers)", "effective neighbours exp(H)\n(training batches)")):
@@ -420,13 +421,14 @@ def topk_figure(record: dict):
     i16 = ks.index(res["training_k"])
     axes[1].set_title(f"Attn-KNN: nearest k vs all rows (acc. {100 * att['accuracy'][i16]:.2f} vs "
                       f"{100 * att['accuracy'][-1]:.2f} %)")
+    axes[0].set_yscale("log")
+    axes[0].set_ylim(bottom=max(axes[0].get_ylim()[0], 1e-5))  # the error is exactly 0 at k = n
+    axes[1].set_ylim(bottom=0)  # a narrow range: linear
     for ax in axes[:2]:
         _mark_sqrt(ax, res)
         ax.set_xscale("log")
-        ax.set_yscale("log")
         ax.set_xlabel(f"k of n = {tr['n']:,} (log)")
         ax.set_ylabel("mean L1 error to dense attention")
-        ax.set_ylim(bottom=max(ax.get_ylim()[0], 1e-5))  # the error is exactly 0 at k = n
         ax.grid(alpha=0.3)
         ax.legend(frameon=False, fontsize=6.5, loc="lower left")
     ax = axes[2]
