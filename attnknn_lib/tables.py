@@ -76,3 +76,23 @@ def methods_frame(methods: dict[str, dict], ci: bool = True, latex: bool = True)
     df.index.name = "Method"
     return df
 
+
+
+PLAIN = (("$\\pm$", "±"), ("\\,{\\scriptsize", " "), ("\\sqrt{n}", "√n"), ("\\times", "×"), ("\\,\\%", " %"),
+         ("\\%", "%"), ("\\,", " "), ("$", ""), ("{", ""), ("}", ""))
+
+
+def plain(text: str) -> str:
+    """A LaTeX table cell as plain text for a notebook: $\\pm$ -> ±, \\sqrt{n} -> √n, \\% -> %."""
+    for a, b in PLAIN:
+        text = text.replace(a, b)
+    return text
+
+
+def plain_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The same table with every cell, column and row label as plain text (notebook display)."""
+    out = df.map(lambda v: plain(v) if isinstance(v, str) else v)
+    out.index = [plain(str(i)) for i in df.index]
+    out.index.name = plain(df.index.name or "")
+    out.columns = [plain(str(c)) for c in df.columns]
+    return out

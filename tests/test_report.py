@@ -114,3 +114,13 @@ def test_booktabs_signed_differences_and_mean_sd():
     assert fmt({"value": -0.0123, "low": -0.02, "high": 0.001}, "accuracy", signed=True) == \
         "-1.23\\,{\\scriptsize[-2.00, +0.10]}"
     assert fmt_mean_sd({"mean": 0.9, "std": 0.004}, "accuracy") == "90.00\\,{\\scriptsize$\\pm$0.40}"
+
+
+def test_latex_cells_read_as_plain_text_in_notebooks():
+    from attnknn_lib.tables import plain_frame
+
+    df = pd.DataFrame({"Acc. (\\%)": ["90.12\\,{\\scriptsize$\\pm$0.39}"]}, index=["$k = \\sqrt{n}$"])
+    df.index.name = "$k$"
+    out = plain_frame(df)
+    assert out.iloc[0, 0] == "90.12 ±0.39" and list(out.columns) == ["Acc. (%)"]
+    assert list(out.index) == ["k = √n"] and out.index.name == "k"
