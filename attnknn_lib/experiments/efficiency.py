@@ -142,26 +142,27 @@ def add_memory_limits(rows: list[dict], dim: int, ram: int) -> None:
 
 def gemm_yardstick(cfg: Config, bank: np.ndarray, queries: np.ndarray) -> dict:
     """Exact batched search as a fraction of this machine's fp32 GEMM: the search computes the
-    (B, D) x (D, n) product (2 B n D FLOPs) plus a top-k. The square GEMM, the GEMM of the search's
-    shape and the Flat L2 / Flat IP searches are timed in alternation, each the median of its
-    repeats, so a change in the machine's load hits all of them alike. ``flat_search_over_gemm``
-    is Flat L2 (the bank's index); Flat IP skips the norm terms."""
+    (B, D) x (D, n) product (2 B n D FLOPs) plus a top-k. Each operation is timed in its own block
+    (one warm-up call, then the repeats; torch's and FAISS's thread pools spin for a while after
+    their last call, so alternating them call by call slows both), the GEMM before and after the
+    searches so that a change in the machine's load shows in both; medians.
+    ``flat_search_over_gemm`` is Flat L2 (the bank's index); Flat IP skips the norm terms."""
     n, d = bank.shape
     m = cfg.gemm_size
     g = torch.Generator().manual_seed(0)
     a, b = torch.randn(m, m, generator=g), torch.randn(m, m, generator=g)
     qt, xt = torch.from_numpy(np.ascontiguousarray(queries)), torch.from_numpy(np.ascontiguousarray(bank)).T.contiguous()
     flat = {kind: build(IndexSetting(kind), bank)[0] for kind in ("flat_l2", "flat_ip")}
-    work = {"gemm": lambda: torch.matmul(a, b), "gemm_same_shape": lambda: torch.matmul(qt, xt),
-            "flat_l2": lambda: flat["flat_l2"].search(queries, cfg.recall_k),
-            "flat_ip": lambda: flat["flat_ip"].search(queries, cfg.recall_k)}
-    times: dict[str, list[float]] = {key: [] for key in work}
-    for rep in range(cfg.repeats + 3):
-        for key, fn in work.items():
+    work = [("gemm", lambda: torch.matmul(a, b)), ("gemm_same_shape", lambda: torch.matmul(qt, xt)),
+            ("flat_l2", lambda: flat["flat_l2"].search(queries, cfg.recall_k)),
+            ("flat_ip", lambda: flat["flat_ip"].search(queries, cfg.recall_k)), ("gemm", lambda: torch.matmul(a, b))]
+    times: dict[str, list[float]] = {}
+    for key, fn in work:
+        fn()  # warm-up
+        for _ in range(cfg.repeats + 2):
             t0 = time.perf_counter()
             fn()
-            if rep:  # the first round warms up
-                times[key].append(time.perf_counter() - t0)
+            times.setdefault(key, []).append(time.perf_counter() - t0)
     sec = {key: float(np.median(v)) for key, v in times.items()}
     rate = {"gemm": 2.0 * m ** 3 / sec["gemm"] / 1e9,
             **{key: 2.0 * len(queries) * n * d / sec[key] / 1e9 for key in ("gemm_same_shape", "flat_l2", "flat_ip")}}
