@@ -355,7 +355,7 @@ def figure(record: dict):
     ax.set_xlabel("µs per query (log)")
     share = res["prediction"]["single_shares"]["attention"]
     ax.set_title(f"one prediction, k = {res['k']} (attention: {100 * share:.0f} % of Attn-KNN)")
-    ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     ax.grid(alpha=0.3, axis="x")
     fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False, bbox_to_anchor=(0.33, -0.03))
     fig.suptitle(f"{REGISTRY[record['dataset']].title}: FAISS indexes on the embeddings of main's model (seed "
