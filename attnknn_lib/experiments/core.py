@@ -55,6 +55,13 @@ def start(recipe: Recipe):
     return pick_device(recipe.device)
 
 
+def begin(cfg) -> tuple[object, Provenance, Callable[[], float]]:
+    """What every experiment's ``run`` starts with: threads and device (:func:`start`), the
+    provenance of its record, and a clock for its wall seconds."""
+    device = start(cfg)
+    return device, Provenance(cfg.to_dict(), str(device)), timer()
+
+
 def trained(run: TrainingRun, paths: Paths, prepared: Prepared) -> tuple[TrainResult, bool]:
     """The run's model from the cache (the workflow trained it), or trained here when a notebook
     runs alone. Returns (result, loaded_from_cache)."""

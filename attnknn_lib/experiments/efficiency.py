@@ -30,7 +30,6 @@ from ..errors import ConfigError, check_choice, check_range
 from ..index_bench import IndexSetting, build, configure, index_bytes, recall_at_k, search_seconds, unit_vectors
 from ..memory import MemoryBank
 from ..paths import Paths
-from ..provenance import Provenance
 from ..runs import prepare
 from ..tables import booktabs
 from ..timing import loglog_fit, median_seconds, total_ram_bytes
@@ -261,9 +260,7 @@ def synthetic_scaling(cfg: Config, dim: int) -> dict:
 
 def run(cfg: Config, paths: Paths) -> dict:
     """Every measurement in one run; writes ``results/efficiency_<dataset>.json`` and returns its record."""
-    device = core.start(cfg)
-    prov = Provenance(cfg.to_dict(), str(device))
-    clock = core.timer()
+    device, prov, clock = core.begin(cfg)
     prepared = prepare(core.data_spec(cfg, cfg.dataset))
     ds = prepared.dataset
     histories: dict[str, list] = {"attnknn": [], "cnn": []}

@@ -25,7 +25,6 @@ from ..evaluation import MethodProbs, attnknn_method, best_baseline, score
 from ..metrics import paired_bootstrap_diff
 from ..models import MultiHeadNeighborAttention
 from ..paths import Paths
-from ..provenance import Provenance
 from ..runs import prepare
 from ..runtime import seed_everything
 from ..tables import booktabs, fmt, fmt_mean_sd
@@ -102,9 +101,7 @@ def run(cfg: Config, paths: Paths) -> dict:
     """Every seed and k; writes ``results/k_sweep_<dataset>.json`` and returns its record."""
     from ..progress import bar
 
-    device = core.start(cfg)
-    prov = Provenance(cfg.to_dict(), str(device))
-    clock = core.timer()
+    device, prov, clock = core.begin(cfg)
     prepared = prepare(core.data_spec(cfg, cfg.dataset))
     ds = prepared.dataset
     ks, k_sqrt = k_grid(cfg, len(ds.train))

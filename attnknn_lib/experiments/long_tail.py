@@ -24,7 +24,6 @@ from ..errors import check_range
 from ..evaluation import MethodProbs, best_baseline, score
 from ..metrics import accuracy, nll, per_class_accuracy
 from ..paths import Paths
-from ..provenance import Provenance
 from ..runs import DataSpec, load_base, prepare
 from ..tables import booktabs, fmt_mean_sd
 from ..voting import class_balanced
@@ -138,9 +137,7 @@ def _bank_setting(cfg: Config, paths: Paths, device, base) -> dict:
 
 def run(cfg: Config, paths: Paths) -> dict:
     """Both settings; writes ``results/long_tail_<dataset>.json`` and returns its record."""
-    device = core.start(cfg)
-    prov = Provenance(cfg.to_dict(), str(device))
-    clock = core.timer()
+    device, prov, clock = core.begin(cfg)
     base = load_base(cfg.main_spec())
     settings = {"bank": {"description": "memory bank built from the imbalanced subset; main's models",
                          "seeds": list(cfg.seeds), "cells": _bank_setting(cfg, paths, device, base)}}

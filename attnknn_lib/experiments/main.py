@@ -28,7 +28,6 @@ from ..io import read_json, write_npz, write_text
 from ..metrics import confusion_matrix, paired_bootstrap_diff, reliability_bins
 from ..models import MultiHeadNeighborAttention
 from ..paths import Paths
-from ..provenance import Provenance
 from ..runs import prepare
 from ..runtime import seed_everything
 from ..tables import booktabs, methods_frame, seed_frame
@@ -152,9 +151,7 @@ def _paired(cfg: Config, test_probs: dict[str, dict[str, tuple[np.ndarray, np.nd
 
 def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
     """Every seed of one dataset: load the models, evaluate, aggregate, compare; save the arrays."""
-    device = core.start(cfg)
-    prov = Provenance(cfg.to_dict(), str(device))
-    clock = core.timer()
+    device, prov, clock = core.begin(cfg)
     prepared = prepare(core.data_spec(cfg, name))
     ds = prepared.dataset
     views = tta_views(ds, cfg.tta_views)

@@ -29,7 +29,6 @@ from ..errors import ConfigError, check_choice, check_range
 from ..evaluation import MethodProbs, best_baseline, score
 from ..label_noise import NOISE_KINDS
 from ..paths import Paths
-from ..provenance import Provenance
 from ..runs import DataSpec, load_base, prepare
 from ..tables import booktabs, fmt_mean_sd
 from ..training import attnknn_probs
@@ -159,9 +158,7 @@ def _bank_setting(cfg: Config, paths: Paths, device, base) -> dict:
 
 def run(cfg: Config, paths: Paths) -> dict:
     """Both settings; writes ``results/noise_<dataset>.json`` and returns its record."""
-    device = core.start(cfg)
-    prov = Provenance(cfg.to_dict(), str(device))
-    clock = core.timer()
+    device, prov, clock = core.begin(cfg)
     base = load_base(cfg.main_spec())
     settings = {"bank": {"description": SETTINGS["bank"], "seeds": list(cfg.seeds), "rates": list(cfg.rates),
                          "cells": _bank_setting(cfg, paths, device, base)}}

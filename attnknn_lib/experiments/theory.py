@@ -34,7 +34,6 @@ from ..memory import MemoryBank
 from ..metrics import accuracy, nll
 from ..models import MultiHeadNeighborAttention
 from ..paths import Paths
-from ..provenance import Provenance
 from ..runs import prepare
 from ..tables import booktabs
 from ..timing import loglog_fit, median_seconds
@@ -267,9 +266,7 @@ def geometry(histories: dict[str, list[dict]], k: int) -> dict:
 
 def run(cfg: Config, paths: Paths) -> dict:
     """Every analysis in one run; writes ``results/theory_<dataset>.json`` and returns its record."""
-    device = core.start(cfg)
-    prov = Provenance(cfg.to_dict(), str(device))
-    clock = core.timer()
+    device, prov, clock = core.begin(cfg)
     cpu = torch.device("cpu")
     prepared = prepare(core.data_spec(cfg, cfg.dataset))
     ds = prepared.dataset
