@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .errors import ConfigError, check_choice
-from .memory import INDEX_TYPES, build_index, ivf_lists
+from .memory import INDEX_TYPES, build_index
 from .timing import median_seconds
 
 
@@ -95,7 +95,3 @@ def unit_vectors(n: int, d: int, seed: int = 0) -> np.ndarray:
     x = np.random.default_rng(seed).standard_normal((n, d)).astype(np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
-
-def lists_for(n: int, setting: IndexSetting) -> int:
-    """The IVF list count a bank of n vectors gets under ``setting``."""
-    return ivf_lists(n, setting.nlist)
