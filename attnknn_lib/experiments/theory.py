@@ -30,7 +30,6 @@ from ..config import ExperimentConfig, float_csv, int_csv, knob
 from ..datasets import DATASET_NAMES, REGISTRY
 from ..errors import ConfigError, check_choice, check_range
 from ..index_bench import IndexSetting, build, unit_vectors
-from ..memory import MemoryBank
 from ..metrics import accuracy, nll
 from ..models import MultiHeadNeighborAttention
 from ..paths import Paths
@@ -144,15 +143,15 @@ def attnknn_scores(attention: MultiHeadNeighborAttention, queries: torch.Tensor,
 
 # ----------------------------------------------------------------------------- measurements
 
-def k_curves(cfg: Config, model, frozen: core.Frozen, labels: np.ndarray, test_y: np.ndarray, ks: list[int],
+def k_curves(model, emb, test_emb: np.ndarray, test_y: np.ndarray, ks: list[int],
              num_classes: int) -> dict[str, dict[str, list[float]]]:
-    """Test error and NLL of uniform kNN and of Attn-KNN (its trained attention applied at each k)."""
-    emb = core.bank_of(frozen, labels, max(ks))
+    """Test error and NLL of uniform kNN and of Attn-KNN (its trained attention applied at each k),
+    on the bank ``emb`` (:func:`core.bank_of`, test neighbours searched to at least max(ks))."""
     nb = emb.neighbors[("test", "original")]
     out = {m: {"error": [], "nll": []} for m in METHODS}
     for k in ks:
         probs = {"uniform": vote(uniform_weights((len(nb.labels), k)), nb.labels[:, :k], num_classes),
-                 "attnknn": attnknn_probs(model.attention, emb.bank, frozen.test, k, neighbors=nb, batch_size=256)[0]}
+                 "attnknn": attnknn_probs(model.attention, emb.bank, test_emb, k, neighbors=nb, batch_size=256)[0]}
         for m, p in probs.items():
             out[m]["error"].append(1.0 - accuracy(p, test_y))
             out[m]["nll"].append(nll(p, test_y))
@@ -281,7 +280,8 @@ def run(cfg: Config, paths: Paths) -> dict:
         run_, model, cnn = core.trained_pair(cfg, prepared, seed, paths, cpu)
         histories[str(seed)] = core.trained(run_, paths, prepared)[0].history
         frozen = core.frozen_embeddings(run_, model, prepared, paths, cpu)
-        curves[str(seed)] = k_curves(cfg, model, frozen, ds.train.y, ds.test.y, ks, ds.num_classes)
+        emb = core.bank_of(frozen, ds.train.y, max(*ks, cfg.k))  # one search serves the curves and the weights
+        curves[str(seed)] = k_curves(model, emb, frozen.test, ds.test.y, ks, ds.num_classes)
         cnn_probs.append(core.cnn_method(cnn, prepared, cpu).test)
         memory, labels = torch.from_numpy(frozen.train), torch.from_numpy(ds.train.y)
         queries = torch.from_numpy(frozen.test[:nq])
@@ -293,8 +293,7 @@ def run(cfg: Config, paths: Paths) -> dict:
         with head_norms(model.embedder) as norms:
             embed_rows(model.embedder, to_tensor(ds, ds.test), 1024, cpu, desc="test norms")
         norms = torch.cat(norms)
-        bank = MemoryBank().build(frozen.train, ds.train.y)
-        _, w = attnknn_probs(model.attention, bank, frozen.test, cfg.k)
+        _, w = attnknn_probs(model.attention, emb.bank, frozen.test, cfg.k, neighbors=emb.neighbors[("test", "original")])
         final[str(seed)] = {"test_norm_mean": float(norms.mean()), "test_norm_std": float(norms.std()),
                             **weight_spread(w)}
     ens_error = 1.0 - accuracy(np.mean(cnn_probs, axis=0), ds.test.y)
