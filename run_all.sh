@@ -5,6 +5,7 @@
 #   ./run_all.sh status       what is up to date, stale or missing (a dry run of the workflow)
 #   ./run_all.sh dag          the job graph as figures/workflow_dag.pdf
 #   ./run_all.sh lab          JupyterLab in the project's environment, in notebooks/
+#   ./run_all.sh bench        this machine's speed as ratios (search vs GEMM, votes, smoke run, stage times)
 #   ./run_all.sh --help       all options
 # Set-up: uses the active virtual/conda environment, else creates .venv here; installs the pinned
 # packages of pyproject.toml once (again only when pyproject.toml changes); installs the Debian
@@ -70,7 +71,7 @@ ensure_python() {
 
 mode=run
 case "${1:-}" in
-  test|lab) mode=$1; shift ;;
+  test|lab|bench) mode=$1; shift ;;
 esac
 
 ensure_debian "${DEBIAN_DATA[@]}"
@@ -79,6 +80,10 @@ ensure_python
 if [ "$mode" = test ]; then
   ensure_debian "${DEBIAN_PDF[@]}"  # the smoke-run test exports a notebook to PDF and builds the paper
   exec "$PY" -m pytest -q "$@"
+fi
+if [ "$mode" = bench ]; then
+  case " $* " in *" --no-smoke "*|*" -h "*|*" --help "*) ;; *) ensure_debian "${DEBIAN_PDF[@]}" ;; esac
+  exec "$PY" -m attnknn_lib.bench "$@"
 fi
 if [ "$mode" = lab ]; then
   cd notebooks

@@ -323,6 +323,22 @@ REGISTRY: dict[str, DatasetSpec] = {
 }
 DATASET_NAMES = tuple(REGISTRY)
 
+# rows of the training pool and whether a test set comes with it, for the sets of fixed size
+# (Adult and Wine Quality depend on the files provided): lets ./run_all.sh check k before any work
+POOL_ROWS = {"fashion_mnist": (60000, True), "mnist": (60000, True), "cifar10": (50000, True),
+             "digits": (1797, False), "iris": (150, False), "wine": (178, False), "breast_cancer": (569, False)}
+
+
+def training_rows(name: str, val_fraction: float = 0.1, max_train: int = 0, test_fraction: float = 0.2) -> int | None:
+    """Rows of the training split :func:`load_dataset` gives ``name`` (None when the size depends on
+    local files); the same arithmetic as the splits: ``round(fraction * n)`` rows are held out."""
+    if name not in POOL_ROWS:
+        return None
+    n, has_test = POOL_ROWS[name]
+    pool = n if has_test else n - int(round(test_fraction * n))
+    train = pool - int(round(val_fraction * pool))
+    return min(train, max_train) if max_train else train
+
 
 def _stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Positions (keep, held_out) with ``round(fraction * n)`` held out, stratified by label when possible."""

@@ -10,6 +10,11 @@ from __future__ import annotations
 class AttnKNNError(Exception):
     """Base class: the message names the bad value and what is allowed."""
 
+    def _render_traceback_(self) -> list[str]:
+        # IPython/Jupyter (and papermill's record of a failed cell) show this instead of the
+        # traceback: a notebook given a bad parameter fails with the same one line as the CLI
+        return [f"{type(self).__name__}: {self}"]
+
 
 class ConfigError(AttnKNNError, ValueError):
     """A configuration value is out of range or unknown."""
@@ -21,6 +26,10 @@ class DataNotFoundError(AttnKNNError, FileNotFoundError):
 
 class WeightsUnavailableError(AttnKNNError, FileNotFoundError):
     """Pretrained weights are not cached and could not be downloaded."""
+
+
+class CorruptFileError(AttnKNNError, ValueError):
+    """A file the project wrote earlier cannot be read (truncated, edited, another format)."""
 
 
 def check_choice(name: str, value: object, allowed: "list[str] | tuple[str, ...]") -> None:

@@ -41,7 +41,15 @@ def write_json(path: str | Path, obj: Any) -> Path:
 
 
 def read_json(path: str | Path) -> Any:
-    return json.loads(Path(path).read_text())
+    """The JSON in ``path``; a file that does not parse raises :class:`CorruptFileError` in one line."""
+    from .errors import CorruptFileError
+
+    text = Path(path).read_text(errors="replace")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CorruptFileError(f"{path} is not valid JSON ({err.msg} at line {err.lineno}); it is truncated or was "
+                               "edited: delete it and rerun ./run_all.sh to regenerate it") from None
 
 
 def write_text(path: str | Path, text: str) -> Path:

@@ -88,6 +88,10 @@ class MemoryBank:
         if x.ndim != 2 or len(x) != len(labels) or len(x) == 0:
             raise ConfigError(f"memory bank needs embeddings (N, D) and labels (N,) with N >= 1; "
                               f"got {x.shape} and {labels.shape}")
+        bad = int((~np.isfinite(x)).any(1).sum())
+        if bad:  # FAISS would index them silently and return nonsense neighbours
+            raise ConfigError(f"embeddings hold NaN or inf in {bad} of {len(x)} rows; the memory bank needs finite "
+                              "vectors (check the model's training loss and inputs)")
         index = build_index(x, self.index_type, self.hnsw_m, self.ef_construction, self.ef_search, self.nlist,
                             self.nprobe)
         self.index, self.embeddings, self.labels = index, x, labels
@@ -115,6 +119,9 @@ class MemoryBank:
             raise ConfigError(f"k={k!r} is out of range; allowed: 1..{len(self) - extra} for a bank of {len(self)}")
         if queries.ndim != 2 or queries.shape[1] != self.embeddings.shape[1]:
             raise ConfigError(f"queries must be (B, {self.embeddings.shape[1]}); got {queries.shape}")
+        if not np.isfinite(queries).all():
+            raise ConfigError(f"queries hold NaN or inf in {int((~np.isfinite(queries)).any(1).sum())} of "
+                              f"{len(queries)} rows; search needs finite vectors")
 
     def search(self, queries: np.ndarray, k: int) -> Neighbors:
         """The k nearest bank rows of each query (B, D)."""

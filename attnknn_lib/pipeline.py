@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from .config import coerce
-from .errors import AttnKNNError, ConfigError, DataNotFoundError
+from .errors import AttnKNNError, ConfigError, DataNotFoundError, WeightsUnavailableError
 from .paths import REPO_ROOT, Paths
 
 CONFIG_DIR = REPO_ROOT / "configs"
@@ -42,7 +42,16 @@ def load_profile(name: str) -> dict:
     profiles = available_profiles()
     if name not in profiles:
         raise ConfigError(f"profile={name!r} is not allowed; choose one of: {', '.join(profiles)}")
-    data = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text()) or {}
+    try:
+        data = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text()) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"configs/{name}.yaml is not valid YAML{where} ({getattr(err, 'problem', None) or err}); "
+                          "fix the file (see configs/smoke.yaml for the layout)") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"configs/{name}.yaml must hold a mapping (description, recipe, experiments); "
+                          f"got {type(data).__name__}")
     unknown = set(data) - {"description", "recipe", "experiments"}
     if unknown:
         raise ConfigError(f"configs/{name}.yaml: unknown section(s) {sorted(unknown)}; allowed: description, recipe, "
@@ -111,9 +120,16 @@ def resolve(profile: str, only: list[str] | None, overrides: list[str]) -> dict[
         params["profile"] = profile
         cfg = cls(**params)  # raises ConfigError on a bad value
         check_data(cfg)
+        check_sizes(cfg)
+        check_weights(cfg)
         # normalised, tuples as comma-separated strings: what papermill passes to the notebook
         out[name] = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in cfg.to_dict().items()}
     return out
+
+
+def datasets_of(cfg) -> tuple[str, ...]:
+    """The datasets an experiment config names (``datasets`` of main, ``dataset`` of the others)."""
+    return tuple(getattr(cfg, "datasets", ())) or ((cfg.dataset,) if hasattr(cfg, "dataset") else ())
 
 
 def check_data(cfg) -> None:
@@ -122,12 +138,60 @@ def check_data(cfg) -> None:
 
     if os.environ.get("ATTNKNN_DOWNLOAD") == "1":
         return
-    for name in getattr(cfg, "datasets", ()):
+    for name in datasets_of(cfg):
         options = local_sources(name)
         if options and not any(p.exists() for p in options):
             raise DataNotFoundError(f"dataset {name!r}: none of {', '.join(map(str, options))} exists; "
                                     f"{REGISTRY[name].description}. Provide the files (see README, 'Where the data "
                                     "comes from'), or set ATTNKNN_DOWNLOAD=1 to let torchvision/OpenML download")
+
+
+def check_sizes(cfg) -> None:
+    """Stop before any work when k (or a k of a sweep) exceeds what the memory bank can give: a
+    training query has at most n - 1 other rows, and training keeps one spare (k <= n - 2)."""
+    from .datasets import training_rows
+
+    ks = [("k", cfg.k)] + [("k_values", k) for k in getattr(cfg, "k_values", ())]
+    for name in datasets_of(cfg):
+        n = training_rows(name, cfg.val_fraction, cfg.max_train)
+        if n is None:
+            continue
+        for key, k in ks:
+            if k > n - 2:
+                raise ConfigError(f"{key}: k={k} is out of range; allowed: 1..{n - 2} for the {n} training rows of "
+                                  f"{name} (max_train={cfg.max_train}, val_fraction={cfg.val_fraction})")
+
+
+def check_weights(cfg) -> None:
+    """Stop before any training when ImageNet weights are asked for but not cached (and downloads
+    are off): otherwise the first ResNet job would fail after the data had been prepared."""
+    if not (cfg.pretrained and cfg.image_backbone == "resnet18_cifar") or os.environ.get("ATTNKNN_DOWNLOAD") == "1":
+        return
+    from .datasets import REGISTRY
+
+    if not any(REGISTRY[name].kind == "image" for name in datasets_of(cfg)):
+        return
+    from .models.backbones import imagenet_weights_path
+
+    cached, url = imagenet_weights_path()
+    if not cached.exists():
+        raise WeightsUnavailableError(f"pretrained=True needs the ImageNet ResNet18 weights at {cached}; copy "
+                                      f"{cached.name} (from {url}) there, set ATTNKNN_DOWNLOAD=1 on a machine "
+                                      "with network, or pass -p pretrained=false")
+
+
+def _warn_device(resolved: dict[str, dict], executor: str | None) -> None:
+    """One line when the requested device is not on this machine (jobs then fall back to cpu,
+    see runtime.pick_device); on a cluster executor the jobs run elsewhere, so say nothing."""
+    if executor not in (None, "local"):
+        return
+    from .runtime import device_available
+
+    wanted = sorted({p["device"] for p in resolved.values()} - {"auto", "cpu"})
+    missing = [d for d in wanted if not device_available(d)]
+    if missing:
+        print(f"warning: device={missing[0]!r} is not available on this machine; the jobs fall back to cpu (each "
+              "says so once). Run on a machine with one, or pass -p device=auto", file=sys.stderr)
 
 
 def _require_tools(pdf: bool, paper: bool) -> None:
@@ -250,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    _warn_device(resolved, args.executor)
     if args.list:
         print(yaml.safe_dump(resolved, sort_keys=False))
         return 0

@@ -57,6 +57,45 @@ def versions() -> dict[str, str]:
     return out
 
 
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    """What can make two runs of the same code, config and seed differ in the last digits: the
+    instruction set the kernels dispatch to (torch and FAISS pick AVX2/AVX-512 at run time), the
+    BLAS, the thread counts (they change the order of float sums), deterministic-kernel mode and,
+    on a GPU, the device and the CUDA/cuDNN versions."""
+    import torch
+
+    info = {"cpu_model": cpu_model(), "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads(),
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "blas": next((ln.strip() for ln in torch.__config__.parallel_info().splitlines()
+                          if "Math Kernel" in ln or "OpenBLAS" in ln), "unknown"),
+            "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ}}
+    try:
+        import faiss
+
+        info["faiss_simd"] = faiss.get_compile_options().strip()
+        info["faiss_threads"] = faiss.omp_get_max_threads()
+    except (ImportError, AttributeError):
+        pass
+    if torch.cuda.is_available():
+        idx = torch.cuda.current_device()
+        info["cuda"] = {"device": torch.cuda.get_device_name(idx),
+                        "capability": ".".join(map(str, torch.cuda.get_device_capability(idx))),
+                        "cuda_version": torch.version.cuda, "cudnn_version": torch.backends.cudnn.version(),
+                        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32}
+    return info
+
+
 class Provenance:
     """Start a clock at construction; :meth:`record` returns the provenance block of a result."""
 
@@ -79,6 +118,7 @@ class Provenance:
             "threads": torch.get_num_threads(),
             "cpu_count": os.cpu_count(),
             "platform": platform.platform(),
+            "machine": machine(),
             "started": self.started.isoformat(timespec="seconds"),
             "wall_seconds": round(time.perf_counter() - self._t0, 2),
         }

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from .datasets import REGISTRY
-from .errors import AttnKNNError
+from .errors import AttnKNNError, CorruptFileError
 from .io import read_json, write_text
 from .tables import latex_escape
 
@@ -248,9 +248,16 @@ BUILDERS = {"main": main_macros, "k_sweep": k_sweep_macros, "noise": noise_macro
             "efficiency": efficiency_macros, "theory": theory_macros}
 
 
+RECORD_KEYS = {"experiment", "dataset", "profile", "config", "provenance", "results"}
+
+
 def read_records(files: list[str | Path]) -> list[dict]:
     """The result records of ``files``; they must all come from one profile (never mix runs)."""
     records = [read_json(f) for f in files]
+    for f, r in zip(files, records):
+        if not isinstance(r, dict) or not RECORD_KEYS <= set(r):
+            raise CorruptFileError(f"{f} is not a result record (needs the keys {', '.join(sorted(RECORD_KEYS))}); "
+                                   "delete it and rerun ./run_all.sh to regenerate it")
     profiles = sorted({r["profile"] for r in records})
     if len(profiles) > 1:
         raise AttnKNNError(f"result files of different profiles ({', '.join(profiles)}) cannot share one report; "
@@ -383,13 +390,19 @@ def cost_theory_markdown(files: list[str | Path]) -> list[str]:
     return ["", "Cost and theory (profile `" + records[0]["profile"] + "`):", ""] + out if out else []
 
 
+def replace_block(path: str | Path, start: str, end: str, body: str) -> bool:
+    """Replace what lies between the ``start`` and ``end`` markers of ``path`` (a generated block of
+    the README); False if the file has no such markers."""
+    path = Path(path)
+    text = path.read_text()
+    if start not in text or end not in text:
+        return False
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    write_text(path, f"{head}{start}\n{body}\n{end}{tail}")
+    return True
+
+
 def update_readme(readme: str | Path, files: list[str | Path]) -> bool:
     """Replace the block between the results markers of ``readme``; False if it has no markers."""
-    readme = Path(readme)
-    text = readme.read_text()
-    if README_START not in text or README_END not in text:
-        return False
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    write_text(readme, f"{head}{README_START}\n{results_markdown(files)}\n{README_END}{tail}")
-    return True
+    return replace_block(readme, README_START, README_END, results_markdown(files))

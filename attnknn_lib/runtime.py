@@ -32,17 +32,29 @@ def set_threads(n: int | None = None) -> int:
     return n
 
 
+_FELL_BACK: set[str] = set()  # devices already warned about in this process
+
+
+def device_available(name: str) -> bool:
+    if name == "cuda":
+        return torch.cuda.is_available()
+    if name == "mps":
+        return getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    return name == "cpu"
+
+
 def pick_device(requested: str = "auto") -> torch.device:
     """``auto`` -> cuda, then mps, then cpu. An unavailable explicit request falls back to cpu
-    with one warning (a notebook written on a GPU machine still runs on a laptop)."""
+    with one warning per process (the documented choice: a notebook or profile written for a
+    GPU machine still runs on a laptop, and says so once instead of failing)."""
     from .errors import check_choice
 
     check_choice("device", requested, ("auto", "cpu", "cuda", "mps"))
-    cuda = torch.cuda.is_available()
-    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
     if requested == "auto":
-        return torch.device("cuda" if cuda else "mps" if mps else "cpu")
-    if (requested == "cuda" and not cuda) or (requested == "mps" and not mps):
-        warnings.warn(f"device={requested!r} is not available here; using cpu", stacklevel=2)
+        return torch.device(next(d for d in ("cuda", "mps", "cpu") if device_available(d)))
+    if not device_available(requested):
+        if requested not in _FELL_BACK:
+            _FELL_BACK.add(requested)
+            warnings.warn(f"device={requested!r} is not available here; using cpu", stacklevel=2)
         return torch.device("cpu")
     return torch.device(requested)

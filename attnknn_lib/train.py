@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--artifacts", default=None, help="artifacts folder (default: the spec's grandparent)")
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: every core)")
     ap.add_argument("--force", action="store_true", help="retrain even if the model is cached")
+    ap.add_argument("--times", default=None, help="folder for this job's wall-time record (the workflow's)")
     args = ap.parse_args(argv)
     from .cache import load_or_train, model_dir
     from .runs import TrainingRun
@@ -43,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    if args.times:
+        from .workflow import record_time
+
+        record_time(Path(args.times), "train", run.id, time.perf_counter() - t0, cached=cached,
+                    label=run.label, train_seconds=result.seconds)
     best = result.history[result.best_epoch - 1]
     print(f"[train] {run.label}: {'cached' if cached else f'trained in {time.perf_counter() - t0:.0f} s'}; "
           f"epoch {result.best_epoch} selected (val acc {best['val_accuracy']:.4f}) -> {model_dir(artifacts, run)}",

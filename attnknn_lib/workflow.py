@@ -24,15 +24,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 
-from .errors import AttnKNNError
+from .errors import AttnKNNError, CorruptFileError
 from .io import read_json, write_json
 from .paths import REPO_ROOT, Paths
 from .provenance import code_fingerprint
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
-STATE = ".attnknn"  # bookkeeping under the output root: plan, staging folders
+STATE = ".attnknn"  # bookkeeping under the output root: plan, staging folders, job times
+TIMES = f"{STATE}/times"
 
 
 def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -> dict:
@@ -58,7 +61,11 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -
 def write_plan(plan: dict, paths: Paths) -> Path:
     """``<root>/.attnknn/plan.json``, rewritten only when it changes (file times drive the workflow)."""
     path = paths.root / STATE / "plan.json"
-    if not path.exists() or read_json(path) != plan:
+    try:
+        same = path.exists() and read_json(path) == plan
+    except CorruptFileError:  # a plan cut short by a killed run: write it again
+        same = False
+    if not same:
         write_json(path, plan)
     return path
 
@@ -78,7 +85,10 @@ def result_files(plan: dict) -> list[Path]:
             continue
         try:
             record = read_json(f)
-        except (OSError, ValueError):
+        except CorruptFileError as err:  # not ours to delete; the report goes on without it
+            print(f"warning: skipped {err}", file=sys.stderr)
+            continue
+        except OSError:
             continue
         if isinstance(record, dict) and record.get("experiment") in REGISTRY and \
                 record.get("experiment") not in plan["experiments"] and record.get("profile") in profiles:
@@ -170,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("target", nargs="?", help="experiment name (notebook) or executed notebook (pdf)")
     ap.add_argument("--plan", required=False, help="plan.json written by ./run_all.sh")
     args = ap.parse_args(argv)
+    t0 = time.perf_counter()
     try:
         plan = read_json(args.plan) if args.plan else None
         if args.command == "notebook":
@@ -183,7 +194,18 @@ def main(argv: list[str] | None = None) -> int:
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    if plan is not None:
+        name = args.target if args.command == "notebook" else Path(args.target).stem if args.target else args.command
+        record_time(Path(plan["root"]) / TIMES, args.command, name, time.perf_counter() - t0)
     return 0
+
+
+def record_time(folder: Path, stage: str, name: str, seconds: float, **extra) -> Path:
+    """``<folder>/<stage>-<name>.json`` (folder: ``<root>/.attnknn/times``): the wall time of one
+    finished job, read by ``./run_all.sh bench`` for the stage times of the last run."""
+    return write_json(Path(folder) / f"{stage}-{name}.json",
+                      {"stage": stage, "name": name, "seconds": round(seconds, 2),
+                       "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"), **extra})
 
 
 if __name__ == "__main__":

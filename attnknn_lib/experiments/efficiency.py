@@ -40,6 +40,9 @@ from . import core
 
 NAME = "efficiency"
 NOTEBOOK = "05_efficiency.ipynb"
+# result sections that measure time (left out when two runs are compared: reproducibility.record_view)
+TIMED = ("results.gemm", "results.search_engines", "results.prediction", "results.training",
+         "results.synthetic.by_index.*.fit", "results.default_hnsw.speedup_over_flat_single")
 STAGES = {"embed": "embedding forward pass", "search": "exact search (Flat L2)", "attention": "attention vote",
           "distance": "distance vote", "cnn": "CNN forward pass (reference)"}
 

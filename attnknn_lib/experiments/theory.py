@@ -45,6 +45,7 @@ from . import core
 
 NAME = "theory"
 NOTEBOOK = "06_theory.ipynb"
+TIMED = ("results.cost",)  # the measured cost of dense vs top-k attention (reproducibility.record_view)
 METHODS = {"uniform": "Uniform kNN", "attnknn": "Attn-KNN (as trained)"}
 
 

@@ -50,12 +50,20 @@ class SmallCNN(nn.Module):
         return self.features(x)  # (B, out_dim)
 
 
+def imagenet_weights_path() -> tuple[Path, str]:
+    """(where torch's hub cache keeps the ImageNet ResNet18 weights, the URL they come from)."""
+    from torchvision.models import ResNet18_Weights
+
+    url = ResNet18_Weights.IMAGENET1K_V1.url
+    return Path(torch.hub.get_dir()) / "checkpoints" / Path(url).name, url
+
+
 def _imagenet_resnet18_state(download: bool) -> dict[str, torch.Tensor]:
     """ImageNet ResNet18 weights from torch's hub cache, else downloaded (if allowed and online)."""
     from torchvision.models import ResNet18_Weights
 
     weights = ResNet18_Weights.IMAGENET1K_V1
-    cached = Path(torch.hub.get_dir()) / "checkpoints" / Path(weights.url).name
+    cached, _ = imagenet_weights_path()
     if cached.exists():
         return torch.load(cached, map_location="cpu", weights_only=True)
     how = f"copy {Path(weights.url).name} (from {weights.url}) to {cached.parent}, or use pretrained=False"
