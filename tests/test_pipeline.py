@@ -47,9 +47,18 @@ def _run_cli(*args: str, out: Path) -> tuple[int, str]:
     (["-p", "efficiency.synthetic_sizes=10"], "synthetic_sizes=10 is not allowed; every n must be >= 78"),
     (["-p", "theory.temperatures=0"], "temperatures='0' is not allowed; give comma-separated numbers in [0.001, 100]"),
     (["-p", "theory.truncation_queries=0"], "truncation_queries=0 is out of range"),
+    (["--profile", "smoke", "--only", "k_sweep", "-p", "k_values=1,5000"],
+     "k_values: k=5000 is out of range; allowed: 1..2998 for the 3000 training rows of fashion_mnist"),
+    (["--profile", "smoke", "-p", "image_backbone=resnet18_cifar", "-p", "pretrained=true"],
+     "pretrained=True needs the ImageNet ResNet18 weights at "),
+    (["--only", "theory", "-p", "dataset=mnist"], "dataset 'mnist': none of"),
+    (["-p", "noise.rates=0,1.5"], "rates='0,1.5' is not allowed; give comma-separated numbers in [0, 0.95]"),
+    (["-p", "long_tail.ratios=0"], "ratios='0' is not allowed; give comma-separated numbers in [0.0001, 1]"),
+    (["-p", "lr=fast"], "lr='fast' has the wrong type; allowed: float"),
 ])
 def test_bad_input_stops_with_one_line_before_any_work(args, message, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNKNN_DATA_ROOT", str(tmp_path / "empty"))
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))  # no cached ImageNet weights
     out = tmp_path / "out"
     code, err = _run_cli(*args, out=out)
     assert code == 2

@@ -1,5 +1,6 @@
-"""The workflow under ./run_all.sh: Snakemake jobs, skipping, status, DAG, the cluster path, and
-recovery after the process group is killed in the middle of a training job."""
+"""The workflow under ./run_all.sh: Snakemake jobs, skipping, status, DAG, the cluster path;
+determinism (two smoke runs agree apart from timings) and recovery after Ctrl-C or SIGKILL of the
+whole process group in the middle of a training job and of a notebook job."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from attnknn_lib.experiments import k_sweep
+from attnknn_lib.reproducibility import record_view
 
 REPO = Path(__file__).resolve().parent.parent
-TIMING_KEYS = {"started", "wall_seconds", "seconds", "train_seconds", "timings", "loaded_from_cache"}
 TINY = ["--profile", "smoke", "--only", "main", "-p", "datasets=iris", "-p", "primary=iris", "--no-pdf", "--no-paper"]
 
 
@@ -24,25 +26,23 @@ def run_all(*args: str, timeout: int = 600, env: dict | None = None) -> subproce
                           timeout=timeout, env=env)
 
 
-def without_timings(obj):
-    """A result record with every timing and timestamp field removed (they differ between runs)."""
-    if isinstance(obj, dict):
-        return {k: without_timings(v) for k, v in obj.items() if k not in TIMING_KEYS}
-    if isinstance(obj, list):
-        return [without_timings(v) for v in obj]
-    return obj
-
-
 def jobs_started(log: str) -> list[str]:
     return [ln.split()[-1].rstrip(":") for ln in log.splitlines() if ln.startswith(("rule ", "localrule "))]
 
 
-@pytest.mark.slow
-def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_no_job(tmp_path):
-    out = tmp_path / "smoke"
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """One uninterrupted run of the whole smoke profile (PDFs and paper): (folder, process, seconds)."""
+    out = tmp_path_factory.mktemp("smoke") / "out"
     start = time.perf_counter()
     proc = run_all("--profile", "smoke", "--out", str(out))
-    elapsed = time.perf_counter() - start
+    return out, proc, time.perf_counter() - start
+
+
+@pytest.mark.slow
+def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_no_job(smoke_run):
+    out, proc, elapsed = smoke_run
+    tmp_path = out.parent
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     assert elapsed < 360, f"smoke profile with PDF export and paper took {elapsed:.0f} s (budget 6 min)"
     started = jobs_started(proc.stdout + proc.stderr)
@@ -122,6 +122,8 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     dag = run_all("dag", "--profile", "smoke", "--out", str(out))
     assert dag.returncode == 0, dag.stderr[-2000:]
     assert (out / "figures" / "workflow_dag.pdf").stat().st_size > 1000
+    assert {p.stem.split("-")[0] for p in (out / ".attnknn" / "times").glob("*.json")} == {
+        "train", "notebook", "pdf", "report", "paper"}  # every job recorded its wall time (./run_all.sh bench)
 
 
 @pytest.mark.slow
@@ -141,28 +143,98 @@ def test_cluster_generic_executor_runs_the_workflow_through_a_submit_script(tmp_
     assert json.loads((out / "results" / "main_iris.json").read_text())["results"]["seeds"] == [0]
 
 
-@pytest.mark.slow
-def test_killing_the_run_during_a_training_job_and_rerunning_gives_the_same_results(tmp_path):
-    clean, killed = tmp_path / "clean", tmp_path / "killed"
-    assert run_all(*TINY, "--out", str(clean)).returncode == 0
-    proc = subprocess.Popen(["bash", str(REPO / "run_all.sh"), *TINY, "--out", str(killed)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+def result_views(out: Path, names: str = "*") -> dict[str, dict]:
+    """Every results JSON under ``out`` without its timing fields (reproducibility.record_view)."""
+    return {f.name: record_view(json.loads(f.read_text())) for f in sorted((out / "results").glob(f"{names}.json"))
+            if f.name != "benchmarks.json"}
+
+
+def probability_arrays(out: Path, names: str = "*") -> dict[str, dict]:
+    return {f.name: dict(np.load(f)) for f in sorted((out / "artifacts").glob(f"{names}_probs.npz"))}
+
+
+def assert_nothing_truncated(out: Path) -> None:
+    """Every file in place is whole: JSON parses, arrays and models load, no temporary file is
+    left under a final name, notebooks and PDFs are complete."""
+    import torch
+
+    for f in out.rglob("*"):
+        if not f.is_file() or any(part.startswith(".") for part in f.relative_to(out).parts):
+            continue  # bookkeeping (.attnknn, .snakemake) and temporary files live in hidden folders/names
+        if f.suffix in (".json", ".ipynb"):
+            json.loads(f.read_text())
+        elif f.suffix == ".npz":
+            dict(np.load(f))
+        elif f.suffix == ".pt":
+            torch.load(f, weights_only=True)
+        elif f.suffix == ".pdf":
+            assert f.read_bytes().rstrip().endswith(b"%%EOF"), f
+        assert not f.name.endswith(".tmp"), f
+    for folder in (out / "artifacts" / "models").glob("*"):
+        if not folder.name.startswith("."):
+            assert {p.name for p in folder.iterdir()} == {"model.pt", "train.json"}, folder
+
+
+def interrupt(args: list[str], when: str, sig: int, wait: float) -> str:
+    """Start ./run_all.sh ARGS in its own process group; ``wait`` seconds after a log line contains
+    ``when``, send ``sig`` to the whole group (SIGINT: Ctrl-C at a terminal; SIGKILL: a lost node).
+    Returns the log."""
+    proc = subprocess.Popen(["bash", str(REPO / "run_all.sh"), *args], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})  # see each line as it is written
     seen = ""
-    for line in proc.stdout:  # kill the whole process group as soon as a training job has started
+    for line in proc.stdout:
         seen += line
-        if "rule train:" in line:  # "localrule train:" when run locally
-            time.sleep(1.0)
-            os.killpg(proc.pid, signal.SIGKILL)
+        if when in line:
+            time.sleep(wait)
+            os.killpg(proc.pid, sig)
             break
+    proc.wait(timeout=120)  # after Ctrl-C Snakemake stops its jobs and exits by itself
     proc.stdout.close()
-    proc.wait(timeout=60)
-    assert "rule train" in seen, seen[-2000:]
-    assert not (killed / "results" / "main_iris.json").exists()
-    again = run_all(*TINY, "--out", str(killed))
+    assert when in seen, seen[-2000:]
+    return seen
+
+
+SMOKE_MAIN = ["--profile", "smoke", "--only", "main", "--no-pdf", "--no-paper"]
+
+
+@pytest.mark.slow
+def test_two_smoke_runs_give_the_same_results_apart_from_timings(smoke_run, tmp_path):
+    first = smoke_run[0]
+    second = tmp_path / "second"
+    proc = run_all("--profile", "smoke", "--no-pdf", "--no-paper", "--out", str(second))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    a, b = result_views(first), result_views(second)
+    assert set(a) == set(b) and len(a) == 7  # main (2 datasets), k-sweep, noise, long tail, efficiency, theory
+    for name in a:
+        assert a[name] == b[name], name
+    pa, pb = probability_arrays(first), probability_arrays(second)
+    assert set(pa) == set(pb) and pa
+    for name in pa:  # bit for bit: every test-set probability of every method and seed
+        for key in pa[name]:
+            np.testing.assert_array_equal(pa[name][key], pb[name][key], err_msg=f"{name}:{key}")
+
+
+@pytest.mark.slow
+def test_interrupting_training_and_notebook_jobs_then_rerunning_gives_the_uninterrupted_results(smoke_run, tmp_path):
+    out = tmp_path / "interrupted"
+    args = [*SMOKE_MAIN, "--out", str(out)]
+    for when, sig, wait in (("rule train:", signal.SIGINT, 2.0), ("rule train:", signal.SIGKILL, 2.0),
+                            ("rule notebook_main:", signal.SIGINT, 6.0), ("rule notebook_main:", signal.SIGKILL, 6.0)):
+        interrupt(args, when, sig, wait)
+        assert not list((out / "results").glob("main_*.json")), (when, sig)  # the job never finished
+        assert_nothing_truncated(out)
+    # a corrupt model in the cache is detected and retrained, not loaded
+    victim = next(p for p in (out / "artifacts" / "models").iterdir() if not p.name.startswith("."))
+    (victim / "model.pt").write_bytes((victim / "model.pt").read_bytes()[:200])
+    again = run_all(*args)
     assert again.returncode == 0, again.stderr[-3000:]
-    a = json.loads((clean / "results" / "main_iris.json").read_text())
-    b = json.loads((killed / "results" / "main_iris.json").read_text())
-    assert without_timings(a["results"]) == without_timings(b["results"])
-    leftovers = [p for p in (killed / "artifacts" / "models").iterdir() if p.name.startswith(".")]
-    assert leftovers == [] or all(p.suffix == ".tmp" for p in leftovers)
+    assert "cannot be used" in again.stderr + again.stdout and "retraining it" in again.stderr + again.stdout
+    assert_nothing_truncated(out)
+    expected, got = result_views(smoke_run[0], "main_*"), result_views(out, "main_*")
+    assert set(got) == {"main_fashion_mnist.json", "main_iris.json"}
+    assert got == expected
+    pa, pb = probability_arrays(smoke_run[0], "main_*"), probability_arrays(out, "main_*")
+    for name in pa:
+        for key in pa[name]:
+            np.testing.assert_array_equal(pa[name][key], pb[name][key], err_msg=f"{name}:{key}")
