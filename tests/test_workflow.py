@@ -68,8 +68,6 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
         pooled = res["paired"]["attnknn_vs_best_baseline"]["pooled"]["raw"]["accuracy"]
         assert pooled["low"] <= pooled["value"] <= pooled["high"]
         for seed in (0, 1):
-            import numpy as np
-
             arrays = np.load(out / "artifacts" / f"main_{ds}_s{seed}_probs.npz")
             for m, entry in res["per_seed"][str(seed)]["methods"].items():
                 recomputed = float((arrays[f"test_{m}"].argmax(1) == arrays["test_labels"]).mean())
@@ -171,8 +169,8 @@ def assert_nothing_truncated(out: Path) -> None:
             assert f.read_bytes().rstrip().endswith(b"%%EOF"), f
         assert not f.name.endswith(".tmp"), f
     for folder in (out / "artifacts" / "models").glob("*"):
-        if not folder.name.startswith("."):
-            assert {p.name for p in folder.iterdir()} == {"model.pt", "train.json"}, folder
+        if not folder.name.startswith("."):  # complete, or empty (Snakemake makes the output folder first)
+            assert {p.name for p in folder.iterdir()} in ({"model.pt", "train.json"}, set()), folder
 
 
 def interrupt(args: list[str], when: str, sig: int, wait: float) -> str:
@@ -225,12 +223,13 @@ def test_interrupting_training_and_notebook_jobs_then_rerunning_gives_the_uninte
         assert not list((out / "results").glob("main_*.json")), (when, sig)  # the job never finished
         assert_nothing_truncated(out)
     # a corrupt model in the cache is detected and retrained, not loaded
-    victim = next(p for p in (out / "artifacts" / "models").iterdir() if not p.name.startswith("."))
+    victim = next(p for p in (out / "artifacts" / "models").iterdir() if (p / "model.pt").exists())
     (victim / "model.pt").write_bytes((victim / "model.pt").read_bytes()[:200])
+    corrupted = (victim / "model.pt").stat().st_mtime
     again = run_all(*args)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "cannot be used" in again.stderr + again.stdout and "retraining it" in again.stderr + again.stdout
-    assert_nothing_truncated(out)
+    assert_nothing_truncated(out)  # the truncated model.pt was replaced by a retrained, loadable one
+    assert (victim / "model.pt").stat().st_mtime > corrupted
     expected, got = result_views(smoke_run[0], "main_*"), result_views(out, "main_*")
     assert set(got) == {"main_fashion_mnist.json", "main_iris.json"}
     assert got == expected

@@ -1,0 +1,61 @@
+"""./run_all.sh bench: the ratios it reports, the stage times it reads, the files it writes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from attnknn_lib import bench
+from attnknn_lib.voting import vote
+from attnknn_lib.workflow import TIMES, record_time
+
+
+def test_the_naive_loop_is_the_vote_written_out():
+    rng = np.random.default_rng(0)
+    w, y = rng.random((7, 5)), rng.integers(0, 4, size=(7, 5))
+    np.testing.assert_allclose(bench.naive_vote(w, y, 4), vote(w, y, 4))
+
+
+def test_vote_timings_are_per_query_and_their_ratios_follow():
+    out = bench.votes(bench.BenchConfig(queries=64, single_queries=4, repeats=1, k=8))
+    us = out["us_per_query"]
+    assert set(us) == {"attention_batched", "attention_single", "distance_batched", "distance_single",
+                       "vote_vectorised", "vote_naive_loop"} and min(us.values()) > 0
+    assert out["attention_over_distance_batched"] == pytest.approx(us["attention_batched"] / us["distance_batched"])
+    assert out["naive_over_vectorised"] > 1  # a Python loop is slower than one bincount
+
+
+def test_stage_times_come_from_the_job_records_and_fall_back_to_provenance(tmp_path):
+    times = tmp_path / TIMES
+    record_time(times, "notebook", "main", 100.0)
+    record_time(times, "pdf", "01_main", 8.0)
+    record_time(times, "report", "report", 2.0)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "noise_fashion_mnist.json").write_text(json.dumps(
+        {"experiment": "noise", "profile": "cpu", "provenance": {"wall_seconds": 50.0}}))
+    out = bench.cpu_stage_times(tmp_path)
+    st = out["stages"]
+    assert st["notebook main"] == {"seconds": 100.0, "source": "job"}
+    assert st["notebook noise"] == {"seconds": 50.0, "source": "provenance"}
+    assert st["notebook theory"]["seconds"] is None and st["paper"]["seconds"] is None
+    assert st["pdf"]["seconds"] == 8.0 and st["pdf"]["missing"] == 5
+    assert st["training"]["seconds"] is None and st["training"]["missing"] == st["training"]["jobs"] > 0
+    assert out["total_seconds"] == pytest.approx(160.0) and out["complete"] is False
+
+
+def test_bench_without_the_smoke_run_prints_a_table_and_writes_its_json(tmp_path, capsys):
+    assert bench.main(["--no-smoke", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "benchmarks.json").read_text())
+    assert 0 < record["search_vs_gemm"]["flat_search_over_gemm"] < 5 and "smoke" not in record
+    assert record["machine"]["torch_cpu_capability"] and record["cpu_run"]["budget_seconds"] == 35 * 60
+    printed = capsys.readouterr().out
+    assert "exact search (Flat L2) vs GEMM" in printed and "vectorised vote vs per-row loop" in printed
+    block = bench.markdown(record)
+    assert block.startswith("| measurement | measured | ratio |") and "results/benchmarks.json" in block
+
+
+def test_bench_refuses_bad_options_in_one_line(capsys):
+    assert bench.main(["--repeats", "0", "--no-smoke"]) == 2
+    assert capsys.readouterr().err.strip() == "error: repeats=0 is out of range; allowed: [1, inf]"
