@@ -159,9 +159,10 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
                            "missing": missing}}
     for name in resolved:
         s, source = timed("notebook", name), "job"
-        if s is None:
-            walls = [read_json(f)["provenance"]["wall_seconds"] for f in sorted((root / "results").glob(f"{name}_*.json"))
-                     if read_json(f).get("profile") == "cpu" and read_json(f).get("experiment") == name]
+        if s is None:  # the notebook's compute: its results' provenance (the last record written is the longest)
+            records = [read_json(f) for f in sorted((root / "results").glob(f"{name}_*.json"))]
+            walls = [r["provenance"]["wall_seconds"] for r in records
+                     if r.get("profile") == "cpu" and r.get("experiment") == name]
             s, source = (max(walls), "provenance") if walls else (None, "none")
         stages[f"notebook {name}"] = {"seconds": s, "source": source}
     pdfs = [timed("pdf", Path(REGISTRY[n].NOTEBOOK).stem) for n in resolved]

@@ -135,8 +135,10 @@ def export_pdf(notebook: Path) -> Path:
     """``jupyter nbconvert --to pdf`` into a temporary folder, then renamed next to the notebook."""
     notebook = Path(notebook)
     with tempfile.TemporaryDirectory(dir=notebook.parent, prefix=".pdf-") as tmp:
+        # the PDF shows the values the run used (papermill's injected cell), not also the defaults
         cmd = [sys.executable, "-m", "nbconvert", "--to", "pdf", "--log-level", "WARN", str(notebook),
-               "--output-dir", tmp]
+               "--output-dir", tmp, "--TagRemovePreprocessor.enabled=True",
+               "--TagRemovePreprocessor.remove_cell_tags=parameters"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
