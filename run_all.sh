@@ -87,7 +87,9 @@ if [ "$mode" = bench ]; then
 fi
 if [ "$mode" = lab ]; then
   cd notebooks
-  exec "$PY" -m jupyter lab "$@"
+  extra=()
+  [ "$(id -u)" -eq 0 ] && extra=(--allow-root)  # containers and CI machines often run as root
+  exec "$PY" -m jupyter lab "${extra[@]}" "$@"
 fi
 case " $* " in
   *" -h "*|*" --help "*|*" --list "*) exec "$PY" -m attnknn_lib.pipeline "$@" ;;
