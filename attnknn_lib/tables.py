@@ -27,18 +27,25 @@ def fmt_mean_sd(entry: dict, metric: str, decimals: int | None = None) -> str:
     return f"{entry['mean'] * scale:.{dec}f}\\,{{\\scriptsize$\\pm${entry['std'] * scale:.{dec}f}}}"
 
 
+CALIBRATED_ROW = "\\quad after calibration"
+
+
+def _two_row_frame(methods: dict[str, dict], cell, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """Two rows per method, so the table fits the page unscaled: the raw test metrics, then the
+    calibrated ones below them (calibration keeps the arg-max, so accuracy and F1 stay blank there).
+    Row labels are LaTeX (escaped here)."""
+    labels, rows = [], []
+    for name, m in methods.items():
+        labels += [latex_escape(m.get("label", name)), CALIBRATED_ROW]
+        rows.append({METRIC_FORMAT[k][0]: cell(m["test_raw"][k], k) for k in metrics})
+        rows.append({METRIC_FORMAT[k][0]: cell(m["test_calibrated"][k], k) if k in ("nll", "ece", "brier") else ""
+                     for k in metrics})
+    return pd.DataFrame(rows, index=pd.Index(labels, name="Method"))
+
+
 def seed_frame(summary: dict[str, dict]) -> pd.DataFrame:
-    """One row per method: mean +- s.d. over seeds of the raw test metrics, then NLL / ECE / Brier
-    after calibration."""
-    rows = {}
-    for name, m in summary.items():
-        raw, cal = m["test_raw"], m["test_calibrated"]
-        row = {METRIC_FORMAT[k][0]: fmt_mean_sd(raw[k], k) for k in METRIC_FORMAT}
-        row.update({f"{METRIC_FORMAT[k][0]} (cal.)": fmt_mean_sd(cal[k], k) for k in ("nll", "ece", "brier")})
-        rows[m.get("label", name)] = row
-    df = pd.DataFrame.from_dict(rows, orient="index")
-    df.index.name = "Method"
-    return df
+    """Per method, mean +- s.d. over seeds of the test metrics: raw, then after calibration."""
+    return _two_row_frame(summary, fmt_mean_sd, tuple(METRIC_FORMAT))
 
 
 def latex_escape(text: str) -> str:
@@ -56,21 +63,21 @@ def booktabs(df: pd.DataFrame, caption: str, label: str, column_format: str | No
     head = " & ".join([latex_escape(df.index.name or "")] + list(df.columns)) + " \\\\"
     rows = [" & ".join([esc(str(i))] + [str(v) for v in r]) + " \\\\" for i, r in zip(df.index, df.values)]
     return "\n".join(["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
-                      "\\resizebox{\\linewidth}{!}{%", f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule",
-                      *rows, "\\bottomrule", "\\end{tabular}}", "\\end{table}", ""])
+                      "\\setlength{\\tabcolsep}{4pt}", f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule",
+                      *rows, "\\bottomrule", "\\end{tabular}", "\\end{table}", ""])  # never scaled: it fits the text width
 
 
 def methods_frame(methods: dict[str, dict], ci: bool = True, latex: bool = True) -> pd.DataFrame:
-    """One row per method: raw test metrics, then NLL / ECE / Brier after calibration."""
+    """Per method, test metrics with their intervals. LaTeX: accuracy, NLL and ECE, raw then after
+    calibration (two rows; the intervals leave room for three columns); plain: every metric, one
+    row, calibrated ones as ``<metric>_calibrated``."""
+    if latex:
+        return _two_row_frame(methods, lambda e, k: fmt(e, k, ci), ("accuracy", "nll", "ece"))
     rows = {}
     for name, m in methods.items():
         raw, cal = m["test_raw"], m["test_calibrated"]
-        if latex:
-            row = {METRIC_FORMAT[k][0]: fmt(raw[k], k, ci) for k in METRIC_FORMAT}
-            row.update({f"{METRIC_FORMAT[k][0]} (cal.)": fmt(cal[k], k, ci) for k in ("nll", "ece", "brier")})
-        else:
-            row = {k: raw[k]["value"] for k in METRIC_FORMAT}
-            row.update({f"{k}_calibrated": cal[k]["value"] for k in ("nll", "ece", "brier")})
+        row = {k: raw[k]["value"] for k in METRIC_FORMAT}
+        row.update({f"{k}_calibrated": cal[k]["value"] for k in ("nll", "ece", "brier")})
         rows[m.get("label", name)] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "Method"

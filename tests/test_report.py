@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,6 +13,8 @@ import pytest
 from attnknn_lib.io import write_json
 from attnknn_lib.report import macro_name, write_macros
 from attnknn_lib.tables import booktabs, fmt
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _entry(acc: float) -> dict:
@@ -80,6 +85,33 @@ def test_booktabs_table_escapes_names_and_formats_intervals():
     assert "91.23\\,{\\scriptsize[90.00, 92.00]}" in tex
     df.index = ["232 ($\\sqrt{n}$)"]  # row labels that already are LaTeX stay as they are when asked
     assert "232 ($\\sqrt{n}$) &" in booktabs(df, "cap", "tab:x", escape_index=False)
+
+
+def _metric(v: float) -> dict:
+    return {"value": v, "low": v - 0.01, "high": v + 0.01, "mean": v, "std": 0.002}
+
+
+@pytest.mark.skipif(shutil.which("xelatex") is None, reason="needs xelatex (./run_all.sh test installs it)")
+def test_the_widest_tables_fit_the_papers_text_width_unscaled(tmp_path):
+    """The main table (5 metrics, mean +- s.d.) and the ablation (intervals) put calibrated metrics
+    on a second row per method, so nothing is scaled: no \\resizebox, no overfull line."""
+    from attnknn_lib.tables import methods_frame, seed_frame
+
+    metrics = ("accuracy", "macro_f1", "nll", "ece", "brier")
+    methods = {m: {"label": f"{m} + TTA", "test_raw": {k: _metric(0.9123) for k in metrics},
+                   "test_calibrated": {k: _metric(0.3012) for k in metrics}} for m in ("Attn-KNN k-ensemble", "b", "c")}
+    seeds = seed_frame(methods)
+    assert list(seeds.index[:2]) == ["Attn-KNN k-ensemble + TTA", "\\quad after calibration"]
+    assert seeds.iloc[1, 0] == "" and seeds.iloc[1, 2].startswith("0.301")  # accuracy blank, calibrated NLL
+    tables = [booktabs(seeds, "cap", "tab:a", escape_index=False),
+              booktabs(methods_frame(methods), "cap", "tab:b", escape_index=False)]
+    assert not any("resizebox" in t for t in tables)
+    paper = (REPO / "paper" / "main.tex").read_text()
+    preamble = paper[:paper.index("\\begin{document}")].split("\\input{")[0]
+    (tmp_path / "t.tex").write_text(preamble + "\\begin{document}\n" + "\n".join(tables) + "\\end{document}\n")
+    proc = subprocess.run(["xelatex", "-interaction=nonstopmode", "t.tex"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert "Overfull \\hbox" not in (tmp_path / "t.log").read_text()
 
 
 def test_readme_results_block_is_regenerated_from_json(tmp_path):

@@ -397,7 +397,7 @@ def index_frame(record: dict) -> pd.DataFrame:
         rows[r["label"]] = {"build (s)": f"{r['build_s']:.2f}", "batched (µs/q)": f"{r['batched_us']:.1f}",
                             "single (µs/q)": f"{r['single_us']:.0f}", f"recall@{res['recall_k']}": f"{r['recall']:.3f}",
                             "bytes/vector": f"{r['bytes_per_vector']:.0f}",
-                            "max $n$ in RAM (M)": f"{r['max_n_in_ram'] / 1e6:.0f}"}
+                            "RAM limit (M)": f"{r['max_n_in_ram'] / 1e6:.0f}"}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "Index"
     return df
@@ -459,7 +459,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
              f"(seed {res['seed']}), {res['queries']:,} test queries; medians of {record['config']['repeats']} timings")
     out = {"indexes": write_text(paths.tables / f"{NAME}_{d}_indexes.tex", booktabs(
         index_frame(record), f"{title}: FAISS indexes as memory banks. Recall against exact search; bytes of the "
-        f"serialised index per vector; the largest bank that fits in this machine's "
+        f"serialised index per vector; RAM limit: the largest bank (millions of vectors) that fits in this machine's "
         f"{res['ram_bytes'] / 2 ** 30:.0f} GiB of RAM with the bank's own copy of the vectors (computed, not run). "
         f"{where}. {src}.", f"tab:{NAME}-indexes"))}
     out["costs"] = write_text(paths.tables / f"{NAME}_{d}_costs.tex", booktabs(

@@ -217,7 +217,7 @@ def _diff_frame(paired: dict) -> pd.DataFrame:
 
     rows = {}
     for name, entry in paired.items():
-        label = f"Attn-KNN $-$ {'best baseline' if entry['b'] == 'best baseline' else 'CNN'}"
+        label = f"$-$ {'best baseline' if entry['b'] == 'best baseline' else 'CNN'}"  # short: the table fits unscaled
         parts = [(f"seed {s}", d) for s, d in entry["per_seed"].items()] + [("pooled", entry["pooled"])]
         for who, d in parts:
             rows[f"{label}, {who}"] = {
@@ -226,12 +226,13 @@ def _diff_frame(paired: dict) -> pd.DataFrame:
                 "$\\Delta$ ECE (cal.)": fmt(d["calibrated"]["ece"], "ece", signed=True),
                 "$\\Delta$ NLL (cal.)": fmt(d["calibrated"]["nll"], "nll", signed=True)}
     df = pd.DataFrame.from_dict(rows, orient="index")
-    df.index.name = "Comparison"
+    df.index.name = "Attn-KNN"
     return df
 
 
-CAL_NOTE = ("(cal.): after the post-hoc calibrator fitted on validation (one rule for every method: a "
-            "temperature, plus a smoothing toward uniform that stays 0 unless it lowers validation NLL)")
+CAL_NOTE = ("each method's second row: after the post-hoc calibrator fitted on validation (one rule for every "
+            "method: a temperature, plus a smoothing toward uniform that stays 0 unless it lowers validation NLL; "
+            "it keeps the predicted class, so accuracy and F1 do not change)")
 
 
 def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Path]:
@@ -246,7 +247,8 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
     out = {"table": write_text(paths.tables / f"main_{name}.tex", booktabs(
         seed_frame(res["summary"]),
         f"{title}: test metrics, mean $\\pm$ s.d.\\ over seeds {seeds}; {CAL_NOTE}. Profile "
-        f"\\texttt{{{profile}}}. {src}.", "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}"))}
+        f"\\texttt{{{profile}}}. {src}.", "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}",
+        escape_index=False))}
     first = str(res["seeds"][0])
     bins = {METHOD_LABELS[m]: reliability_bins(run.methods[m].test, ds.test.y) for m in RELIABILITY_METHODS
             if m in run.methods}
@@ -279,7 +281,7 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
         out["ablation"] = write_text(paths.tables / f"main_{name}_ablation.tex", booktabs(
             methods_frame(ablation),
             f"{title}: attention components trained on the frozen Attn-KNN embedding of seed {first} "
-            f"(test, 95\\% intervals; {CAL_NOTE}). {src}.", "tab:ablation-primary"))
+            f"(test, 95\\% intervals; {CAL_NOTE}). {src}.", "tab:ablation-primary", escape_index=False))
     return out
 
 
