@@ -13,6 +13,9 @@ matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))  # headless; Jupyter's inlin
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+# Widest figure in inches: the paper's text width, so fonts print at their size (7-9 pt), not shrunk.
+MAX_WIDTH = 7.4
+
 plt.rcParams.update({"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 8,
                      "figure.dpi": 110, "savefig.dpi": 200, "savefig.bbox": "tight"})
 
@@ -37,8 +40,8 @@ def reliability_diagrams(bins_by_method: dict[str, dict[str, np.ndarray]], ece_b
     """One panel per method: accuracy per confidence bin (bars) against the diagonal, with the
     share of test samples per bin underneath."""
     n = len(bins_by_method)
-    fig, axes = plt.subplots(2, n, figsize=(2.1 * n, 3.3), sharex=True, gridspec_kw={"height_ratios": [3, 1]},
-                             squeeze=False)
+    fig, axes = plt.subplots(2, n, figsize=(min(2.1 * n, MAX_WIDTH), 3.6), sharex=True, sharey="row",
+                             gridspec_kw={"height_ratios": [3, 1]}, squeeze=False)
     for j, (name, b) in enumerate(bins_by_method.items()):
         ax, hx = axes[0, j], axes[1, j]
         width = b["upper"] - b["lower"]
@@ -48,18 +51,20 @@ def reliability_diagrams(bins_by_method: dict[str, dict[str, np.ndarray]], ece_b
         ax.bar(b["lower"], np.abs(conf - acc), bottom=np.minimum(acc, conf), width=width, align="edge",
                color="#DD8452", alpha=0.6, edgecolor="none", label="gap to mean confidence")
         ax.plot([0, 1], [0, 1], "k--", lw=0.8)
-        ax.set_title(f"{name}\nECE {ece_by_method[name]:.3f}")
+        ax.set_title(f"{name}\nECE {ece_by_method[name]:.3f}", fontsize=8)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         hx.bar(b["lower"], b["count"] / max(1, b["count"].sum()), width=width, align="edge", color="grey")
         hx.set_xlabel("confidence")
+        hx.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])  # full "0.0"/"1.0" labels collide between panels
         if j == 0:
             ax.set_ylabel("accuracy")
             hx.set_ylabel("share")
-            ax.legend(loc="upper left", frameon=False, fontsize=7)
+            handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False, fontsize=8)
     if title:
-        fig.suptitle(title, y=1.02)
-    fig.tight_layout()
+        fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 

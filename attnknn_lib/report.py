@@ -53,14 +53,41 @@ def _metric_macros(prefix: tuple[str, ...], entry: dict, key: str = "value") -> 
     return out
 
 
+def verdict(low: float, high: float, higher_is_better: bool) -> str:
+    """The word for a difference A - B with 95 % interval [low, high]: "better than" or "worse
+    than" when the interval excludes 0, else "indistinguishable from" (so the paper's sentences
+    follow the numbers of each run)."""
+    if low > 0 or high < 0:
+        return "better than" if (low > 0) == higher_is_better else "worse than"
+    return "indistinguishable from"
+
+
 def _diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
-    """A paired difference (pooled over seeds): accuracy in points, ECE / NLL as they are."""
+    """A paired difference (pooled over seeds): accuracy in points, ECE / NLL as they are, and a
+    ``...Verdict`` word for each (see :func:`verdict`)."""
     out = {}
     for split, tag in (("raw", ""), ("calibrated", "Cal")):
         for metric, name, scale, dec in (("accuracy", "Acc", 100, 2), ("ece", "Ece", 1, 4), ("nll", "Nll", 1, 3)):
             e = d[split][metric]
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
                 out[macro_name(*prefix, name + tag + word)] = f"{scale * e[part]:+.{dec}f}"
+            out[macro_name(*prefix, name + tag, "Verdict")] = verdict(e["low"], e["high"], metric == "accuracy")
+    return out
+
+
+def source_macros(record: dict) -> dict[str, str]:
+    """``\\<Experiment><Dataset>Source``: the caption note naming the notebook and results file of
+    a record, so every figure caption in the paper points to its code in one hop."""
+    import importlib
+
+    from .experiments.core import source_note
+
+    name, ds = record["experiment"], record["dataset"]
+    notebook = importlib.import_module(f"attnknn_lib.experiments.{name}").NOTEBOOK
+    note = PATH_MARK + source_note(notebook, name, ds)
+    out = {macro_name(name, ds, "Source"): note}
+    if name == "main" and record["config"].get("primary") == ds:
+        out["PrimarySource"] = note
     return out
 
 
@@ -272,6 +299,24 @@ def collect_macros(files: list[str | Path]) -> dict[str, str]:
         builder = BUILDERS.get(record.get("experiment"))
         if builder:
             out.update(builder(record))
+            out.update(source_macros(record))
+    out.update(verdict_count_macros([r for r in read_records(files) if r.get("experiment") == "main"]))
+    return out
+
+
+def verdict_count_macros(records: list[dict]) -> dict[str, str]:
+    """Over the main experiment's datasets: on how many Attn-KNN is better than / worse than /
+    indistinguishable from the best baseline and the CNN, per metric (``\\MainBaseAccCalWorse`` ...)."""
+    if not records:
+        return {}
+    out = {}
+    for name, tag in (("attnknn_vs_best_baseline", "Base"), ("attnknn_vs_cnn", "Cnn")):
+        for split, cal in (("raw", ""), ("calibrated", "Cal")):
+            for metric, mname in (("accuracy", "Acc"), ("ece", "Ece"), ("nll", "Nll")):
+                words = [verdict(e["low"], e["high"], metric == "accuracy") for e in
+                         (r["results"]["paired"][name]["pooled"][split][metric] for r in records)]
+                for word, w in (("better than", "Better"), ("worse than", "Worse"), ("indistinguishable from", "Tied")):
+                    out[macro_name("main", tag, mname + cal, w)] = str(words.count(word))
     return out
 
 

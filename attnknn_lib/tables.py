@@ -103,3 +103,20 @@ def plain_frame(df: pd.DataFrame) -> pd.DataFrame:
     out.index.name = plain(df.index.name or "")
     out.columns = [plain(str(c)) for c in df.columns]
     return out
+
+
+def written_frame(files: list) -> pd.DataFrame:
+    """One row per LaTeX table file a notebook wrote: its name, its ``\\label`` and number of body
+    rows, so the executed notebook lists what the paper inputs without printing LaTeX source."""
+    import re
+    from pathlib import Path
+
+    rows = {}
+    for f in map(Path, files):
+        text = f.read_text()
+        label = re.search(r"\\label\{([^}]*)\}", text)
+        body = text.split("\\midrule", 1)[-1].split("\\bottomrule", 1)[0]
+        rows[f.name] = {"label": label.group(1) if label else "", "rows": body.count("\\\\")}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "results/tables/"
+    return df

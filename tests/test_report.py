@@ -156,3 +156,93 @@ def test_latex_cells_read_as_plain_text_in_notebooks():
     out = plain_frame(df)
     assert out.iloc[0, 0] == "90.12 ±0.39" and list(out.columns) == ["Acc. (%)"]
     assert list(out.index) == ["k = √n"] and out.index.name == "k"
+
+
+def test_verdict_words_follow_the_interval_and_the_metrics_direction():
+    from attnknn_lib.report import verdict
+
+    assert verdict(0.001, 0.01, higher_is_better=True) == "better than"  # accuracy up
+    assert verdict(-0.01, -0.001, higher_is_better=True) == "worse than"
+    assert verdict(-0.01, -0.001, higher_is_better=False) == "better than"  # ECE down
+    assert verdict(0.001, 0.01, higher_is_better=False) == "worse than"
+    assert verdict(-0.01, 0.006, higher_is_better=True) == "indistinguishable from"
+    assert verdict(0.0, 0.006, higher_is_better=True) == "indistinguishable from"  # 0 inside the interval
+
+
+def test_macros_carry_verdicts_counts_and_caption_sources(tmp_path):
+    worse = _record("iris", "fashion_mnist")
+    d = {k: {"value": -0.02, "low": -0.03, "high": -0.01} for k in ("accuracy", "macro_f1", "nll", "ece", "brier")}
+    worse["results"]["paired"]["attnknn_vs_best_baseline"]["pooled"] = {"raw": d, "calibrated": d}
+    files = [write_json(tmp_path / "main_fashion_mnist.json", _record("fashion_mnist", "fashion_mnist")),
+             write_json(tmp_path / "main_iris.json", worse)]
+    text = write_macros(files, tmp_path / "macros.tex").read_text()
+    assert "\\newcommand{\\PrimaryDiffBaseAccCalVerdict}{indistinguishable from}" in text
+    assert "\\newcommand{\\MainIrisDiffBaseAccVerdict}{worse than}" in text
+    assert "\\newcommand{\\MainIrisDiffBaseEceCalVerdict}{better than}" in text  # lower ECE is better
+    assert "\\newcommand{\\MainBaseAccWorse}{1}" in text and "\\newcommand{\\MainBaseAccTied}{1}" in text
+    assert "\\newcommand{\\MainBaseEceCalBetter}{1}" in text and "\\newcommand{\\MainCnnAccBetter}{0}" in text
+    assert ("\\newcommand{\\PrimarySource}{Notebook \\texttt{01\\_main}, "
+            "\\texttt{results/main\\_fashion\\_mnist.json}}") in text
+    assert "\\newcommand{\\MainIrisSource}{Notebook \\texttt{01\\_main}, \\texttt{results/main\\_iris.json}}" in text
+
+
+def test_notebooks_list_the_tables_they_wrote_without_printing_latex(tmp_path):
+    from attnknn_lib.tables import written_frame
+
+    df = pd.DataFrame({"Acc.": ["90.1", "89.9"]}, index=["a", "b"])
+    f = tmp_path / "t.tex"
+    f.write_text(booktabs(df, "A caption.", "tab:t"))
+    out = written_frame([f])
+    assert list(out.index) == ["t.tex"] and out.loc["t.tex", "label"] == "tab:t" and out.loc["t.tex", "rows"] == 2
+
+
+# A number in the paper's own text: a digit that is not part of a macro, label, reference, file
+# name or LaTeX length. Everything the paper quotes comes from results/macros.tex or the tables.
+_ALLOWED = [r"\\(?:label|ref|cite|citep|citet|eqref|input|inputif|figif|includegraphics|bibliography|"
+            r"bibliographystyle|usepackage|documentclass|hypersetup|autoref|url|href)\s*(?:\[[^\]]*\])?\{[^}]*\}",
+            r"\[[^\]]*(?:pt|cm|mm|in|em|ex)\]",  # options such as [10pt] or [margin=2.2cm]
+            r"\{-?[0-9.]*\\(?:linewidth|textwidth|columnwidth)\}",  # widths
+            r"\\(?:vspace|hspace|setlength|arraystretch|tabcolsep)[^\n]*",
+            r"\\section\*?|\\subsection\*?|\\paragraph",
+            r"(?<![A-Za-z])[A-Za-z]+[0-9]+[A-Za-z0-9]*",  # names such as ResNet18, CIFAR-10 are words (ResNet18)
+            r"(?:CIFAR|MNIST|kNN|KNN|LM|top|Top)-[0-9]+",
+            r"\$[^$]*\$"]  # maths: symbols and indices, its digits are checked below
+
+
+def hand_typed_numbers(tex: str) -> list[str]:
+    """Numbers written into ``tex`` by hand (outside comments, macros' arguments and names)."""
+    body = tex.split("\\begin{document}", 1)[-1]
+    body = re.sub(r"(?<!\\)%.*", "", body)  # comments
+    maths = re.findall(r"\$([^$]*)\$", body)
+    for pattern in _ALLOWED:
+        body = re.sub(pattern, " ", body)
+    found = re.findall(r"(?<![A-Za-z\\])[0-9]+(?:[.,][0-9]+)?", body)
+    for m in maths:  # in maths, allow single digits used as symbols (2k, x_1, 1/sqrt(d), 95 % is text)
+        found += [n for n in re.findall(r"(?<![A-Za-z\\])[0-9]+(?:\.[0-9]+)?", re.sub(r"\\[A-Za-z]+", " ", m))
+                  if len(n) > 1]
+    return found
+
+
+def test_hand_typed_number_detector_finds_numbers_and_spares_macros_and_names():
+    assert hand_typed_numbers("\\begin{document} accuracy of 91.2\\,\\% on ResNet18\n") == ["91.2"]
+    assert hand_typed_numbers("\\begin{document} \\PrimaryAttnknnAcc\\,\\% on CIFAR-10 with ResNet18 "
+                              "(Table~\\ref{tab:main-1}, \\citet{cover1967}) $x_1 = 2k$ % 3 seeds\n") == []
+    assert sorted(hand_typed_numbers("\\begin{document} $k = 16$ neighbours and 3 seeds")) == ["16", "3"]
+
+
+def test_the_papers_text_types_no_number_by_hand():
+    tex = (REPO / "paper" / "main.tex").read_text()
+    assert hand_typed_numbers(tex) == [], "put the number in results/macros.tex (attnknn_lib.report) instead"
+
+
+def test_the_paper_has_a_bibliography_and_every_figure_caption_names_its_source():
+    tex = (REPO / "paper" / "main.tex").read_text()
+    bib = (REPO / "paper" / "references.bib").read_text()
+    cited = {k.strip() for group in re.findall(r"\\cite[tp]?\{([^}]*)\}", tex) for k in group.split(",")}
+    keys = set(re.findall(r"@\w+\{([^,]+),", bib))
+    assert cited and cited <= keys, f"cited but not in references.bib: {sorted(cited - keys)}"
+    figures = re.findall(r"\\begin\{figure\*?\}(.*?)\\end\{figure\*?\}", tex, flags=re.S)
+    assert figures
+    for fig in figures:
+        caption = fig[fig.index("\\caption"):]
+        assert re.search(r"\\[A-Za-z]+Source\b", caption), f"figure caption without its notebook/results: {caption[:80]}"

@@ -336,7 +336,11 @@ def figure(record: dict):
     from ..plots import plt
 
     res = record["results"]
-    fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.3), gridspec_kw={"width_ratios": [1, 1, 1.15]})
+    fig = plt.figure(figsize=(7.4, 7.0))  # two trade-off panels, their legend, the stage bars
+    grid = fig.add_gridspec(3, 2, height_ratios=[1, 0.3, 0.8])
+    axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[2, :])]
+    legend_ax = fig.add_subplot(grid[1, :])
+    legend_ax.axis("off")
     _tradeoff_panel(axes[0], res["indexes"], "batched_us", f"µs per query ({res['queries']} queries per call, log)",
                     res["recall_k"])
     _tradeoff_panel(axes[1], res["indexes"], "single_us", "µs per query (one query per call, log)", res["recall_k"])
@@ -355,12 +359,12 @@ def figure(record: dict):
     ax.set_xlabel("µs per query (log)")
     share = res["prediction"]["single_shares"]["attention"]
     ax.set_title(f"one prediction, k = {res['k']} (attention: {100 * share:.0f} % of Attn-KNN)")
-    ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
+    ax.legend(frameon=False, loc="lower right")
     ax.grid(alpha=0.3, axis="x")
-    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False, bbox_to_anchor=(0.33, -0.03))
+    legend_ax.legend(handles, labels, loc="center", ncol=2, frameon=False, fontsize=7)
     fig.suptitle(f"{REGISTRY[record['dataset']].title}: FAISS indexes on the embeddings of main's model (seed "
                  f"{res['seed']}), {res['threads']} threads")
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.tight_layout()
     return fig
 
 
@@ -378,8 +382,8 @@ def scaling_figure(record: dict):
         panels["µs per query, batched"][label] = (e["n"], e["batched_us"], None)
         panels["µs per query, one at a time"][label] = (e["n"], e["single_us"], None)
         panels[f"recall@{k}"][label] = (e["n"], e["recall"], None)
-    fig = plots.curve_panels(panels, "bank size n (log)", ncols=4, logx=True, logy=tuple(list(panels)[:3]),
-                             panel_width=2.3,
+    fig = plots.curve_panels(panels, "bank size n (log)", ncols=2, logx=True, logy=tuple(list(panels)[:3]),
+                             panel_width=3.6,
                              title=f"Synthetic unit vectors (d = {syn['dim']}, {syn['queries']} queries): cost "
                                    f"against n, with the slopes of log-log fits")
     for ax, key in zip(fig.axes, ("build_s", "batched_us", "single_us")):

@@ -364,7 +364,7 @@ def geometry_figure(record: dict):
     res = record["results"]
     geo = res["geometry"]["per_seed"]
     k = res["training_k"]
-    fig, axes = plt.subplots(1, 3, figsize=(8.4, 2.7))
+    fig, axes = plt.subplots(1, 3, figsize=(7.4, 2.8))
     for i, (seed, g) in enumerate(geo.items()):
         ep = g["epoch"]
         axes[0].errorbar(np.array(ep) + 0.06 * (i - 1), g["norm_mean"], yerr=g["norm_std"], marker="o", ms=3, lw=1.2, capsize=2, color=f"C{i}",
@@ -399,7 +399,9 @@ def topk_figure(record: dict):
     res = record["results"]
     tr, cost = res["truncation"], res["cost"]
     ks = tr["ks"]
-    fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.2))
+    fig = plt.figure(figsize=(7.4, 6.2))  # the two truncation panels above, the cost panel below
+    grid = fig.add_gridspec(2, 2)
+    axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 0])]
     ax = axes[0]
     for i, (t, e) in enumerate(tr["softmax"].items()):
         ax.plot(ks, e["error"], marker="o", ms=3, lw=1.2, color=f"C{i}",
@@ -440,7 +442,7 @@ def topk_figure(record: dict):
     ax.set_title("cost against n (synthetic unit vectors)")
     ax.grid(alpha=0.3)
     ax.legend(frameon=False, fontsize=6.5)
-    fig.suptitle(f"{REGISTRY[record['dataset']].title}: top-k attention against dense attention "
+    fig.suptitle(f"{REGISTRY[record['dataset']].title}: top-k attention against dense attention\n"
                  f"({tr['queries']} test queries; dotted grey line: k = round(sqrt(n)) = {res['k_sqrt']})")
     fig.tight_layout()
     return fig
