@@ -181,6 +181,13 @@ def noise_macros(record: dict) -> dict[str, str]:
                 for m, r in cell["weight_ratio"].items():
                     out[macro_name(*prefix, m, "WeightRatio")] = f"{r['mean']:.3f}"
                 out[macro_name(*prefix, "attnknn", "EffectiveK")] = f"{cell['effective_neighbours']['attnknn']:.1f}"
+        for kind in {key.split("/")[0] for key in s["curves"]} - {"none"}:  # the grid's highest rate, any grid
+            rate = max((float(key.split("/")[1]) for key in s["curves"] if key.startswith(kind + "/")))
+            exact = macro_name("noise", ds, sname, kind, str(round(100 * rate)))
+            for k, v in list(out.items()):
+                if k.startswith(exact):
+                    out[macro_name("noise", ds, sname, kind, "Max") + k[len(exact):]] = v
+            out[macro_name("noise", ds, sname, kind, "Max Rate")] = f"{100 * rate:g}"
         out[macro_name("noise", ds, sname, "Seeds")] = ", ".join(map(str, s["seeds"]))
     trained = res["settings"].get("trained")
     if trained:
@@ -201,6 +208,12 @@ def long_tail_macros(record: dict) -> dict[str, str]:
                 out[macro_name(*prefix, m, "Acc")] = _pct(e["test_raw"]["accuracy"]["mean"])
                 out[macro_name(*prefix, m, "HeadAcc")] = _pct(cell["group_accuracy"][m]["head"])
                 out[macro_name(*prefix, m, "TailAcc")] = _pct(cell["group_accuracy"][m]["tail"])
+        smallest = min(s["curves"], key=float)  # the grid's strongest imbalance, any grid
+        exact = macro_name("long tail", ds, sname, smallest.replace(".", ""))
+        for k, v in list(out.items()):
+            if k.startswith(exact):
+                out[macro_name("long tail", ds, sname, "Min") + k[len(exact):]] = v
+        out[macro_name("long tail", ds, "Min Ratio")] = smallest
     return out
 
 
@@ -253,13 +266,21 @@ def theory_macros(record: dict) -> dict[str, str]:
         for k in (1, res["k_sqrt"], res["training_k"]):
             if k in ks:
                 out[macro_name(*pre, m, "Error K", str(k))] = _pct(summ[m]["error"]["mean"][ks.index(k)])
+        if res["k_sqrt"] in ks:
+            out[macro_name(*pre, m, "Error K Sqrt")] = _pct(summ[m]["error"]["mean"][ks.index(res["k_sqrt"])])
     eff = [f["effective_k"] for f in final.values()]
     out[macro_name(*pre, "Effective K")] = f"{sum(eff) / len(eff):.3f}"
     out[macro_name(*pre, "Kl Uniform")] = f"{sum(f['kl_uniform'] for f in final.values()) / len(final):.2g}"
+    temps = sorted(tr["softmax"], key=float)
     for t, e in tr["softmax"].items():
-        tag = ("Softmax T", t.replace(".", ""))
-        out[macro_name(*pre, *tag, "Slope")] = f"{e['fit']['slope']:.2f}"
-        out[macro_name(*pre, *tag, "Error Sqrt")] = f"{e['error'][tr['ks'].index(res['k_sqrt'])]:.3g}"
+        tags = [("Softmax T", t.replace(".", ""))]
+        tags += [("Softmax T Low",)] if t == temps[0] else []  # the grid's lowest and highest T, any grid
+        tags += [("Softmax T High",)] if t == temps[-1] else []
+        for tag in tags:
+            out[macro_name(*pre, *tag, "Slope")] = f"{e['fit']['slope']:.2f}"
+            if res["k_sqrt"] in tr["ks"]:
+                out[macro_name(*pre, *tag, "Error Sqrt")] = f"{e['error'][tr['ks'].index(res['k_sqrt'])]:.3g}"
+    out[macro_name(*pre, "Softmax T Low")], out[macro_name(*pre, "Softmax T High")] = temps[0], temps[-1]
     att = tr["attnknn"]
     i = tr["ks"].index(res["training_k"])
     out[macro_name(*pre, "Attnknn Trunc Slope")] = f"{att['fit']['slope']:.2f}"
@@ -298,9 +319,24 @@ def collect_macros(files: list[str | Path]) -> dict[str, str]:
     for record in read_records(files):
         builder = BUILDERS.get(record.get("experiment"))
         if builder:
-            out.update(builder(record))
-            out.update(source_macros(record))
+            made = {**builder(record), **source_macros(record)}
+            out.update(made)
+            out.update(experiment_aliases(record, made))
     out.update(verdict_count_macros([r for r in read_records(files) if r.get("experiment") == "main"]))
+    return out
+
+
+def experiment_aliases(record: dict, macros: dict[str, str]) -> dict[str, str]:
+    """Dataset-free names for the experiments other than main (``\\NoiseFashionMnistTrained...`` ->
+    ``\\NoiseTrained...``, plus ``\\NoiseName``), so the paper's text builds under every profile,
+    whatever dataset it runs the experiment on (main has its ``Primary`` names)."""
+    name, ds = record["experiment"], record["dataset"]
+    if name == "main":
+        return {}
+    prefix, short = macro_name(name, ds), macro_name(name)
+    out = {short + k[len(prefix):]: v for k, v in macros.items() if k.startswith(prefix)}
+    out[macro_name(name, "Name")] = REGISTRY[ds].title
+    out[macro_name(name, "File")] = PATH_MARK + f"{name}_{ds}"  # figures/<File>.pdf, results/tables/<File>.tex
     return out
 
 

@@ -85,7 +85,7 @@ def methods_frame(methods: dict[str, dict], ci: bool = True, latex: bool = True)
 
 
 
-PLAIN = (("$\\pm$", "±"), ("\\,{\\scriptsize", " "), ("\\sqrt{n}", "√n"), ("\\times", "×"), ("\\,\\%", " %"),
+PLAIN = (("k_{\\mathrm{eff}}", "k_eff"), ("$\\pm$", "±"), ("\\,{\\scriptsize", " "), ("\\sqrt{n}", "√n"), ("\\times", "×"), ("\\,\\%", " %"),
          ("\\%", "%"), ("\\,", " "), ("$", ""), ("{", ""), ("}", ""))
 
 

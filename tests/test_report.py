@@ -206,6 +206,7 @@ _ALLOWED = [r"\\(?:label|ref|cite|citep|citet|eqref|input|inputif|figif|includeg
             r"\\section\*?|\\subsection\*?|\\paragraph",
             r"(?<![A-Za-z])[A-Za-z]+[0-9]+[A-Za-z0-9]*",  # names such as ResNet18, CIFAR-10 are words (ResNet18)
             r"(?:CIFAR|MNIST|kNN|KNN|LM|top|Top)-[0-9]+",
+            r"95\\pct",  # the confidence level of every interval: a convention, not a result
             r"\$[^$]*\$"]  # maths: symbols and indices, its digits are checked below
 
 
@@ -246,3 +247,26 @@ def test_the_paper_has_a_bibliography_and_every_figure_caption_names_its_source(
     for fig in figures:
         caption = fig[fig.index("\\caption"):]
         assert re.search(r"\\[A-Za-z]+Source\b", caption), f"figure caption without its notebook/results: {caption[:80]}"
+
+
+def test_every_committed_table_caption_names_an_existing_notebook_and_results_file():
+    tables = sorted((REPO / "results" / "tables").glob("*.tex"))
+    assert tables
+    for f in tables:
+        text = f.read_text()
+        m = re.search(r"Notebook \\texttt\{([^}]*)\}, \\texttt\{(results/[^}]*\.json)\}", text)
+        assert m, f"{f.name}: caption does not name its notebook and results file"
+        notebook, results = m.group(1).replace("\\_", "_"), m.group(2).replace("\\_", "_")
+        assert (REPO / "notebooks" / f"{notebook}.ipynb").exists(), f"{f.name}: no notebook {notebook}"
+        assert list(REPO.glob(results)), f"{f.name}: no {results}"  # main_summary names results/main_*.json
+
+
+def test_experiments_other_than_main_get_dataset_free_names_for_the_paper():
+    from attnknn_lib.report import experiment_aliases
+
+    record = {"experiment": "noise", "dataset": "cifar10"}
+    made = {"NoiseCifarOneZeroTrainedSymmetricMaxAttnknnAcc": "80.00", "NoiseCifarOneZeroSource": "x"}
+    out = experiment_aliases(record, made)
+    assert out["NoiseTrainedSymmetricMaxAttnknnAcc"] == "80.00" and out["NoiseSource"] == "x"
+    assert out["NoiseName"] == "CIFAR-10" and out["NoiseFile"].endswith("noise_cifar10")
+    assert experiment_aliases({"experiment": "main", "dataset": "iris"}, {"MainIrisAcc": "1"}) == {}
