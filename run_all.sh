@@ -83,7 +83,7 @@ if [ "$mode" = test ]; then
 fi
 if [ "$mode" = bench ]; then
   case " $* " in *" --no-smoke "*|*" -h "*|*" --help "*) ;; *) ensure_debian "${DEBIAN_PDF[@]}" ;; esac
-  exec "$PY" -m attnknn_lib.bench "$@"
+  exec "$PY" -m attnknn_lib.workflow.bench "$@"
 fi
 if [ "$mode" = lab ]; then
   cd notebooks
@@ -92,14 +92,14 @@ if [ "$mode" = lab ]; then
   exec "$PY" -m jupyter lab "${extra[@]}" "$@"
 fi
 case " $* " in
-  *" -h "*|*" --help "*|*" --list "*) exec "$PY" -m attnknn_lib.pipeline "$@" ;;
+  *" -h "*|*" --help "*|*" --list "*) exec "$PY" -m attnknn_lib.workflow.cli "$@" ;;
 esac
 # check every argument (profile, experiments, parameters, data) before installing or running anything
-"$PY" -m attnknn_lib.pipeline --validate "$@" || exit $?
+"$PY" -m attnknn_lib.workflow.cli --validate "$@" || exit $?
 case " $* " in
   " status "*) ;;
   " dag "*) ensure_debian graphviz ;;
   *" --no-pdf "*" --no-paper "*|*" --no-paper "*" --no-pdf "*) ;;
   *) ensure_debian "${DEBIAN_PDF[@]}" ;;
 esac
-exec "$PY" -m attnknn_lib.pipeline "$@"
+exec "$PY" -m attnknn_lib.workflow.cli "$@"

@@ -17,15 +17,18 @@ import numpy as np
 import pytest
 import torch
 
-from attnknn_lib import pipeline, report, runtime
-from attnknn_lib.bench import BenchConfig
-from attnknn_lib.config import Recipe
-from attnknn_lib.errors import AttnKNNError, ConfigError, CorruptFileError
-from attnknn_lib.io import read_json, write_json
-from attnknn_lib.memory import MemoryBank
-from attnknn_lib.runs import DataSpec
-from attnknn_lib.topk_attention import topk_attention
-from attnknn_lib.voting import knn_probs, vote
+from attnknn_lib.base import runtime
+from attnknn_lib.base.errors import AttnKNNError, ConfigError, CorruptFileError
+from attnknn_lib.base.files import read_json, write_json
+from attnknn_lib.data.spec import DataSpec
+from attnknn_lib.knn.bank import MemoryBank
+from attnknn_lib.knn.topk import topk_attention
+from attnknn_lib.knn.votes import knn_probs, vote
+from attnknn_lib.report import records as report
+from attnknn_lib.training.recipe import Recipe
+from attnknn_lib.workflow import cli as pipeline
+from attnknn_lib.workflow import profiles
+from attnknn_lib.workflow.bench import BenchConfig
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -111,7 +114,7 @@ def test_the_report_job_stops_in_one_line_on_a_corrupt_results_file_and_keeps_th
     (tmp_path / "results" / "main_iris.json").write_text('{"experiment": "main", "resu')
     macros = tmp_path / "results" / "macros.tex"
     macros.write_text("% from an earlier run\n")
-    proc = subprocess.run([sys.executable, "-m", "attnknn_lib.workflow", "report", "--plan", str(plan_path)],
+    proc = subprocess.run([sys.executable, "-m", "attnknn_lib.workflow.jobs", "report", "--plan", str(plan_path)],
                           capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
@@ -132,7 +135,7 @@ def test_a_broken_profile_file_is_refused_in_one_line(text, message, tmp_path, m
     for f in (REPO / "configs").glob("*.yaml"):
         (tmp_path / f.name).write_text(f.read_text())
     (tmp_path / "broken.yaml").write_text(text)
-    monkeypatch.setattr(pipeline, "CONFIG_DIR", tmp_path)
+    monkeypatch.setattr(profiles, "CONFIG_DIR", tmp_path)
     assert pipeline.main(["--profile", "broken", "--only", "main", "--validate"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {message}"), err
@@ -172,7 +175,7 @@ def test_a_training_spec_edited_by_hand_is_refused_in_one_line(tmp_path):
     record = read_json(spec)
     record["train"]["epochs"] = 2
     spec.write_text(json.dumps(record))
-    proc = subprocess.run([sys.executable, "-m", "attnknn_lib.train", str(spec), "--artifacts", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "attnknn_lib.training.job", str(spec), "--artifacts", str(tmp_path)],
                           capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()

@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from attnknn_lib import bench
-from attnknn_lib.voting import vote
-from attnknn_lib.workflow import TIMES, record_time
+from attnknn_lib.base.timing import record_time
+from attnknn_lib.knn.votes import vote
+from attnknn_lib.workflow import bench
+from attnknn_lib.workflow.plan import TIMES
 
 
 def test_the_naive_loop_is_the_vote_written_out():

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnknn_lib.calibration import Calibrator, fit_calibrator
-from attnknn_lib.errors import ConfigError
-from attnknn_lib.metrics import accuracy, ece, nll
-from attnknn_lib.voting import knn_probs
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.evaluation.calibration import Calibrator, fit_calibrator
+from attnknn_lib.evaluation.metrics import accuracy, ece, nll
+from attnknn_lib.knn.votes import knn_probs
 
 
 def _softmax(z):

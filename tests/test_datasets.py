@@ -7,11 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from attnknn_lib.datasets import DATASET_NAMES, REGISTRY, load_dataset
-from attnknn_lib.errors import ConfigError, DataNotFoundError
-
 from conftest import write_cifar10, write_mnist_like
+
+from attnknn_lib.base.errors import ConfigError, DataNotFoundError
+from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY, load_dataset
 
 SYSTEM_FASHION = Path("/usr/share/datasets/fashion-mnist")
 

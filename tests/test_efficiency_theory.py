@@ -9,11 +9,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnknn_lib.errors import ConfigError
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.base.timing import loglog_fit
 from attnknn_lib.experiments import efficiency, theory
-from attnknn_lib.index_bench import IndexSetting, build, recall_at_k, unit_vectors
+from attnknn_lib.knn.index_costs import IndexSetting, build, recall_at_k, unit_vectors
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention
-from attnknn_lib.timing import loglog_fit
 
 
 def test_recall_counts_shared_ids_whatever_their_order_and_padding_as_a_miss():

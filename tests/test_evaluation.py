@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnknn_lib.datasets import Dataset, DataSplit
-from attnknn_lib.evaluation import T_GRID, TAU_GRID, Embedded, attnknn_methods, knn_methods, score
-from attnknn_lib.memory import MemoryBank
+from attnknn_lib.data.registry import Dataset, DataSplit
+from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID, Embedded, attnknn_methods, knn_methods, score
+from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnknn_lib.errors import ConfigError
-from attnknn_lib.label_noise import inject_label_noise
-from attnknn_lib.long_tail import long_tail_counts, long_tail_indices
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.data.imbalance import long_tail_counts, long_tail_indices
+from attnknn_lib.data.label_noise import inject_label_noise
 
 LABELS = np.repeat(np.arange(10), 100)
 

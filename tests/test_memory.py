@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnknn_lib.errors import ConfigError
-from attnknn_lib.memory import INDEX_TYPES, MemoryBank
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.knn.bank import INDEX_TYPES, MemoryBank
 
 
 def _unit(n: int, d: int, seed: int) -> np.ndarray:
@@ -97,7 +97,7 @@ def test_bad_requests_name_the_value_and_the_range():
 
 
 def test_index_knobs_reach_faiss_and_ivf_lists_follow_one_rule():
-    from attnknn_lib.memory import build_index, ivf_lists
+    from attnknn_lib.knn.bank import build_index, ivf_lists
 
     x = np.random.default_rng(0).standard_normal((400, 8)).astype(np.float32)
     hnsw = build_index(x, "hnsw", hnsw_m=16, ef_construction=100, ef_search=48)

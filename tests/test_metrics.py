@@ -6,9 +6,20 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from attnknn_lib.errors import ConfigError
-from attnknn_lib.metrics import (METRICS, NLL_EPS, accuracy, bootstrap_ci, brier, confusion_matrix, ece, evaluate, macro_f1,
-                                 nll, reliability_bins)
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.evaluation.metrics import (
+    METRICS,
+    NLL_EPS,
+    accuracy,
+    bootstrap_ci,
+    brier,
+    confusion_matrix,
+    ece,
+    evaluate,
+    macro_f1,
+    nll,
+    reliability_bins,
+)
 
 
 def _random_probs(n: int = 500, c: int = 4, seed: int = 0):
@@ -105,8 +116,8 @@ def test_bad_shapes_are_named():
 
 
 def test_metrics_reject_nan_or_inf_probabilities_in_one_line():
-    from attnknn_lib.errors import ConfigError
-    from attnknn_lib.metrics import accuracy, ece
+    from attnknn_lib.base.errors import ConfigError
+    from attnknn_lib.evaluation.metrics import accuracy, ece
 
     probs = np.array([[0.5, 0.5], [np.nan, 1.0], [0.2, np.inf]])
     for fn in (accuracy, ece):
@@ -115,7 +126,7 @@ def test_metrics_reject_nan_or_inf_probabilities_in_one_line():
 
 
 def test_paired_bootstrap_difference_is_the_mean_paired_difference_with_an_interval_around_it():
-    from attnknn_lib.metrics import accuracy, paired_bootstrap_diff
+    from attnknn_lib.evaluation.metrics import accuracy, paired_bootstrap_diff
 
     rng = np.random.default_rng(0)
     y = rng.integers(0, 3, 400)

@@ -8,9 +8,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnknn_lib.errors import ConfigError, WeightsUnavailableError
-from attnknn_lib.models import (AttentionConfig, MultiHeadNeighborAttention, ResNet18CIFAR, build_attnknn,
-                                build_backbone, build_cnn, vote)
+from attnknn_lib.base.errors import ConfigError, WeightsUnavailableError
+from attnknn_lib.models import (
+    AttentionConfig,
+    MultiHeadNeighborAttention,
+    ResNet18CIFAR,
+    build_attnknn,
+    build_backbone,
+    build_cnn,
+    vote,
+)
 
 B, K, D, C = 5, 7, 16, 4
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from attnknn_lib.experiments import REGISTRY as EXPERIMENTS
-from attnknn_lib.pipeline import main as pipeline_main
+from attnknn_lib.workflow.cli import main as pipeline_main
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -78,8 +78,9 @@ def test_list_prints_the_resolved_parameters_and_reads_numbers_and_booleans(caps
 def test_the_cpu_profile_is_the_defaults_and_profiles_name_only_known_parameters():
     from dataclasses import fields
 
-    from attnknn_lib.config import Recipe, defaults
-    from attnknn_lib.pipeline import available_profiles, load_profile, resolve
+    from attnknn_lib.base.knobs import defaults
+    from attnknn_lib.training.recipe import Recipe
+    from attnknn_lib.workflow.profiles import available_profiles, load_profile, resolve
 
     cpu = load_profile("cpu")
     assert cpu == {"recipe": {}, "experiments": {}}  # one source of truth: the dataclass defaults
@@ -95,7 +96,7 @@ def test_the_cpu_profile_is_the_defaults_and_profiles_name_only_known_parameters
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
 def test_committed_notebooks_are_clean_and_their_parameters_cell_is_generated_from_the_config(name):
-    from attnknn_lib.config import parameters_cell
+    from attnknn_lib.base.knobs import parameters_cell
 
     nb = json.loads((REPO / "notebooks" / EXPERIMENTS[name].NOTEBOOK).read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]

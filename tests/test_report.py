@@ -10,9 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from attnknn_lib.io import write_json
-from attnknn_lib.report import macro_name, write_macros
-from attnknn_lib.tables import booktabs, fmt
+from attnknn_lib.base.files import write_json
+from attnknn_lib.experiments import write_macros
+from attnknn_lib.report.macros import macro_name
+from attnknn_lib.report.tables import booktabs, fmt
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -95,7 +96,7 @@ def _metric(v: float) -> dict:
 def test_the_widest_tables_fit_the_papers_text_width_unscaled(tmp_path):
     """The main table (5 metrics, mean +- s.d.) and the ablation (intervals) put calibrated metrics
     on a second row per method, so nothing is scaled: no \\resizebox, no overfull line."""
-    from attnknn_lib.tables import methods_frame, seed_frame
+    from attnknn_lib.report.tables import methods_frame, seed_frame
 
     metrics = ("accuracy", "macro_f1", "nll", "ece", "brier")
     methods = {m: {"label": f"{m} + TTA", "test_raw": {k: _metric(0.9123) for k in metrics},
@@ -115,7 +116,7 @@ def test_the_widest_tables_fit_the_papers_text_width_unscaled(tmp_path):
 
 
 def test_readme_results_block_is_regenerated_from_json(tmp_path):
-    from attnknn_lib.report import update_readme
+    from attnknn_lib.experiments import update_readme
 
     files = [write_json(tmp_path / "main_iris.json", _record("iris", "iris"))]
     readme = tmp_path / "README.md"
@@ -131,7 +132,7 @@ def test_readme_results_block_is_regenerated_from_json(tmp_path):
 
 
 def test_results_of_two_profiles_never_share_one_report(tmp_path):
-    from attnknn_lib.errors import AttnKNNError
+    from attnknn_lib.base.errors import AttnKNNError
 
     files = [write_json(tmp_path / "main_iris.json", _record("iris", "iris", "cpu")),
              write_json(tmp_path / "main_wine.json", _record("wine", "iris", "smoke"))]
@@ -141,7 +142,7 @@ def test_results_of_two_profiles_never_share_one_report(tmp_path):
 
 
 def test_booktabs_signed_differences_and_mean_sd():
-    from attnknn_lib.tables import fmt_mean_sd
+    from attnknn_lib.report.tables import fmt_mean_sd
 
     assert fmt({"value": -0.0123, "low": -0.02, "high": 0.001}, "accuracy", signed=True) == \
         "-1.23\\,{\\scriptsize[-2.00, +0.10]}"
@@ -149,7 +150,7 @@ def test_booktabs_signed_differences_and_mean_sd():
 
 
 def test_latex_cells_read_as_plain_text_in_notebooks():
-    from attnknn_lib.tables import plain_frame
+    from attnknn_lib.report.tables import plain_frame
 
     df = pd.DataFrame({"Acc. (\\%)": ["90.12\\,{\\scriptsize$\\pm$0.39}"]}, index=["$k = \\sqrt{n}$"])
     df.index.name = "$k$"
@@ -159,7 +160,7 @@ def test_latex_cells_read_as_plain_text_in_notebooks():
 
 
 def test_verdict_words_follow_the_interval_and_the_metrics_direction():
-    from attnknn_lib.report import verdict
+    from attnknn_lib.report.macros import verdict
 
     assert verdict(0.001, 0.01, higher_is_better=True) == "better than"  # accuracy up
     assert verdict(-0.01, -0.001, higher_is_better=True) == "worse than"
@@ -187,7 +188,7 @@ def test_macros_carry_verdicts_counts_and_caption_sources(tmp_path):
 
 
 def test_notebooks_list_the_tables_they_wrote_without_printing_latex(tmp_path):
-    from attnknn_lib.tables import written_frame
+    from attnknn_lib.report.tables import written_frame
 
     df = pd.DataFrame({"Acc.": ["90.1", "89.9"]}, index=["a", "b"])
     f = tmp_path / "t.tex"
@@ -233,7 +234,7 @@ def test_hand_typed_number_detector_finds_numbers_and_spares_macros_and_names():
 
 def test_the_papers_text_types_no_number_by_hand():
     tex = (REPO / "paper" / "main.tex").read_text()
-    assert hand_typed_numbers(tex) == [], "put the number in results/macros.tex (attnknn_lib.report) instead"
+    assert hand_typed_numbers(tex) == [], "put the number in results/macros.tex (attnknn_lib.report.macros) instead"
 
 
 def test_the_paper_has_a_bibliography_and_every_figure_caption_names_its_source():
@@ -262,11 +263,23 @@ def test_every_committed_table_caption_names_an_existing_notebook_and_results_fi
 
 
 def test_experiments_other_than_main_get_dataset_free_names_for_the_paper():
-    from attnknn_lib.report import experiment_aliases
+    from attnknn_lib.report.macros import dataset_free, record_macros
 
-    record = {"experiment": "noise", "dataset": "cifar10"}
     made = {"NoiseCifarOneZeroTrainedSymmetricMaxAttnknnAcc": "80.00", "NoiseCifarOneZeroSource": "x"}
-    out = experiment_aliases(record, made)
+    out = dataset_free("noise", "cifar10", made)
     assert out["NoiseTrainedSymmetricMaxAttnknnAcc"] == "80.00" and out["NoiseSource"] == "x"
     assert out["NoiseName"] == "CIFAR-10" and out["NoiseFile"].endswith("noise_cifar10")
-    assert experiment_aliases({"experiment": "main", "dataset": "iris"}, {"MainIrisAcc": "1"}) == {}
+    record = {"experiment": "main", "dataset": "iris"}
+    assert "MainAcc" not in record_macros([record], lambda r: {"MainIrisAcc": "1"}, "01_main.ipynb", aliases=False)
+    assert "NoiseAcc" in record_macros([{"experiment": "noise", "dataset": "iris"}], lambda r: {"NoiseIrisAcc": "1"},
+                                       "03_noise.ipynb")
+
+
+def test_the_report_modules_name_no_experiment():
+    """Adding an experiment never means editing the generic report: its views live with it."""
+    from attnknn_lib.experiments import REGISTRY
+
+    for f in (REPO / "attnknn_lib" / "report").glob("*.py"):
+        text = f.read_text()
+        for name in REGISTRY:
+            assert f'"{name}"' not in text and f"'{name}'" not in text, f"{f.name} names the experiment {name!r}"

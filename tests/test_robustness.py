@@ -7,13 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnknn_lib.config import float_csv
-from attnknn_lib.errors import ConfigError
-from attnknn_lib.evaluation import MethodProbs
-from attnknn_lib.experiments import core, k_sweep, long_tail, noise
-from attnknn_lib.metrics import per_class_accuracy
-from attnknn_lib.runs import DataSpec
-from attnknn_lib.voting import class_balanced, knn_probs
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.base.knobs import float_csv
+from attnknn_lib.data.spec import DataSpec
+from attnknn_lib.evaluation.methods import MethodProbs
+from attnknn_lib.evaluation.metrics import per_class_accuracy
+from attnknn_lib.experiments import k_sweep, long_tail, noise
+from attnknn_lib.experiments import shared as core
+from attnknn_lib.knn.votes import class_balanced, knn_probs
 
 
 def test_class_balanced_voting_divides_each_vote_by_its_memory_share():

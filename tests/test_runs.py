@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from attnknn_lib.errors import ConfigError
-from attnknn_lib.runs import DataSpec, TrainingRun, prepare
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.data.spec import DataSpec, prepare
+from attnknn_lib.training.runs import TrainingRun
 
 
 def test_noise_changes_training_labels_and_optionally_validation_never_test():
@@ -48,8 +49,8 @@ def test_bad_data_specs_are_refused_in_one_line(kwargs, message):
 
 
 def test_a_run_spec_round_trips_through_its_file_and_keeps_its_id(tmp_path):
-    from attnknn_lib.config import Recipe
-    from attnknn_lib.experiments import core
+    from attnknn_lib.experiments import shared as core
+    from attnknn_lib.training.recipe import Recipe
 
     run = core.model_runs(Recipe(), core.data_spec(Recipe(), "iris", noise="symmetric", noise_rate=0.1), (2,))[0]
     path = run.write_spec(tmp_path)

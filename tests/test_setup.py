@@ -71,7 +71,7 @@ def test_second_run_reuses_the_environment_and_reaches_the_tests_within_seconds(
 
 
 def test_provenance_is_clean_when_only_outputs_changed(tmp_path):
-    from attnknn_lib.provenance import git_commit
+    from attnknn_lib.base.provenance import git_commit
 
     repo = tmp_path / "repo"
     for d in ("attnknn_lib", "results"):

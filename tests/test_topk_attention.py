@@ -6,9 +6,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnknn_lib.errors import ConfigError
-from attnknn_lib.topk_attention import (TopKAttention, prefix_outputs, sampled_tail_attention, tail_mass,
-                                        tail_masses, topk_attention, topk_weights)
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.knn.topk import (
+    TopKAttention,
+    prefix_outputs,
+    sampled_tail_attention,
+    tail_mass,
+    tail_masses,
+    topk_attention,
+    topk_weights,
+)
 
 
 def _data(b=6, n=50, d=8, c=4, seed=0):

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-import attnknn_lib.training as training
-from attnknn_lib.cache import load_or_train, model_dir
-from attnknn_lib.datasets import Dataset, DataSplit
-from attnknn_lib.errors import ConfigError
+import attnknn_lib.training.loops as training
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.data.registry import Dataset, DataSplit
 from attnknn_lib.models import AttentionConfig, build_attnknn, build_cnn
-from attnknn_lib.training import TrainConfig, train_attnknn, train_cnn, training_neighbors
+from attnknn_lib.training.cache import load_or_train, model_dir
+from attnknn_lib.training.loops import TrainConfig, train_attnknn, train_cnn, training_neighbors
 
 
 class Tripwire:
@@ -135,15 +135,15 @@ def test_train_config_rejects_bad_values():
 
 
 def _iris_runs(seed: int = 0, epochs: int = 2):
-    from attnknn_lib.config import Recipe
-    from attnknn_lib.experiments import core
+    from attnknn_lib.experiments import shared as core
+    from attnknn_lib.training.recipe import Recipe
 
     recipe = Recipe(tabular_epochs=epochs, k=5)
     return core.model_runs(recipe, core.data_spec(recipe, "iris"), (seed,))
 
 
 def test_cache_loads_the_same_model_and_retrains_when_the_run_changes(tmp_path):
-    from attnknn_lib.runs import prepare
+    from attnknn_lib.data.spec import prepare
 
     attn, cnn = _iris_runs()
     prepared = prepare(attn.data)
@@ -201,7 +201,7 @@ def test_main_experiment_models_depend_only_on_the_seed(tmp_path):
 
 
 def test_progress_bars_are_off_inside_workflow_notebooks(monkeypatch, capsys):
-    from attnknn_lib import progress
+    from attnknn_lib.base import progress
 
     monkeypatch.setenv("ATTNKNN_PROGRESS", "off")
     assert not progress.enabled()
@@ -212,7 +212,7 @@ def test_progress_bars_are_off_inside_workflow_notebooks(monkeypatch, capsys):
 
 
 def test_mixed_precision_is_off_on_the_cpu_and_the_scaler_only_serves_fp16():
-    from attnknn_lib.training import _Precision
+    from attnknn_lib.training.loops import _Precision
 
     p = _Precision(TrainConfig(amp=True), torch.device("cpu"))
     assert not p.enabled and not p.scaler.is_enabled()

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnknn_lib.datasets import Dataset, DataSplit
-from attnknn_lib.errors import ConfigError
-from attnknn_lib.transforms import BatchAugment, Shift, batches, to_tensor, tta_views
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.data.registry import Dataset, DataSplit
+from attnknn_lib.data.transforms import BatchAugment, Shift, batches, to_tensor, tta_views
 
 
 def _image_dataset(n: int = 8) -> Dataset:

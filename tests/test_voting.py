@@ -5,9 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnknn_lib.errors import ConfigError
-from attnknn_lib.voting import (cosine_from_sq_dist, cosine_weights, distance_weights, knn_probs, uniform_weights,
-                                vote)
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.knn.votes import (
+    cosine_from_sq_dist,
+    cosine_weights,
+    distance_weights,
+    knn_probs,
+    uniform_weights,
+    vote,
+)
 
 D = np.array([[0.1, 0.2, 0.4, 1.0], [0.0, 0.5, 0.5, 2.0]])
 Y = np.array([[1, 0, 1, 2], [2, 2, 0, 0]])

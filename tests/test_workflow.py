@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from attnknn_lib.experiments import k_sweep
-from attnknn_lib.reproducibility import record_view
+from attnknn_lib.workflow.reproducibility import record_view
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = ["--profile", "smoke", "--only", "main", "-p", "datasets=iris", "-p", "primary=iris", "--no-pdf", "--no-paper"]

@@ -17,19 +17,24 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..calibration import Calibrator
-from ..config import ExperimentConfig, int_csv, knob
-from ..datasets import DATASET_NAMES, REGISTRY
-from ..errors import ConfigError, check_choice, check_range
-from ..evaluation import MethodProbs, attnknn_method, best_baseline, score
-from ..metrics import paired_bootstrap_diff
-from ..models import MultiHeadNeighborAttention
-from ..paths import Paths
-from ..runs import prepare
-from ..runtime import seed_everything
-from ..tables import booktabs, fmt, fmt_mean_sd
-from ..training import train_attention_head
-from . import core
+from attnknn_lib.base.errors import ConfigError, check_choice, check_range
+from attnknn_lib.base.files import write_text
+from attnknn_lib.base.knobs import int_csv, knob
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.base.progress import bar
+from attnknn_lib.base.runtime import seed_everything
+from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
+from attnknn_lib.data.spec import prepare
+from attnknn_lib.evaluation.calibration import Calibrator
+from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_baseline, score
+from attnknn_lib.evaluation.metrics import paired_bootstrap_diff
+from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.models import MultiHeadNeighborAttention
+from attnknn_lib.report import figures
+from attnknn_lib.report.macros import macro_name, pct, record_macros, source_note
+from attnknn_lib.report.tables import booktabs, fmt, fmt_mean_sd
+from attnknn_lib.training.loops import train_attention_head
 
 NAME = "k_sweep"
 NOTEBOOK = "02_k_sweep.ipynb"
@@ -99,7 +104,6 @@ def _retrained(cfg: Config, emb, val, val_y, k: int, num_classes: int, seed: int
 
 def run(cfg: Config, paths: Paths) -> dict:
     """Every seed and k; writes ``results/k_sweep_<dataset>.json`` and returns its record."""
-    from ..progress import bar
 
     device, prov, clock = core.begin(cfg)
     prepared = prepare(core.data_spec(cfg, cfg.dataset))
@@ -185,7 +189,6 @@ def _series(record: dict, method: str, split: str, metric: str, scale: float = 1
 
 def figure(record: dict):
     """Accuracy, macro-F1, NLL and ECE (raw and calibrated) against k, and the paired differences."""
-    from .. import plots
 
     res = record["results"]
     methods = [m for m in LABELS if m in res["summary"][str(res["k_values"][0])]]
@@ -215,7 +218,7 @@ def figure(record: dict):
     for k in res["k_values"][1:]:  # labels at least ~2.2x apart on the log axis, the largest k always
         if math.log10(k / ticks[-1]) >= 0.35 or k == res["k_values"][-1]:
             ticks.append(k)
-    return plots.curve_panels(panels, "k (neighbours, log scale)", ncols=4, logx=True, xticks=ticks,
+    return figures.curve_panels(panels, "k (neighbours, log scale)", ncols=4, logx=True, xticks=ticks,
                               vline=vline, hlines={p: 0.0 for p in panels if p.startswith("$\\Delta$")},
                               title=f"{title}: test metrics against k (mean $\\pm$ s.d. over seeds {seeds})")
 
@@ -246,14 +249,11 @@ def table_frame(record: dict, split: str = "test_raw", metric: str = "accuracy")
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    from .. import plots
-    from ..io import write_text
-
     res, d = record["results"], record["dataset"]
     title = REGISTRY[d].title
     seeds = ", ".join(map(str, res["seeds"]))
     retrained = res["paired"][str(res["k_values"][0])].get("attnknn_retrained", {}).get("n_seeds", 0)
-    src = core.source_note(NOTEBOOK, NAME, d)
+    src = source_note(NOTEBOOK, NAME, d)
     note = (f"Mean $\\pm$ s.d.\\ over seeds {seeds} of main's models (profile \\texttt{{{record['profile']}}}); "
             f"Attn-KNN as trained (attention trained at $k = {res['training_k']}$) and with a fresh attention trained "
             f"at each $k$ on the frozen embedding (\"Attn.\\ at $k$\", {retrained} seed(s)); $\\Delta$: Attn-KNN minus "
@@ -267,8 +267,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"{title}: test ECE after the post-hoc calibrator fitted on validation, against $k$. {note} {src}.",
         f"tab:{NAME}-calibration", escape_index=False))
     fig = figure(record)
-    out["figure"] = plots.save_figure(fig, paths.figures, f"{NAME}_{d}")[0]
-    plots.plt.close(fig)
+    out["figure"] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}")[0]
+    figures.plt.close(fig)
     return out
 
 
@@ -283,3 +283,40 @@ def summary_frame(record: dict) -> pd.DataFrame:
                                     "NLL (cal.)": e["test_calibrated"]["nll"]["mean"],
                                     "ECE (cal.)": e["test_calibrated"]["ece"]["mean"]}
     return pd.DataFrame.from_dict(rows, orient="index").round(4)
+
+
+def k_sweep_macros(record: dict) -> dict[str, str]:
+    """k-sweep: the sqrt(n) k, and where each Attn-KNN variant differs most from the best baseline."""
+    ds, res = record["dataset"], record["results"]
+    out = {macro_name("k sweep", ds, "K sqrt"): str(res["k_sqrt"]),
+           macro_name("k sweep", ds, "K values"): ", ".join(map(str, res["k_values"]))}
+    for m, adv in res["advantage"].items():
+        for what, tag in (("largest_accuracy_difference", "LargestDiff"), ("accuracy", "BestGain")):
+            e = adv[what]
+            out[macro_name("k sweep", ds, m, tag, "K")] = str(e["k"])
+            for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
+                out[macro_name("k sweep", ds, m, tag, "Acc", word)] = f"{100 * e[part]:+.2f}"
+    for k in res["k_values"]:
+        for m, e in res["summary"][str(k)].items():
+            out[macro_name("k sweep", ds, "k", str(k), m, "Acc")] = pct(e["test_raw"]["accuracy"]["mean"])
+    return out
+
+
+README_SECTION = "Robustness"
+
+
+def macros(records: list[dict]) -> dict[str, str]:
+    """Every macro of this experiment, with caption sources and dataset-free aliases."""
+    return record_macros(records, k_sweep_macros, NOTEBOOK)
+
+
+def readme_lines(records: list[dict]) -> list[str]:
+    """One README bullet per dataset: where Attn-KNN and the best baseline differ most."""
+    out = []
+    for r in sorted(records, key=lambda r: r["dataset"]):
+        res, title = r["results"], REGISTRY[r["dataset"]].title
+        a = res["advantage"]["attnknn"]["largest_accuracy_difference"]
+        out.append(f"- k-sweep ({title}, k in {', '.join(map(str, res['k_values']))}): Attn-KNN minus the best "
+                   f"baseline differs most at k = {a['k']}: {100 * a['value']:+.2f} pp "
+                   f"[{100 * a['low']:+.2f}, {100 * a['high']:+.2f}] (paired, pooled over seeds).")
+    return out

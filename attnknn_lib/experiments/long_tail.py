@@ -18,17 +18,20 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from ..config import float_csv, knob
-from ..datasets import REGISTRY
-from ..errors import check_range
-from ..evaluation import MethodProbs, best_baseline, score
-from ..metrics import accuracy, nll, per_class_accuracy
-from ..paths import Paths
-from ..runs import DataSpec, load_base, prepare
-from ..tables import booktabs, fmt_mean_sd
-from ..voting import class_balanced
-from . import core
-from .robustness import SETTING_NAMES, RobustnessConfig, trained_cells
+from attnknn_lib.base.errors import check_range
+from attnknn_lib.base.files import write_text
+from attnknn_lib.base.knobs import float_csv, knob
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.data.registry import REGISTRY
+from attnknn_lib.data.spec import DataSpec, load_base, prepare
+from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, score
+from attnknn_lib.evaluation.metrics import accuracy, nll, per_class_accuracy
+from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, trained_cells
+from attnknn_lib.knn.votes import class_balanced
+from attnknn_lib.report import figures
+from attnknn_lib.report.macros import macro_name, pct, record_macros, source_note
+from attnknn_lib.report.tables import booktabs, fmt_mean_sd
 
 NAME = "long_tail"
 NOTEBOOK = "04_long_tail.ipynb"
@@ -161,7 +164,6 @@ FIGURE_METHODS = ("uniform", "best_baseline", "attnknn", "cnn", "best_baseline_b
 
 def figure(record: dict):
     """Per-class test accuracy against the class's size in the memory, per setting and imbalanced ratio."""
-    from .. import plots
 
     res = record["results"]
     panels = {}
@@ -174,7 +176,7 @@ def figure(record: dict):
             panels[(f"{SETTING_NAMES[sname]}, ratio {key}", "per-class accuracy (%)")] = {
                 LABELS[m]: (sizes[order], 100 * np.asarray(cell["per_class_accuracy"][m])[order], None)
                 for m in FIGURE_METHODS}
-    return plots.curve_panels(panels, "class size in the memory (log scale)", ncols=min(2, len(panels)), logx=True,
+    return figures.curve_panels(panels, "class size in the memory (log scale)", ncols=min(2, len(panels)), logx=True,
                               panel_width=3.6,
                               title=f"{REGISTRY[record['dataset']].title}: per-class test accuracy on a long-tailed "
                                     f"memory (mean over seeds)")
@@ -201,12 +203,9 @@ def table_frame(record: dict) -> pd.DataFrame:
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    from .. import plots
-    from ..io import write_text
-
     res, d = record["results"], record["dataset"]
     title = REGISTRY[d].title
-    src = core.source_note(NOTEBOOK, NAME, d)
+    src = source_note(NOTEBOOK, NAME, d)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
     how = f"bank only: main's models (seeds {', '.join(map(str, bank['seeds']))}), memory = the imbalanced subset"
     if trained:
@@ -221,8 +220,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"validation from {{{', '.join(f'{b:g}' for b in BETAS)}}} (for the CNN the same prior correction of its "
         f"softmax). Mean $\\pm$ s.d.\\ over seeds. Profile \\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
     fig = figure(record)
-    out["figure"] = plots.save_figure(fig, paths.figures, f"{NAME}_{d}")[0]
-    plots.plt.close(fig)
+    out["figure"] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}")[0]
+    figures.plt.close(fig)
     return out
 
 
@@ -237,3 +236,48 @@ def summary_frame(record: dict) -> pd.DataFrame:
                                                  "tail (%)": 100 * cell["group_accuracy"][m]["tail"],
                                                  "ECE (cal.)": e["test_calibrated"]["ece"]["mean"]}
     return pd.DataFrame.from_dict(rows, orient="index").round(3)
+
+
+def long_tail_macros(record: dict) -> dict[str, str]:
+    """Long tail: accuracy, head and tail accuracy of every method per setting and ratio
+    (ratio spelled with its digits: LongTailFashionMnistTrainedZeroZeroOne...)."""
+    ds, res = record["dataset"], record["results"]
+    out = {}
+    for sname, s in res["settings"].items():
+        for key, cell in s["curves"].items():
+            prefix = ("long tail", ds, sname, key.replace(".", ""))
+            for m, e in cell["summary"].items():
+                out[macro_name(*prefix, m, "Acc")] = pct(e["test_raw"]["accuracy"]["mean"])
+                out[macro_name(*prefix, m, "HeadAcc")] = pct(cell["group_accuracy"][m]["head"])
+                out[macro_name(*prefix, m, "TailAcc")] = pct(cell["group_accuracy"][m]["tail"])
+        smallest = min(s["curves"], key=float)  # the grid's strongest imbalance, any grid
+        exact = macro_name("long tail", ds, sname, smallest.replace(".", ""))
+        for k, v in list(out.items()):
+            if k.startswith(exact):
+                out[macro_name("long tail", ds, sname, "Min") + k[len(exact):]] = v
+        out[macro_name("long tail", ds, "Min Ratio")] = smallest
+    return out
+
+
+README_SECTION = "Robustness"
+
+
+def macros(records: list[dict]) -> dict[str, str]:
+    """Every macro of this experiment, with caption sources and dataset-free aliases."""
+    return record_macros(records, long_tail_macros, NOTEBOOK)
+
+
+def readme_lines(records: list[dict]) -> list[str]:
+    """One README bullet per dataset: tail-class accuracy at the strongest imbalance, with and without class-balanced voting."""
+    out = []
+    for r in sorted(records, key=lambda r: r["dataset"]):
+        res, title = r["results"], REGISTRY[r["dataset"]].title
+        s = res["settings"].get("trained") or res["settings"]["bank"]
+        key = min(s["curves"], key=float)
+        g = s["curves"][key]["group_accuracy"]
+        out.append(f"- long tail ({title}, ratio {key}, models "
+                   f"{'retrained on the subset' if s is res['settings'].get('trained') else 'unchanged'}): "
+                   f"tail-class accuracy best kNN {100 * g['best_baseline']['tail']:.1f} %, with class-balanced "
+                   f"voting {100 * g['best_baseline_balanced']['tail']:.1f} %; Attn-KNN "
+                   f"{100 * g['attnknn']['tail']:.1f} % / {100 * g['attnknn_balanced']['tail']:.1f} %.")
+    return out

@@ -2,9 +2,9 @@
 
 For each dataset and seed: load the trained Attn-KNN and CNN (workflow jobs; trained here only
 when the notebook runs alone), embed train / val / test (every TTA view), evaluate every method
-of :mod:`attnknn_lib.evaluation` and score it with bootstrap intervals. Across seeds: mean and
+of :mod:`attnknn_lib.evaluation.methods` and score it with bootstrap intervals. Across seeds: mean and
 standard deviation of every metric, and the paired difference Attn-KNN minus the best baseline
-(and minus the CNN) per seed and pooled over seeds (:func:`attnknn_lib.metrics.paired_bootstrap_diff`).
+(and minus the CNN) per seed and pooled over seeds (:func:`attnknn_lib.evaluation.metrics.paired_bootstrap_diff`).
 On the primary dataset, for the first seed, the attention components are ablated on the frozen
 Attn-KNN embedding. Writes ``results/main_<dataset>.json``, LaTeX tables, figures and the ``.npz``
 artifacts from which every number can be recomputed.
@@ -18,22 +18,42 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..calibration import Calibrator
-from ..config import ExperimentConfig, csv, int_csv, knob
-from ..datasets import DATASET_NAMES, REGISTRY
-from ..errors import ConfigError, check_choice, check_range
-from ..evaluation import (K_ENSEMBLE, METHOD_LABELS, MethodProbs, attnknn_method, attnknn_methods, best_baseline,
-                          cnn_methods, knn_methods, score)
-from ..io import read_json, write_npz, write_text
-from ..metrics import confusion_matrix, paired_bootstrap_diff, reliability_bins
-from ..models import MultiHeadNeighborAttention
-from ..paths import Paths
-from ..runs import prepare
-from ..runtime import seed_everything
-from ..tables import booktabs, methods_frame, seed_frame
-from ..training import train_attention_head
-from ..transforms import tta_views
-from . import core
+from attnknn_lib.base.errors import ConfigError, check_choice, check_range
+from attnknn_lib.base.files import read_json, write_npz, write_text
+from attnknn_lib.base.knobs import csv, int_csv, knob
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.base.runtime import seed_everything
+from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
+from attnknn_lib.data.spec import prepare
+from attnknn_lib.data.transforms import tta_views
+from attnknn_lib.evaluation.calibration import Calibrator
+from attnknn_lib.evaluation.methods import (
+    K_ENSEMBLE,
+    METHOD_LABELS,
+    MethodProbs,
+    attnknn_method,
+    attnknn_methods,
+    best_baseline,
+    cnn_methods,
+    knn_methods,
+    score,
+)
+from attnknn_lib.evaluation.metrics import confusion_matrix, paired_bootstrap_diff, reliability_bins
+from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.models import MultiHeadNeighborAttention
+from attnknn_lib.report import figures
+from attnknn_lib.report.macros import (
+    PATH_MARK,
+    diff_macros,
+    macro_name,
+    metric_macros,
+    record_macros,
+    source_note,
+    verdict,
+)
+from attnknn_lib.report.tables import booktabs, fmt, methods_frame, seed_frame
+from attnknn_lib.training.loops import train_attention_head
 
 NAME = "main"
 NOTEBOOK = "01_main.ipynb"
@@ -213,7 +233,6 @@ def _save_arrays(name: str, seed: int, ds, methods: dict[str, MethodProbs], emb,
 
 def _diff_frame(paired: dict) -> pd.DataFrame:
     """Rows: comparison x seed (and pooled); columns: accuracy, ECE, NLL differences with intervals."""
-    from ..tables import fmt
 
     rows = {}
     for name, entry in paired.items():
@@ -238,12 +257,11 @@ CAL_NOTE = ("each method's second row: after the post-hoc calibrator fitted on v
 def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Path]:
     """The dataset's LaTeX table(s) and figures (curves, confusion matrix, ablation, paired
     differences and per-seed intervals on the primary dataset)."""
-    from .. import plots
 
     ds, res, profile = run.dataset, run.record["results"], run.record["profile"]
     name, title = ds.name, REGISTRY[ds.name].title
     seeds = ", ".join(map(str, res["seeds"]))
-    src = core.source_note(NOTEBOOK, NAME, name)
+    src = source_note(NOTEBOOK, NAME, name)
     out = {"table": write_text(paths.tables / f"main_{name}.tex", booktabs(
         seed_frame(res["summary"]),
         f"{title}: test metrics, mean $\\pm$ s.d.\\ over seeds {seeds}; {CAL_NOTE}. Profile "
@@ -254,9 +272,9 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
             if m in run.methods}
     eces = {METHOD_LABELS[m]: res["per_seed"][first]["methods"][m]["test_raw"]["ece"]["value"]
             for m in RELIABILITY_METHODS if m in run.methods}
-    fig = plots.reliability_diagrams(bins, eces, f"{title} (test, seed {first}, before calibration)")
-    out["reliability"] = plots.save_figure(fig, paths.figures, f"main_{name}_reliability")[0]
-    plots.plt.close(fig)
+    fig = figures.reliability_diagrams(bins, eces, f"{title} (test, seed {first}, before calibration)")
+    out["reliability"] = figures.save_figure(fig, paths.figures, f"main_{name}_reliability")[0]
+    figures.plt.close(fig)
     if not primary:
         return out
     out["paired"] = write_text(paths.tables / f"main_{name}_paired.tex", booktabs(
@@ -268,14 +286,14 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
     out["seeds"] = write_text(paths.tables / f"main_{name}_seeds.tex", booktabs(
         seed_intervals_frame(per_seed),
         f"{title}: test accuracy (\\%) of each seed with its 95\\% bootstrap interval. {src}.", "tab:main-seeds"))
-    fig = plots.training_curves({"Attn-KNN": run.histories["attnknn"], "CNN": run.histories["cnn"]},
+    fig = figures.training_curves({"Attn-KNN": run.histories["attnknn"], "CNN": run.histories["cnn"]},
                                 f"{title} (seed {first})")
-    out["curves"] = plots.save_figure(fig, paths.figures, f"main_{name}_curves")[0]
-    plots.plt.close(fig)
+    out["curves"] = figures.save_figure(fig, paths.figures, f"main_{name}_curves")[0]
+    figures.plt.close(fig)
     cm = confusion_matrix(run.methods["attnknn"].test, ds.test.y, ds.num_classes)
-    fig = plots.confusion_matrix_plot(cm, ds.class_names, f"Attn-KNN on {title} (test, seed {first})")
-    out["confusion"] = plots.save_figure(fig, paths.figures, f"main_{name}_confusion")[0]
-    plots.plt.close(fig)
+    fig = figures.confusion_matrix_plot(cm, ds.class_names, f"Attn-KNN on {title} (test, seed {first})")
+    out["confusion"] = figures.save_figure(fig, paths.figures, f"main_{name}_confusion")[0]
+    figures.plt.close(fig)
     ablation = res["per_seed"][first]["ablation"]
     if ablation:
         out["ablation"] = write_text(paths.tables / f"main_{name}_ablation.tex", booktabs(
@@ -286,8 +304,6 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
 
 
 def seed_intervals_frame(per_seed: dict[str, dict]) -> pd.DataFrame:
-    from ..tables import fmt
-
     rows = {}
     for s, methods in per_seed.items():
         for m in SUMMARY_METHODS:
@@ -337,3 +353,108 @@ def write_summary_table(paths: Paths, datasets: tuple[str, ...]) -> Path:
     return write_text(paths.tables / "main_summary.tex", booktabs(
         df, "Test accuracy (\\%) / ECE after calibration, means over seeds, per dataset and method. Notebook "
             "\\texttt{01\\_main}, \\texttt{results/main\\_*.json}.", "tab:main-summary"))
+
+
+def main_macros(record: dict) -> dict[str, str]:
+    """Macros of one ``main_<dataset>.json`` record (means over seeds, paired differences)."""
+    ds = record["dataset"]
+    res = record["results"]
+    first = res["per_seed"][str(res["seeds"][0])]
+    out: dict[str, str] = {}
+    for method, entry in res["summary"].items():
+        out.update(metric_macros(("main", ds, method), entry, key="mean"))
+    for name, tag in (("attnknn_vs_best_baseline", "DiffBase"), ("attnknn_vs_cnn", "DiffCnn")):
+        out.update(diff_macros(("main", ds, tag), res["paired"][name]["pooled"]))
+    for kind, tr in first["training"].items():
+        out[macro_name("main", ds, kind, "Epochs")] = str(len(tr["history"]))
+        out[macro_name("main", ds, kind, "BestEpoch")] = str(tr["best_epoch"])
+        out[macro_name("main", ds, kind, "TrainMinutes")] = f"{tr['seconds'] / 60:.1f}"
+    bests = [res["per_seed"][str(s)]["best_baseline"] for s in res["seeds"]]
+    out[macro_name("main", ds, "BestBaseline")] = ", ".join(sorted(set(bests)))
+    out[macro_name("main", ds, "NTrain")] = str(res["dataset"]["n_train"])
+    out[macro_name("main", ds, "NTest")] = str(res["dataset"]["n_test"])
+    out[macro_name("main", ds, "NSeeds")] = str(len(res["seeds"]))
+    for name, entry in (first.get("ablation") or {}).items():
+        out.update(metric_macros(("ablation", ds, name), entry))
+    out[macro_name("main", ds, "Profile")] = record["profile"]
+    if record["config"].get("primary") == ds:  # dataset-independent names for the paper's main text
+        prefix = macro_name("main", ds)
+        for k, v in list(out.items()):
+            if k.startswith(prefix):
+                out["Primary" + k[len(prefix):]] = v
+        out["PrimarySource"] = PATH_MARK + source_note(NOTEBOOK, NAME, ds)
+        out["PrimaryName"] = REGISTRY[ds].title
+        out["PrimaryNumClasses"] = str(res["dataset"]["num_classes"])
+        out["PrimaryNVal"] = str(res["dataset"]["n_val"])
+        for tab in ("", "_ablation", "_paired", "_seeds"):
+            out[macro_name("primary", tab, "table", "file")] = PATH_MARK + f"../results/tables/main_{ds}{tab}.tex"
+        for fig in ("reliability", "curves", "confusion"):
+            out[macro_name("primary", fig, "figure")] = PATH_MARK + f"../figures/main_{ds}_{fig}.pdf"
+        out["PrimaryTemperatures"] = ", ".join(f"{t:.2f}" for t in first["temperatures"])
+        out["PrimaryTuneTau"] = f"{first['methods']['distance']['info']['param']:g}"
+        out["PrimaryTuneT"] = f"{first['methods']['cosine']['info']['param']:g}"
+        out["PrimaryBestBaselineLabel"] = ", ".join(sorted({first["methods"][b]["label"] for b in bests}))
+        out["MainProfile"] = record["profile"]
+        out["MainDatasetCount"] = str(len(record["config"]["datasets"]))
+        out["MainSeeds"] = ", ".join(map(str, res["seeds"]))
+        conf = record["config"]
+        for key in ("k", "epochs", "tabular_epochs", "n_boot", "embed_dim", "num_heads", "mixup_alpha",
+                    "contrastive_weight", "entropy_weight", "tta_views"):
+            out[macro_name("config", key)] = f"{conf[key]:,}" if key == "n_boot" else f"{conf[key]:g}"
+        att, train = res["model_configs"]["attention"], res["model_configs"]["train"]
+        out["ConfigTauMin"], out["ConfigTauMax"] = f"{att['tau_min']:g}", f"{att['tau_max']:g}"
+        out["ConfigContrastiveTemperature"] = f"{train['contrastive_temperature']:g}"
+        out["ConfigGradClip"] = f"{train['grad_clip']:g}"
+        out["ConfigValPercent"] = f"{100 * conf['val_fraction']:g}"
+    return out
+
+
+def verdict_count_macros(records: list[dict]) -> dict[str, str]:
+    """Over the main experiment's datasets: on how many Attn-KNN is better than / worse than /
+    indistinguishable from the best baseline and the CNN, per metric (``\\MainBaseAccCalWorse`` ...)."""
+    if not records:
+        return {}
+    out = {}
+    for name, tag in (("attnknn_vs_best_baseline", "Base"), ("attnknn_vs_cnn", "Cnn")):
+        for split, cal in (("raw", ""), ("calibrated", "Cal")):
+            for metric, mname in (("accuracy", "Acc"), ("ece", "Ece"), ("nll", "Nll")):
+                words = [verdict(e["low"], e["high"], metric == "accuracy") for e in
+                         (r["results"]["paired"][name]["pooled"][split][metric] for r in records)]
+                for word, w in (("better than", "Better"), ("worse than", "Worse"), ("indistinguishable from", "Tied")):
+                    out[macro_name("main", tag, mname + cal, w)] = str(words.count(word))
+    return out
+
+
+README_SECTION = None  # the main table leads the README's results block
+
+
+def macros(records: list[dict]) -> dict[str, str]:
+    """Every macro of the main experiment: per dataset (:func:`main_macros`, caption sources) and the
+    verdict counts over datasets (:func:`verdict_count_macros`)."""
+    return {**record_macros(records, main_macros, NOTEBOOK, aliases=False), **verdict_count_macros(records)}
+
+
+def readme_lines(records: list[dict]) -> list[str]:
+    """A Markdown table of test accuracy (mean +- s.d. over seeds) and ECE (raw / after calibration)
+    per dataset and key method: the first lines of the README's results block."""
+
+    keys = ("uniform", "distance", "cosine", "attnknn", "attnknn_tta", "cnn")
+    lines = []
+    for record in records:
+        summary = record["results"]["summary"]
+        if not lines:
+            lines = [f"Test accuracy % (mean ± s.d. over seeds {', '.join(map(str, record['results']['seeds']))}) / "
+                     f"ECE / ECE after calibration (profile `{record['profile']}`, commit "
+                     f"`{record['provenance']['commit'][:8]}`; TTA needs image data):", "",
+                     "| dataset | " + " | ".join(METHOD_LABELS[m] for m in keys) + " |",
+                     "| --- " * (1 + len(keys)) + "|"]
+        cells = []
+        for m in keys:
+            if m not in summary:
+                cells.append("--")
+                continue
+            raw, cal = summary[m]["test_raw"], summary[m]["test_calibrated"]
+            cells.append(f"{100 * raw['accuracy']['mean']:.2f} ± {100 * raw['accuracy']['std']:.2f} / "
+                         f"{raw['ece']['mean']:.3f} / {cal['ece']['mean']:.3f}")
+        lines.append(f"| {REGISTRY[record['dataset']].title} | " + " | ".join(cells) + " |")
+    return lines

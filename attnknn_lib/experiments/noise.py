@@ -23,18 +23,21 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from ..config import csv, float_csv, knob
-from ..datasets import REGISTRY
-from ..errors import ConfigError, check_choice, check_range
-from ..evaluation import MethodProbs, best_baseline, score
-from ..label_noise import NOISE_KINDS
-from ..paths import Paths
-from ..runs import DataSpec, load_base, prepare
-from ..tables import booktabs, fmt_mean_sd
-from ..training import attnknn_probs
-from ..voting import cosine_from_sq_dist, cosine_weights, distance_weights, uniform_weights
-from . import core
-from .robustness import SETTING_NAMES, RobustnessConfig, trained_cells
+from attnknn_lib.base.errors import ConfigError, check_choice, check_range
+from attnknn_lib.base.files import write_text
+from attnknn_lib.base.knobs import csv, float_csv, knob
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.data.label_noise import NOISE_KINDS
+from attnknn_lib.data.registry import REGISTRY
+from attnknn_lib.data.spec import DataSpec, load_base, prepare
+from attnknn_lib.evaluation.inference import attnknn_probs
+from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, score
+from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, trained_cells
+from attnknn_lib.knn.votes import cosine_from_sq_dist, cosine_weights, distance_weights, uniform_weights
+from attnknn_lib.report import figures
+from attnknn_lib.report.macros import macro_name, pct, record_macros, source_note
+from attnknn_lib.report.tables import booktabs, fmt_mean_sd
 
 NAME = "noise"
 NOTEBOOK = "03_noise.ipynb"
@@ -187,7 +190,6 @@ def _curve(setting: dict, kind: str, method: str, split: str, metric: str, scale
 
 def figure(record: dict):
     """Accuracy and calibrated ECE against the noise rate, per setting and kind."""
-    from .. import plots
 
     res = record["results"]
     methods = ("uniform", "best_baseline", "attnknn", "cnn")
@@ -198,14 +200,13 @@ def figure(record: dict):
             for kind in res["kinds"]:
                 title = f"{SETTING_NAMES[sname]}, {kind}"
                 panels[(title, ylabel)] = {LABELS[m]: _curve(s, kind, m, split, metric, scale) for m in methods}
-    return plots.curve_panels(panels, "noise rate (%)", ncols=len(panels) // 2,
+    return figures.curve_panels(panels, "noise rate (%)", ncols=len(panels) // 2,
                               title=f"{REGISTRY[record['dataset']].title}: label noise (clean test labels; mean "
                                     f"$\\pm$ s.d. over seeds)")
 
 
 def weights_figure(record: dict):
     """Mean weight of a flipped neighbour over that of a clean one, against the noise rate."""
-    from .. import plots
 
     res = record["results"]
     panels = {}
@@ -217,7 +218,7 @@ def weights_figure(record: dict):
                 cells = [(r, s["curves"][f"{kind}/{r:g}"]) for r in s["rates"] if r > 0]
                 panels[key][LABELS[m]] = ([100 * r for r, _ in cells],
                                           [c["weight_ratio"][m]["mean"] for _, c in cells], None)
-    return plots.curve_panels(panels, "noise rate (%)", ncols=len(panels), hlines={p: 1.0 for p in panels},
+    return figures.curve_panels(panels, "noise rate (%)", ncols=len(panels), hlines={p: 1.0 for p in panels},
                               title="Weight on neighbours with a flipped label relative to clean ones "
                                     "(1 = uniform voting; test queries)")
 
@@ -260,12 +261,9 @@ def weights_frame(record: dict) -> pd.DataFrame:
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    from .. import plots
-    from ..io import write_text
-
     res, d = record["results"], record["dataset"]
     title = REGISTRY[d].title
-    src = core.source_note(NOTEBOOK, NAME, d)
+    src = source_note(NOTEBOOK, NAME, d)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
     how = (f"bank: noise only in the memory-bank (and validation) labels of main's models, seeds "
            f"{', '.join(map(str, bank['seeds']))}")
@@ -284,8 +282,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"weight of a clean neighbour ($k = {res['k']}$; uniform voting: 1; below 1: flipped neighbours are "
         f"down-weighted), Attn-KNN's effective number of neighbours $\\exp(H(w))$ (uniform: $k$), and the share of flipped neighbours. {src}.", f"tab:{NAME}-weights"))
     for name, fig in ((f"{NAME}_{d}", figure(record)), (f"{NAME}_{d}_weights", weights_figure(record))):
-        out[name] = plots.save_figure(fig, paths.figures, name)[0]
-        plots.plt.close(fig)
+        out[name] = figures.save_figure(fig, paths.figures, name)[0]
+        figures.plt.close(fig)
     return out
 
 
@@ -301,3 +299,65 @@ def summary_frame(record: dict) -> pd.DataFrame:
                     "ECE (cal.)": e["test_calibrated"]["ece"]["mean"],
                     "flipped/clean weight": cell["weight_ratio"].get(m, {}).get("mean", np.nan)}
     return pd.DataFrame.from_dict(rows, orient="index").round(4)
+
+
+def noise_macros(record: dict) -> dict[str, str]:
+    """Label noise: accuracy and calibrated ECE of every method, and the flipped / clean weight
+    ratios, per setting, kind and rate (rate in percent: NoiseFashionMnistTrainedSymmetricThreeZero...)."""
+    ds, res = record["dataset"], record["results"]
+    out = {}
+    for sname, s in res["settings"].items():
+        for key, cell in s["curves"].items():
+            kind, rate = key.split("/")
+            prefix = ("noise", ds, sname, kind, str(round(100 * float(rate))))
+            for m, e in cell["summary"].items():
+                out[macro_name(*prefix, m, "Acc")] = pct(e["test_raw"]["accuracy"]["mean"])
+                out[macro_name(*prefix, m, "EceCal")] = f"{e['test_calibrated']['ece']['mean']:.4f}"
+            if kind != "none":
+                for m, r in cell["weight_ratio"].items():
+                    out[macro_name(*prefix, m, "WeightRatio")] = f"{r['mean']:.3f}"
+                out[macro_name(*prefix, "attnknn", "EffectiveK")] = f"{cell['effective_neighbours']['attnknn']:.1f}"
+        for kind in {key.split("/")[0] for key in s["curves"]} - {"none"}:  # the grid's highest rate, any grid
+            rate = max((float(key.split("/")[1]) for key in s["curves"] if key.startswith(kind + "/")))
+            exact = macro_name("noise", ds, sname, kind, str(round(100 * rate)))
+            for k, v in list(out.items()):
+                if k.startswith(exact):
+                    out[macro_name("noise", ds, sname, kind, "Max") + k[len(exact):]] = v
+            out[macro_name("noise", ds, sname, kind, "Max Rate")] = f"{100 * rate:g}"
+        out[macro_name("noise", ds, sname, "Seeds")] = ", ".join(map(str, s["seeds"]))
+    trained = res["settings"].get("trained")
+    if trained:
+        out[macro_name("noise", ds, "trained", "NTrain")] = str(trained["n_train_before_change"] or "all")
+        out[macro_name("noise", ds, "trained", "Epochs")] = str(trained["epochs"])
+    return out
+
+
+def _closest(keys, target: float) -> str:
+    return min(keys, key=lambda k: abs(float(k.split("/")[-1]) - target))
+
+
+README_SECTION = "Robustness"
+
+
+def macros(records: list[dict]) -> dict[str, str]:
+    """Every macro of this experiment, with caption sources and dataset-free aliases."""
+    return record_macros(records, noise_macros, NOTEBOOK)
+
+
+def readme_lines(records: list[dict]) -> list[str]:
+    """One README bullet per dataset: accuracy near 30 % symmetric noise and the flipped / clean weight ratio."""
+    out = []
+    for r in sorted(records, key=lambda r: r["dataset"]):
+        res, title = r["results"], REGISTRY[r["dataset"]].title
+        s = res["settings"].get("trained") or res["settings"]["bank"]
+        key = _closest([k for k in s["curves"] if k.startswith("symmetric/")] or list(s["curves"]), 0.3)
+        cell = s["curves"][key]
+        acc = {m: 100 * cell["summary"][m]["test_raw"]["accuracy"]["mean"] for m in ("best_baseline", "attnknn",
+                                                                                   "cnn")}
+        out.append(f"- label noise ({title}, {key.replace('/', ' ')}, models "
+                   f"{'retrained on the noisy labels' if s is res['settings'].get('trained') else 'unchanged'}): "
+                   f"test accuracy best kNN {acc['best_baseline']:.2f} %, Attn-KNN {acc['attnknn']:.2f} %, "
+                   f"CNN {acc['cnn']:.2f} %; weight of a flipped neighbour / a clean one: Attn-KNN "
+                   f"{cell['weight_ratio']['attnknn']['mean']:.3f}, distance "
+                   f"{cell['weight_ratio']['distance']['mean']:.3f}.")
+    return out

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..config import ExperimentConfig, int_csv, knob
-from ..datasets import DATASET_NAMES, REGISTRY
-from ..errors import check_choice, check_range
-from ..runs import DataSpec, load_base, prepare
-from . import core
+from attnknn_lib.base.errors import check_choice, check_range
+from attnknn_lib.base.knobs import int_csv, knob
+from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
+from attnknn_lib.data.spec import DataSpec, load_base, prepare
+from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.shared import ExperimentConfig
 
 SETTING_NAMES = {"bank": "bank only", "trained": "retrained"}
 

@@ -1,9 +1,9 @@
 """Models: backbones, embedder, neighbour attention, Attn-KNN and the CNN baseline."""
 
-from .attention import AttentionConfig, MultiHeadNeighborAttention
-from .backbones import BACKBONES, MLP, ResNet18CIFAR, SmallCNN, build_backbone
-from .classifiers import AttnKNN, AttnKNNOutput, CNNClassifier, attend, vote
-from .embedder import Embedder, ProjectionHead
+from attnknn_lib.models.attention import AttentionConfig, MultiHeadNeighborAttention
+from attnknn_lib.models.backbones import BACKBONES, MLP, ResNet18CIFAR, SmallCNN, build_backbone
+from attnknn_lib.models.classifiers import AttnKNN, AttnKNNOutput, CNNClassifier, attend, vote
+from attnknn_lib.models.embedder import Embedder, ProjectionHead
 
 
 def build_attnknn(backbone: str, input_shape: tuple[int, ...], attention: AttentionConfig,

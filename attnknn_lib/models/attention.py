@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import ConfigError, check_range
+from attnknn_lib.base.errors import ConfigError, check_range
 
 
 @dataclass(frozen=True)

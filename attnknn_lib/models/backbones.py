@@ -9,7 +9,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..errors import ConfigError, WeightsUnavailableError, check_choice
+from attnknn_lib.base.errors import ConfigError, WeightsUnavailableError, check_choice
 
 
 class SmallCNN(nn.Module):

@@ -8,9 +8,9 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ..errors import ConfigError
-from .attention import MultiHeadNeighborAttention
-from .embedder import Embedder
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.models.attention import MultiHeadNeighborAttention
+from attnknn_lib.models.embedder import Embedder
 
 
 class AttnKNNOutput(NamedTuple):

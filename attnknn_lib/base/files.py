@@ -1,0 +1,64 @@
+"""Atomic writes: a file appears under its final name complete or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attnknn_lib.base.errors import CorruptFileError
+
+
+def _atomic(path: Path, write) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)  # atomic on POSIX within one file system
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"cannot write {type(o).__name__} to JSON")
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    text = json.dumps(obj, indent=2, default=_default, allow_nan=True) + "\n"
+    return _atomic(Path(path), lambda f: f.write(text.encode()))
+
+
+def read_json(path: str | Path) -> Any:
+    """The JSON in ``path``; a file that does not parse raises :class:`CorruptFileError` in one line."""
+
+    text = Path(path).read_text(errors="replace")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CorruptFileError(f"{path} is not valid JSON ({err.msg} at line {err.lineno}); it is truncated or was "
+                               "edited: delete it and rerun ./run_all.sh to regenerate it") from None
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    return _atomic(Path(path), lambda f: f.write(text.encode()))
+
+
+def write_npz(path: str | Path, compress: bool = True, **arrays: np.ndarray) -> Path:
+    """``.npz`` of ``arrays`` (uncompressed with ``compress=False``: float embeddings barely
+    compress, and writing them plain is several times faster)."""
+    save = np.savez_compressed if compress else np.savez
+    return _atomic(Path(path), lambda f: save(f, **arrays))

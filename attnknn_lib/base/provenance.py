@@ -1,0 +1,138 @@
+"""Where a result came from: commit, code fingerprint, packages, data, device, times."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import time
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # attnknn_lib/
+PACKAGES = ("torch", "torchvision", "faiss-cpu", "numpy", "scipy", "scikit-learn", "pandas", "matplotlib")
+
+
+# what decides a result; generated outputs (results/, figures/, paper PDF, README block) are not inputs
+SOURCE_PATHS = ("attnknn_lib", "configs", "notebooks", "pyproject.toml", "run_all.sh")
+
+
+def git_commit(repo: Path = PACKAGE_DIR.parent) -> dict:
+    """HEAD commit and whether the sources that decide results differ from it ("unknown" outside git)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *SOURCE_PATHS],
+                               cwd=repo, capture_output=True, text=True, timeout=10)
+        if head.returncode == 0:
+            return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"commit": "unknown", "dirty": None}
+
+
+def code_fingerprint() -> str:
+    """SHA-256 (16 hex) over the library's source files: changes whenever the code does."""
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        h.update(str(path.relative_to(PACKAGE_DIR)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def config_fingerprint(config: dict) -> str:
+    """SHA-256 (16 hex) of a JSON-serialisable config (keys sorted)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    """What can make two runs of the same code, config and seed differ in the last digits: the
+    instruction set the kernels dispatch to (torch and FAISS pick AVX2/AVX-512 at run time), the
+    BLAS, the thread counts (they change the order of float sums), deterministic-kernel mode and,
+    on a GPU, the device and the CUDA/cuDNN versions."""
+    import torch
+
+    info = {"cpu_model": cpu_model(), "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads(),
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "blas": next((ln.strip() for ln in torch.__config__.parallel_info().splitlines()
+                          if "Math Kernel" in ln or "OpenBLAS" in ln), "unknown"),
+            "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ}}
+    try:
+        import faiss
+
+        info["faiss_simd"] = faiss.get_compile_options().strip()
+        info["faiss_threads"] = faiss.omp_get_max_threads()
+    except (ImportError, AttributeError):
+        pass
+    if torch.cuda.is_available():
+        idx = torch.cuda.current_device()
+        info["cuda"] = {"device": torch.cuda.get_device_name(idx),
+                        "capability": ".".join(map(str, torch.cuda.get_device_capability(idx))),
+                        "cuda_version": torch.version.cuda, "cudnn_version": torch.backends.cudnn.version(),
+                        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32}
+    return info
+
+
+class Provenance:
+    """Start a clock at construction; :meth:`record` returns the provenance block of a result."""
+
+    def __init__(self, config: dict, device: str = "cpu"):
+        self.config = config
+        self.device = device
+        self.started = datetime.now(timezone.utc)
+        self._t0 = time.perf_counter()
+
+    def record(self, data_fingerprints: dict[str, str] | None = None) -> dict:
+        import torch
+
+        return {
+            **git_commit(),
+            "code_fingerprint": code_fingerprint(),
+            "config_fingerprint": config_fingerprint(self.config),
+            "packages": versions(),
+            "data_fingerprints": data_fingerprints or {},
+            "device": self.device,
+            "threads": torch.get_num_threads(),
+            "cpu_count": os.cpu_count(),
+            "platform": platform.platform(),
+            "machine": machine(),
+            "started": self.started.isoformat(timespec="seconds"),
+            "wall_seconds": round(time.perf_counter() - self._t0, 2),
+        }
+
+
+# modules whose source decides a trained model (the data enters through its fingerprint)
+TRAINING_SOURCES = ("models", "data/transforms.py", "data/label_noise.py", "data/imbalance.py", "data/spec.py",
+                    "knn/bank.py", "evaluation/inference.py", "training/loops.py", "training/runs.py", "base/runtime.py")
+
+
+def training_code_fingerprint() -> str:
+    h = hashlib.sha256()
+    for name in TRAINING_SOURCES:
+        path = PACKAGE_DIR / name
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]

@@ -1,0 +1,34 @@
+"""Efficiency: index build and search time, per-query attention overhead, memory, training time.
+
+``measure`` runs the measurements into a record; ``views`` turns a record into figures, tables,
+macros and README lines. The notebook (05) and the workflow use the names re-exported here.
+"""
+
+from attnknn_lib.experiments.efficiency.measure import (  # noqa: F401 - the experiment's interface
+    NAME,
+    NOTEBOOK,
+    STAGES,
+    TIMED,
+    Config,
+    add_memory_limits,
+    gemm_yardstick,
+    measure_indexes,
+    outputs,
+    prediction_costs,
+    run,
+    runs,
+    search_engines,
+    synthetic_scaling,
+    training_times,
+)
+from attnknn_lib.experiments.efficiency.views import (  # noqa: F401 - the experiment's interface
+    cost_frame,
+    figure,
+    index_frame,
+    s_range,
+    scaling_figure,
+    slopes_frame,
+    summary_frame,
+    throughput_frame,
+    write_outputs,
+)

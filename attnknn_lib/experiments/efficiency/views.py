@@ -1,0 +1,277 @@
+"""Efficiency views: figures, tables, macros and README lines from an efficiency record (no measuring)."""
+
+from __future__ import annotations
+
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
+
+from attnknn_lib.base.files import write_text
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.data.registry import REGISTRY
+from attnknn_lib.experiments.efficiency.measure import NAME, NOTEBOOK, STAGES
+from attnknn_lib.report import figures
+from attnknn_lib.report.figures import plt
+from attnknn_lib.report.macros import macro_name, record_macros, source_note
+from attnknn_lib.report.tables import booktabs
+
+
+def s_range(rows: list[dict], s: dict) -> str:
+    """'16 to 256, left to right': the efSearch values of one built HNSW index."""
+    ef = [r["setting"]["ef_search"] for r in rows if r["setting"]["kind"] == "hnsw"
+          and r["setting"]["ef_construction"] == s["ef_construction"]]
+    return f"{min(ef)} to {max(ef)}, left to right" if len(ef) > 1 else str(ef[0])
+
+
+def _tradeoff_panel(ax, rows: list[dict], time_key: str, xlabel: str, k: int) -> None:
+    """recall@k against µs per query: one line per built index, along its search knob."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        s = r["setting"]
+        name = {"hnsw": f"HNSW M={s['m']}, efC={s['ef_construction']} (efSearch {s_range(rows, s)})",
+                "ivf_flat": "IVF-Flat (nprobe)"}.get(s["kind"], r["label"])
+        groups.setdefault(name, []).append(r)
+    for i, (name, rs) in enumerate(groups.items()):
+        x, y = [r[time_key] for r in rs], [r["recall"] for r in rs]
+        ax.plot(x, y, marker="osD^v"[i % 5], ms=3.5, lw=1.2, color=f"C{i}", label=name)
+        if rs[0]["setting"]["kind"] == "ivf_flat":  # HNSW's points crowd near recall 1: its legend says the order
+            for r in rs:
+                ax.annotate(str(r["setting"]["nprobe"]), (r[time_key], r["recall"]), fontsize=6,
+                            textcoords="offset points", xytext=(3, -7))
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no crowded 2x10^1 labels
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"recall@{k}")
+    ax.grid(alpha=0.3)
+
+
+def figure(record: dict):
+    """Recall against search time on the real bank (batched and one query at a time), and where
+    the time of one prediction goes."""
+
+    res = record["results"]
+    fig = plt.figure(figsize=(7.4, 7.0))  # two trade-off panels, their legend, the stage bars
+    grid = fig.add_gridspec(3, 2, height_ratios=[1, 0.3, 0.8])
+    axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[2, :])]
+    legend_ax = fig.add_subplot(grid[1, :])
+    legend_ax.axis("off")
+    _tradeoff_panel(axes[0], res["indexes"], "batched_us", f"µs per query ({res['queries']} queries per call, log)",
+                    res["recall_k"])
+    _tradeoff_panel(axes[1], res["indexes"], "single_us", "µs per query (one query per call, log)", res["recall_k"])
+    axes[0].set_title(f"bank of {res['n_bank']:,} embeddings, batched")
+    axes[1].set_title("one query at a time")
+    handles, labels = axes[0].get_legend_handles_labels()
+    ax = axes[2]
+    stages = list(STAGES)
+    y = np.arange(len(stages))
+    for j, (mode, label) in enumerate((("batched", "batched"), ("single", "one at a time"))):
+        ax.barh(y + (j - 0.5) * 0.38, [res["prediction"][mode][s] for s in stages], height=0.38, color=f"C{j + 5}",
+                label=label)
+    ax.set_yticks(y, [STAGES[s] for s in stages])
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("µs per query (log)")
+    share = res["prediction"]["single_shares"]["attention"]
+    ax.set_title(f"one prediction, k = {res['k']} (attention: {100 * share:.0f} % of Attn-KNN)")
+    ax.legend(frameon=False, loc="lower right")
+    ax.grid(alpha=0.3, axis="x")
+    legend_ax.legend(handles, labels, loc="center", ncol=2, frameon=False, fontsize=7)
+    fig.suptitle(f"{REGISTRY[record['dataset']].title}: FAISS indexes on the embeddings of main's model (seed "
+                 f"{res['seed']}), {res['threads']} threads")
+    fig.tight_layout()
+    return fig
+
+
+def scaling_figure(record: dict):
+    """Build time, search time per query (batched, single) and recall against n on synthetic unit
+    vectors, log-log, with the fitted slope of each line in the legend."""
+
+    syn = record["results"]["synthetic"]
+    k = record["results"]["recall_k"]
+    panels: dict = {"build time (s)": {}, "µs per query, batched": {}, "µs per query, one at a time": {},
+                    f"recall@{k}": {}}
+    for label, e in syn["by_index"].items():
+        panels["build time (s)"][label] = (e["n"], e["build_s"], None)
+        panels["µs per query, batched"][label] = (e["n"], e["batched_us"], None)
+        panels["µs per query, one at a time"][label] = (e["n"], e["single_us"], None)
+        panels[f"recall@{k}"][label] = (e["n"], e["recall"], None)
+    fig = figures.curve_panels(panels, "bank size n (log)", ncols=2, logx=True, logy=tuple(list(panels)[:3]),
+                             panel_width=3.6,
+                             title=f"Synthetic unit vectors (d = {syn['dim']}, {syn['queries']} queries): cost "
+                                   f"against n, with the slopes of log-log fits")
+    for ax, key in zip(fig.axes, ("build_s", "batched_us", "single_us")):
+        for i, (label, e) in enumerate(syn["by_index"].items()):  # slopes stacked in the top-left corner
+            ax.text(0.03, 0.95 - 0.1 * i, f"slope {e['fit'][key]['slope']:.2f}", transform=ax.transAxes, fontsize=6.5,
+                    color=f"C{i}", va="top")
+    return fig
+
+
+def index_frame(record: dict) -> pd.DataFrame:
+    """One row per index setting on the real bank."""
+    res = record["results"]
+    rows = {}
+    for r in res["indexes"]:
+        rows[r["label"]] = {"build (s)": f"{r['build_s']:.2f}", "batched (µs/q)": f"{r['batched_us']:.1f}",
+                            "single (µs/q)": f"{r['single_us']:.0f}", f"recall@{res['recall_k']}": f"{r['recall']:.3f}",
+                            "bytes/vector": f"{r['bytes_per_vector']:.0f}",
+                            "RAM limit (M)": f"{r['max_n_in_ram'] / 1e6:.0f}"}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Index"
+    return df
+
+
+def cost_frame(record: dict) -> pd.DataFrame:
+    """µs per query of each stage of a prediction, batched and one at a time, with the shares of
+    Attn-KNN's time (embedding + search + attention vote)."""
+    p = record["results"]["prediction"]
+    rows = {}
+    for s, name in STAGES.items():
+        row = {"batched (µs/q)": f"{p['batched'][s]:.1f}", "one at a time (µs/q)": f"{p['single'][s]:.0f}"}
+        for mode, col in (("batched", "share, batched"), ("single", "share, one at a time")):
+            v = p[f"{mode}_shares"].get(s)
+            row[col] = f"{100 * v:.1f}\\,\\%" if v is not None else "--"
+        rows[name] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Stage"
+    return df
+
+
+def throughput_frame(record: dict) -> pd.DataFrame:
+    """The GEMM yardstick and exact search by FAISS and by torch at the sizes each serves."""
+    res = record["results"]
+    g, d = res["gemm"], res["dim"]
+    rows = {}
+
+    def row(name, shape, seconds, gflops):
+        rows[name] = {"$B \\times n \\times d$": " $\\times$ ".join(f"{v:,}" for v in shape),
+                      "time (ms)": f"{1e3 * seconds:.1f}", "GFLOP/s": f"{gflops:.1f}",
+                      "of GEMM": f"{100 * gflops / g['gemm_gflops']:.0f}\\,\\%"}
+
+    m = g["gemm_shape"][0]
+    row("fp32 GEMM (torch), square", g["gemm_shape"], 2.0 * m ** 3 / g["gemm_gflops"] / 1e9, g["gemm_gflops"])
+    b, n, _ = g["same_shape"]
+    row("fp32 GEMM (torch), search's shape", g["same_shape"], 2.0 * b * n * d / g["gemm_same_shape_gflops"] / 1e9,
+        g["gemm_same_shape_gflops"])
+    row("FAISS Flat L2 search", g["same_shape"], 2.0 * b * n * d / g["flat_search_gflops"] / 1e9, g["flat_search_gflops"])
+    row("FAISS Flat IP search", g["same_shape"], 2.0 * b * n * d / g["flat_ip_search_gflops"] / 1e9,
+        g["flat_ip_search_gflops"])
+    for e in res["search_engines"]:
+        flops = 2.0 * e["queries"] * e["n"] * d
+        for eng, key in (("FAISS Flat IP", "faiss_ms"), ("torch matmul + top-k", "torch_ms")):
+            row(f"{eng}, {e['use']}", [e["queries"], e["n"], d], e[key] / 1e3, flops / (e[key] / 1e3) / 1e9)
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Operation"
+    return df
+
+
+def write_outputs(record: dict, paths: Paths) -> dict:
+    res, d = record["results"], record["dataset"]
+    title = REGISTRY[d].title
+    src = source_note(NOTEBOOK, NAME, d)
+    tr = res["training"]
+    where = (f"{res['threads']} CPU threads, bank of {res['n_bank']:,} embeddings ($d = {res['dim']}$) of main's model "
+             f"(seed {res['seed']}), {res['queries']:,} test queries; medians of {record['config']['repeats']} timings")
+    out = {"indexes": write_text(paths.tables / f"{NAME}_{d}_indexes.tex", booktabs(
+        index_frame(record), f"{title}: FAISS indexes as memory banks. Recall against exact search; bytes of the "
+        f"serialised index per vector; RAM limit: the largest bank (millions of vectors) that fits in this machine's "
+        f"{res['ram_bytes'] / 2 ** 30:.0f} GiB of RAM with the bank's own copy of the vectors (computed, not run). "
+        f"{where}. {src}.", f"tab:{NAME}-indexes"))}
+    out["costs"] = write_text(paths.tables / f"{NAME}_{d}_costs.tex", booktabs(
+        cost_frame(record), f"{title}: where the time of one prediction goes ($k = {res['k']}$); shares of Attn-KNN's "
+        f"time (embedding + search + attention vote). Training seconds per epoch (median over "
+        f"{tr['attnknn']['runs']} runs): Attn-KNN {tr['attnknn']['seconds_per_epoch']:.1f}, CNN "
+        f"{tr['cnn']['seconds_per_epoch']:.1f} (ratio {tr['attnknn_over_cnn']:.2f}). {where}. {src}.",
+        f"tab:{NAME}-costs"))
+    out["throughput"] = write_text(paths.tables / f"{NAME}_{d}_throughput.tex", booktabs(
+        throughput_frame(record), f"{title}: exact search against this machine's fp32 GEMM throughput, measured in the "
+        f"same run (FLOPs $= 2Bnd$; the top-k is extra work). {where}. {src}.", f"tab:{NAME}-throughput"))
+    for name, fig in ((f"{NAME}_{d}", figure(record)), (f"{NAME}_{d}_scaling", scaling_figure(record))):
+        out[name] = figures.save_figure(fig, paths.figures, name)[0]
+        figures.plt.close(fig)
+    return out
+
+
+def slopes_frame(record: dict) -> pd.DataFrame:
+    """Fitted log-log slopes against n on the synthetic banks (1: linear in n)."""
+    syn = record["results"]["synthetic"]
+    return pd.DataFrame({label: {"build": e["fit"]["build_s"]["slope"], "search, batched": e["fit"]["batched_us"]["slope"],
+                                 "search, one at a time": e["fit"]["single_us"]["slope"],
+                                 f"recall at n = {e['n'][-1]:,}": e["recall"][-1]}
+                         for label, e in syn["by_index"].items()}).T.round(3)
+
+
+def summary_frame(record: dict) -> pd.DataFrame:
+    """Plain numbers of the headline measurements."""
+    res = record["results"]
+    p, g, h, tr = res["prediction"], res["gemm"], res["default_hnsw"], res["training"]
+    rows = {"flat search / GEMM throughput": g["flat_search_over_gemm"],
+            "flat IP search / GEMM throughput": g["flat_ip_search_over_gemm"],
+            "flat search / GEMM of the same shape": g["flat_search_over_gemm_same_shape"],
+            f"{h['label']}: recall@{res['recall_k']}": h["recall"],
+            f"{h['label']}: speed-up over Flat, one query": h["speedup_over_flat_single"],
+            "attention share of one prediction (one at a time)": p["single_shares"]["attention"],
+            "attention share of one prediction (batched)": p["batched_shares"]["attention"],
+            "attention vote / distance vote (batched)": p["batched_shares"]["attention_over_distance"],
+            "Attn-KNN / CNN prediction time (batched)": p["batched_shares"]["attnknn_over_cnn"],
+            "Attn-KNN / CNN seconds per training epoch": tr["attnknn_over_cnn"]}
+    return pd.DataFrame({"value": rows}).round(4)
+
+
+def efficiency_macros(record: dict) -> dict[str, str]:
+    """Efficiency: the GEMM yardstick, the default HNSW's recall, where a prediction's time goes,
+    training time per epoch, and the fitted slopes against n (EfficiencyFashionMnist...)."""
+    ds, res = record["dataset"], record["results"]
+    p, g, h, tr = res["prediction"], res["gemm"], res["default_hnsw"], res["training"]
+    pre = ("efficiency", ds)
+    out = {macro_name(*pre, "Gemm Gflops"): f"{g['gemm_gflops']:.0f}",
+           macro_name(*pre, "Flat Search Gflops"): f"{g['flat_search_gflops']:.0f}",
+           macro_name(*pre, "Flat Search Over Gemm"): f"{g['flat_search_over_gemm']:.2f}",
+           macro_name(*pre, "Flat Search Over Gemm Same Shape"): f"{g['flat_search_over_gemm_same_shape']:.2f}",
+           macro_name(*pre, "Flat Ip Search Over Gemm"): f"{g['flat_ip_search_over_gemm']:.2f}",
+           macro_name(*pre, "Hnsw Default Recall"): f"{h['recall']:.3f}",
+           macro_name(*pre, "Hnsw Default Speedup"): f"{h['speedup_over_flat_single']:.1f}",
+           macro_name(*pre, "N Bank"): f"{res['n_bank']:,}", macro_name(*pre, "Recall K"): str(res["recall_k"]),
+           macro_name(*pre, "Threads"): str(res["threads"])}
+    for mode, tag in (("batched", "Batched"), ("single", "Single")):
+        sh = p[f"{mode}_shares"]
+        out[macro_name(*pre, "Attention Share", tag)] = f"{100 * sh['attention']:.1f}"
+        out[macro_name(*pre, "Attention Over Distance", tag)] = f"{sh['attention_over_distance']:.1f}"
+        out[macro_name(*pre, "Attnknn Over Cnn", tag)] = f"{sh['attnknn_over_cnn']:.1f}"
+        out[macro_name(*pre, "Attnknn Us", tag)] = f"{sh['attnknn_total_us']:.1f}"
+    out[macro_name(*pre, "Train Epoch Attnknn")] = f"{tr['attnknn']['seconds_per_epoch']:.1f}"
+    out[macro_name(*pre, "Train Epoch Cnn")] = f"{tr['cnn']['seconds_per_epoch']:.1f}"
+    out[macro_name(*pre, "Train Epoch Ratio")] = f"{tr['attnknn_over_cnn']:.2f}"
+    for e in res["search_engines"]:
+        out[macro_name(*pre, e["use"], "Faiss Over Torch")] = f"{e['faiss_over_torch']:.2f}"
+    for label, e in res["synthetic"]["by_index"].items():
+        kind = e["setting"]["kind"]
+        for key, tag in (("batched_us", "Batched"), ("single_us", "Single"), ("build_s", "Build")):
+            out[macro_name(*pre, "Slope", kind, tag)] = f"{e['fit'][key]['slope']:.2f}"
+        out[macro_name(*pre, "Synthetic Recall", kind)] = f"{e['recall'][-1]:.3f}"
+    out[macro_name(*pre, "Synthetic Max N")] = f"{res['synthetic']['sizes'][-1]:,}"
+    return out
+
+
+README_SECTION = "Cost and theory"
+
+
+def macros(records: list[dict]) -> dict[str, str]:
+    """Every macro of this experiment, with caption sources and dataset-free aliases."""
+    return record_macros(records, efficiency_macros, NOTEBOOK)
+
+
+def readme_lines(records: list[dict]) -> list[str]:
+    """One README bullet per dataset: search against GEMM, HNSW recall, the attention's share of a prediction."""
+    out = []
+    for r in sorted(records, key=lambda r: r["dataset"]):
+        res, title = r["results"], REGISTRY[r["dataset"]].title
+        g, h, p = res["gemm"], res["default_hnsw"], res["prediction"]
+        out.append(f"- efficiency ({title}, bank of {res['n_bank']:,}, {res['threads']} threads): exact batched "
+                   f"search (Flat L2) runs at {g['flat_search_over_gemm']:.2f} x this machine's fp32 GEMM throughput "
+                   f"({g['flat_search_gflops']:.0f} of {g['gemm_gflops']:.0f} GFLOP/s; Flat IP "
+                   f"{g['flat_ip_search_over_gemm']:.2f}); {h['label']} recall@"
+                   f"{res['recall_k']} {h['recall']:.3f}; the attention vote takes "
+                   f"{100 * p['single_shares']['attention']:.1f} % of one prediction (one query at a time; "
+                   f"{100 * p['batched_shares']['attention']:.1f} % batched) and "
+                   f"{p['batched_shares']['attention_over_distance']:.0f} x the distance vote's time.")
+    return out

@@ -1,0 +1,206 @@
+"""What every experiment does the same way.
+
+An experiment is a module under :mod:`attnknn_lib.experiments` with
+
+* ``NAME`` and ``NOTEBOOK`` (``notebooks/<NOTEBOOK>``), ``Config`` (a frozen dataclass extending
+  :class:`~attnknn_lib.training.recipe.ExperimentConfig` with only its own knobs);
+* ``runs(cfg) -> list[TrainingRun]``: the models it needs (the workflow trains them as jobs);
+* ``outputs(cfg) -> list[str]``: the files it writes, relative to the output root;
+* the analysis functions its notebook calls.
+
+This module holds the shared steps: the data spec of a dataset under the recipe, loading (or,
+when a notebook runs alone, training) a run's model, embedding the splits into a memory bank with
+the labels the experiment says, and writing one result record through one atomic helper.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from attnknn_lib.base.files import write_json, write_npz
+from attnknn_lib.base.knobs import knob
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.base.provenance import Provenance
+from attnknn_lib.base.runtime import pick_device, set_threads
+from attnknn_lib.data.spec import DataSpec, Prepared
+from attnknn_lib.data.transforms import to_tensor, tta_views
+from attnknn_lib.evaluation.inference import embed as embed_rows
+from attnknn_lib.evaluation.methods import Embedded, MethodProbs, attnknn_method, cnn_methods, embed_all, knn_methods
+from attnknn_lib.evaluation.metrics import METRICS
+from attnknn_lib.knn.bank import MemoryBank, Neighbors
+from attnknn_lib.training.cache import load_or_train
+from attnknn_lib.training.loops import TrainResult
+from attnknn_lib.training.recipe import Recipe
+from attnknn_lib.training.runs import TrainingRun, make_run
+
+
+def data_spec(recipe: Recipe, name: str, **changes) -> DataSpec:
+    """The dataset ``name`` with the recipe's subset sizes and split, plus an experiment's changes
+    (noise, imbalance)."""
+    base = {"max_train": recipe.max_train, "max_val": recipe.max_val, "max_test": recipe.max_test,
+            "val_fraction": recipe.val_fraction}
+    return DataSpec(name, **{**base, **changes})
+
+
+def model_runs(recipe: Recipe, data: DataSpec, seeds: tuple[int, ...], kinds=("attnknn", "cnn")) -> list[TrainingRun]:
+    return [make_run(recipe.recipe(), data, kind, seed) for seed in seeds for kind in kinds]
+
+
+def start(recipe: Recipe):
+    """Threads and device, decided once per notebook."""
+    set_threads(recipe.threads or None)
+    return pick_device(recipe.device)
+
+
+def begin(cfg) -> tuple[object, Provenance, Callable[[], float]]:
+    """What every experiment's ``run`` starts with: threads and device (:func:`start`), the
+    provenance of its record, and a clock for its wall seconds."""
+    device = start(cfg)
+    return device, Provenance(cfg.to_dict(), str(device)), timer()
+
+
+def trained(run: TrainingRun, paths: Paths, prepared: Prepared) -> tuple[TrainResult, bool]:
+    """The run's model from the cache (the workflow trained it), or trained here when a notebook
+    runs alone. Returns (result, loaded_from_cache)."""
+    return load_or_train(run, paths.artifacts, prepared)
+
+
+def trained_pair(recipe: Recipe, prepared: Prepared, seed: int, paths: Paths, device):
+    """Attn-KNN and CNN of one seed on ``prepared`` (from the cache, or trained here when a notebook
+    runs alone), on ``device``: (Attn-KNN run, Attn-KNN model, CNN model)."""
+    models = {r.kind: (r, trained(r, paths, prepared)[0].model.to(device))
+              for r in model_runs(recipe, prepared.spec, (seed,))}
+    return models["attnknn"][0], models["attnknn"][1], models["cnn"][1]
+
+
+def embed(model, prepared: Prepared, n_views: int, k_max: int, device, bank_labels: np.ndarray | None = None
+          ) -> Embedded:
+    """Embed train (the bank, labelled with ``bank_labels``: the prepared training labels by
+    default, i.e. noisy where the experiment made them noisy), and val / test under TTA views."""
+    ds = prepared.dataset
+    return embed_all(model.embedder, ds, tta_views(ds, n_views), k_max, train_labels=bank_labels, device=device)
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """Original-view embeddings of every train / val / test row under one trained embedder: the
+    experiments that change only the memory bank (its labels, its rows, k) start from these."""
+
+    train: np.ndarray  # (N_train, D)
+    val: np.ndarray  # (N_val, D)
+    test: np.ndarray  # (N_test, D)
+    train_ids: np.ndarray  # (N_train,) source ids of the training rows, to map subsets onto them
+
+
+def frozen_embeddings(run: TrainingRun, model, prepared: Prepared, paths: Paths, device) -> Frozen:
+    """The embeddings of ``run``'s trained model on ``prepared``'s rows, cached under
+    ``<artifacts>/embeddings/<run id>.npz`` (the id names the model exactly; the data fingerprint
+    stored with them must match, else they are recomputed)."""
+    path = paths.artifacts / "embeddings" / f"{run.id}.npz"
+    ds, fp = prepared.dataset, prepared.fingerprint()
+    if path.exists():
+        try:
+            with np.load(path) as z:
+                if str(z["data_fingerprint"]) == fp:
+                    return Frozen(z["train"], z["val"], z["test"], z["train_ids"])
+        except Exception:  # an unreadable cache file is recomputed below
+            pass
+    emb = {s: embed_rows(model.embedder, to_tensor(ds, getattr(ds, s)), 1024, device, desc=f"embed {s}")
+           for s in ("train", "val", "test")}
+    write_npz(path, compress=False, data_fingerprint=np.array(fp), train_ids=ds.train.ids, **emb)
+    return Frozen(emb["train"], emb["val"], emb["test"], ds.train.ids)
+
+
+def bank_of(frozen: Frozen, labels: np.ndarray, k_max: int, rows: np.ndarray | None = None,
+            index_type: str = "flat_l2") -> Embedded:
+    """A memory bank of the training rows ``rows`` (default: all) labelled ``labels`` (one per
+    kept row), with the k_max nearest bank rows of every val and test embedding searched once."""
+    train = frozen.train if rows is None else frozen.train[rows]
+    bank = MemoryBank(index_type).build(train, labels)
+    out = Embedded(bank, {"original": frozen.val}, {"original": frozen.test}, {})
+    for split in ("val", "test"):
+        out.neighbors[(split, "original")] = bank.search(getattr(out, split)["original"], min(k_max, len(bank)))
+    return out
+
+
+def relabel(emb: Embedded, labels: np.ndarray) -> Embedded:
+    """The same bank and neighbours with other labels (e.g. noisy ones): no new search."""
+    labels = np.asarray(labels, dtype=np.int64)
+    bank = copy.copy(emb.bank)
+    bank.labels = labels
+    nbs = {key: Neighbors(nb.indices, nb.sq_dist, labels[nb.indices]) for key, nb in emb.neighbors.items()}
+    return Embedded(bank, emb.val, emb.test, nbs)
+
+
+def rows_of(frozen: Frozen, ids: np.ndarray) -> np.ndarray:
+    """Positions in ``frozen.train`` of the training rows with source ids ``ids`` (a subset)."""
+    order = np.argsort(frozen.train_ids)
+    pos = order[np.searchsorted(frozen.train_ids, ids, sorter=order)]
+    if not np.array_equal(frozen.train_ids[pos], ids):
+        raise ValueError("some training rows of the subset are not in the embedded training split")
+    return pos
+
+
+def cnn_method(model, prepared: Prepared, device) -> MethodProbs:
+    """The CNN's softmax on val and test (original view)."""
+    return cnn_methods(model, prepared.dataset, tta_views(prepared.dataset, 1), device=device)["cnn"]
+
+
+def vote_methods(emb: Embedded, prepared: Prepared, attention, k: int,
+                 cnn: MethodProbs | None = None) -> dict[str, MethodProbs]:
+    """uniform / distance / cosine kNN (knobs tuned on ``prepared``'s validation labels, noisy
+    where they are), Attn-KNN, and the CNN when given: the methods of the robustness experiments."""
+    methods = knn_methods(emb, prepared.dataset, k)
+    methods["attnknn"] = attnknn_method(attention, emb, k)
+    if cnn is not None:
+        methods["cnn"] = cnn
+    return methods
+
+
+def aggregate_seeds(per_seed: dict[str, dict[str, dict]]) -> dict:
+    """Mean and s.d. (ddof 1) over seeds of every method's test metrics, raw and calibrated.
+    ``per_seed`` = {seed: {method: scored entry of :func:`attnknn_lib.evaluation.methods.score`}}; a method
+    is aggregated over the seeds that have it (``seeds`` says which)."""
+    out = {}
+    for m in dict.fromkeys(m for methods in per_seed.values() for m in methods):
+        seeds = [s for s in per_seed if m in per_seed[s]]
+        entry = {"label": per_seed[seeds[0]][m]["label"], "seeds": seeds}
+        for split in ("test_raw", "test_calibrated"):
+            entry[split] = {}
+            for metric in METRICS:
+                v = np.array([per_seed[s][m][split][metric]["value"] for s in seeds])
+                entry[split][metric] = {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+                                        "values": v.tolist()}
+        out[m] = entry
+    return out
+
+
+def result_path(paths: Paths, experiment: str, dataset: str | None = None) -> Path:
+    return paths.results / (f"{experiment}_{dataset}.json" if dataset else f"{experiment}.json")
+
+
+def write_record(paths: Paths, experiment: str, dataset: str | None, cfg, prov: Provenance,
+                 data_fingerprints: dict[str, str], results: dict) -> tuple[Path, dict]:
+    """``results/<experiment>[_<dataset>].json`` = {experiment, dataset, profile, config, provenance, results}."""
+    record = {"experiment": experiment, "dataset": dataset, "profile": cfg.profile, "config": cfg.to_dict(),
+              "provenance": prov.record(data_fingerprints), "results": results}
+    return write_json(result_path(paths, experiment, dataset), record), record
+
+
+def timer() -> Callable[[], float]:
+    """A clock: each call returns the seconds since :func:`timer` was called."""
+    t0 = time.perf_counter()
+    return lambda: round(time.perf_counter() - t0, 2)
+
+
+@dataclass(frozen=True)
+class ExperimentConfig(Recipe):
+    """Base of every experiment's config: the recipe plus the profile name."""
+
+    profile: str = knob("cpu", "configs/NAME.yaml these values come from (recorded in every result)")

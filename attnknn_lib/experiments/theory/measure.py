@@ -1,0 +1,322 @@
+"""Theory (notebook ``06_theory``): what the classic results and top-k attention say about our models.
+
+* Error rate and NLL of uniform kNN and Attn-KNN against k (k = round(sqrt(n)) marked), with the
+  Cover-Hart 1-NN bound drawn from a Bayes-error *proxy*: the error of the ensemble of main's CNNs
+  (an upper estimate of the Bayes error, so the line is a reference, not a bound).
+* Embedding geometry across training, from main's training histories: norms before the L2
+  normalisation, per-head temperatures, attention entropy per epoch; and how far the trained
+  attention's weights are from uniform on the test set (KL to uniform, effective number of
+  neighbours exp(H)).
+* Top-k attention as an approximation of dense softmax attention ("kNN Attention Demystified",
+  Haris, ICLR 2025): queries = test embeddings, keys = the memory's embeddings, values = one-hot
+  labels; the error of keeping the top k against k, with the bound 2 x the dropped softmax mass,
+  and the same with sampled tail rows (:mod:`attnknn_lib.knn.topk`); then Attn-KNN's own
+  vote, which *is* top-k softmax attention with labels as values, truncated to its k nearest
+  neighbours against the same scores over the whole memory. Last, the cost of dense against top-k
+  attention as n grows (synthetic unit vectors).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from attnknn_lib.base.errors import ConfigError, check_choice, check_range
+from attnknn_lib.base.knobs import float_csv, int_csv, knob
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.base.progress import bar
+from attnknn_lib.base.timing import loglog_fit, median_seconds
+from attnknn_lib.data.registry import DATASET_NAMES
+from attnknn_lib.data.spec import prepare
+from attnknn_lib.data.transforms import to_tensor
+from attnknn_lib.evaluation.inference import attnknn_probs, head_norms
+from attnknn_lib.evaluation.inference import embed as embed_rows
+from attnknn_lib.evaluation.metrics import accuracy, nll
+from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.knn.index_costs import IndexSetting, build, unit_vectors
+from attnknn_lib.knn.topk import prefix_outputs, sampled_tail_attention, tail_masses
+from attnknn_lib.knn.votes import uniform_weights, vote
+from attnknn_lib.models import MultiHeadNeighborAttention
+
+NAME = "theory"
+NOTEBOOK = "06_theory.ipynb"
+TIMED = ("results.cost",)  # the measured cost of dense vs top-k attention (reproducibility.record_view)
+METHODS = {"uniform": "Uniform kNN", "attnknn": "Attn-KNN (as trained)"}
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    """The theory notebook's own knobs on top of the shared recipe (which names main's models)."""
+
+    dataset: str = knob("fashion_mnist", "dataset whose trained main models are analysed")
+    seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of main's models (comma-separated)")
+    k_values: tuple[int, ...] = knob((1, 2, 5, 10, 20, 50, 100, 200, 500), "k of the error and NLL curves (round(sqrt(n)) is added)")
+    temperatures: tuple[float, ...] = knob((0.03, 0.1, 0.3), "softmax temperatures T of the plain attention (scores q.k / T)")
+    truncation_queries: int = knob(500, "test queries for the truncation errors (dense attention over the whole memory)")
+    tail_seed: int = knob(0, "seed of the sampled tail rows")
+    cost_sizes: tuple[int, ...] = knob((1000, 3000, 10000, 30000), "memory sizes n of the cost comparison")
+    cost_queries: int = knob(500, "queries of the cost comparison")
+    repeats: int = knob(3, "timed repeats (the median is reported)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("seeds", "k_values", "cost_sizes"):
+            object.__setattr__(self, name, int_csv(name, getattr(self, name)))
+        object.__setattr__(self, "temperatures", float_csv("temperatures", self.temperatures, 1e-3, 100.0))
+        check_choice("dataset", self.dataset, DATASET_NAMES)
+        if min(self.k_values) < 1:
+            raise ConfigError(f"k_values={','.join(map(str, self.k_values))} is not allowed; every k must be >= 1")
+        if min(self.cost_sizes) < 4:
+            raise ConfigError(f"cost_sizes={','.join(map(str, self.cost_sizes))} is not allowed; every n must be >= 4")
+        for name in ("truncation_queries", "cost_queries", "repeats"):
+            check_range(name, getattr(self, name), 1, None)
+
+
+def runs(cfg: Config):
+    """Main's Attn-KNN and CNN runs of the dataset (shared with main: trained once)."""
+    return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds)
+
+
+def outputs(cfg: Config) -> list[str]:
+    d = cfg.dataset
+    return [f"results/{NAME}_{d}.json", f"results/tables/{NAME}_{d}.tex", f"figures/{NAME}_{d}_k.pdf",
+            f"figures/{NAME}_{d}_k.png", f"figures/{NAME}_{d}_geometry.pdf", f"figures/{NAME}_{d}_geometry.png",
+            f"figures/{NAME}_{d}_topk.pdf", f"figures/{NAME}_{d}_topk.png"]
+
+
+# ----------------------------------------------------------------------------- pure pieces
+
+def cover_hart_bound(bayes_error: float, num_classes: int) -> float:
+    """Asymptotic 1-NN error bound (Cover and Hart, 1967): R <= R* (2 - C R* / (C - 1))  (<= 2 R*)."""
+    r, c = bayes_error, num_classes
+    return r * (2.0 - c * r / (c - 1))
+
+
+def weight_spread(weights: np.ndarray) -> dict[str, float]:
+    """How far attention weights (B, k) are from uniform: H_i = -sum_j w_ij log w_ij,
+    KL(w_i || 1/k) = log k - H_i, effective number of neighbours exp(H_i); means over queries."""
+    w = np.clip(np.asarray(weights, dtype=np.float64), 1e-300, None)
+    h = -(w * np.log(w)).sum(1)
+    k = weights.shape[1]
+    return {"entropy": float(h.mean()), "kl_uniform": float((math.log(k) - h).mean()),
+            "effective_k": float(np.exp(h).mean()), "k": k}
+
+
+def truncation_ks(n: int, k_sqrt: int, training_k: int) -> list[int]:
+    """Powers of two below n, plus round(sqrt(n)), the training k and n itself (the dense end)."""
+    ks = {2 ** i for i in range(int(math.log2(n)) + 1) if 2 ** i < n} | {k_sqrt, training_k, n}
+    return sorted(k for k in ks if 1 <= k <= n)
+
+
+def error_fit(ks: list[int], errors: list[float], n: int) -> dict:
+    """Log-log slope of the truncation error against k over the k <= n / 4 with a non-zero error
+    (the error must reach 0 at k = n, which a power law cannot), with the range it used."""
+    pts = [(k, e) for k, e in zip(ks, errors) if e > 1e-9 and k <= n // 4]
+    fit = loglog_fit([k for k, _ in pts], [e for _, e in pts])
+    return {**fit, "k_range": [pts[0][0], pts[-1][0]] if pts else None}
+
+
+def attnknn_scores(attention: MultiHeadNeighborAttention, queries: torch.Tensor, keys: torch.Tensor,
+                   sq_dist: torch.Tensor) -> torch.Tensor:
+    """The attention's per-head scores s_hj for every memory row (not only the k nearest):
+    queries (B, D), keys = projected memory rows ``attention.k_proj(memory)`` (n, D), squared
+    distances (B, n) -> (B, H, n). The default configuration only (scaled dot product over the
+    learned temperature plus the distance bias): the label bias and the neighbour self-attention
+    depend on which neighbours were retrieved, so they have no "dense" version."""
+    c = attention.cfg
+    if c.label_bias or c.prototypes or c.neighbor_self_attention:
+        raise ConfigError("attnknn_scores: only the default attention (no label_bias, prototypes or "
+                          "neighbor_self_attention) has scores that do not depend on the retrieved set")
+    h, hd = c.num_heads, attention.head_dim
+    q = attention.q_proj(queries).view(len(queries), h, hd)
+    k = keys.view(len(keys), h, hd)
+    tau = attention.temperatures().view(1, h, 1)
+    scores = torch.einsum("bhd,nhd->bhn", q, k) / (math.sqrt(hd) * tau)
+    if attention.dist_bias is not None:
+        scores = scores + attention.dist_bias(sq_dist.unsqueeze(-1)).permute(0, 2, 1)
+    return scores
+
+
+# ----------------------------------------------------------------------------- measurements
+
+def k_curves(model, emb, test_emb: np.ndarray, test_y: np.ndarray, ks: list[int],
+             num_classes: int) -> dict[str, dict[str, list[float]]]:
+    """Test error and NLL of uniform kNN and of Attn-KNN (its trained attention applied at each k),
+    on the bank ``emb`` (:func:`core.bank_of`, test neighbours searched to at least max(ks))."""
+    nb = emb.neighbors[("test", "original")]
+    out = {m: {"error": [], "nll": []} for m in METHODS}
+    for k in ks:
+        probs = {"uniform": vote(uniform_weights((len(nb.labels), k)), nb.labels[:, :k], num_classes),
+                 "attnknn": attnknn_probs(model.attention, emb.bank, test_emb, k, neighbors=nb, batch_size=256)[0]}
+        for m, p in probs.items():
+            out[m]["error"].append(1.0 - accuracy(p, test_y))
+            out[m]["nll"].append(nll(p, test_y))
+    return out
+
+
+def softmax_truncation(memory: torch.Tensor, labels: torch.Tensor, num_classes: int, queries: torch.Tensor,
+                       ks: list[int], temperatures: tuple[float, ...], seed: int, chunk: int = 64) -> dict:
+    """Plain softmax attention with scores q.k / T and the memory's one-hot labels as values: mean
+    L1 error of top-k (and of top-k plus k sampled tail rows) against the dense output, and the
+    dropped mass m_k, for each T and k."""
+    gen = torch.Generator().manual_seed(seed)
+    out = {}
+    for t in temperatures:
+        err = {k: [] for k in ks}
+        err_s = {k: [] for k in ks if k < len(memory)}
+        mass = {k: [] for k in ks}
+        for s in range(0, len(queries), chunk):
+            scores = queries[s:s + chunk] @ memory.T / t  # (b, n)
+            order = scores.argsort(dim=-1, descending=True)
+            outs = prefix_outputs(scores, labels, sorted(set(ks) | {len(memory)}), order, num_classes)
+            dense = outs[len(memory)]
+            masses = tail_masses(scores, ks, order=order)
+            for k in ks:
+                err[k].append((outs[k] - dense).abs().sum(-1))
+                mass[k].append(masses[k])
+                if k in err_s:
+                    est = sampled_tail_attention(scores, labels, k, k, gen, order, num_classes)
+                    err_s[k].append((est - dense).abs().sum(-1))
+        mean = lambda d: [float(torch.cat(d[k]).mean()) for k in d]  # noqa: E731
+        e = mean(err)
+        out[f"{t:g}"] = {"temperature": t, "error": e, "tail_mass": mean(mass), "sampled_error": mean(err_s),
+                         "sampled_ks": list(err_s), "fit": error_fit(ks, e, len(memory))}
+    return out
+
+
+def attnknn_truncation(attention: MultiHeadNeighborAttention, memory: torch.Tensor, labels: torch.Tensor,
+                       queries: torch.Tensor, y: np.ndarray, ks: list[int], num_classes: int, chunk: int = 32) -> dict:
+    """Attn-KNN's vote over its k nearest neighbours against the same per-head scores over the
+    whole memory: mean L1 difference of the two class distributions, and the accuracy of each."""
+    with torch.no_grad():
+        keys = attention.k_proj(memory)
+        err = {k: [] for k in ks}
+        probs = {k: [] for k in ks}
+        for s in range(0, len(queries), chunk):
+            q = queries[s:s + chunk]
+            sq = (2.0 - 2.0 * q @ memory.T).clamp_min(0.0)  # unit vectors
+            scores = attnknn_scores(attention, q, keys, sq).double()  # (b, H, n)
+            order = sq.argsort(dim=-1)  # nearest first: the index's notion of top-k
+            per_head = [prefix_outputs(scores[:, h], labels, ks, order, num_classes) for h in range(scores.shape[1])]
+            votes = {k: torch.stack([ph[k] for ph in per_head]).mean(0) for k in ks}  # mean over heads
+            dense = votes[len(memory)]
+            for k in ks:
+                err[k].append((votes[k] - dense).abs().sum(-1))
+                probs[k].append(votes[k])
+    acc = {k: accuracy(torch.cat(probs[k]).numpy(), y) for k in ks}
+    e = [float(torch.cat(err[k]).mean()) for k in ks]
+    return {"error": e, "accuracy": [acc[k] for k in ks], "fit": error_fit(ks, e, len(memory))}
+
+
+def attention_costs(cfg: Config, dim: int, num_classes: int) -> dict:
+    """µs per query of dense softmax attention over n memory rows, top-k attention with an exact
+    top-k (the same scores, then the k largest), and top-k attention over an HNSW index's k
+    nearest (search + softmax over k; build time reported apart), k = round(sqrt(n))."""
+
+    queries = torch.from_numpy(unit_vectors(cfg.cost_queries, dim, seed=2))
+    rows = {"n": [], "k": [], "dense_us": [], "topk_exact_us": [], "topk_hnsw_us": [], "hnsw_build_s": []}
+    for n in bar(cfg.cost_sizes, desc="attention cost n"):
+        mem_np = unit_vectors(n, dim, seed=3000 + n)
+        mem = torch.from_numpy(mem_np)
+        onehot = F.one_hot(torch.arange(n) % num_classes, num_classes).float()
+        k = max(1, int(round(math.sqrt(n))))
+        index, build_s = build(IndexSetting("hnsw"), mem_np)
+        q_np = queries.numpy()
+
+        def dense():
+            return (queries @ mem.T / 0.1).softmax(-1) @ onehot
+
+        def exact():
+            top = (queries @ mem.T / 0.1).topk(k, dim=-1)
+            return (top.values.softmax(-1).unsqueeze(-1) * onehot[top.indices]).sum(1)
+
+        def hnsw():
+            d, idx = index.search(q_np, k)
+            w = torch.from_numpy((1.0 - d / 2.0) / 0.1).softmax(-1)  # cos = 1 - |q - x|^2 / 2
+            return (w.unsqueeze(-1) * onehot[torch.from_numpy(idx)]).sum(1)
+
+        with torch.no_grad():
+            for key, fn in (("dense_us", dense), ("topk_exact_us", exact), ("topk_hnsw_us", hnsw)):
+                rows[key].append(1e6 * median_seconds(fn, cfg.repeats) / len(queries))
+        rows["n"].append(n)
+        rows["k"].append(k)
+        rows["hnsw_build_s"].append(build_s)
+    rows["fit"] = {key: loglog_fit(rows["n"], rows[key]) for key in ("dense_us", "topk_exact_us", "topk_hnsw_us")}
+    return rows
+
+
+def geometry(histories: dict[str, list[dict]], k: int) -> dict:
+    """Per seed and epoch: norms before normalisation (validation rows), per-head temperatures,
+    attention entropy on the training batches, its KL to uniform and effective number of neighbours."""
+    out = {}
+    for seed, hist in histories.items():
+        ent = [h["train_entropy"] for h in hist]
+        out[seed] = {"epoch": [h["epoch"] for h in hist], "norm_mean": [h["val_norm_mean"] for h in hist],
+                     "norm_std": [h["val_norm_std"] for h in hist], "temperatures": [h["temperatures"] for h in hist],
+                     "train_entropy": ent, "kl_uniform": [math.log(k) - e for e in ent],
+                     "effective_k": [math.exp(e) for e in ent]}
+    return out
+
+
+def run(cfg: Config, paths: Paths) -> dict:
+    """Every analysis in one run; writes ``results/theory_<dataset>.json`` and returns its record."""
+    device, prov, clock = core.begin(cfg)
+    cpu = torch.device("cpu")
+    prepared = prepare(core.data_spec(cfg, cfg.dataset))
+    ds = prepared.dataset
+    n = len(ds.train)
+    k_sqrt = int(round(math.sqrt(n)))
+    ks = sorted(k for k in set(cfg.k_values) | {k_sqrt} if k <= n - 1)
+    tks = truncation_ks(n, k_sqrt, cfg.k)
+    nq = min(cfg.truncation_queries, len(ds.test))
+    curves, trunc, final, histories, cnn_probs = {}, {}, {}, {}, []
+    softmax = None
+    for seed in cfg.seeds:
+        run_, model, cnn = core.trained_pair(cfg, prepared, seed, paths, cpu)
+        histories[str(seed)] = core.trained(run_, paths, prepared)[0].history
+        frozen = core.frozen_embeddings(run_, model, prepared, paths, cpu)
+        emb = core.bank_of(frozen, ds.train.y, max(*ks, cfg.k))  # one search serves the curves and the weights
+        curves[str(seed)] = k_curves(model, emb, frozen.test, ds.test.y, ks, ds.num_classes)
+        cnn_probs.append(core.cnn_method(cnn, prepared, cpu).test)
+        memory, labels = torch.from_numpy(frozen.train), torch.from_numpy(ds.train.y)
+        queries = torch.from_numpy(frozen.test[:nq])
+        trunc[str(seed)] = attnknn_truncation(model.attention, memory, labels, queries, ds.test.y[:nq], tks,
+                                              ds.num_classes)
+        if softmax is None:  # the plain attention's truncation on the first seed's embedding
+            softmax = softmax_truncation(memory.double(), labels, ds.num_classes, queries.double(), tks,
+                                         cfg.temperatures, cfg.tail_seed)
+        with head_norms(model.embedder) as norms:
+            embed_rows(model.embedder, to_tensor(ds, ds.test), 1024, cpu, desc="test norms")
+        norms = torch.cat(norms)
+        _, w = attnknn_probs(model.attention, emb.bank, frozen.test, cfg.k, neighbors=emb.neighbors[("test", "original")])
+        final[str(seed)] = {"test_norm_mean": float(norms.mean()), "test_norm_std": float(norms.std()),
+                            **weight_spread(w)}
+    ens_error = 1.0 - accuracy(np.mean(cnn_probs, axis=0), ds.test.y)
+    summary = {m: {key: {"mean": np.mean([curves[s][m][key] for s in curves], axis=0).tolist(),
+                         "std": np.std([curves[s][m][key] for s in curves], axis=0, ddof=1 if len(curves) > 1 else 0
+                                       ).tolist()} for key in ("error", "nll")} for m in METHODS}
+    one_nn = summary["uniform"]["error"]["mean"][ks.index(1)] if 1 in ks else None
+    results = {
+        "dataset": ds.summary(), "seeds": list(cfg.seeds), "n_train": n, "k_sqrt": k_sqrt, "training_k": cfg.k,
+        "k_values": ks, "curves": {"per_seed": curves, "summary": summary},
+        "bayes_proxy": {"cnn_ensemble_error": ens_error, "cover_hart_bound": cover_hart_bound(ens_error, ds.num_classes),
+                        "one_nn_error": one_nn, "num_classes": ds.num_classes, "models": len(cnn_probs)},
+        "geometry": {"per_seed": geometry(histories, cfg.k), "final": final},
+        "truncation": {"n": n, "queries": nq, "ks": tks, "softmax": softmax, "softmax_seed": cfg.seeds[0],
+                       "attnknn": {"per_seed": trunc, "error": np.mean([trunc[s]["error"] for s in trunc], 0).tolist(),
+                                   "accuracy": np.mean([trunc[s]["accuracy"] for s in trunc], 0).tolist()}},
+        "cost": attention_costs(cfg, frozen.train.shape[1], ds.num_classes),
+        "timings": {"seconds": clock()}}
+    att = results["truncation"]["attnknn"]
+    att["fit"] = error_fit(tks, att["error"], n)
+    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+
+
+# ----------------------------------------------------------------------------- views of the record
+
+

@@ -1,0 +1,118 @@
+"""Neighbour voting rules: weights over the k neighbours of each query -> class probabilities.
+
+All functions are pure and vectorised over a batch of queries (arrays, no I/O). Every weight
+rule returns rows that sum to 1, so :func:`vote` returns proper probability vectors:
+
+    p(c | q) = sum_j w_j [y_j = c]
+
+uniform:   w_j = 1 / k
+distance:  w_j = softmax_j(-r_j / tau)          r_j = ||q - n_j|| Euclidean distance
+cosine:    w_j = softmax_j(s_j / T)             s_j cosine similarity (DINO's exp(s/T), normalised)
+attention: w_j from the learned attention module (already normalised)
+
+class-balanced (a remedy for long-tailed memories, applied to any rule's probabilities):
+           p'(c | q) = p(c | q) / pi_c^beta / sum_c' p(c' | q) / pi_c'^beta
+           pi_c the share of class c in the memory, beta in [0, 1] tuned on validation
+
+For unit vectors ||q - n||^2 = 2 - 2s, so a softmax over *squared* distances would be the cosine
+rule with T = tau / 2; the distance rule therefore uses the plain Euclidean distance (as in the
+method description), which gives a different weighting family.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnknn_lib.base.errors import ConfigError
+
+RULES = ("uniform", "distance", "cosine")
+
+
+def _softmax_rows(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=1, keepdims=True)  # stable: the largest term is exp(0) = 1
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def uniform_weights(shape: tuple[int, int]) -> np.ndarray:
+    """w_j = 1/k for a (B, k) neighbour block."""
+    b, k = shape
+    return np.full((b, k), 1.0 / k)
+
+
+def distance_weights(dist: np.ndarray, tau: float) -> np.ndarray:
+    """w_j = exp(-r_j / tau) / sum_i exp(-r_i / tau); dist (B, k) Euclidean distances."""
+    if tau <= 0:
+        raise ConfigError(f"tau={tau!r} is out of range; allowed: > 0")
+    return _softmax_rows(-np.asarray(dist, dtype=np.float64) / tau)
+
+
+def cosine_weights(similarity: np.ndarray, temperature: float) -> np.ndarray:
+    """w_j = exp(s_j / T) / sum_i exp(s_i / T); similarity (B, k)."""
+    if temperature <= 0:
+        raise ConfigError(f"temperature={temperature!r} is out of range; allowed: > 0")
+    return _softmax_rows(np.asarray(similarity, dtype=np.float64) / temperature)
+
+
+def cosine_from_sq_dist(sq_dist: np.ndarray) -> np.ndarray:
+    """Cosine similarity of unit vectors from their squared distance: s = 1 - d / 2."""
+    return 1.0 - np.asarray(sq_dist, dtype=np.float64) / 2.0
+
+
+def vote(weights: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """p(c) = sum_j w_j [y_j = c]: weights (B, k), labels (B, k) -> probabilities (B, C).
+
+    One weighted bincount over ``row * C + label`` (no (B, k, C) one-hot buffer).
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    if weights.shape != labels.shape or weights.ndim != 2:
+        raise ConfigError(f"weights {weights.shape} and labels {labels.shape} must both be (B, k)")
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ConfigError(f"neighbour labels must lie in 0..{num_classes - 1}; got {labels.min()}..{labels.max()}")
+    b = weights.shape[0]
+    flat = (np.arange(b)[:, None] * num_classes + labels).ravel()
+    return np.bincount(flat, weights=weights.ravel(), minlength=b * num_classes).reshape(b, num_classes)
+
+
+def knn_probs(rule: str, sq_dist: np.ndarray, labels: np.ndarray, num_classes: int,
+              param: float | None = None, k: int | None = None) -> np.ndarray:
+    """Probabilities of rule ``rule`` from the first ``k`` (default all) neighbours, given their
+    squared distances ``sq_dist`` (B, K) (as the memory bank returns them) and labels (B, K).
+
+    ``param`` is tau for ``distance`` and T for ``cosine``; unused for ``uniform``.
+    """
+    if rule not in RULES:
+        raise ConfigError(f"rule={rule!r} is not allowed; choose one of: {', '.join(RULES)}")
+    k = sq_dist.shape[1] if k is None else k
+    if not 1 <= k <= sq_dist.shape[1]:
+        raise ConfigError(f"k={k!r} is out of range; allowed: 1..{sq_dist.shape[1]} (neighbours searched)")
+    d, y = sq_dist[:, :k], labels[:, :k]
+    if rule == "uniform":
+        w = uniform_weights(d.shape)
+    elif param is None:
+        raise ConfigError(f"rule={rule!r} needs its temperature (param)")
+    elif rule == "distance":
+        w = distance_weights(np.sqrt(np.maximum(d, 0.0)), param)
+    else:
+        w = cosine_weights(cosine_from_sq_dist(d), param)
+    return vote(w, y, num_classes)
+
+
+def class_balanced(probs: np.ndarray, prior: np.ndarray, beta: float) -> np.ndarray:
+    """p'(c) = p(c) pi_c^-beta / sum_c' p(c') pi_c'^-beta for probs (B, C) and class shares prior (C,).
+
+    beta = 0 leaves the probabilities unchanged; beta = 1 divides each class's vote by its share
+    of the memory (every class then counts as if the memory were balanced). A class absent from
+    the memory (pi_c = 0) gets no vote anyway and stays at 0.
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    prior = np.asarray(prior, dtype=np.float64)
+    if prior.shape != probs.shape[1:] or (prior < 0).any():
+        raise ConfigError(f"prior must be {probs.shape[1:]} non-negative class shares; got shape {prior.shape}")
+    if not 0.0 <= beta <= 1.0:
+        raise ConfigError(f"beta={beta!r} is out of range; allowed: 0..1")
+    scale = np.where(prior > 0, np.maximum(prior, 1e-12) ** -beta, 0.0)  # (C,)
+    p = probs * scale
+    total = p.sum(axis=1, keepdims=True)
+    return np.where(total > 0, p / np.where(total > 0, total, 1.0), probs)

@@ -1,0 +1,131 @@
+"""``results/macros.tex``: one ``\\newcommand`` per number the paper quotes, built from results JSON.
+
+The generic part: names, number formats, verdict words, caption notes, dataset-free aliases and
+the file; each experiment builds its own macros from its records with these helpers
+(``attnknn_lib.experiments.<name>.macros``), so this module names no experiment.
+
+Names are letters only (LaTeX macro rule): ``\\<Experiment><Dataset><Method><Metric>``, e.g.
+``\\MainFashionMnistAttnknnAcc`` (accuracy in %), ``...EceCal`` (ECE after temperature
+scaling). Digits in names are spelled out (cifar10 -> CifarTen).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable
+
+from attnknn_lib.base.files import write_text
+from attnknn_lib.data.registry import REGISTRY
+from attnknn_lib.report.tables import latex_escape
+
+PATH_MARK = "\x00path:"  # values that are file paths: written verbatim (underscores kept)
+DIGITS = {"0": "Zero", "1": "One", "2": "Two", "3": "Three", "4": "Four", "5": "Five", "6": "Six", "7": "Seven",
+          "8": "Eight", "9": "Nine"}
+
+
+def macro_name(*parts: str) -> str:
+    """CamelCase of the parts with digits spelled out: ("table", "cifar10", "acc") -> TableCifarOneZeroAcc."""
+    words = []
+    for part in parts:
+        for w in re.split(r"[^A-Za-z0-9]+", str(part)):
+            w = "".join(DIGITS.get(ch, ch) for ch in w)
+            if w:
+                words.append(w[0].upper() + w[1:])
+    return "".join(words)
+
+
+def metric_macros(prefix: tuple[str, ...], entry: dict, key: str = "value") -> dict[str, str]:
+    """Test metrics of one method: ``key`` = "value" (one run) or "mean" (over seeds, with ``...Sd``)."""
+    raw, cal = entry["test_raw"], entry["test_calibrated"]
+    out = {
+        macro_name(*prefix, "Acc"): f"{100 * raw['accuracy'][key]:.2f}",
+        macro_name(*prefix, "Fone"): f"{100 * raw['macro_f1'][key]:.2f}",
+        macro_name(*prefix, "Ece"): f"{raw['ece'][key]:.4f}",
+        macro_name(*prefix, "EceCal"): f"{cal['ece'][key]:.4f}",
+        macro_name(*prefix, "Nll"): f"{raw['nll'][key]:.3f}",
+        macro_name(*prefix, "NllCal"): f"{cal['nll'][key]:.3f}",
+        macro_name(*prefix, "BrierCal"): f"{cal['brier'][key]:.4f}",
+    }
+    if key == "mean":
+        out[macro_name(*prefix, "AccSd")] = f"{100 * raw['accuracy']['std']:.2f}"
+        out[macro_name(*prefix, "EceSd")] = f"{raw['ece']['std']:.4f}"
+        out[macro_name(*prefix, "EceCalSd")] = f"{cal['ece']['std']:.4f}"
+    else:
+        out[macro_name(*prefix, "AccLow")] = f"{100 * raw['accuracy']['low']:.2f}"
+        out[macro_name(*prefix, "AccHigh")] = f"{100 * raw['accuracy']['high']:.2f}"
+    return out
+
+
+def verdict(low: float, high: float, higher_is_better: bool) -> str:
+    """The word for a difference A - B with 95 % interval [low, high]: "better than" or "worse
+    than" when the interval excludes 0, else "indistinguishable from" (so the paper's sentences
+    follow the numbers of each run)."""
+    if low > 0 or high < 0:
+        return "better than" if (low > 0) == higher_is_better else "worse than"
+    return "indistinguishable from"
+
+
+def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
+    """A paired difference (pooled over seeds): accuracy in points, ECE / NLL as they are, and a
+    ``...Verdict`` word for each (see :func:`verdict`)."""
+    out = {}
+    for split, tag in (("raw", ""), ("calibrated", "Cal")):
+        for metric, name, scale, dec in (("accuracy", "Acc", 100, 2), ("ece", "Ece", 1, 4), ("nll", "Nll", 1, 3)):
+            e = d[split][metric]
+            for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
+                out[macro_name(*prefix, name + tag + word)] = f"{scale * e[part]:+.{dec}f}"
+            out[macro_name(*prefix, name + tag, "Verdict")] = verdict(e["low"], e["high"], metric == "accuracy")
+    return out
+
+
+def source_note(notebook: str, experiment: str, dataset: str) -> str:
+    """A caption's pointer to its notebook and result file, e.g. Notebook \\texttt{02\\_k\\_sweep}, ..."""
+    return (f"Notebook \\texttt{{{latex_escape(notebook.removesuffix('.ipynb'))}}}, "
+            f"\\texttt{{results/{latex_escape(f'{experiment}_{dataset}')}.json}}")
+
+
+def pct(x: float) -> str:
+    """A share as a percentage with two decimals (0.9012 -> "90.12")."""
+    return f"{100 * x:.2f}"
+
+
+def dataset_free(experiment: str, dataset: str, macros: dict[str, str]) -> dict[str, str]:
+    """Dataset-free names (``\\NoiseFashionMnistTrained...`` -> ``\\NoiseTrained...``, plus
+    ``\\NoiseName`` and ``\\NoiseFile``), so the paper's text builds under every profile, whatever
+    dataset the profile runs the experiment on."""
+    prefix, short = macro_name(experiment, dataset), macro_name(experiment)
+    out = {short + k[len(prefix):]: v for k, v in macros.items() if k.startswith(prefix)}
+    out[macro_name(experiment, "Name")] = REGISTRY[dataset].title
+    out[macro_name(experiment, "File")] = PATH_MARK + f"{experiment}_{dataset}"  # figures/<File>.pdf, tables/<File>.tex
+    return out
+
+
+def record_macros(records: list[dict], build: Callable[[dict], dict[str, str]], notebook: str,
+                  aliases: bool = True) -> dict[str, str]:
+    """An experiment's macros over its records (one per dataset): ``build(record)``, the caption note
+    ``\\<Experiment><Dataset>Source`` naming the notebook and results file (every figure caption in
+    the paper points to its code in one hop) and, with ``aliases``, the :func:`dataset_free` names."""
+    out: dict[str, str] = {}
+    for record in records:
+        name, ds = record["experiment"], record["dataset"]
+        made = {**build(record), macro_name(name, ds, "Source"): PATH_MARK + source_note(notebook, name, ds)}
+        out.update(made)
+        if aliases:
+            out.update(dataset_free(name, ds, made))
+    return out
+
+
+def render_macros(macros: dict[str, str]) -> str:
+    """The text of ``results/macros.tex``: sorted, one ``\\newcommand`` per line, values escaped
+    (paths marked with :data:`PATH_MARK` verbatim)."""
+    lines = ["% Generated by attnknn_lib.report.macros from the results JSON of one run. Do not edit."]
+    for k, v in sorted(macros.items()):
+        value = v[len(PATH_MARK):] if v.startswith(PATH_MARK) else latex_escape(v)
+        lines.append(f"\\newcommand{{\\{k}}}{{{value}}}")
+    return "\n".join(lines) + "\n"
+
+
+def write_macros(macros: dict[str, str], path: str | Path) -> Path:
+    """Write ``path`` atomically (see :func:`render_macros`)."""
+    return write_text(path, render_macros(macros))

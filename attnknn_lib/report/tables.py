@@ -1,0 +1,121 @@
+"""LaTeX (booktabs) tables and pandas views built from results dictionaries; no number typed by hand."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+# metric -> (column title, scale, decimals)
+METRIC_FORMAT = {"accuracy": ("Acc. (\\%)", 100.0, 2), "macro_f1": ("Macro-F1 (\\%)", 100.0, 2),
+                 "nll": ("NLL", 1.0, 3), "ece": ("ECE", 1.0, 4), "brier": ("Brier", 1.0, 4)}
+
+
+def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
+    """``value`` or ``value [low, high]`` formatted for LaTeX (``signed``: a leading + or -)."""
+    _, scale, dec = METRIC_FORMAT[metric]
+    sign = "+" if signed else ""
+    v = f"{entry['value'] * scale:{sign}.{dec}f}"
+    if ci and "low" in entry:
+        v += f"\\,{{\\scriptsize[{entry['low'] * scale:{sign}.{dec}f}, {entry['high'] * scale:{sign}.{dec}f}]}}"
+    return v
+
+
+def fmt_mean_sd(entry: dict, metric: str, decimals: int | None = None) -> str:
+    """``mean +- sd`` of a {mean, std} entry, formatted for LaTeX (the metric's decimals unless given)."""
+    _, scale, dec = METRIC_FORMAT[metric]
+    dec = dec if decimals is None else decimals
+    return f"{entry['mean'] * scale:.{dec}f}\\,{{\\scriptsize$\\pm${entry['std'] * scale:.{dec}f}}}"
+
+
+CALIBRATED_ROW = "\\quad after calibration"
+
+
+def _two_row_frame(methods: dict[str, dict], cell, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """Two rows per method, so the table fits the page unscaled: the raw test metrics, then the
+    calibrated ones below them (calibration keeps the arg-max, so accuracy and F1 stay blank there).
+    Row labels are LaTeX (escaped here)."""
+    labels, rows = [], []
+    for name, m in methods.items():
+        labels += [latex_escape(m.get("label", name)), CALIBRATED_ROW]
+        rows.append({METRIC_FORMAT[k][0]: cell(m["test_raw"][k], k) for k in metrics})
+        rows.append({METRIC_FORMAT[k][0]: cell(m["test_calibrated"][k], k) if k in ("nll", "ece", "brier") else ""
+                     for k in metrics})
+    return pd.DataFrame(rows, index=pd.Index(labels, name="Method"))
+
+
+def seed_frame(summary: dict[str, dict]) -> pd.DataFrame:
+    """Per method, mean +- s.d. over seeds of the test metrics: raw, then after calibration."""
+    return _two_row_frame(summary, fmt_mean_sd, tuple(METRIC_FORMAT))
+
+
+def latex_escape(text: str) -> str:
+    for a, b in (("\\", "\\textbackslash{}"), ("&", "\\&"), ("%", "\\%"), ("_", "\\_"), ("#", "\\#")):
+        text = text.replace(a, b)
+    return text
+
+
+def booktabs(df: pd.DataFrame, caption: str, label: str, column_format: str | None = None,
+             escape_index: bool = True) -> str:
+    """A complete ``table`` environment with booktabs rules; cells are inserted as given (LaTeX),
+    row labels escaped unless ``escape_index`` is off (labels that already are LaTeX, e.g. $\\sqrt{n}$)."""
+    cols = column_format or "l" + "r" * len(df.columns)
+    esc = latex_escape if escape_index else str
+    head = " & ".join([latex_escape(df.index.name or "")] + list(df.columns)) + " \\\\"
+    rows = [" & ".join([esc(str(i))] + [str(v) for v in r]) + " \\\\" for i, r in zip(df.index, df.values)]
+    return "\n".join(["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
+                      "\\setlength{\\tabcolsep}{4pt}", f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule",
+                      *rows, "\\bottomrule", "\\end{tabular}", "\\end{table}", ""])  # never scaled: it fits the text width
+
+
+def methods_frame(methods: dict[str, dict], ci: bool = True, latex: bool = True) -> pd.DataFrame:
+    """Per method, test metrics with their intervals. LaTeX: accuracy, NLL and ECE, raw then after
+    calibration (two rows; the intervals leave room for three columns); plain: every metric, one
+    row, calibrated ones as ``<metric>_calibrated``."""
+    if latex:
+        return _two_row_frame(methods, lambda e, k: fmt(e, k, ci), ("accuracy", "nll", "ece"))
+    rows = {}
+    for name, m in methods.items():
+        raw, cal = m["test_raw"], m["test_calibrated"]
+        row = {k: raw[k]["value"] for k in METRIC_FORMAT}
+        row.update({f"{k}_calibrated": cal[k]["value"] for k in ("nll", "ece", "brier")})
+        rows[m.get("label", name)] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "Method"
+    return df
+
+
+
+PLAIN = (("k_{\\mathrm{eff}}", "k_eff"), ("$\\pm$", "±"), ("\\,{\\scriptsize", " "), ("\\sqrt{n}", "√n"), ("\\times", "×"), ("\\,\\%", " %"),
+         ("\\%", "%"), ("\\,", " "), ("$", ""), ("{", ""), ("}", ""))
+
+
+def plain(text: str) -> str:
+    """A LaTeX table cell as plain text for a notebook: $\\pm$ -> ±, \\sqrt{n} -> √n, \\% -> %."""
+    for a, b in PLAIN:
+        text = text.replace(a, b)
+    return text
+
+
+def plain_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The same table with every cell, column and row label as plain text (notebook display)."""
+    out = df.map(lambda v: plain(v) if isinstance(v, str) else v)
+    out.index = [plain(str(i)) for i in df.index]
+    out.index.name = plain(df.index.name or "")
+    out.columns = [plain(str(c)) for c in df.columns]
+    return out
+
+
+def written_frame(files: list) -> pd.DataFrame:
+    """One row per LaTeX table file a notebook wrote: its name, its ``\\label`` and number of body
+    rows, so the executed notebook lists what the paper inputs without printing LaTeX source."""
+    import re
+    from pathlib import Path
+
+    rows = {}
+    for f in map(Path, files):
+        text = f.read_text()
+        label = re.search(r"\\label\{([^}]*)\}", text)
+        body = text.split("\\midrule", 1)[-1].split("\\bottomrule", 1)[0]
+        rows[f.name] = {"label": label.group(1) if label else "", "rows": body.count("\\\\")}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "results/tables/"
+    return df

@@ -1,0 +1,88 @@
+"""Training runs: what to train, on which (prepared) data, with a stable id.
+
+A :class:`DataSpec` names a dataset and how an experiment changes it before training (subset
+sizes, label noise, class imbalance); :func:`prepare` applies it. A :class:`TrainingRun` is a
+data spec, a model kind (``attnknn`` or ``cnn``), its model and training configs and the seed;
+its :attr:`~TrainingRun.id` hashes all of that plus the source of the training code, so a run
+trains once and every experiment and notebook that needs it finds it in the model cache
+(:mod:`attnknn_lib.training.cache`). ``python -m attnknn_lib.training.job`` trains one run (a workflow job).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from attnknn_lib.base.errors import check_choice
+from attnknn_lib.base.files import write_text
+from attnknn_lib.base.provenance import config_fingerprint, training_code_fingerprint
+from attnknn_lib.data.registry import REGISTRY
+from attnknn_lib.data.spec import DataSpec
+
+MODEL_KINDS = ("attnknn", "cnn")
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """One model to train: data, kind, configs, seed. ``id`` is stable across processes and machines."""
+
+    data: DataSpec
+    kind: str  # attnknn or cnn
+    backbone: str
+    backbone_kwargs: dict = field(default_factory=dict)
+    attention: dict | None = None  # AttentionConfig fields except num_classes (attnknn only)
+    train: dict = field(default_factory=dict)  # TrainConfig fields (seed included)
+
+    def __post_init__(self) -> None:
+        check_choice("model kind", self.kind, MODEL_KINDS)
+
+    @property
+    def seed(self) -> int:
+        return int(self.train.get("seed", 0))
+
+    @property
+    def id(self) -> str:
+        return f"{self.data.name}-{self.kind}-s{self.seed}-{config_fingerprint({**self.to_dict(), 'code': training_code_fingerprint()})}"
+
+    @property
+    def label(self) -> str:
+        """A short human name for progress bars and messages."""
+        extra = []
+        if self.data.noise != "none":
+            extra.append(f"{self.data.noise} noise {self.data.noise_rate:g}")
+        if self.data.imbalance < 1:
+            extra.append(f"imbalance {self.data.imbalance:g}")
+        return f"{self.data.name} {'Attn-KNN' if self.kind == 'attnknn' else 'CNN'} seed {self.seed}" + (
+            f" ({', '.join(extra)})" if extra else "")
+
+    def to_dict(self) -> dict:
+        return {"data": self.data.to_dict(), "kind": self.kind, "backbone": self.backbone,
+                "backbone_kwargs": dict(self.backbone_kwargs), "attention": self.attention, "train": dict(self.train)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainingRun":
+        return cls(DataSpec(**d["data"]), d["kind"], d["backbone"], dict(d.get("backbone_kwargs") or {}),
+                   d.get("attention"), dict(d.get("train") or {}))
+
+    def write_spec(self, folder: str | Path) -> Path:
+        """``folder/<id>.json`` (rewritten only when its content changes, so file times stay put)."""
+
+        path = Path(folder) / f"{self.id}.json"
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+        if not path.exists() or path.read_text() != text:
+            write_text(path, text)
+        return path
+
+
+def make_run(recipe, data: DataSpec, kind: str, seed: int) -> TrainingRun:
+    """The run of ``kind`` on ``data`` under a :class:`~attnknn_lib.training.recipe.Recipe`. The number of
+    classes is read from the data when the model is built, so planning never loads a dataset."""
+
+    data_kind = REGISTRY[data.name].kind
+    backbone, kwargs = recipe.backbone(data_kind)
+    attention = None
+    if kind == "attnknn":
+        attention = recipe.attention_config(2).to_dict()
+        attention.pop("num_classes")
+    return TrainingRun(data, kind, backbone, kwargs, attention, recipe.train_config(data_kind, seed).to_dict())

@@ -1,0 +1,277 @@
+"""``./run_all.sh bench``: this machine's speed as ratios, in one run.
+
+* exact batched kNN search (FAISS Flat, k = 10) against this machine's fp32 GEMM, in FLOP/s;
+* the attention vote (the trained model's module: projections, per-head softmax, vote) against
+  the distance vote, µs per query, batched and one query at a time;
+* the library's vectorised vote (:func:`attnknn_lib.knn.votes.vote`) against a naive per-row loop;
+* the smoke workflow end to end (``./run_all.sh --profile smoke`` into a temporary folder, PDFs
+  and paper included) against its 6-minute budget;
+* the stage times of the last ``cpu`` run in this folder (each job records its wall time under
+  ``.attnknn/times/``; the notebooks fall back to their results' provenance) against 35 minutes.
+
+Prints a table, writes ``results/benchmarks.json`` and the README's benchmark block from it.
+Synthetic unit vectors stand in for the embeddings, so no trained model is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attnknn_lib.base.errors import AttnKNNError, ConfigError, check_range
+from attnknn_lib.base.files import read_json, write_json
+from attnknn_lib.base.paths import REPO_ROOT, Paths
+from attnknn_lib.base.provenance import machine, versions
+from attnknn_lib.base.runtime import set_threads
+from attnknn_lib.base.timing import median_seconds
+from attnknn_lib.experiments import REGISTRY, efficiency
+from attnknn_lib.knn.index_costs import unit_vectors
+from attnknn_lib.knn.votes import distance_weights, vote
+from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention, attend
+from attnknn_lib.report.readme import replace_block
+from attnknn_lib.workflow.plan import TIMES
+from attnknn_lib.workflow.profiles import resolve
+
+SMOKE_BUDGET_S = 6 * 60
+CPU_BUDGET_S = 35 * 60
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    bank: int = 54_000  # the cpu profile's Fashion-MNIST memory bank
+    dim: int = 128
+    queries: int = 2_000
+    single_queries: int = 100  # one-at-a-time calls timed per repeat
+    k: int = 16
+    num_classes: int = 10
+    gemm_size: int = 2048
+    repeats: int = 5
+    smoke: bool = True  # run the smoke workflow (about 5 minutes here)
+
+    def __post_init__(self) -> None:
+        for name in ("bank", "dim", "queries", "single_queries", "k", "gemm_size", "repeats"):
+            check_range(name, getattr(self, name), 1, None)
+        check_range("num_classes", self.num_classes, 2, None)
+        check_range("k", self.k, 1, self.bank)
+
+
+def naive_vote(weights: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """The vote as a per-row, per-neighbour Python loop: p[i, y_ij] += w_ij (the yardstick)."""
+    probs = np.zeros((len(weights), num_classes))
+    for i in range(len(weights)):
+        for j in range(weights.shape[1]):
+            probs[i, labels[i, j]] += weights[i, j]
+    return probs
+
+
+def search_vs_gemm(cfg: BenchConfig) -> dict:
+    """Exact batched search (FAISS Flat L2 and IP) in GFLOP/s against a square fp32 GEMM."""
+
+    bank, queries = unit_vectors(cfg.bank, cfg.dim, seed=0), unit_vectors(cfg.queries, cfg.dim, seed=1)
+    eff = efficiency.Config(gemm_size=cfg.gemm_size, repeats=cfg.repeats, recall_k=10)
+    return efficiency.gemm_yardstick(eff, bank, queries)
+
+
+def votes(cfg: BenchConfig) -> dict:
+    """µs per query: attention vote vs distance vote (batched and single), vectorised vs naive vote."""
+
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    b, k, d, c = cfg.queries, cfg.k, cfg.dim, cfg.num_classes
+    q = torch.nn.functional.normalize(torch.randn(b, d), dim=1)  # (B, D)
+    nb = torch.nn.functional.normalize(q[:, None, :] + 0.3 * torch.randn(b, k, d), dim=2)  # (B, k, D)
+    sq = ((nb - q[:, None, :]) ** 2).sum(-1).sort(dim=1).values.numpy()  # (B, k), nearest first
+    labels = rng.integers(0, c, size=(b, k))
+    y = torch.from_numpy(labels)
+    att = MultiHeadNeighborAttention(AttentionConfig(num_classes=c, embed_dim=d)).eval()
+
+    def attention(s: slice) -> np.ndarray:
+        with torch.no_grad():
+            return attend(att, q[s], nb[s], y[s]).probs.numpy()
+
+    def distance(s: slice) -> np.ndarray:
+        return vote(distance_weights(np.sqrt(sq[s]), 0.1), labels[s], c)
+
+    ones = [slice(i, i + 1) for i in range(min(cfg.single_queries, b))]
+    us = {}
+    for name, fn in (("attention", attention), ("distance", distance)):
+        us[f"{name}_batched"] = 1e6 * median_seconds(lambda: fn(slice(None)), cfg.repeats) / b
+        us[f"{name}_single"] = 1e6 * median_seconds(lambda: [fn(s) for s in ones], cfg.repeats) / len(ones)
+    w = distance_weights(np.sqrt(sq), 0.1)
+    us["vote_vectorised"] = 1e6 * median_seconds(lambda: vote(w, labels, c), cfg.repeats) / b
+    us["vote_naive_loop"] = 1e6 * median_seconds(lambda: naive_vote(w, labels, c), max(1, cfg.repeats // 2)) / b
+    if not np.allclose(vote(w, labels, c), naive_vote(w, labels, c)):
+        raise AttnKNNError("the vectorised vote and the per-row loop disagree")  # a benchmark of a wrong result is void
+    return {"us_per_query": us, "k": k, "queries": b,
+            "attention_over_distance_batched": us["attention_batched"] / us["distance_batched"],
+            "attention_over_distance_single": us["attention_single"] / us["distance_single"],
+            "naive_over_vectorised": us["vote_naive_loop"] / us["vote_vectorised"]}
+
+
+def smoke_end_to_end() -> dict:
+    """Wall seconds of ``./run_all.sh --profile smoke`` (PDFs and paper) into a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="attnknn-bench-") as tmp:
+        t0 = time.perf_counter()
+        proc = subprocess.run(["bash", str(REPO_ROOT / "run_all.sh"), "--profile", "smoke", "--out", tmp],
+                              cwd=REPO_ROOT, capture_output=True, text=True)
+        seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise AttnKNNError(f"the smoke workflow failed ({tail[0]}); run ./run_all.sh --profile smoke to see why")
+    return {"seconds": seconds, "budget_seconds": SMOKE_BUDGET_S, "over_budget": seconds / SMOKE_BUDGET_S}
+
+
+def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
+    """Stage times of the last ``cpu`` run under ``root``: the training jobs of the cpu plan, each
+    notebook, the PDF exports, the report and the paper (job wall times from ``.attnknn/times``;
+    a notebook without one falls back to its results' provenance, a training run to its
+    model's recorded training seconds)."""
+
+    times = root / TIMES
+    paths = Paths.at(None if root == REPO_ROOT else root)
+
+    def timed(stage: str, name: str) -> float | None:
+        f = times / f"{stage}-{name}.json"
+        return read_json(f)["seconds"] if f.exists() else None
+
+    resolved = resolve("cpu", None, [])
+    run_ids = {r.id for n, p in resolved.items() for r in REGISTRY[n].runs(REGISTRY[n].Config(**p))}
+    train, missing = 0.0, 0
+    for rid in sorted(run_ids):
+        s = timed("train", rid)
+        if s is None:
+            meta = paths.artifacts / "models" / rid / "train.json"
+            s = read_json(meta)["seconds"] if meta.exists() else None
+        if s is None:
+            missing += 1
+        else:
+            train += s
+    stages = {"training": {"seconds": train if missing < len(run_ids) else None, "jobs": len(run_ids),
+                           "missing": missing}}
+    for name in resolved:
+        s, source = timed("notebook", name), "job"
+        if s is None:  # the notebook's compute: its results' provenance (the last record written is the longest)
+            records = [read_json(f) for f in sorted((root / "results").glob(f"{name}_*.json"))]
+            walls = [r["provenance"]["wall_seconds"] for r in records
+                     if r.get("profile") == "cpu" and r.get("experiment") == name]
+            s, source = (max(walls), "provenance") if walls else (None, "none")
+        stages[f"notebook {name}"] = {"seconds": s, "source": source}
+    pdfs = [timed("pdf", Path(REGISTRY[n].NOTEBOOK).stem) for n in resolved]
+    stages["pdf"] = {"seconds": sum(p for p in pdfs if p is not None) if any(p is not None for p in pdfs) else None,
+                     "jobs": len(pdfs),
+                     "missing": sum(p is None for p in pdfs)}
+    stages["report"] = {"seconds": timed("report", "report")}
+    stages["paper"] = {"seconds": timed("paper", "paper")}
+    total = sum(v["seconds"] or 0.0 for v in stages.values())
+    complete = missing == 0 and all(v["seconds"] is not None and not v.get("missing") for v in stages.values())
+    return {"stages": stages, "total_seconds": total, "complete": complete, "budget_seconds": CPU_BUDGET_S,
+            "over_budget": total / CPU_BUDGET_S}
+
+
+def run(cfg: BenchConfig, root: Path = REPO_ROOT) -> dict:
+    threads = set_threads()
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    out = {"config": asdict(cfg), "threads": threads, "started": started, "machine": machine(),
+           "packages": versions()}
+    print(f"[bench] search vs GEMM ({cfg.queries} queries x {cfg.bank} x {cfg.dim})", file=sys.stderr)
+    out["search_vs_gemm"] = search_vs_gemm(cfg)
+    print("[bench] attention vote vs distance vote; vectorised vote vs a per-row loop", file=sys.stderr)
+    out["votes"] = votes(cfg)
+    out["cpu_run"] = cpu_stage_times(root)
+    if cfg.smoke:
+        print("[bench] the smoke workflow end to end (about 5 minutes)", file=sys.stderr)
+        out["smoke"] = smoke_end_to_end()
+    return out
+
+
+def table(bench: dict):
+    """The benchmark as rows (what, measured, ratio, ratio means) in a pandas DataFrame."""
+    import pandas as pd
+
+    g, v = bench["search_vs_gemm"], bench["votes"]
+    us = v["us_per_query"]
+    rows = [("exact search (Flat L2) vs GEMM", f"{g['flat_search_gflops']:.0f} vs {g['gemm_gflops']:.0f} GFLOP/s",
+             g["flat_search_over_gemm"], "share of GEMM speed"),
+            ("exact search (Flat IP) vs GEMM", f"{g['flat_ip_search_gflops']:.0f} vs {g['gemm_gflops']:.0f} GFLOP/s",
+             g["flat_ip_search_over_gemm"], "share of GEMM speed"),
+            ("attention vote vs distance vote, batched", f"{us['attention_batched']:.2f} vs "
+             f"{us['distance_batched']:.2f} µs/query", v["attention_over_distance_batched"], "times slower"),
+            ("attention vote vs distance vote, one query", f"{us['attention_single']:.0f} vs "
+             f"{us['distance_single']:.0f} µs/query", v["attention_over_distance_single"], "times slower"),
+            ("vectorised vote vs per-row loop", f"{us['vote_vectorised']:.3f} vs {us['vote_naive_loop']:.2f} µs/query",
+             v["naive_over_vectorised"], "times faster")]
+    if "smoke" in bench:
+        s = bench["smoke"]
+        rows.append(("smoke workflow end to end (PDFs, paper)", f"{s['seconds']:.0f} s", s["over_budget"],
+                     f"share of its {s['budget_seconds'] // 60} min budget"))
+    cpu = bench["cpu_run"]
+    for name, st in cpu["stages"].items():
+        if st["seconds"] is None:
+            rows.append((f"cpu run: {name}", "not recorded", float("nan"), ""))
+            continue
+        extra = f" ({st['jobs']} jobs{', ' + str(st['missing']) + ' not recorded' if st.get('missing') else ''})" \
+            if "jobs" in st else ""
+        rows.append((f"cpu run: {name}", f"{st['seconds']:.0f} s{extra}", st["seconds"] / CPU_BUDGET_S,
+                     "share of 35 min"))
+    rows.append(("cpu run: all stages" + ("" if cpu["complete"] else " (incomplete record)"),
+                 f"{cpu['total_seconds'] / 60:.1f} min", cpu["over_budget"], "share of 35 min"))
+    return pd.DataFrame(rows, columns=["measurement", "measured", "ratio", "ratio means"])
+
+
+def markdown(bench: dict) -> str:
+    """The README's benchmark block: the table, and where and when it was measured."""
+    frame = table(bench)
+    lines = ["| measurement | measured | ratio | |", "| --- | --- | ---: | --- |"]
+    for r in frame.itertuples(index=False):
+        ratio = "" if r.ratio != r.ratio else f"{r.ratio:.2f}"
+        lines.append(f"| {r.measurement} | {r.measured} | {ratio} | {r[3]} |")
+    m = bench["machine"]
+    lines += ["", f"Measured by `./run_all.sh bench` on {bench['started'][:10]}: {m['cpu_model']} "
+                  f"({m['torch_cpu_capability']}), {bench['threads']} threads; `results/benchmarks.json`."]
+    return "\n".join(lines)
+
+
+BENCH_START, BENCH_END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="./run_all.sh bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--no-smoke", action="store_true", help="skip the smoke workflow (about 5 minutes)")
+    ap.add_argument("--repeats", type=int, default=BenchConfig.repeats, help="timed repeats per measurement (median)")
+    ap.add_argument("--out", default=None, help="write benchmarks.json here instead of results/ (README untouched)")
+    args = ap.parse_args(argv)
+    try:
+        cfg = BenchConfig(repeats=args.repeats, smoke=not args.no_smoke)
+        if cfg.smoke and shutil.which("latexmk") is None:
+            raise ConfigError("latexmk not found: the smoke workflow builds the paper; install the LaTeX tools "
+                              "(see README) or pass --no-smoke")
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        bench = run(cfg)
+    except AttnKNNError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(table(bench).to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    path = (Path(args.out) if args.out else REPO_ROOT / "results") / "benchmarks.json"
+    write_json(path, bench)
+    if args.out is None:
+
+        replace_block(REPO_ROOT / "README.md", BENCH_START, BENCH_END, markdown(bench))
+    print(f"[bench] wrote {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,205 @@
+"""The command line behind ``./run_all.sh``: validate, plan, then run the Snakemake workflow.
+
+    ./run_all.sh [status|dag] [--profile cpu] [--only main,...] [--out DIR] [--no-pdf] [--no-paper]
+                 [-p key=value ...] [--force] [--jobs N] [--executor NAME] [--workflow-profile DIR] [--list]
+
+Everything the user typed is checked before any work: an unknown profile, experiment or
+parameter, a value of the wrong type or out of range, or missing data stops the run with one
+line naming the value and what is allowed (exit code 2). Then the library's plan (training runs,
+notebooks, reports) is written and Snakemake (``workflow/Snakefile``) runs what is missing or
+out of date: one job per training run, one per notebook, one per PDF, the macros and the paper.
+``status`` lists every output as up to date, stale or missing; ``dag`` draws the job graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from attnknn_lib.base.errors import AttnKNNError, ConfigError
+from attnknn_lib.base.paths import REPO_ROOT, Paths
+from attnknn_lib.base.runtime import device_available
+from attnknn_lib.workflow.plan import make_plan, write_plan
+from attnknn_lib.workflow.profiles import resolve
+
+SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
+EXECUTORS = ("local", "cluster-generic", "slurm")
+
+
+def _warn_device(resolved: dict[str, dict], executor: str | None) -> None:
+    """One line when the requested device is not on this machine (jobs then fall back to cpu,
+    see runtime.pick_device); on a cluster executor the jobs run elsewhere, so say nothing."""
+    if executor not in (None, "local"):
+        return
+
+    wanted = sorted({p["device"] for p in resolved.values()} - {"auto", "cpu"})
+    missing = [d for d in wanted if not device_available(d)]
+    if missing:
+        print(f"warning: device={missing[0]!r} is not available on this machine; the jobs fall back to cpu (each "
+              "says so once). Run on a machine with one, or pass -p device=auto", file=sys.stderr)
+
+
+def _require_tools(pdf: bool, paper: bool) -> None:
+    missing = []
+    if pdf:
+        missing += [t for t in ("xelatex", "pandoc") if shutil.which(t) is None]
+    if paper:
+        missing += [t for t in ("latexmk", "xelatex") if shutil.which(t) is None and t not in missing]
+    if missing:
+        raise ConfigError(f"{', '.join(missing)} not found: needed for the PDF export and the paper "
+                          "(Debian: texlive-xetex texlive-fonts-recommended texlive-plain-generic texlive-latex-extra "
+                          "pandoc latexmk; ./run_all.sh installs them as root), or pass --no-pdf --no-paper")
+
+
+def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> list[str]:
+    """The Snakemake call for the plan: local cores or an executor, profile, rerun rules."""
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory", str(root),
+           "--configfile", str(plan_path), "--rerun-incomplete", "--nolock", "--rerun-triggers", "mtime", "params", "input",
+           "--printshellcmds", "--show-failed-logs"]
+    cores = os.cpu_count() or 1
+    if args.executor and args.executor != "local":
+        cmd += ["--executor", args.executor, "--jobs", str(args.jobs or 4)]
+    else:
+        cmd += ["--cores", str(cores)]
+    if args.workflow_profile:
+        cmd += ["--workflow-profile", str(Path(args.workflow_profile).resolve())]
+    if args.force:
+        cmd += ["--forceall"]
+    return cmd + extra
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="./run_all.sh", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="./run_all.sh test [pytest args] runs the test suite; ./run_all.sh lab starts "
+                                        "JupyterLab.")
+    ap.add_argument("action", nargs="?", default="run", choices=("run", "status", "dag"),
+                    help="run (default), status (what is up to date, stale or missing), dag (job graph figure)")
+    ap.add_argument("--profile", default="cpu", help="configs/<name>.yaml (default: cpu)")
+    ap.add_argument("--only", default="", help="comma-separated experiments (default: all)")
+    ap.add_argument("--out", default=None, help="write everything under this directory instead of the repository")
+    ap.add_argument("--no-pdf", action="store_true", help="do not export executed notebooks to PDF")
+    ap.add_argument("--no-paper", action="store_true", help="do not build the paper")
+    ap.add_argument("-p", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a notebook parameter (experiment.key=value for one experiment)")
+    ap.add_argument("--force", action="store_true", help="rerun every job, retraining the models")
+    ap.add_argument("--jobs", type=int, default=0, help="jobs at once (default: 1 here; 4 on a cluster executor)")
+    ap.add_argument("--executor", default=None, help=f"Snakemake executor: {', '.join(EXECUTORS)} (default: local)")
+    ap.add_argument("--workflow-profile", default=None, help="Snakemake profile folder (workflow/profiles/slurm)")
+    ap.add_argument("--list", action="store_true", help="print the resolved parameters and stop")
+    ap.add_argument("--validate", action="store_true", help="only check the arguments (exit 2 on bad input)")
+    return ap
+
+
+def _validate_options(args) -> None:
+    if args.jobs < 0:
+        raise ConfigError(f"--jobs {args.jobs} is out of range; allowed: 1 or more")
+    if args.executor is not None and args.executor not in EXECUTORS:
+        raise ConfigError(f"--executor {args.executor!r} is not allowed; choose one of: {', '.join(EXECUTORS)}")
+    if args.workflow_profile and not (Path(args.workflow_profile) / "config.yaml").exists():
+        raise ConfigError(f"--workflow-profile {args.workflow_profile!r}: no config.yaml there "
+                          f"(e.g. {REPO_ROOT / 'workflow' / 'profiles' / 'slurm'})")
+
+
+def status(cmd: list[str]) -> int:
+    """Every output of the plan as up to date, stale or missing (Snakemake's summary, a dry run)."""
+    proc = subprocess.run(cmd + ["--summary"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "snakemake --summary failed",
+              file=sys.stderr)
+        return 1
+    lines = [ln.split("\t") for ln in proc.stdout.splitlines() if "\t" in ln]
+    if not lines:
+        return 0
+    head = lines[0]
+    col = {name: i for i, name in enumerate(head)}
+    counts: dict[str, int] = {}
+    for row in lines[1:]:
+        state = row[col["status"]] if "status" in col else row[-1]
+        plan = row[col["plan"]] if "plan" in col else "no update"
+        word = "missing" if "missing" in state else "up to date" if (state == "ok" and plan == "no update") else "stale"
+        counts[word] = counts.get(word, 0) + 1
+        why = "" if word != "stale" else f"  ({state if state != 'ok' else plan})"
+        print(f"{word:10s}  {row[0]}{why}")
+    print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    return 0
+
+
+def dag(cmd: list[str], root: Path) -> int:
+    """The job graph as ``figures/workflow_dag.pdf`` and ``.png`` (Graphviz ``dot``)."""
+    if shutil.which("dot") is None:
+        print("error: Graphviz 'dot' not found; install it (Debian: apt-get install graphviz; ./run_all.sh dag "
+              "installs it as root)", file=sys.stderr)
+        return 2
+    proc = subprocess.run(cmd + ["--dag"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "snakemake --dag failed",
+              file=sys.stderr)
+        return 1
+    dot = proc.stdout[proc.stdout.index("digraph"):]
+    dot = re.sub(r"(run: )?[a-z_]+-(attnknn|cnn)-s(\d+)-[0-9a-f]{16}", r"\2 seed \3", dot)  # short labels
+    out = root / "figures"
+    out.mkdir(parents=True, exist_ok=True)
+    for ext in ("pdf", "png"):
+        subprocess.run(["dot", f"-T{ext}", "-o", str(out / f"workflow_dag.{ext}")], input=dot, text=True, check=True)
+    print(f"job graph: {out / 'workflow_dag.pdf'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        _validate_options(args)
+        only = [s.strip() for s in args.only.split(",") if s.strip()] or None
+        resolved = resolve(args.profile, only, args.overrides)
+        if args.validate:
+            return 0
+        if args.action == "run" and not args.list:
+            _require_tools(not args.no_pdf, not args.no_paper)
+    except AttnKNNError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    _warn_device(resolved, args.executor)
+    if args.list:
+        print(yaml.safe_dump(resolved, sort_keys=False))
+        return 0
+
+    paths = Paths.at(args.out)
+    plan = make_plan(resolved, paths, pdf=not args.no_pdf, paper=not args.no_paper)
+    plan["train_threads"] = max(1, (os.cpu_count() or 1) // max(1, args.jobs or 1))
+    plan_path = write_plan(plan, paths)
+    cmd = snakemake_command(plan_path, paths.root, args, [])
+    if args.action == "status":
+        return status(cmd)
+    if args.action == "dag":
+        return dag(cmd, paths.root)
+    if args.force:
+        os.environ["ATTNKNN_RETRAIN"] = "1"  # jobs inherit it: retrain cached models too
+    # One run per output folder at a time. The lock is the kernel's (flock), so it dies with the
+    # process: a killed run never leaves a stale lock (Snakemake's own lock files would).
+    import fcntl
+
+    lock = open(paths.root / ".attnknn" / "run.lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        print(f"error: another ./run_all.sh is writing to {paths.root}; wait for it to finish", file=sys.stderr)
+        return 2
+    proc = subprocess.run(cmd)
+    if proc.returncode != 0:
+        print("error: the workflow stopped (see the failed job above); rerun ./run_all.sh with the same arguments "
+              "to redo only what is missing", file=sys.stderr)
+        return 1
+    print(f"all outputs up to date under {paths.root}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

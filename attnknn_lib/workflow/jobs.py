@@ -1,0 +1,146 @@
+"""The plan of a profile and the commands of the workflow's jobs.
+
+:func:`make_plan` turns a resolved profile into the plan ``workflow/Snakefile`` reads: every
+training run (its spec file), every experiment notebook with its parameters, declared outputs and
+the runs it needs, and the report steps. No experiment detail lives in the Snakefile.
+
+Job commands (``python -m attnknn_lib.workflow.jobs <command> --plan PLAN``):
+
+* ``notebook NAME``: papermill into a staging folder (progress bars off inside the kernel,
+  models read from the shared artifacts folder); when every declared output is there they are
+  moved into place, so a failed or interrupted job leaves the previous outputs untouched.
+* ``pdf NOTEBOOK``: nbconvert to PDF next to the executed notebook (atomically).
+* ``report``: ``results/macros.tex`` from the plan's result files only (all of one profile),
+  and the README's results block when writing into the repository.
+* ``paper``: latexmk on ``paper/main.tex``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from attnknn_lib.base.errors import AttnKNNError
+from attnknn_lib.base.files import read_json
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.base.timing import record_time
+from attnknn_lib.experiments import readme_block, report_macros
+from attnknn_lib.report.macros import write_macros
+from attnknn_lib.report.readme import update_readme
+from attnknn_lib.report.records import read_records
+from attnknn_lib.workflow.plan import NOTEBOOK_DIR, STATE, TIMES, result_files
+
+# ----------------------------------------------------------------------------- job commands
+
+def run_notebook(plan: dict, name: str) -> None:
+    """Execute one experiment notebook into staging, then move its declared outputs into place."""
+    import papermill as pm
+
+    exp = plan["experiments"][name]
+    root = Path(plan["root"])
+    staging = root / STATE / "staging" / name
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "results" / "notebooks").mkdir(parents=True)
+    os.environ.update({"ATTNKNN_OUT_DIR": str(staging), "ATTNKNN_ARTIFACTS": plan["artifacts"],
+                       "ATTNKNN_PROGRESS": "off"})  # inherited by the kernel
+    executed = staging / exp["executed"]
+    try:
+        pm.execute_notebook(str(NOTEBOOK_DIR / exp["notebook"]), str(executed), parameters=exp["params"],
+                            cwd=str(NOTEBOOK_DIR), kernel_name="python3", progress_bar=True)
+    except pm.PapermillExecutionError as err:
+        raise AttnKNNError(f"notebook {exp['notebook']} failed in cell {err.exec_count}: {err.ename}: "
+                           f"{err.evalue.splitlines()[0] if err.evalue else ''} (executed copy: "
+                           f"{executed})") from None
+    nb = json.loads(executed.read_text())  # papermill records absolute paths of this machine
+    nb["metadata"].get("papermill", {}).update({"input_path": f"notebooks/{exp['notebook']}",
+                                                "output_path": exp["executed"]})
+    executed.write_text(json.dumps(nb, indent=1) + "\n")
+    missing = [o for o in exp["outputs"] if not (staging / o).exists()]
+    if missing:
+        raise AttnKNNError(f"notebook {exp['notebook']} did not write {', '.join(missing)} (declared by "
+                           f"attnknn_lib.experiments.{name}.outputs)")
+    for rel in exp["outputs"] + [exp["executed"]]:  # all present: now move them in, each rename atomic
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / rel, root / rel)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def export_pdf(notebook: Path) -> Path:
+    """``jupyter nbconvert --to pdf`` into a temporary folder, then renamed next to the notebook."""
+    notebook = Path(notebook)
+    with tempfile.TemporaryDirectory(dir=notebook.parent, prefix=".pdf-") as tmp:
+        # the PDF shows the values the run used (papermill's injected cell), not also the defaults
+        cmd = [sys.executable, "-m", "nbconvert", "--to", "pdf", "--log-level", "WARN", str(notebook),
+               "--output-dir", tmp, "--TagRemovePreprocessor.enabled=True",
+               "--TagRemovePreprocessor.remove_cell_tags=parameters"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise AttnKNNError(f"PDF export of {notebook.name} failed: {tail[0]}")
+        os.replace(Path(tmp) / notebook.with_suffix(".pdf").name, notebook.with_suffix(".pdf"))
+    return notebook.with_suffix(".pdf")
+
+
+def report(plan: dict) -> Path:
+    """Macros and the README block from the plan's result files (and the same profile's other
+    experiments' results already on disk: see :func:`result_files`)."""
+
+    records = read_records(result_files(plan))
+    path = write_macros(report_macros(records), Path(plan["root"]) / "results" / "macros.tex")
+    if plan["readme"]:
+        update_readme(Path(plan["repo"]) / "README.md", readme_block(records))
+    return path
+
+
+def build_paper(plan: dict) -> Path:
+    """Build paper/main.tex with latexmk (XeLaTeX) where the results are (sources copied when --out)."""
+    paths = Paths(Path(plan["root"]))
+    src = Path(plan["repo"]) / "paper"
+    if paths.root != Path(plan["repo"]):
+        paths.paper.mkdir(parents=True, exist_ok=True)
+        for f in [*src.glob("*.tex"), *src.glob("*.bib")]:
+            shutil.copy2(f, paths.paper / f.name)
+    proc = subprocess.run(["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+                          cwd=paths.paper, capture_output=True, text=True)
+    if proc.returncode != 0:
+        log = paths.paper / "main.log"
+        err = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("!")] if log.exists() else []
+        raise AttnKNNError(f"paper build failed: {(err or ['see ' + str(log)])[0]}")
+    return paths.paper / "main.pdf"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow.jobs", description="one job of the workflow")
+    ap.add_argument("command", choices=("notebook", "pdf", "report", "paper"))
+    ap.add_argument("target", nargs="?", help="experiment name (notebook) or executed notebook (pdf)")
+    ap.add_argument("--plan", required=False, help="plan.json written by ./run_all.sh")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    try:
+        plan = read_json(args.plan) if args.plan else None
+        if args.command == "notebook":
+            run_notebook(plan, args.target)
+        elif args.command == "pdf":
+            export_pdf(Path(args.target))
+        elif args.command == "report":
+            report(plan)
+        else:
+            build_paper(plan)
+    except AttnKNNError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if plan is not None:
+        name = args.target if args.command == "notebook" else Path(args.target).stem if args.target else args.command
+        record_time(Path(plan["root"]) / TIMES, args.command, name, time.perf_counter() - t0)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,78 @@
+"""The plan of a profile: every training run, every notebook with its parameters and outputs.
+
+``workflow/Snakefile`` reads the plan and turns it into rules; no experiment detail lives there."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from attnknn_lib.base.errors import CorruptFileError
+from attnknn_lib.base.files import read_json, write_json
+from attnknn_lib.base.paths import REPO_ROOT, Paths
+from attnknn_lib.base.provenance import code_fingerprint
+from attnknn_lib.experiments import REGISTRY
+
+NOTEBOOK_DIR = REPO_ROOT / "notebooks"
+
+
+STATE = ".attnknn"  # bookkeeping under the output root: plan, staging folders, job times
+
+
+TIMES = f"{STATE}/times"
+
+
+def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -> dict:
+    """The plan of ``resolved`` ({experiment: params}); writes the run specs under the artifacts folder."""
+
+    plan = {"repo": str(REPO_ROOT), "root": str(paths.root), "artifacts": str(paths.artifacts.resolve()),
+            "python": sys.executable, "code": code_fingerprint(), "pdf": pdf, "paper": paper,
+            "readme": paths.root == REPO_ROOT, "experiments": {}, "runs": {}}
+    for name, params in resolved.items():
+        mod = REGISTRY[name]
+        cfg = mod.Config(**params)
+        runs = mod.runs(cfg)
+        for run in runs:
+            run.write_spec(paths.artifacts / "runs")
+            plan["runs"][run.id] = run.label
+        executed = f"results/notebooks/{Path(mod.NOTEBOOK).stem}.ipynb"
+        plan["experiments"][name] = {"notebook": mod.NOTEBOOK, "params": params, "outputs": mod.outputs(cfg),
+                                     "executed": executed, "runs": [r.id for r in runs]}
+    return plan
+
+
+def write_plan(plan: dict, paths: Paths) -> Path:
+    """``<root>/.attnknn/plan.json``, rewritten only when it changes (file times drive the workflow)."""
+    path = paths.root / STATE / "plan.json"
+    try:
+        same = path.exists() and read_json(path) == plan
+    except CorruptFileError:  # a plan cut short by a killed run: write it again
+        same = False
+    if not same:
+        write_json(path, plan)
+    return path
+
+
+def result_files(plan: dict) -> list[Path]:
+    """The result JSON files of the plan's experiments, then those of the profile's other
+    experiments already on disk from an earlier run of the same profile (so ``--only noise`` keeps
+    main's macros); files of another profile are never read."""
+
+    root = Path(plan["root"])
+    files = [root / o for e in plan["experiments"].values() for o in e["outputs"]
+             if o.startswith("results/") and o.endswith(".json")]
+    profiles = {e["params"].get("profile") for e in plan["experiments"].values()}
+    for f in sorted((root / "results").glob("*.json")):
+        if f in files or f.name == "macros.json":
+            continue
+        try:
+            record = read_json(f)
+        except CorruptFileError as err:  # not ours to delete; the report goes on without it
+            print(f"warning: skipped {err}", file=sys.stderr)
+            continue
+        except OSError:
+            continue
+        if isinstance(record, dict) and record.get("experiment") in REGISTRY and \
+                record.get("experiment") not in plan["experiments"] and record.get("profile") in profiles:
+            files.append(f)
+    return files
