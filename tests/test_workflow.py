@@ -44,7 +44,9 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     out, proc, elapsed = smoke_run
     tmp_path = out.parent
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
-    assert elapsed < 360, f"smoke profile with PDF export and paper took {elapsed:.0f} s (budget 6 min)"
+    # no clock here: the 6-minute budget is measured by ./run_all.sh bench (a busy machine must not fail CI)
+    log = proc.stdout + proc.stderr
+    assert "epoch 1: loss" in log and "\r" not in log  # not a terminal: one line per epoch, no bar refreshes
     started = jobs_started(proc.stdout + proc.stderr)
     # main: 2 datasets x 2 seeds x (Attn-KNN, CNN); k-sweep reuses main's; noise retrains at 0.3
     # (symmetric, asymmetric) and long tail at 0.1 and 0.01 (seed 0, both kinds); rate 0 / ratio 1

@@ -32,7 +32,7 @@ class CorruptFileError(AttnKNNError, ValueError):
     """A file the project wrote earlier cannot be read (truncated, edited, another format)."""
 
 
-def check_choice(name: str, value: object, allowed: "list[str] | tuple[str, ...]") -> None:
+def check_choice(name: str, value: object, allowed: list[str] | tuple[str, ...]) -> None:
     """Raise ConfigError unless ``value`` is one of ``allowed``."""
     if value not in allowed:
         raise ConfigError(f"{name}={value!r} is not allowed; choose one of: {', '.join(map(str, allowed))}")

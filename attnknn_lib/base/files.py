@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -37,8 +38,25 @@ def _default(o: Any) -> Any:
     raise TypeError(f"cannot write {type(o).__name__} to JSON")
 
 
+def strict(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, inf) as None, so the file is strict JSON (``null``)
+    that jq, browsers and every JSON parser read; numpy scalars and arrays become Python values."""
+    if isinstance(obj, dict):
+        return {k: strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return strict(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def write_json(path: str | Path, obj: Any) -> Path:
-    text = json.dumps(obj, indent=2, default=_default, allow_nan=True) + "\n"
+    """``obj`` as indented strict JSON (see :func:`strict`), written atomically."""
+    text = json.dumps(strict(obj), indent=2, default=_default, allow_nan=False) + "\n"
     return _atomic(Path(path), lambda f: f.write(text.encode()))
 
 

@@ -14,7 +14,7 @@ class Paths:
     root: Path
 
     @classmethod
-    def at(cls, out_dir: str | Path | None = None) -> "Paths":
+    def at(cls, out_dir: str | Path | None = None) -> Paths:
         """``$ATTNKNN_OUT_DIR`` (the workflow's staging folder of a notebook job), else ``out_dir``
         (relative paths are taken from the current directory), else the repository."""
         out_dir = os.environ.get("ATTNKNN_OUT_DIR") or out_dir

@@ -9,7 +9,9 @@ training itself runs in the workflow's training jobs, whose bars go to the termi
 from __future__ import annotations
 
 import os
-from typing import Iterable, TypeVar
+import sys
+from collections.abc import Iterable
+from typing import TypeVar
 
 from tqdm.auto import tqdm
 
@@ -21,13 +23,22 @@ def enabled() -> bool:
     return os.environ.get("ATTNKNN_PROGRESS", "on").lower() not in ("off", "0", "false", "no")
 
 
+def interactive() -> bool:
+    """Whether someone watches the bars: stderr is a terminal, or this is a Jupyter kernel. In a log
+    file or a cluster job's output every refresh of a bar would land as a line of its own, so there
+    the training loops print one line per epoch (:func:`write`) and no bars."""
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
 def bar(iterable: Iterable[T], *, desc: str, total: int | None = None, leave: bool = False,
-        disable: bool = False) -> "tqdm[T]":
-    """A tqdm bar (a widget in Jupyter, text on a terminal), silent when progress is off."""
-    return tqdm(iterable, desc=desc, total=total, leave=leave, disable=disable or not enabled(), dynamic_ncols=True)
+        disable: bool = False) -> tqdm[T]:
+    """A tqdm bar (a widget in Jupyter, text on a terminal); silent when progress is off or when
+    nobody watches (:func:`interactive`)."""
+    return tqdm(iterable, desc=desc, total=total, leave=leave, disable=disable or not enabled() or not interactive(), dynamic_ncols=True)
 
 
 def write(message: str) -> None:
-    """A line that does not break a running bar (silent when progress is off)."""
+    """A line that does not break a running bar (silent when progress is off); in a log file, the
+    one line per epoch that replaces the bars."""
     if enabled():
-        tqdm.write(message)
+        tqdm.write(message, file=sys.stderr)

@@ -235,7 +235,7 @@ def _diff_frame(paired: dict) -> pd.DataFrame:
     """Rows: comparison x seed (and pooled); columns: accuracy, ECE, NLL differences with intervals."""
 
     rows = {}
-    for name, entry in paired.items():
+    for _name, entry in paired.items():
         label = f"$-$ {'best baseline' if entry['b'] == 'best baseline' else 'CNN'}"  # short: the table fits unscaled
         parts = [(f"seed {s}", d) for s, d in entry["per_seed"].items()] + [("pooled", entry["pooled"])]
         for who, d in parts:
@@ -318,7 +318,7 @@ def seed_intervals_frame(per_seed: dict[str, dict]) -> pd.DataFrame:
 def summary_frame(record: dict) -> pd.DataFrame:
     """Mean and s.d. over seeds of accuracy and ECE (raw and calibrated) per method, as plain numbers."""
     rows = {}
-    for m, r in record["results"]["summary"].items():
+    for _m, r in record["results"]["summary"].items():
         raw, cal = r["test_raw"], r["test_calibrated"]
         rows[r["label"]] = {"accuracy (%)": 100 * raw["accuracy"]["mean"], "± s.d.": 100 * raw["accuracy"]["std"],
                             "ECE": raw["ece"]["mean"], "ECE (cal.)": cal["ece"]["mean"],

@@ -318,7 +318,7 @@ def noise_macros(record: dict) -> dict[str, str]:
                     out[macro_name(*prefix, m, "WeightRatio")] = f"{r['mean']:.3f}"
                 out[macro_name(*prefix, "attnknn", "EffectiveK")] = f"{cell['effective_neighbours']['attnknn']:.1f}"
         for kind in {key.split("/")[0] for key in s["curves"]} - {"none"}:  # the grid's highest rate, any grid
-            rate = max((float(key.split("/")[1]) for key in s["curves"] if key.startswith(kind + "/")))
+            rate = max(float(key.split("/")[1]) for key in s["curves"] if key.startswith(kind + "/"))
             exact = macro_name("noise", ds, sname, kind, str(round(100 * rate)))
             for k, v in list(out.items()):
                 if k.startswith(exact):

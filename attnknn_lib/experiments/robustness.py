@@ -1,4 +1,6 @@
-"""What the label-noise and long-tail experiments share: each asks how the rules behave when the
+"""What the label-noise and long-tail experiments share: their config, settings and retraining loop.
+
+Each asks how the rules behave when the
 training data changes, in two settings, ``bank`` (main's models, only the memory bank changes:
 the prototype's setting) and ``trained`` (Attn-KNN and the CNN retrained on the changed data, on a
 training subset with fewer epochs where the profile says so, so the grid fits the budget)."""

@@ -82,7 +82,7 @@ class MemoryBank:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def build(self, embeddings: np.ndarray, labels: np.ndarray) -> "MemoryBank":
+    def build(self, embeddings: np.ndarray, labels: np.ndarray) -> MemoryBank:
         """(Re)build the index over ``embeddings`` (N, D) with ``labels`` (N,)."""
         x = np.ascontiguousarray(embeddings, dtype=np.float32)
         labels = np.asarray(labels, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Models: backbones, embedder, neighbour attention, Attn-KNN and the CNN baseline."""
+"""Models: backbones, embedder, neighbour attention, Attn-KNN, the CNN baseline, and the training losses."""
 
 from attnknn_lib.models.attention import AttentionConfig, MultiHeadNeighborAttention
 from attnknn_lib.models.backbones import BACKBONES, MLP, ResNet18CIFAR, SmallCNN, build_backbone

@@ -3,8 +3,8 @@ optionally ImageNet-pretrained), ``mlp`` (tabular). Each returns ``(B, feature_d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch import nn

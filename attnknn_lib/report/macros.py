@@ -12,8 +12,8 @@ scaling). Digits in names are spelled out (cifar10 -> CifarTen).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from attnknn_lib.base.files import write_text
 from attnknn_lib.data.registry import REGISTRY

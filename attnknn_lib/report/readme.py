@@ -7,6 +7,7 @@ and ``readme_lines(records)``; :func:`results_block` groups them under their hea
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from attnknn_lib.base.files import write_text
@@ -14,6 +15,9 @@ from attnknn_lib.base.files import write_text
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
 EMPTY = "(no results yet: run ./run_all.sh)"
+LAYOUT_START = "<!-- layout:start -->"
+LAYOUT_END = "<!-- layout:end -->"
+PACKAGE = Path(__file__).resolve().parents[1]  # attnknn_lib/
 
 
 def results_block(sections: list[tuple[str | None, list[str]]], profile: str) -> str:
@@ -45,3 +49,34 @@ def replace_block(path: str | Path, start: str, end: str, body: str) -> bool:
 def update_readme(readme: str | Path, body: str) -> bool:
     """Replace the block between the results markers of ``readme``; False if it has no markers."""
     return replace_block(readme, README_START, README_END, body)
+
+
+def _summary(path: Path) -> str:
+    """The first line of a module's docstring (without reST markup)."""
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    first = " ".join(doc.split("\n\n")[0].split())  # the first paragraph on one line
+    return first.split(". ")[0].split(": ``")[0].replace("``", "`").replace(":mod:", "").rstrip(".")
+
+
+def layout_markdown(package: Path = PACKAGE) -> str:
+    """The library's folder list for the README, from the docstrings: each layer (highest first,
+    as the package declares them) with its summary, then each module with the first line of its
+    docstring. The README's layout block is this text (a test compares them)."""
+    tree = ast.parse((package / "__init__.py").read_text())
+    layers = next(ast.literal_eval(n.value) for n in tree.body
+                  if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "LAYERS")
+    lines = ["```", f"{package.name}/  layers, highest first: a module imports only from its own layer and those below"]
+    for layer in layers:
+        lines.append(f"  {layer + '/':<26}{_summary(package / layer / '__init__.py')}")
+        for path in sorted((package / layer).rglob("*.py")):
+            rel = path.relative_to(package / layer)
+            if rel.name == "__init__.py" and rel.parent == Path("."):
+                continue
+            name = f"{rel.parent}/" if rel.name == "__init__.py" else str(rel)
+            lines.append(f"    {name:<24}{_summary(path)}")
+    return "\n".join(lines + ["```"])
+
+
+if __name__ == "__main__":  # python -m attnknn_lib.report.readme: rewrite the README's layout block
+    readme = PACKAGE.parent / "README.md"
+    print("updated" if replace_block(readme, LAYOUT_START, LAYOUT_END, layout_markdown()) else "no layout markers in README.md")

@@ -27,8 +27,8 @@ import copy
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import numpy as np
 import torch

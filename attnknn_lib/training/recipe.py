@@ -1,4 +1,4 @@
-"""Configuration: the training recipe every experiment shares, and the base of experiment configs.
+"""The training recipe every experiment shares: backbone, attention and training configs from one set of knobs.
 
 One source of truth: the dataclass defaults *are* the default (``cpu``) profile. ``configs/<profile>.yaml``
 holds only what a profile changes (a ``recipe:`` block for every experiment, an ``experiments:``
@@ -93,7 +93,7 @@ class Recipe:
                            entropy_weight=self.entropy_weight, seed=seed, device=self.device, amp=self.amp,
                            compile=self.compile)
 
-    def recipe(self) -> "Recipe":
+    def recipe(self) -> Recipe:
         """The shared part of a (sub-class) config."""
         return Recipe(**{f.name: getattr(self, f.name) for f in fields(Recipe)})
 

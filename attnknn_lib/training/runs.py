@@ -1,7 +1,6 @@
 """Training runs: what to train, on which (prepared) data, with a stable id.
 
-A :class:`DataSpec` names a dataset and how an experiment changes it before training (subset
-sizes, label noise, class imbalance); :func:`prepare` applies it. A :class:`TrainingRun` is a
+A :class:`TrainingRun` is a
 data spec, a model kind (``attnknn`` or ``cnn``), its model and training configs and the seed;
 its :attr:`~TrainingRun.id` hashes all of that plus the source of the training code, so a run
 trains once and every experiment and notebook that needs it finds it in the model cache
@@ -61,7 +60,7 @@ class TrainingRun:
                 "backbone_kwargs": dict(self.backbone_kwargs), "attention": self.attention, "train": dict(self.train)}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TrainingRun":
+    def from_dict(cls, d: dict) -> TrainingRun:
         return cls(DataSpec(**d["data"]), d["kind"], d["backbone"], dict(d.get("backbone_kwargs") or {}),
                    d.get("attention"), dict(d.get("train") or {}))
 

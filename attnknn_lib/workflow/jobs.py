@@ -1,4 +1,4 @@
-"""The plan of a profile and the commands of the workflow's jobs.
+"""The commands of the workflow's jobs: run a notebook, export its PDF, write the macros, build the paper.
 
 :func:`make_plan` turns a resolved profile into the plan ``workflow/Snakefile`` reads: every
 training run (its spec file), every experiment notebook with its parameters, declared outputs and
@@ -53,7 +53,7 @@ def run_notebook(plan: dict, name: str) -> None:
     executed = staging / exp["executed"]
     try:
         pm.execute_notebook(str(NOTEBOOK_DIR / exp["notebook"]), str(executed), parameters=exp["params"],
-                            cwd=str(NOTEBOOK_DIR), kernel_name="python3", progress_bar=True)
+                            cwd=str(NOTEBOOK_DIR), kernel_name="python3", progress_bar=sys.stderr.isatty())
     except pm.PapermillExecutionError as err:
         raise AttnKNNError(f"notebook {exp['notebook']} failed in cell {err.exec_count}: {err.ename}: "
                            f"{err.evalue.splitlines()[0] if err.evalue else ''} (executed copy: "

@@ -100,7 +100,7 @@ def scaling_figure(record: dict):
                              title=f"Synthetic unit vectors (d = {syn['dim']}, {syn['queries']} queries): cost "
                                    f"against n, with the slopes of log-log fits")
     for ax, key in zip(fig.axes, ("build_s", "batched_us", "single_us")):
-        for i, (label, e) in enumerate(syn["by_index"].items()):  # slopes stacked in the top-left corner
+        for i, e in enumerate(syn["by_index"].values()):  # slopes stacked in the top-left corner
             ax.text(0.03, 0.95 - 0.1 * i, f"slope {e['fit'][key]['slope']:.2f}", transform=ax.transAxes, fontsize=6.5,
                     color=f"C{i}", va="top")
     return fig
@@ -243,7 +243,7 @@ def efficiency_macros(record: dict) -> dict[str, str]:
     out[macro_name(*pre, "Train Epoch Ratio")] = f"{tr['attnknn_over_cnn']:.2f}"
     for e in res["search_engines"]:
         out[macro_name(*pre, e["use"], "Faiss Over Torch")] = f"{e['faiss_over_torch']:.2f}"
-    for label, e in res["synthetic"]["by_index"].items():
+    for _label, e in res["synthetic"]["by_index"].items():
         kind = e["setting"]["kind"]
         for key, tag in (("batched_us", "Batched"), ("single_us", "Single"), ("build_s", "Build")):
             out[macro_name(*pre, "Slope", kind, tag)] = f"{e['fit'][key]['slope']:.2f}"

@@ -106,7 +106,7 @@ def topk_figure(record: dict):
     att = tr["attnknn"]
     axes[1].plot(ks, att["error"], marker="o", ms=3, lw=1.2, color="C5",
                  label=f"Attn-KNN scores (slope {att['fit']['slope']:.2f})")
-    for s, e in att["per_seed"].items():
+    for _s, e in att["per_seed"].items():
         axes[1].plot(ks, e["error"], lw=0.6, color="C5", alpha=0.4)
     axes[1].axvline(res["training_k"], color="C5", ls="--", lw=0.8)
     i16 = ks.index(res["training_k"])

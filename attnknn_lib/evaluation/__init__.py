@@ -1,0 +1,1 @@
+"""Evaluation: metrics, post-hoc calibration, inference with trained models (embeddings, attention vote, CNN softmax) and the compared methods."""
