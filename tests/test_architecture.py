@@ -74,3 +74,12 @@ def test_results_json_is_strict_json_with_null_for_non_finite_numbers(tmp_path):
     assert "NaN" not in text and "Infinity" not in text
     json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))  # a strict parser reads it
     assert read_json(path) == {"a": None, "b": [None, 1.5], "c": [None]}
+
+
+def test_every_experiment_has_the_whole_interface():
+    from attnknn_lib.experiments import REGISTRY
+
+    for name, mod in REGISTRY.items():
+        for attr in ("NAME", "NOTEBOOK", "Config", "runs", "outputs", "macros",
+                     "README_SECTION", "readme_lines"):
+            assert hasattr(mod, attr), f"experiment {name} has no {attr}"

@@ -14,7 +14,9 @@ import numpy as np
 from attnknn_lib.base.errors import CorruptFileError
 
 
-def _atomic(path: Path, write) -> Path:
+def atomic_write(path: str | Path, write) -> Path:
+    """Call ``write(f)`` on a temporary file beside ``path`` (binary), then rename it into place; on
+    any failure the temporary file is removed and ``path`` is untouched. The one atomic writer."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -57,7 +59,7 @@ def strict(obj: Any) -> Any:
 def write_json(path: str | Path, obj: Any) -> Path:
     """``obj`` as indented strict JSON (see :func:`strict`), written atomically."""
     text = json.dumps(strict(obj), indent=2, default=_default, allow_nan=False) + "\n"
-    return _atomic(Path(path), lambda f: f.write(text.encode()))
+    return atomic_write(Path(path), lambda f: f.write(text.encode()))
 
 
 def read_json(path: str | Path) -> Any:
@@ -72,11 +74,11 @@ def read_json(path: str | Path) -> Any:
 
 
 def write_text(path: str | Path, text: str) -> Path:
-    return _atomic(Path(path), lambda f: f.write(text.encode()))
+    return atomic_write(Path(path), lambda f: f.write(text.encode()))
 
 
 def write_npz(path: str | Path, compress: bool = True, **arrays: np.ndarray) -> Path:
     """``.npz`` of ``arrays`` (uncompressed with ``compress=False``: float embeddings barely
     compress, and writing them plain is several times faster)."""
     save = np.savez_compressed if compress else np.savez
-    return _atomic(Path(path), lambda f: save(f, **arrays))
+    return atomic_write(Path(path), lambda f: save(f, **arrays))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -12,6 +11,8 @@ import matplotlib.ticker
 matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))  # headless; Jupyter's inline backend still works
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from attnknn_lib.base.files import atomic_write  # noqa: E402
 
 # Widest figure in inches: the paper's text width, so fonts print at their size (7-9 pt), not shrunk.
 MAX_WIDTH = 7.4
@@ -22,17 +23,8 @@ plt.rcParams.update({"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "
 
 def save_figure(fig: plt.Figure, figures_dir: str | Path, name: str) -> list[Path]:
     """Write ``name``.pdf and ``name``.png atomically; return their paths."""
-    figures_dir = Path(figures_dir)
-    figures_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in ("pdf", "png"):
-        final = figures_dir / f"{name}.{ext}"
-        fd, tmp = tempfile.mkstemp(dir=figures_dir, prefix=f".{name}.", suffix=f".{ext}")
-        os.close(fd)
-        fig.savefig(tmp, format=ext)
-        os.replace(tmp, final)
-        paths.append(final)
-    return paths
+    return [atomic_write(Path(figures_dir) / f"{name}.{ext}", lambda f, ext=ext: fig.savefig(f, format=ext))
+            for ext in ("pdf", "png")]
 
 
 def reliability_diagrams(bins_by_method: dict[str, dict[str, np.ndarray]], ece_by_method: dict[str, float],

@@ -22,9 +22,12 @@ from attnknn_lib.experiments.efficiency.measure import (  # noqa: F401 - the exp
     training_times,
 )
 from attnknn_lib.experiments.efficiency.views import (  # noqa: F401 - the experiment's interface
+    README_SECTION,
     cost_frame,
     figure,
     index_frame,
+    macros,
+    readme_lines,
     s_range,
     scaling_figure,
     slopes_frame,

@@ -25,8 +25,11 @@ from attnknn_lib.experiments.theory.measure import (  # noqa: F401 - the experim
     weight_spread,
 )
 from attnknn_lib.experiments.theory.views import (  # noqa: F401 - the experiment's interface
+    README_SECTION,
     geometry_figure,
     k_figure,
+    macros,
+    readme_lines,
     summary_frame,
     table_frame,
     topk_figure,
