@@ -35,6 +35,16 @@ def test_every_subpackage_is_a_declared_layer_in_the_docstring_and_the_contract(
     assert f"layers = {json.dumps(list(attnknn_lib.LAYERS))}" in contract.replace("', '", '", "')
 
 
+def test_no_library_or_test_file_is_ignored_by_git():
+    """A pattern such as ``data/`` once hid ``attnknn_lib/data/spec.py`` from every clone."""
+    if not (REPO / ".git").exists():
+        return  # an exported tree: nothing to check against
+    files = [str(p.relative_to(REPO)) for folder in ("attnknn_lib", "tests") for p in (REPO / folder).rglob("*.py")
+             if "__pycache__" not in p.parts]
+    proc = subprocess.run(["git", "check-ignore", "--no-index", *files], cwd=REPO, capture_output=True, text=True)
+    assert proc.stdout.split() == [], proc.stdout
+
+
 def test_ruff_finds_nothing():
     proc = subprocess.run([str(BIN / "ruff"), "check", "attnknn_lib", "tests"], cwd=REPO, capture_output=True,
                           text=True)
