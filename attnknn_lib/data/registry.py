@@ -31,9 +31,9 @@ import gzip
 import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -71,11 +71,11 @@ class DataSplit:
     def __len__(self) -> int:
         return len(self.y)
 
-    def subset(self, index: np.ndarray) -> "DataSplit":
+    def subset(self, index: np.ndarray) -> DataSplit:
         """Rows ``index`` (positions in this split), keeping their source ids."""
         return DataSplit(self.x[index], self.y[index], self.ids[index])
 
-    def with_labels(self, y: np.ndarray) -> "DataSplit":
+    def with_labels(self, y: np.ndarray) -> DataSplit:
         """The same samples with other labels (for label noise)."""
         return DataSplit(self.x, np.asarray(y, dtype=np.int64), self.ids)
 

@@ -16,14 +16,14 @@ Tabular inputs get no augmentation and a one-view TTA.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch
 from torchvision.transforms.v2 import functional as TF
 
-from attnknn_lib.data.registry import Dataset, DataSplit
 from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.data.registry import Dataset, DataSplit
 
 View = Callable[[torch.Tensor], torch.Tensor]
 TTA_VIEW_NAMES = ("original", "hflip", "shift_tl", "shift_br", "shift_tr", "shift_bl")
