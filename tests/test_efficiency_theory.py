@@ -95,12 +95,12 @@ def test_dense_scores_restricted_to_the_k_nearest_give_the_module_weights():
     q = F.normalize(torch.randn(5, 8, generator=g), dim=-1)
     sq = (2 - 2 * q @ memory.T).clamp_min(0)
     with torch.no_grad():
-        scores = theory.attnknn_scores(att, q, att.k_proj(memory), sq)  # (5, H, 40)
+        scores = att.dense_scores(q, att.keys(memory), sq)  # (5, H, 40)
         order = sq.argsort(-1)[:, :6]
         w, heads = att(q, memory[order], sq.gather(1, order), torch.zeros(5, 6, dtype=torch.long))
     assert torch.allclose(scores.gather(2, order[:, None, :].expand(-1, 2, -1)).softmax(-1), heads, atol=1e-6)
     with pytest.raises(ConfigError):
-        theory.attnknn_scores(_attention(label_bias=True), q, memory, sq)
+        _attention(label_bias=True).dense_scores(q, memory, sq)
 
 
 def test_attnknn_truncation_is_exact_at_n_and_its_vote_at_k_is_the_module_vote():

@@ -24,16 +24,11 @@ from scipy.optimize import minimize_scalar
 
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.evaluation.metrics import NLL_EPS, nll
+from attnknn_lib.knn.votes import softmax_rows
 
 T_BOUNDS = (0.01, 100.0)
 PRIOR = 1e-4  # weight of (log T)^2: negligible next to any real NLL difference
 SMOOTHING_GRID = (0.0,) + tuple(np.logspace(-4, np.log10(0.3), 14))
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
 
 
 @dataclass(frozen=True)
@@ -51,7 +46,7 @@ class Calibrator:
         probs = np.asarray(probs, dtype=np.float64)
         mixed = (1.0 - self.smoothing) * probs + self.smoothing / probs.shape[1]
         with np.errstate(divide="ignore"):
-            return _softmax(np.log(mixed) / self.temperature)
+            return softmax_rows(np.log(mixed) / self.temperature)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -28,18 +28,33 @@ from attnknn_lib.evaluation.calibration import Calibrator, fit_calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs, cnn_probs, embed
 from attnknn_lib.evaluation.metrics import accuracy, bootstrap_ci, nll
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
-from attnknn_lib.knn.votes import RULES, knn_probs
+from attnknn_lib.knn.votes import RULES, effective_neighbours, knn_probs
 from attnknn_lib.models import CNNClassifier, MultiHeadNeighborAttention
 
 K_ENSEMBLE = (5, 10, 20)
 TAU_GRID = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)  # Euclidean distances of unit vectors: [0, 2]
 T_GRID = (0.005, 0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.2, 0.5, 1.0)  # cosine similarities: [-1, 1]
-METHOD_LABELS = {
+METHOD_LABELS = {  # main's methods, in the order its tables list them
     "uniform": "Uniform kNN", "distance": "Distance kNN", "cosine": "Cosine kNN",
     "attnknn": "Attn-KNN", "attnknn_tta": "Attn-KNN + TTA", "best_baseline_tta": "Best baseline + TTA",
     "attnknn_kens": "Attn-KNN k-ensemble", "attnknn_adaptive": "Attn-KNN adaptive k",
     "cnn": "CNN", "cnn_tta": "CNN + TTA",
 }
+OTHER_LABELS = {  # methods that only the other experiments score
+    "best_baseline": "Best kNN (val.)", "attnknn_retrained": "Attn-KNN (attention trained at k)",
+    "best_baseline_balanced": "Best kNN + class-balanced", "attnknn_balanced": "Attn-KNN + class-balanced",
+    "cnn_balanced": "CNN + prior correction",
+}
+
+
+def method_labels(*names: str, **renamed: str) -> dict[str, str]:
+    """The one label table, restricted to ``names`` (in that order); ``renamed`` gives a name a
+    label that says more in one experiment's context (e.g. attnknn="Attn-KNN (as trained)")."""
+    table = {**METHOD_LABELS, **OTHER_LABELS, **renamed}
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        raise KeyError(f"no label for method(s) {unknown}; known: {sorted(table)}")
+    return {n: table[n] for n in names}
 
 
 @dataclass
@@ -157,7 +172,7 @@ def attnknn_methods(attention: MultiHeadNeighborAttention, emb: Embedded, k: int
     for s in ("val", "test"):
         q = getattr(emb, s)["original"]
         _, w = attnknn_probs(attention, emb.bank, q, k_max, neighbors=emb.neighbors[(s, "original")])
-        k_eff = np.exp(-(w * np.log(np.clip(w, 1e-12, None))).sum(1))  # effective number of neighbours
+        k_eff = effective_neighbours(w)
         ks = np.array(sorted(k_ensemble))
         pick = ks[np.minimum(np.searchsorted(ks, k_eff - 1e-9), len(ks) - 1)]  # smallest k >= k_eff
         adaptive[s] = np.select([(pick == kk)[:, None] for kk in ks], [by_k[s][kk] for kk in ks])

@@ -26,20 +26,20 @@ from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
 from attnknn_lib.data.spec import prepare
 from attnknn_lib.evaluation.calibration import Calibrator
-from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_baseline, score
+from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_baseline, method_labels, score
 from attnknn_lib.evaluation.metrics import paired_bootstrap_diff
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.experiments.shared import ExperimentConfig, output_context
 from attnknn_lib.models import MultiHeadNeighborAttention
 from attnknn_lib.report import figures
-from attnknn_lib.report.macros import macro_name, pct, record_macros, source_note
+from attnknn_lib.report.macros import macro_name, pct, record_macros
+from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, fmt, fmt_mean_sd
 from attnknn_lib.training.loops import train_attention_head
 
 NAME = "k_sweep"
 NOTEBOOK = "02_k_sweep.ipynb"
-LABELS = {"uniform": "Uniform kNN", "distance": "Distance kNN", "cosine": "Cosine kNN",
-          "attnknn": "Attn-KNN (as trained)", "attnknn_retrained": "Attn-KNN (attention trained at k)"}
+LABELS = method_labels("uniform", "distance", "cosine", "attnknn", "attnknn_retrained", attnknn="Attn-KNN (as trained)")
 COMPARED = ("attnknn", "attnknn_retrained")  # each minus the best baseline at the same k
 
 
@@ -249,11 +249,9 @@ def table_frame(record: dict, split: str = "test_raw", metric: str = "accuracy")
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    res, d = record["results"], record["dataset"]
-    title = REGISTRY[d].title
+    res, d, title, src = output_context(record, NOTEBOOK, NAME)
     seeds = ", ".join(map(str, res["seeds"]))
     retrained = res["paired"][str(res["k_values"][0])].get("attnknn_retrained", {}).get("n_seeds", 0)
-    src = source_note(NOTEBOOK, NAME, d)
     note = (f"Mean $\\pm$ s.d.\\ over seeds {seeds} of main's models (profile \\texttt{{{record['profile']}}}); "
             f"Attn-KNN as trained (attention trained at $k = {res['training_k']}$) and with a fresh attention trained "
             f"at each $k$ on the frozen embedding (\"Attn.\\ at $k$\", {retrained} seed(s)); $\\Delta$: Attn-KNN minus "
@@ -312,11 +310,10 @@ def macros(records: list[dict]) -> dict[str, str]:
 
 def readme_lines(records: list[dict]) -> list[str]:
     """One README bullet per dataset: where Attn-KNN and the best baseline differ most."""
-    out = []
-    for r in sorted(records, key=lambda r: r["dataset"]):
-        res, title = r["results"], REGISTRY[r["dataset"]].title
+    def bullet(res: dict, title: str) -> str:
         a = res["advantage"]["attnknn"]["largest_accuracy_difference"]
-        out.append(f"- k-sweep ({title}, k in {', '.join(map(str, res['k_values']))}): Attn-KNN minus the best "
-                   f"baseline differs most at k = {a['k']}: {100 * a['value']:+.2f} pp "
-                   f"[{100 * a['low']:+.2f}, {100 * a['high']:+.2f}] (paired, pooled over seeds).")
-    return out
+        return (f"- k-sweep ({title}, k in {', '.join(map(str, res['k_values']))}): Attn-KNN minus the best "
+                f"baseline differs most at k = {a['k']}: {100 * a['value']:+.2f} pp "
+                f"[{100 * a['low']:+.2f}, {100 * a['high']:+.2f}] (paired, pooled over seeds).")
+
+    return per_dataset(records, bullet)

@@ -23,22 +23,23 @@ from attnknn_lib.base.files import write_text
 from attnknn_lib.base.knobs import float_csv, knob
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.data.spec import DataSpec, load_base, prepare
-from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, score
+from attnknn_lib.data.spec import DataSpec
+from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, method_labels, score
 from attnknn_lib.evaluation.metrics import accuracy, nll, per_class_accuracy
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, trained_cells
+from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, run_settings
+from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.knn.votes import class_balanced
 from attnknn_lib.report import figures
-from attnknn_lib.report.macros import macro_name, pct, record_macros, source_note
+from attnknn_lib.report.macros import macro_name, pct, record_macros
+from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, fmt_mean_sd
 
 NAME = "long_tail"
 NOTEBOOK = "04_long_tail.ipynb"
 BETAS = (0.0, 0.25, 0.5, 0.75, 1.0)
-LABELS = {"uniform": "Uniform kNN", "distance": "Distance kNN", "cosine": "Cosine kNN", "best_baseline": "Best kNN (val.)",
-          "attnknn": "Attn-KNN", "cnn": "CNN", "best_baseline_balanced": "Best kNN + class-balanced",
-          "attnknn_balanced": "Attn-KNN + class-balanced", "cnn_balanced": "CNN + prior correction"}
+LABELS = method_labels("uniform", "distance", "cosine", "best_baseline", "attnknn", "cnn", "best_baseline_balanced",
+                       "attnknn_balanced", "cnn_balanced")
 REMEDIED = {"best_baseline_balanced": "best_baseline", "attnknn_balanced": "attnknn", "cnn_balanced": "cnn"}
 GROUPS = ("head", "middle", "tail")
 
@@ -123,38 +124,21 @@ def _summarise(per_seed: dict[str, dict]) -> dict:
             "beta": {m: [per_seed[s]["methods"][m]["info"]["beta"] for s in seeds] for m in REMEDIED}}
 
 
-def _bank_setting(cfg: Config, paths: Paths, device, base) -> dict:
-    """Setting bank: main's models; the bank holds the imbalanced subset of the training rows."""
-    clean = prepare(cfg.main_spec(), base)
-    cells: dict[str, dict] = {}
-    for seed in cfg.seeds:
-        run_, attn, cnn_model = core.trained_pair(cfg, clean, seed, paths, device)
-        frozen = core.frozen_embeddings(run_, attn, clean, paths, device)
-        cnn = core.cnn_method(cnn_model, clean, device)
-        for ratio in cfg.ratios:
-            sub = prepare(cfg.imbalanced(clean.spec, ratio), base)
-            emb = core.bank_of(frozen, sub.dataset.train.y, cfg.k, rows=core.rows_of(frozen, sub.dataset.train.ids))
-            cells.setdefault(f"{ratio:g}", {})[str(seed)] = evaluate(cfg, emb, sub, attn.attention, cnn, seed)
-    return cells
+def _subset_bank(cfg: Config):
+    """The memory of an imbalanced subset: main's frozen embedding of the subset's training rows."""
+    return lambda frozen, sub: core.bank_of(frozen, sub.dataset.train.y, cfg.k,
+                                            rows=core.rows_of(frozen, sub.dataset.train.ids))
 
 
 def run(cfg: Config, paths: Paths) -> dict:
     """Both settings; writes ``results/long_tail_<dataset>.json`` and returns its record."""
-    device, prov, clock = core.begin(cfg)
-    base = load_base(cfg.main_spec())
-    settings = {"bank": {"description": "memory bank built from the imbalanced subset; main's models",
-                         "seeds": list(cfg.seeds), "cells": _bank_setting(cfg, paths, device, base)}}
-    if cfg.retrain:
-        settings["trained"] = {"description": "models retrained on the imbalanced subset",
-                               **cfg.retrain_description(), "cells": trained_cells(
-                                   cfg, paths, device, {f"{r:g}": cfg.imbalanced(cfg.retrain_spec(), r) for r in cfg.ratios},
-                                   evaluate)}
-    for s in settings.values():
-        s["curves"] = {key: _summarise(per_seed) for key, per_seed in s["cells"].items()}
-    prepared = prepare(cfg.main_spec(), base)
-    results = {"dataset": prepared.dataset.summary(), "ratios": list(cfg.ratios), "k": cfg.k, "betas": list(BETAS),
-               "settings": settings, "timings": {"seconds": clock()}}
-    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+    return run_settings(
+        cfg, paths, NAME, bank_specs={f"{r:g}": cfg.imbalanced(cfg.main_spec(), r) for r in cfg.ratios},
+        memory=_subset_bank(cfg), evaluate=evaluate, summarise=_summarise,
+        trained_specs={f"{r:g}": cfg.imbalanced(cfg.retrain_spec(), r) for r in cfg.ratios} if cfg.retrain else {},
+        about={"bank": {"description": "memory bank built from the imbalanced subset; main's models"},
+               "trained": {"description": "models retrained on the imbalanced subset"}},
+        ratios=list(cfg.ratios), betas=list(BETAS))
 
 
 # ----------------------------------------------------------------------------- views of the record
@@ -203,9 +187,7 @@ def table_frame(record: dict) -> pd.DataFrame:
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    res, d = record["results"], record["dataset"]
-    title = REGISTRY[d].title
-    src = source_note(NOTEBOOK, NAME, d)
+    res, d, title, src = output_context(record, NOTEBOOK, NAME)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
     how = f"bank only: main's models (seeds {', '.join(map(str, bank['seeds']))}), memory = the imbalanced subset"
     if trained:
@@ -269,15 +251,14 @@ def macros(records: list[dict]) -> dict[str, str]:
 
 def readme_lines(records: list[dict]) -> list[str]:
     """One README bullet per dataset: tail-class accuracy at the strongest imbalance, with and without class-balanced voting."""
-    out = []
-    for r in sorted(records, key=lambda r: r["dataset"]):
-        res, title = r["results"], REGISTRY[r["dataset"]].title
+    def bullet(res: dict, title: str) -> str:
         s = res["settings"].get("trained") or res["settings"]["bank"]
         key = min(s["curves"], key=float)
         g = s["curves"][key]["group_accuracy"]
-        out.append(f"- long tail ({title}, ratio {key}, models "
-                   f"{'retrained on the subset' if s is res['settings'].get('trained') else 'unchanged'}): "
-                   f"tail-class accuracy best kNN {100 * g['best_baseline']['tail']:.1f} %, with class-balanced "
-                   f"voting {100 * g['best_baseline_balanced']['tail']:.1f} %; Attn-KNN "
-                   f"{100 * g['attnknn']['tail']:.1f} % / {100 * g['attnknn_balanced']['tail']:.1f} %.")
-    return out
+        return (f"- long tail ({title}, ratio {key}, models "
+                f"{'retrained on the subset' if s is res['settings'].get('trained') else 'unchanged'}): "
+                f"tail-class accuracy best kNN {100 * g['best_baseline']['tail']:.1f} %, with class-balanced "
+                f"voting {100 * g['best_baseline_balanced']['tail']:.1f} %; Attn-KNN "
+                f"{100 * g['attnknn']['tail']:.1f} % / {100 * g['attnknn_balanced']['tail']:.1f} %.")
+
+    return per_dataset(records, bullet)

@@ -31,20 +31,27 @@ from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import DataSpec, load_base, prepare
 from attnknn_lib.evaluation.inference import attnknn_probs
-from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, score
+from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, method_labels, score
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, trained_cells
-from attnknn_lib.knn.votes import cosine_from_sq_dist, cosine_weights, distance_weights, uniform_weights
+from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, run_settings
+from attnknn_lib.experiments.shared import output_context
+from attnknn_lib.knn.votes import (
+    cosine_from_sq_dist,
+    cosine_weights,
+    distance_weights,
+    effective_neighbours,
+    uniform_weights,
+)
 from attnknn_lib.report import figures
-from attnknn_lib.report.macros import macro_name, pct, record_macros, source_note
+from attnknn_lib.report.macros import macro_name, pct, record_macros
+from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, fmt_mean_sd
 
 NAME = "noise"
 NOTEBOOK = "03_noise.ipynb"
 SETTINGS = {"bank": "noise in the memory bank only (models trained on clean labels)",
             "trained": "models retrained on the noisy labels"}
-LABELS = {"uniform": "Uniform kNN", "distance": "Distance kNN", "cosine": "Cosine kNN",
-          "best_baseline": "Best kNN (val.)", "attnknn": "Attn-KNN", "cnn": "CNN"}
+LABELS = method_labels("uniform", "distance", "cosine", "best_baseline", "attnknn", "cnn")
 WEIGHTED = ("attnknn", "distance", "cosine", "uniform")  # rules whose neighbour weights are compared
 
 
@@ -102,7 +109,7 @@ def flipped_weight_ratio(weights: np.ndarray, flipped: np.ndarray) -> dict:
     and the mean effective number of neighbours exp(H(w)) (k for uniform weights)."""
     w, f = np.asarray(weights, dtype=np.float64), np.asarray(flipped, dtype=bool)
     out = {"flipped_share_of_neighbours": float(f.mean()), "weight_share_on_flipped": float(w[f].sum() / w.sum()),
-           "effective_neighbours": float(np.exp(-(w * np.log(np.clip(w, 1e-300, None))).sum(1)).mean())}
+           "effective_neighbours": float(effective_neighbours(w).mean())}
     out["ratio"] = float(w[f].mean() / w[~f].mean()) if f.any() and (~f).any() else float("nan")
     return out
 
@@ -144,38 +151,30 @@ def _summarise(per_seed: dict[str, dict]) -> dict:
                                                           ["flipped_share_of_neighbours"] for s in seeds]))}
 
 
-def _bank_setting(cfg: Config, paths: Paths, device, base) -> dict:
-    """Setting bank: main's models; only the bank (and validation) labels change."""
-    clean = prepare(cfg.main_spec(), base)
-    cells: dict[str, dict] = {}
-    for seed in cfg.seeds:
-        run_, attn, cnn_model = core.trained_pair(cfg, clean, seed, paths, device)
-        emb = core.bank_of(core.frozen_embeddings(run_, attn, clean, paths, device), clean.dataset.train.y, cfg.k)
-        cnn = core.cnn_method(cnn_model, clean, device)
-        for kind, rate in _grid(cfg, cfg.rates):
-            noisy = prepare(cfg.noisy(clean.spec, kind, rate), base)
-            cells.setdefault(f"{kind}/{rate:g}", {})[str(seed)] = evaluate(
-                cfg, core.relabel(emb, noisy.dataset.train.y), noisy, attn.attention, cnn, seed)
-    return cells
+class _RelabelledBank:
+    """Noise changes labels only: search main's bank once per seed, then relabel it per condition."""
+
+    def __init__(self, cfg: Config):
+        self.k, self.labels = cfg.k, prepare(cfg.main_spec(), load_base(cfg.main_spec())).dataset.train.y
+        self.frozen, self.bank = None, None
+
+    def __call__(self, frozen, noisy):
+        if frozen is not self.frozen:
+            self.frozen, self.bank = frozen, core.bank_of(frozen, self.labels, self.k)
+        return core.relabel(self.bank, noisy.dataset.train.y)
 
 
 def run(cfg: Config, paths: Paths) -> dict:
     """Both settings; writes ``results/noise_<dataset>.json`` and returns its record."""
-    device, prov, clock = core.begin(cfg)
-    base = load_base(cfg.main_spec())
-    settings = {"bank": {"description": SETTINGS["bank"], "seeds": list(cfg.seeds), "rates": list(cfg.rates),
-                         "cells": _bank_setting(cfg, paths, device, base)}}
-    if cfg.retrain:
-        settings["trained"] = {"description": SETTINGS["trained"], "rates": list(cfg.retrain_rates),
-                               **cfg.retrain_description(), "cells": trained_cells(
-                                   cfg, paths, device, {f"{kind}/{rate:g}": cfg.noisy(cfg.retrain_spec(), kind, rate)
-                                                        for kind, rate in _grid(cfg, cfg.retrain_rates)}, evaluate)}
-    for s in settings.values():
-        s["curves"] = {key: _summarise(per_seed) for key, per_seed in s["cells"].items()}
-    prepared = prepare(cfg.main_spec(), base)
-    results = {"dataset": prepared.dataset.summary(), "kinds": list(cfg.kinds), "k": cfg.k, "settings": settings,
-               "timings": {"seconds": clock()}}
-    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+    return run_settings(
+        cfg, paths, NAME, bank_specs={f"{kind}/{rate:g}": cfg.noisy(cfg.main_spec(), kind, rate)
+                                      for kind, rate in _grid(cfg, cfg.rates)},
+        memory=_RelabelledBank(cfg), evaluate=evaluate, summarise=_summarise,
+        trained_specs={f"{kind}/{rate:g}": cfg.noisy(cfg.retrain_spec(), kind, rate)
+                       for kind, rate in _grid(cfg, cfg.retrain_rates)} if cfg.retrain else {},
+        about={"bank": {"description": SETTINGS["bank"], "rates": list(cfg.rates)},
+               "trained": {"description": SETTINGS["trained"], "rates": list(cfg.retrain_rates)}},
+        kinds=list(cfg.kinds))
 
 
 # ----------------------------------------------------------------------------- views of the record
@@ -261,9 +260,7 @@ def weights_frame(record: dict) -> pd.DataFrame:
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    res, d = record["results"], record["dataset"]
-    title = REGISTRY[d].title
-    src = source_note(NOTEBOOK, NAME, d)
+    res, d, title, src = output_context(record, NOTEBOOK, NAME)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
     how = (f"bank: noise only in the memory-bank (and validation) labels of main's models, seeds "
            f"{', '.join(map(str, bank['seeds']))}")
@@ -346,18 +343,17 @@ def macros(records: list[dict]) -> dict[str, str]:
 
 def readme_lines(records: list[dict]) -> list[str]:
     """One README bullet per dataset: accuracy near 30 % symmetric noise and the flipped / clean weight ratio."""
-    out = []
-    for r in sorted(records, key=lambda r: r["dataset"]):
-        res, title = r["results"], REGISTRY[r["dataset"]].title
+    def bullet(res: dict, title: str) -> str:
         s = res["settings"].get("trained") or res["settings"]["bank"]
         key = _closest([k for k in s["curves"] if k.startswith("symmetric/")] or list(s["curves"]), 0.3)
         cell = s["curves"][key]
         acc = {m: 100 * cell["summary"][m]["test_raw"]["accuracy"]["mean"] for m in ("best_baseline", "attnknn",
                                                                                    "cnn")}
-        out.append(f"- label noise ({title}, {key.replace('/', ' ')}, models "
-                   f"{'retrained on the noisy labels' if s is res['settings'].get('trained') else 'unchanged'}): "
-                   f"test accuracy best kNN {acc['best_baseline']:.2f} %, Attn-KNN {acc['attnknn']:.2f} %, "
-                   f"CNN {acc['cnn']:.2f} %; weight of a flipped neighbour / a clean one: Attn-KNN "
-                   f"{cell['weight_ratio']['attnknn']['mean']:.3f}, distance "
-                   f"{cell['weight_ratio']['distance']['mean']:.3f}.")
-    return out
+        return (f"- label noise ({title}, {key.replace('/', ' ')}, models "
+                f"{'retrained on the noisy labels' if s is res['settings'].get('trained') else 'unchanged'}): "
+                f"test accuracy best kNN {acc['best_baseline']:.2f} %, Attn-KNN {acc['attnknn']:.2f} %, "
+                f"CNN {acc['cnn']:.2f} %; weight of a flipped neighbour / a clean one: Attn-KNN "
+                f"{cell['weight_ratio']['attnknn']['mean']:.3f}, distance "
+                f"{cell['weight_ratio']['distance']['mean']:.3f}.")
+
+    return per_dataset(records, bullet)

@@ -7,6 +7,7 @@ training subset with fewer epochs where the profile says so, so the grid fits th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from attnknn_lib.base.errors import check_choice, check_range
@@ -86,3 +87,43 @@ def trained_cells(cfg: RobustnessConfig, paths, device, specs: dict[str, DataSpe
             cells.setdefault(key, {})[str(seed)] = evaluate(
                 cfg, emb, prepared, attn.attention, core.cnn_method(cnn_model, prepared, device), seed)
     return cells
+
+
+def bank_cells(cfg: RobustnessConfig, paths, device, specs: dict[str, DataSpec], memory: Callable, evaluate) -> dict:
+    """Setting bank: for each of main's seeds and each condition (``specs``: key -> the changed
+    data), the memory ``memory(frozen, prepared)`` builds from main's frozen embedding, scored by
+    the experiment's ``evaluate(cfg, emb, prepared, attention, cnn, seed)``."""
+    base = load_base(cfg.main_spec())
+    clean = prepare(cfg.main_spec(), base)
+    cells: dict[str, dict] = {}
+    for seed in cfg.seeds:
+        run_, attn, cnn_model = core.trained_pair(cfg, clean, seed, paths, device)
+        frozen = core.frozen_embeddings(run_, attn, clean, paths, device)
+        cnn = core.cnn_method(cnn_model, clean, device)
+        for key, spec in specs.items():
+            prepared = prepare(spec, base)
+            cells.setdefault(key, {})[str(seed)] = evaluate(cfg, memory(frozen, prepared), prepared, attn.attention,
+                                                            cnn, seed)
+    return cells
+
+
+def run_settings(cfg: RobustnessConfig, paths, experiment: str, *, bank_specs: dict[str, DataSpec],
+                 memory: Callable, trained_specs: dict[str, DataSpec], evaluate, summarise,
+                 about: dict[str, dict], **fields) -> dict:
+    """Both settings of a robustness experiment: cells per condition and seed, their summaries
+    (``summarise(per_seed)``), written as ``results/<experiment>_<dataset>.json``. ``about`` gives
+    each setting's description and grid entries; ``fields`` are the results' own grid entries.
+    Returns the record."""
+    device, prov, clock = core.begin(cfg)
+    settings = {"bank": {**about["bank"], "seeds": list(cfg.seeds),
+                         "cells": bank_cells(cfg, paths, device, bank_specs, memory, evaluate)}}
+    if cfg.retrain:
+        settings["trained"] = {**about["trained"], **cfg.retrain_description(),
+                               "cells": trained_cells(cfg, paths, device, trained_specs, evaluate)}
+    for s in settings.values():
+        s["curves"] = {key: summarise(per_seed) for key, per_seed in s["cells"].items()}
+    prepared = prepare(cfg.main_spec(), load_base(cfg.main_spec()))
+    results = {"dataset": prepared.dataset.summary(), **fields, "k": cfg.k, "settings": settings,
+               "timings": {"seconds": clock()}}
+    return core.write_record(paths, experiment, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()},
+                             results)[1]

@@ -28,12 +28,14 @@ from attnknn_lib.base.knobs import knob
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.provenance import Provenance
 from attnknn_lib.base.runtime import pick_device, set_threads
+from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import DataSpec, Prepared
 from attnknn_lib.data.transforms import to_tensor, tta_views
 from attnknn_lib.evaluation.inference import embed as embed_rows
 from attnknn_lib.evaluation.methods import Embedded, MethodProbs, attnknn_method, cnn_methods, embed_all, knn_methods
 from attnknn_lib.evaluation.metrics import METRICS
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
+from attnknn_lib.report.macros import source_note
 from attnknn_lib.training.cache import load_or_train
 from attnknn_lib.training.loops import TrainResult
 from attnknn_lib.training.recipe import Recipe
@@ -179,6 +181,13 @@ def aggregate_seeds(per_seed: dict[str, dict[str, dict]]) -> dict:
                                         "values": v.tolist()}
         out[m] = entry
     return out
+
+
+def output_context(record: dict, notebook: str, experiment: str) -> tuple[dict, str, str, str]:
+    """What every ``write_outputs`` starts from: (results, dataset name, dataset title, the caption's
+    source note naming the notebook and the results JSON)."""
+    d = record["dataset"]
+    return record["results"], d, REGISTRY[d].title, source_note(notebook, experiment, d)
 
 
 def result_path(paths: Paths, experiment: str, dataset: str | None = None) -> Path:

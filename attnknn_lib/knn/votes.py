@@ -28,10 +28,22 @@ from attnknn_lib.base.errors import ConfigError
 RULES = ("uniform", "distance", "cosine")
 
 
-def _softmax_rows(z: np.ndarray) -> np.ndarray:
+def softmax_rows(z: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of a (B, m) array: exp(z_j - max z) / sum_i exp(z_i - max z)."""
     z = z - z.max(axis=1, keepdims=True)  # stable: the largest term is exp(0) = 1
     e = np.exp(z)
     return e / e.sum(axis=1, keepdims=True)
+
+
+def weight_entropy(weights: np.ndarray) -> np.ndarray:
+    """Per-row entropy H_i = -sum_j w_ij log w_ij of (B, k) weights, with 0 log 0 = 0; ln k for uniform."""
+    w = np.clip(np.asarray(weights, dtype=np.float64), 1e-300, None)  # w log w -> 0 as w -> 0
+    return -(w * np.log(w)).sum(axis=1)
+
+
+def effective_neighbours(weights: np.ndarray) -> np.ndarray:
+    """Per-row effective number of neighbours exp(H_i): k for uniform weights, 1 for a one-hot row."""
+    return np.exp(weight_entropy(weights))
 
 
 def uniform_weights(shape: tuple[int, int]) -> np.ndarray:
@@ -44,14 +56,14 @@ def distance_weights(dist: np.ndarray, tau: float) -> np.ndarray:
     """w_j = exp(-r_j / tau) / sum_i exp(-r_i / tau); dist (B, k) Euclidean distances."""
     if tau <= 0:
         raise ConfigError(f"tau={tau!r} is out of range; allowed: > 0")
-    return _softmax_rows(-np.asarray(dist, dtype=np.float64) / tau)
+    return softmax_rows(-np.asarray(dist, dtype=np.float64) / tau)
 
 
 def cosine_weights(similarity: np.ndarray, temperature: float) -> np.ndarray:
     """w_j = exp(s_j / T) / sum_i exp(s_i / T); similarity (B, k)."""
     if temperature <= 0:
         raise ConfigError(f"temperature={temperature!r} is out of range; allowed: > 0")
-    return _softmax_rows(np.asarray(similarity, dtype=np.float64) / temperature)
+    return softmax_rows(np.asarray(similarity, dtype=np.float64) / temperature)
 
 
 def cosine_from_sq_dist(sq_dist: np.ndarray) -> np.ndarray:

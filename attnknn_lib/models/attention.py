@@ -96,21 +96,43 @@ class MultiHeadNeighborAttention(nn.Module):
         """Per-head temperatures ``(H,)`` in [tau_min, tau_max]."""
         return self._tau_min + self._tau_span * torch.sigmoid(self.tau_raw)
 
-    def forward(self, query: torch.Tensor, neighbors: torch.Tensor, sq_dist: torch.Tensor,
-                neighbor_labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """query (B, D), neighbors (B, K, D), sq_dist (B, K), neighbor_labels (B, K) ->
-        (weights (B, K), per-head weights (B, H, K)); each row sums to 1."""
-        B, K, D = neighbors.shape
+    def _geometry_scores(self, query: torch.Tensor, keys: torch.Tensor, sq_dist: torch.Tensor) -> torch.Tensor:
+        """The label-free part of s_hj (dot product over temperature, distance bias). query (B, D);
+        keys = ``k_proj`` of the neighbours, (B, K, D) per query or (K, D) shared by every query;
+        sq_dist (B, K) -> (B, H, K)."""
+        B, K = sq_dist.shape
         H, hd = self.cfg.num_heads, self.head_dim
-        if self.self_attn is not None:
-            refined, _ = self.self_attn(neighbors, neighbors, neighbors, need_weights=False)
-            neighbors = self.self_norm(neighbors + refined)  # (B, K, D)
         q = self.q_proj(query).view(B, H, 1, hd)  # (B, H, 1, hd)
-        k = self.k_proj(neighbors).view(B, K, H, hd).transpose(1, 2)  # (B, H, K, hd)
+        k = keys.view(-1, K, H, hd).transpose(1, 2)  # (B or 1, H, K, hd)
         tau = self.temperatures().view(1, H, 1)
         scores = (q @ k.transpose(-2, -1)).squeeze(2) / (math.sqrt(hd) * tau)  # (B, H, K)
         if self.dist_bias is not None:
             scores = scores + self.dist_bias(sq_dist.unsqueeze(-1)).transpose(1, 2)  # (B, K, H) -> (B, H, K)
+        return scores
+
+    def keys(self, rows: torch.Tensor) -> torch.Tensor:
+        """Projected keys W_k n of memory rows (n, D) -> (n, D): compute once, score many queries."""
+        return self.k_proj(rows)
+
+    def dense_scores(self, query: torch.Tensor, memory_keys: torch.Tensor, sq_dist: torch.Tensor) -> torch.Tensor:
+        """Per-head scores s_hj of every memory row, not only the k retrieved: query (B, D),
+        memory_keys = :meth:`keys` of the memory (n, D), sq_dist (B, n) -> (B, H, n). Only the
+        label-free configuration has them: the label bias, the prototypes and the neighbour
+        self-attention depend on which neighbours came back."""
+        c = self.cfg
+        if c.label_bias or c.prototypes or c.neighbor_self_attention:
+            raise ConfigError("dense_scores: only the attention without label_bias, prototypes and "
+                              "neighbor_self_attention scores a row independently of the retrieved set")
+        return self._geometry_scores(query, memory_keys, sq_dist)
+
+    def forward(self, query: torch.Tensor, neighbors: torch.Tensor, sq_dist: torch.Tensor,
+                neighbor_labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """query (B, D), neighbors (B, K, D), sq_dist (B, K), neighbor_labels (B, K) ->
+        (weights (B, K), per-head weights (B, H, K)); each row sums to 1."""
+        if self.self_attn is not None:
+            refined, _ = self.self_attn(neighbors, neighbors, neighbors, need_weights=False)
+            neighbors = self.self_norm(neighbors + refined)  # (B, K, D)
+        scores = self._geometry_scores(query, self.k_proj(neighbors), sq_dist)  # (B, H, K)
         if self.label_bias is not None:
             agree = (neighbor_labels.unsqueeze(2) == neighbor_labels.unsqueeze(1)).float().mean(-1)  # (B, K)
             scores = scores + self.label_bias(agree.unsqueeze(-1)).transpose(1, 2)  # (B, H, K)

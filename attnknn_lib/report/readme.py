@@ -8,9 +8,11 @@ and ``readme_lines(records)``; :func:`results_block` groups them under their hea
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 from attnknn_lib.base.files import write_text
+from attnknn_lib.data.registry import REGISTRY
 
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
@@ -18,6 +20,11 @@ EMPTY = "(no results yet: run ./run_all.sh)"
 LAYOUT_START = "<!-- layout:start -->"
 LAYOUT_END = "<!-- layout:end -->"
 PACKAGE = Path(__file__).resolve().parents[1]  # attnknn_lib/
+
+
+def per_dataset(records: list[dict], bullet: Callable[[dict, str], str]) -> list[str]:
+    """One README line per record, in dataset order: ``bullet(results, dataset title)``."""
+    return [bullet(r["results"], REGISTRY[r["dataset"]].title) for r in sorted(records, key=lambda r: r["dataset"])]
 
 
 def results_block(sections: list[tuple[str | None, list[str]]], profile: str) -> str:

@@ -10,9 +10,11 @@ from attnknn_lib.base.files import write_text
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.experiments.efficiency.measure import NAME, NOTEBOOK, STAGES
+from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
-from attnknn_lib.report.macros import macro_name, record_macros, source_note
+from attnknn_lib.report.macros import macro_name, record_macros
+from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs
 
 
@@ -165,9 +167,7 @@ def throughput_frame(record: dict) -> pd.DataFrame:
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    res, d = record["results"], record["dataset"]
-    title = REGISTRY[d].title
-    src = source_note(NOTEBOOK, NAME, d)
+    res, d, title, src = output_context(record, NOTEBOOK, NAME)
     tr = res["training"]
     where = (f"{res['threads']} CPU threads, bank of {res['n_bank']:,} embeddings ($d = {res['dim']}$) of main's model "
              f"(seed {res['seed']}), {res['queries']:,} test queries; medians of {record['config']['repeats']} timings")
@@ -262,16 +262,15 @@ def macros(records: list[dict]) -> dict[str, str]:
 
 def readme_lines(records: list[dict]) -> list[str]:
     """One README bullet per dataset: search against GEMM, HNSW recall, the attention's share of a prediction."""
-    out = []
-    for r in sorted(records, key=lambda r: r["dataset"]):
-        res, title = r["results"], REGISTRY[r["dataset"]].title
+    def bullet(res: dict, title: str) -> str:
         g, h, p = res["gemm"], res["default_hnsw"], res["prediction"]
-        out.append(f"- efficiency ({title}, bank of {res['n_bank']:,}, {res['threads']} threads): exact batched "
-                   f"search (Flat L2) runs at {g['flat_search_over_gemm']:.2f} x this machine's fp32 GEMM throughput "
-                   f"({g['flat_search_gflops']:.0f} of {g['gemm_gflops']:.0f} GFLOP/s; Flat IP "
-                   f"{g['flat_ip_search_over_gemm']:.2f}); {h['label']} recall@"
-                   f"{res['recall_k']} {h['recall']:.3f}; the attention vote takes "
-                   f"{100 * p['single_shares']['attention']:.1f} % of one prediction (one query at a time; "
-                   f"{100 * p['batched_shares']['attention']:.1f} % batched) and "
-                   f"{p['batched_shares']['attention_over_distance']:.0f} x the distance vote's time.")
-    return out
+        return (f"- efficiency ({title}, bank of {res['n_bank']:,}, {res['threads']} threads): exact batched "
+                f"search (Flat L2) runs at {g['flat_search_over_gemm']:.2f} x this machine's fp32 GEMM throughput "
+                f"({g['flat_search_gflops']:.0f} of {g['gemm_gflops']:.0f} GFLOP/s; Flat IP "
+                f"{g['flat_ip_search_over_gemm']:.2f}); {h['label']} recall@"
+                f"{res['recall_k']} {h['recall']:.3f}; the attention vote takes "
+                f"{100 * p['single_shares']['attention']:.1f} % of one prediction (one query at a time; "
+                f"{100 * p['batched_shares']['attention']:.1f} % batched) and "
+                f"{p['batched_shares']['attention_over_distance']:.0f} x the distance vote's time.")
+
+    return per_dataset(records, bullet)

@@ -11,7 +11,6 @@ from attnknn_lib.experiments.theory.measure import (  # noqa: F401 - the experim
     TIMED,
     Config,
     attention_costs,
-    attnknn_scores,
     attnknn_truncation,
     cover_hart_bound,
     error_fit,

@@ -35,18 +35,19 @@ from attnknn_lib.data.spec import prepare
 from attnknn_lib.data.transforms import to_tensor
 from attnknn_lib.evaluation.inference import attnknn_probs, head_norms
 from attnknn_lib.evaluation.inference import embed as embed_rows
+from attnknn_lib.evaluation.methods import method_labels
 from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.shared import ExperimentConfig
 from attnknn_lib.knn.index_costs import IndexSetting, build, unit_vectors
 from attnknn_lib.knn.topk import prefix_outputs, sampled_tail_attention, tail_masses
-from attnknn_lib.knn.votes import uniform_weights, vote
+from attnknn_lib.knn.votes import uniform_weights, vote, weight_entropy
 from attnknn_lib.models import MultiHeadNeighborAttention
 
 NAME = "theory"
 NOTEBOOK = "06_theory.ipynb"
 TIMED = ("results.cost",)  # the measured cost of dense vs top-k attention (reproducibility.record_view)
-METHODS = {"uniform": "Uniform kNN", "attnknn": "Attn-KNN (as trained)"}
+METHODS = method_labels("uniform", "attnknn", attnknn="Attn-KNN (as trained)")
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,7 @@ def cover_hart_bound(bayes_error: float, num_classes: int) -> float:
 def weight_spread(weights: np.ndarray) -> dict[str, float]:
     """How far attention weights (B, k) are from uniform: H_i = -sum_j w_ij log w_ij,
     KL(w_i || 1/k) = log k - H_i, effective number of neighbours exp(H_i); means over queries."""
-    w = np.clip(np.asarray(weights, dtype=np.float64), 1e-300, None)
-    h = -(w * np.log(w)).sum(1)
+    h = weight_entropy(weights)
     k = weights.shape[1]
     return {"entropy": float(h.mean()), "kl_uniform": float((math.log(k) - h).mean()),
             "effective_k": float(np.exp(h).mean()), "k": k}
@@ -119,27 +119,6 @@ def error_fit(ks: list[int], errors: list[float], n: int) -> dict:
     pts = [(k, e) for k, e in zip(ks, errors) if e > 1e-9 and k <= n // 4]
     fit = loglog_fit([k for k, _ in pts], [e for _, e in pts])
     return {**fit, "k_range": [pts[0][0], pts[-1][0]] if pts else None}
-
-
-def attnknn_scores(attention: MultiHeadNeighborAttention, queries: torch.Tensor, keys: torch.Tensor,
-                   sq_dist: torch.Tensor) -> torch.Tensor:
-    """The attention's per-head scores s_hj for every memory row (not only the k nearest):
-    queries (B, D), keys = projected memory rows ``attention.k_proj(memory)`` (n, D), squared
-    distances (B, n) -> (B, H, n). The default configuration only (scaled dot product over the
-    learned temperature plus the distance bias): the label bias and the neighbour self-attention
-    depend on which neighbours were retrieved, so they have no "dense" version."""
-    c = attention.cfg
-    if c.label_bias or c.prototypes or c.neighbor_self_attention:
-        raise ConfigError("attnknn_scores: only the default attention (no label_bias, prototypes or "
-                          "neighbor_self_attention) has scores that do not depend on the retrieved set")
-    h, hd = c.num_heads, attention.head_dim
-    q = attention.q_proj(queries).view(len(queries), h, hd)
-    k = keys.view(len(keys), h, hd)
-    tau = attention.temperatures().view(1, h, 1)
-    scores = torch.einsum("bhd,nhd->bhn", q, k) / (math.sqrt(hd) * tau)
-    if attention.dist_bias is not None:
-        scores = scores + attention.dist_bias(sq_dist.unsqueeze(-1)).permute(0, 2, 1)
-    return scores
 
 
 # ----------------------------------------------------------------------------- measurements
@@ -194,13 +173,13 @@ def attnknn_truncation(attention: MultiHeadNeighborAttention, memory: torch.Tens
     """Attn-KNN's vote over its k nearest neighbours against the same per-head scores over the
     whole memory: mean L1 difference of the two class distributions, and the accuracy of each."""
     with torch.no_grad():
-        keys = attention.k_proj(memory)
+        keys = attention.keys(memory)
         err = {k: [] for k in ks}
         probs = {k: [] for k in ks}
         for s in range(0, len(queries), chunk):
             q = queries[s:s + chunk]
             sq = (2.0 - 2.0 * q @ memory.T).clamp_min(0.0)  # unit vectors
-            scores = attnknn_scores(attention, q, keys, sq).double()  # (b, H, n)
+            scores = attention.dense_scores(q, keys, sq).double()  # (b, H, n)
             order = sq.argsort(dim=-1)  # nearest first: the index's notion of top-k
             per_head = [prefix_outputs(scores[:, h], labels, ks, order, num_classes) for h in range(scores.shape[1])]
             votes = {k: torch.stack([ph[k] for ph in per_head]).mean(0) for k in ks}  # mean over heads

@@ -8,10 +8,12 @@ import pandas as pd
 from attnknn_lib.base.files import write_text
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
+from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.experiments.theory.measure import METHODS, NAME, NOTEBOOK
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
-from attnknn_lib.report.macros import macro_name, pct, record_macros, source_note
+from attnknn_lib.report.macros import macro_name, pct, record_macros
+from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs
 
 
@@ -181,9 +183,7 @@ def table_frame(record: dict) -> pd.DataFrame:
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    res, d = record["results"], record["dataset"]
-    title = REGISTRY[d].title
-    src = source_note(NOTEBOOK, NAME, d)
+    res, d, title, src = output_context(record, NOTEBOOK, NAME)
     seeds = ", ".join(map(str, res["seeds"]))
     out = {"table": write_text(paths.tables / f"{NAME}_{d}.tex", booktabs(
         table_frame(record), f"{title}: the theory notebook's numbers (main's models, seeds {seeds}; profile "
@@ -258,17 +258,16 @@ def macros(records: list[dict]) -> dict[str, str]:
 
 def readme_lines(records: list[dict]) -> list[str]:
     """One README bullet per dataset: truncation slopes and errors, effective neighbours."""
-    out = []
-    for r in sorted(records, key=lambda r: r["dataset"]):
-        res, title = r["results"], REGISTRY[r["dataset"]].title
+    def bullet(res: dict, title: str) -> str:
         tr = res["truncation"]
         fits = ", ".join(f"T = {t}: {e['fit']['slope']:.2f}" for t, e in tr["softmax"].items())
         att = tr["attnknn"]
         i = tr["ks"].index(res["training_k"])
         eff = [f["effective_k"] for f in res["geometry"]["final"].values()]
-        out.append(f"- theory ({title}): top-k softmax attention error against k, log-log slopes {fits}; "
-                   f"Attn-KNN truncated to its {res['training_k']} nearest neighbours vs the same scores over all "
-                   f"{tr['n']:,} rows: L1 {att['error'][i]:.3g}, accuracy {100 * att['accuracy'][i]:.2f} % vs "
-                   f"{100 * att['accuracy'][-1]:.2f} %; effective neighbours of the trained attention "
-                   f"{sum(eff) / len(eff):.3f} of {res['training_k']}.")
-    return out
+        return (f"- theory ({title}): top-k softmax attention error against k, log-log slopes {fits}; "
+                f"Attn-KNN truncated to its {res['training_k']} nearest neighbours vs the same scores over all "
+                f"{tr['n']:,} rows: L1 {att['error'][i]:.3g}, accuracy {100 * att['accuracy'][i]:.2f} % vs "
+                f"{100 * att['accuracy'][-1]:.2f} %; effective neighbours of the trained attention "
+                f"{sum(eff) / len(eff):.3f} of {res['training_k']}.")
+
+    return per_dataset(records, bullet)
