@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attnknn_lib.base.errors import ConfigError
-from attnknn_lib.data.imbalance import long_tail_counts, long_tail_indices
+from attnknn_lib.data.imbalance import long_tail_counts, long_tail_indices, tail_order
 from attnknn_lib.data.label_noise import inject_label_noise
 
 LABELS = np.repeat(np.arange(10), 100)
@@ -57,9 +57,19 @@ def test_bad_noise_arguments_are_named():
 def test_long_tail_counts_follow_the_exponential_profile(ratio, expected):
     labels = np.concatenate([np.repeat(np.arange(10), 500), np.full(300, 4)])  # smallest class has 500
     idx = long_tail_indices(labels, ratio, 10, seed=0)
-    assert np.bincount(labels[idx], minlength=10).tolist() == expected
+    counts = np.bincount(labels[idx], minlength=10)
+    assert counts[tail_order(10, 0)].tolist() == expected  # the profile, in the drawn class order
     assert len(np.unique(idx)) == len(idx)
     np.testing.assert_array_equal(idx, long_tail_indices(labels, ratio, 10, seed=0))
+
+
+def test_the_tail_classes_are_drawn_per_seed():
+    labels = np.repeat(np.arange(10), 100)
+    tails = {tuple(sorted(tail_order(10, s)[-3:])) for s in range(5)}
+    assert len(tails) > 1  # not always the same three classes
+    counts = [np.bincount(labels[long_tail_indices(labels, 0.1, 10, seed=s)], minlength=10) for s in range(3)]
+    assert sorted(counts[0].tolist()) == sorted(counts[1].tolist())  # the same profile
+    assert counts[0].tolist() != counts[1].tolist()  # given to other classes
 
 
 def test_long_tail_keeps_at_least_one_sample_and_rejects_bad_ratio():

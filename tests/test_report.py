@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -30,8 +31,9 @@ def _mean_entry(acc: float) -> dict:
     return {"label": "Attn-KNN", "test_raw": m, "test_calibrated": m}
 
 
-def _diff() -> dict:
-    d = {k: {"value": -0.002, "low": -0.01, "high": 0.006} for k in ("accuracy", "macro_f1", "nll", "ece", "brier")}
+def _diff(verdict: str = "inconclusive") -> dict:
+    d = {k: {"value": -0.002, "low": -0.01, "high": 0.006, "margin": 0.002, "verdict": verdict, "n_seeds": 2}
+         for k in ("accuracy", "macro_f1", "nll", "ece", "brier")}
     return {"raw": d, "calibrated": d}
 
 
@@ -47,8 +49,8 @@ def _record(ds: str, primary: str, profile: str = "cpu") -> dict:
                        "entropy_weight": 0.01, "tta_views": 6, "val_fraction": 0.1},
             "results": {"seeds": [0, 1], "per_seed": {"0": seed, "1": seed},
                         "summary": {m: _mean_entry(0.9) for m in methods},
-                        "paired": {"attnknn_vs_best_baseline": {"pooled": _diff()},
-                                   "attnknn_vs_cnn": {"pooled": _diff()}},
+                        "paired": {"attnknn_vs_best_baseline": {"pooled": _diff(), "seed_level": _diff()},
+                                   "attnknn_vs_cnn": {"pooled": _diff(), "seed_level": _diff()}},
                         "dataset": {"n_train": 10, "n_val": 2, "n_test": 5, "num_classes": 3},
                         "model_configs": {"attention": {"tau_min": 0.05, "tau_max": 2.0},
                                           "train": {"contrastive_temperature": 0.07, "grad_clip": 1.0}}},
@@ -159,28 +161,51 @@ def test_latex_cells_read_as_plain_text_in_notebooks():
     assert list(out.index) == ["k = √n"] and out.index.name == "k"
 
 
-def test_verdict_words_follow_the_interval_and_the_metrics_direction():
-    from attnknn_lib.report.macros import verdict
+def test_verdict_words_follow_the_interval_the_margin_and_the_metrics_direction():
+    from attnknn_lib.evaluation.verdicts import verdict
 
-    assert verdict(0.001, 0.01, higher_is_better=True) == "better than"  # accuracy up
-    assert verdict(-0.01, -0.001, higher_is_better=True) == "worse than"
-    assert verdict(-0.01, -0.001, higher_is_better=False) == "better than"  # ECE down
-    assert verdict(0.001, 0.01, higher_is_better=False) == "worse than"
-    assert verdict(-0.01, 0.006, higher_is_better=True) == "indistinguishable from"
-    assert verdict(0.0, 0.006, higher_is_better=True) == "indistinguishable from"  # 0 inside the interval
+    assert verdict(0.003, 0.01, 0.0025, higher_is_better=True) == "better"  # accuracy up, beyond the margin
+    assert verdict(-0.01, -0.003, 0.0025, higher_is_better=True) == "worse"
+    assert verdict(-0.01, -0.003, 0.002, higher_is_better=False) == "better"  # ECE down
+    assert verdict(0.001, 0.002, 0.0025, higher_is_better=True) == "equivalent"  # significant but inside the margin
+    assert verdict(-0.002, 0.002, 0.0025, higher_is_better=True) == "equivalent"
+    assert verdict(-0.01, 0.006, 0.0025, higher_is_better=True) == "inconclusive"
+    assert verdict(0.001, 0.01, 0.0025, higher_is_better=True) == "better"  # excludes 0, not inside the margin
+    assert verdict(0.003, 0.01, 0.0025, higher_is_better=True, n_seeds=1) == "inconclusive"
+
+
+def test_seed_level_interval_counts_seed_spread_and_test_variance():
+    from scipy import stats
+
+    from attnknn_lib.evaluation.verdicts import seed_level
+
+    # the headline: per-seed accuracy differences -0.13, -0.05, -0.11 pp
+    d = seed_level([-0.0013, -0.0005, -0.0011], test_se=0.0004, metric="accuracy")
+    sd = np.std([-0.0013, -0.0005, -0.0011], ddof=1)
+    half = stats.t.ppf(0.975, 2) * np.sqrt(sd ** 2 / 3 + 0.0004 ** 2)
+    assert d["value"] == pytest.approx(-0.0029 / 3)
+    assert (d["low"], d["high"]) == pytest.approx((d["value"] - half, d["value"] + half))
+    assert d["low"] < 0 < d["high"] and d["verdict"] == "inconclusive"
+    # more seeds with the same spread narrow the interval; a test-set term alone widens it
+    assert seed_level([0.004, 0.006] * 5, 0.0, "accuracy")["verdict"] == "better"
+    assert seed_level([0.004, 0.006] * 5, 0.01, "accuracy")["verdict"] == "inconclusive"
+    assert seed_level([0.0005, -0.0005, 0.0], 0.0001, "nll")["verdict"] == "equivalent"
+    assert seed_level([0.01], 0.0, "accuracy")["verdict"] == "inconclusive"  # one seed: no seed variance
 
 
 def test_macros_carry_verdicts_counts_and_caption_sources(tmp_path):
     worse = _record("iris", "fashion_mnist")
-    d = {k: {"value": -0.02, "low": -0.03, "high": -0.01} for k in ("accuracy", "macro_f1", "nll", "ece", "brier")}
-    worse["results"]["paired"]["attnknn_vs_best_baseline"]["pooled"] = {"raw": d, "calibrated": d}
+    d = {k: {"value": -0.02, "low": -0.03, "high": -0.01, "margin": 0.002, "n_seeds": 2,
+             "verdict": "worse" if k in ("accuracy", "macro_f1") else "better"}
+         for k in ("accuracy", "macro_f1", "nll", "ece", "brier")}
+    worse["results"]["paired"]["attnknn_vs_best_baseline"]["seed_level"] = {"raw": d, "calibrated": d}
     files = [write_json(tmp_path / "main_fashion_mnist.json", _record("fashion_mnist", "fashion_mnist")),
              write_json(tmp_path / "main_iris.json", worse)]
     text = write_macros(files, tmp_path / "macros.tex").read_text()
-    assert "\\newcommand{\\PrimaryDiffBaseAccCalVerdict}{indistinguishable from}" in text
+    assert "\\newcommand{\\PrimaryDiffBaseAccCalVerdict}{inconclusive against}" in text
     assert "\\newcommand{\\MainIrisDiffBaseAccVerdict}{worse than}" in text
     assert "\\newcommand{\\MainIrisDiffBaseEceCalVerdict}{better than}" in text  # lower ECE is better
-    assert "\\newcommand{\\MainBaseAccWorse}{1}" in text and "\\newcommand{\\MainBaseAccTied}{1}" in text
+    assert "\\newcommand{\\MainBaseAccWorse}{1}" in text and "\\newcommand{\\MainBaseAccInconclusive}{1}" in text
     assert "\\newcommand{\\MainBaseEceCalBetter}{1}" in text and "\\newcommand{\\MainCnnAccBetter}{0}" in text
     assert ("\\newcommand{\\PrimarySource}{Notebook \\texttt{01\\_main}, "
             "\\texttt{results/main\\_fashion\\_mnist.json}}") in text

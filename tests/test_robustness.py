@@ -1,4 +1,4 @@
-"""The robustness experiments' pieces: class-balanced voting, per-class accuracy, the flipped /
+"""The robustness experiments' pieces: the prior correction of votes, per-class accuracy, the flipped /
 clean weight ratio, class groups, the beta search, the k grid, banks built from frozen
 embeddings, and the configs' validation."""
 
@@ -14,20 +14,20 @@ from attnknn_lib.evaluation.methods import MethodProbs
 from attnknn_lib.evaluation.metrics import per_class_accuracy
 from attnknn_lib.experiments import k_sweep, long_tail, noise
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.knn.votes import class_balanced, knn_probs
+from attnknn_lib.knn.votes import knn_probs, prior_correction
 
 
 def test_class_balanced_voting_divides_each_vote_by_its_memory_share():
     p = np.array([[0.8, 0.2], [0.5, 0.5]])
     prior = np.array([0.9, 0.1])
-    np.testing.assert_allclose(class_balanced(p, prior, 0.0), p)
-    full = class_balanced(p, prior, 1.0)
+    np.testing.assert_allclose(prior_correction(p, prior, 0.0), p)
+    full = prior_correction(p, prior, 1.0)
     expect = p / prior
     np.testing.assert_allclose(full, expect / expect.sum(1, keepdims=True))
     assert full[0].argmax() == 1  # 0.8 / 0.9 < 0.2 / 0.1: the minority class wins
-    np.testing.assert_allclose(class_balanced(p, prior, 0.5).sum(1), 1.0)
+    np.testing.assert_allclose(prior_correction(p, prior, 0.5).sum(1), 1.0)
     # a class absent from the memory keeps probability 0
-    np.testing.assert_allclose(class_balanced(np.array([[1.0, 0.0]]), np.array([1.0, 0.0]), 1.0), [[1.0, 0.0]])
+    np.testing.assert_allclose(prior_correction(np.array([[1.0, 0.0]]), np.array([1.0, 0.0]), 1.0), [[1.0, 0.0]])
 
 
 @pytest.mark.parametrize("prior,beta,message", [
@@ -36,7 +36,7 @@ def test_class_balanced_voting_divides_each_vote_by_its_memory_share():
 ])
 def test_class_balanced_voting_refuses_bad_input(prior, beta, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        class_balanced(np.full((1, 2), 0.5), prior, beta)
+        prior_correction(np.full((1, 2), 0.5), prior, beta)
 
 
 def test_per_class_accuracy_is_the_recall_of_each_class():
@@ -140,7 +140,7 @@ def test_robustness_configs_plan_main_models_and_the_retrained_grid():
     lt = long_tail.Config(ratios=(1, 0.1))
     clean_retrained = [r for r in long_tail.runs(lt) if r.data.max_train == 10_000 and r.data.imbalance == 1]
     assert {r.id for r in clean_retrained} <= {r.id for r in runs}  # shared with noise: trained once
-    assert noise.Config(retrain=False).runs_for([]) == core.model_runs(noise.Config(), DataSpec("fashion_mnist"),
+    assert noise.Config(retrain=False).runs_for(lambda seed: {}) == core.model_runs(noise.Config(), DataSpec("fashion_mnist"),
                                                                        (0, 1, 2))
 
 

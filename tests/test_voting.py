@@ -7,6 +7,8 @@ import pytest
 
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.knn.votes import (
+    TIE_EPS,
+    break_ties,
     cosine_from_sq_dist,
     cosine_weights,
     distance_weights,
@@ -22,6 +24,21 @@ Y = np.array([[1, 0, 1, 2], [2, 2, 0, 0]])
 def test_uniform_vote_counts_labels():
     p = knn_probs("uniform", D, Y, 3)
     np.testing.assert_allclose(p, [[0.25, 0.5, 0.25], [0.5, 0.0, 0.5]])
+
+
+def test_a_tie_goes_to_the_class_of_the_nearest_neighbour_not_the_lowest_index():
+    # 8-8 between classes 3 and 4, nearest neighbour of class 4: argmax alone would pick 3
+    y = np.array([[4, 3] * 8, [3, 4] * 8])
+    p = vote(uniform_weights(y.shape), y, 6)
+    assert p.argmax(1).tolist() == [4, 3]
+    np.testing.assert_allclose(p.sum(1), 1)
+    np.testing.assert_allclose(p[:, 3:5], 0.5, atol=2 * TIE_EPS)  # the probabilities barely move
+    # a three-way tie among the first neighbours' classes, and a row without a tie stays as it is
+    probs = np.array([[0.3, 0.3, 0.3, 0.1], [0.1, 0.6, 0.2, 0.1]])
+    labels = np.array([[3, 2, 0, 1], [0, 1, 2, 3]])
+    out = break_ties(probs, labels)
+    assert out.argmax(1).tolist() == [2, 1]
+    np.testing.assert_array_equal(out[1], probs[1])
 
 
 def test_distance_vote_matches_hand_computation():

@@ -14,6 +14,7 @@ from torch import nn
 from attnknn_lib.base.progress import bar as progress_bar
 from attnknn_lib.data.transforms import View, batches
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
+from attnknn_lib.knn.votes import break_ties
 from attnknn_lib.models.attention import MultiHeadNeighborAttention
 from attnknn_lib.models.classifiers import CNNClassifier, attend
 
@@ -52,7 +53,8 @@ def attnknn_probs(attention: MultiHeadNeighborAttention, bank: MemoryBank, queri
                   neighbors: Neighbors | None = None, device: torch.device | str | None = None,
                   batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """Attention vote for query embeddings (N, D) over their k nearest bank rows (searched here
-    unless ``neighbors`` with at least k columns is given): (probs (N, C), weights (N, k))."""
+    unless ``neighbors`` with at least k columns is given): (probs (N, C), weights (N, k)). Ties
+    go to the nearest neighbour's class, as in every vote (:func:`attnknn_lib.knn.votes.break_ties`)."""
     nb = bank.search(queries, k) if neighbors is None else neighbors
     device = device or next(attention.parameters()).device  # where the module is (CUDA in the paper profile)
     was_training = attention.training
@@ -65,7 +67,7 @@ def attnknn_probs(attention: MultiHeadNeighborAttention, bank: MemoryBank, queri
             n = torch.from_numpy(bank.gather(rows)).to(device)  # (b, k, D)
             y = torch.from_numpy(nb.labels[s:s + batch_size, :k]).to(device)
             out = attend(attention, q, n, y)
-            probs.append(out.probs.double().cpu())
+            probs.append(torch.from_numpy(break_ties(out.probs.double().cpu().numpy(), y.cpu().numpy())))
             weights.append(out.weights.double().cpu())
     attention.train(was_training)
     return torch.cat(probs).numpy(), torch.cat(weights).numpy()

@@ -185,7 +185,8 @@ def paired_bootstrap_diff(probs_a: list[np.ndarray], probs_b: list[np.ndarray], 
     the same test set ``labels`` (N,). Statistic: (1/S) sum_s [m(A_s) - m(B_s)]. Each bootstrap
     resample draws one multinomial count vector over the N test points and applies it to every
     run and both methods, so the interval reflects test-set sampling of a paired comparison
-    (with S = 1, the classic paired bootstrap). Returns ``{metric: {"value", "low", "high"}}``.
+    (with S = 1, the classic paired bootstrap). Returns ``{metric: {"value", "low", "high", "se"}}``
+    (se: the resamples' s.d., the test set's share of the seed-level interval in :mod:`.verdicts`).
     """
     if len(probs_a) != len(probs_b) or not probs_a:
         raise ConfigError(f"need the same number (>= 1) of runs for A and B; got {len(probs_a)} and {len(probs_b)}")
@@ -208,5 +209,5 @@ def paired_bootstrap_diff(probs_a: list[np.ndarray], probs_b: list[np.ndarray], 
     out = {}
     for m in METRICS:
         low, high = np.quantile(boot[m], [alpha, 1.0 - alpha])
-        out[m] = {"value": point[m], "low": float(low), "high": float(high)}
+        out[m] = {"value": point[m], "low": float(low), "high": float(high), "se": float(boot[m].std(ddof=1))}
     return out

@@ -34,7 +34,7 @@ from attnknn_lib.models import MultiHeadNeighborAttention
 from attnknn_lib.report import figures
 from attnknn_lib.report.macros import macro_name, pct, record_macros
 from attnknn_lib.report.readme import per_dataset
-from attnknn_lib.report.tables import booktabs, fmt, fmt_mean_sd
+from attnknn_lib.report.tables import booktabs, error_bars, fmt, fmt_mean_sd, sd_text
 from attnknn_lib.training.loops import train_attention_head
 
 NAME = "k_sweep"
@@ -184,7 +184,7 @@ def _series(record: dict, method: str, split: str, metric: str, scale: float = 1
     res = record["results"]
     ks = [k for k in res["k_values"] if method in res["summary"][str(k)]]
     e = [res["summary"][str(k)][method][split][metric] for k in ks]
-    return ks, [scale * x["mean"] for x in e], [scale * x["std"] for x in e]
+    return ks, [scale * x["mean"] for x in e], error_bars(e, scale)
 
 
 def figure(record: dict):
@@ -277,7 +277,7 @@ def summary_frame(record: dict) -> pd.DataFrame:
     for k in res["k_values"]:
         for m, e in res["summary"][str(k)].items():
             rows[(k, LABELS[m])] = {"accuracy (%)": 100 * e["test_raw"]["accuracy"]["mean"],
-                                    "± s.d.": 100 * e["test_raw"]["accuracy"]["std"],
+                                    "± s.d.": sd_text(e["test_raw"]["accuracy"]["std"], 100, 2),
                                     "NLL (cal.)": e["test_calibrated"]["nll"]["mean"],
                                     "ECE (cal.)": e["test_calibrated"]["ece"]["mean"]}
     return pd.DataFrame.from_dict(rows, orient="index").round(4)

@@ -1,12 +1,13 @@
 """Long tail (notebook ``04_long_tail``): the rules on a class-imbalanced memory.
 
-The training rows are subsampled with the exponential profile (class c keeps n_max * ratio^(c/(C-1))
-rows; ratio = smallest / largest class) in two settings: ``bank`` (main's models, the memory bank
+The training rows are subsampled with the exponential profile (the class of rank r keeps
+n_max * ratio^(r/(C-1)) rows; ratio = smallest / largest class; which class gets which rank is drawn
+per model seed, so the tail is not always the same classes) in two settings: ``bank`` (main's models, the memory bank
 built from the imbalanced subset) and ``trained`` (Attn-KNN and the CNN retrained on the imbalanced
 subset). Validation and test stay balanced, so every knob is tuned for balanced accuracy. A
-standard remedy is added as a reference: class-balanced voting (each class's vote divided by its
-share of the memory to the power beta; for the CNN the same post-hoc prior correction, i.e. logit
-adjustment), beta chosen on validation, on the best kNN baseline, Attn-KNN and the CNN. Per-class
+standard remedy is added as a reference: a prior correction (each class's vote divided by its
+share of the memory to the power beta, the post-hoc logit adjustment of Menon et al. 2021; for the
+CNN the same correction of its softmax), beta chosen on validation, on the best kNN baseline, Attn-KNN and the CNN. Per-class
 test accuracy is reported against the class's size in the memory, and as head / middle / tail
 thirds of the classes by size.
 """
@@ -29,7 +30,7 @@ from attnknn_lib.evaluation.metrics import accuracy, nll, per_class_accuracy
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, run_settings
 from attnknn_lib.experiments.shared import output_context
-from attnknn_lib.knn.votes import class_balanced
+from attnknn_lib.knn.votes import prior_correction
 from attnknn_lib.report import figures
 from attnknn_lib.report.macros import macro_name, pct, record_macros
 from attnknn_lib.report.readme import per_dataset
@@ -49,20 +50,25 @@ class Config(RobustnessConfig):
     """Long-tail knobs on top of the shared recipe and the robustness settings."""
 
     ratios: tuple[float, ...] = knob((1.0, 0.1, 0.01), "imbalance ratios, smallest over largest class (1 is balanced)")
-    imbalance_seed: int = knob(0, "seed of the subsample (the same rows for every model)")
+    imbalance_seed: int = knob(0, "seed offset of the subsample: models of seed s get class order and rows of seed offset + s")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "ratios", float_csv("ratios", self.ratios, 1e-4, 1.0))
         check_range("imbalance_seed", self.imbalance_seed, 0, None)
 
-    def imbalanced(self, spec: DataSpec, ratio: float) -> DataSpec:
-        return spec if ratio == 1 else replace(spec, imbalance=ratio, prep_seed=self.imbalance_seed)
+    def imbalanced(self, spec: DataSpec, ratio: float, seed: int) -> DataSpec:
+        """``spec`` imbalanced at ``ratio``, with the class order and rows drawn for model seed ``seed``."""
+        return spec if ratio == 1 else replace(spec, imbalance=ratio, prep_seed=self.imbalance_seed + seed)
+
+    def conditions(self, spec: DataSpec):
+        """seed -> {ratio key: the imbalanced ``spec`` of that seed}."""
+        return lambda seed: {f"{r:g}": self.imbalanced(spec, r, seed) for r in self.ratios}
 
 
 def runs(cfg: Config):
     """Main's Attn-KNN and CNN (setting bank) and the models retrained on each imbalanced subset."""
-    return cfg.runs_for([cfg.imbalanced(cfg.retrain_spec(), r) for r in cfg.ratios])
+    return cfg.runs_for(cfg.conditions(cfg.retrain_spec()))
 
 
 def outputs(cfg: Config) -> list[str]:
@@ -74,11 +80,11 @@ def outputs(cfg: Config) -> list[str]:
 # ----------------------------------------------------------------------------- analysis
 
 def tune_beta(probs: MethodProbs, prior: np.ndarray, val_labels: np.ndarray) -> MethodProbs:
-    """Class-balanced version of a method, beta chosen on validation (highest accuracy; ties: lower NLL)."""
-    curve = {b: (accuracy(class_balanced(probs.val, prior, b), val_labels),
-                 -nll(class_balanced(probs.val, prior, b), val_labels)) for b in BETAS}
+    """Prior-corrected version of a method, beta chosen on validation (highest accuracy; ties: lower NLL)."""
+    curve = {b: (accuracy(prior_correction(probs.val, prior, b), val_labels),
+                 -nll(prior_correction(probs.val, prior, b), val_labels)) for b in BETAS}
     beta = max(BETAS, key=lambda b: curve[b])
-    return MethodProbs(class_balanced(probs.val, prior, beta), class_balanced(probs.test, prior, beta),
+    return MethodProbs(prior_correction(probs.val, prior, beta), prior_correction(probs.test, prior, beta),
                        {"beta": beta, "val_accuracy_curve": {str(b): v[0] for b, v in curve.items()}})
 
 
@@ -107,7 +113,8 @@ def evaluate(cfg: Config, emb, prepared, attention, cnn: MethodProbs, seed: int)
         acc_c = per_class_accuracy(methods[m].test, ds.test.y, ds.num_classes)
         entry["per_class_accuracy"] = acc_c.tolist()
         entry["group_accuracy"] = {g: float(np.nanmean(acc_c[idx])) for g, idx in groups.items()}
-    return {"methods": scored, "best_baseline": best, "class_sizes": sizes.tolist(), "groups": groups}
+    return {"methods": scored, "best_baseline": best, "class_sizes": sizes.tolist(), "groups": groups,
+            "by_size": [int(c) for c in np.argsort(-sizes, kind="stable")]}
 
 
 def _summarise(per_seed: dict[str, dict]) -> dict:
@@ -117,8 +124,12 @@ def _summarise(per_seed: dict[str, dict]) -> dict:
     return {"summary": core.aggregate_seeds({s: per_seed[s]["methods"] for s in seeds}),
             "best_baseline": [per_seed[s]["best_baseline"] for s in seeds],
             "class_sizes": first["class_sizes"], "groups": first["groups"],
-            "per_class_accuracy": {m: np.mean([per_seed[s]["methods"][m]["per_class_accuracy"] for s in seeds],
-                                              0).tolist() for m in methods},
+            "class_order": {s: per_seed[s]["by_size"] for s in seeds},
+            # the r-th largest class's accuracy, averaged over seeds (the class order differs per seed)
+            "size_ranked_sizes": sorted(first["class_sizes"], reverse=True),
+            "size_ranked_accuracy": {m: np.mean([np.asarray(per_seed[s]["methods"][m]["per_class_accuracy"])
+                                                 [per_seed[s]["by_size"]] for s in seeds], 0).tolist()
+                                     for m in methods},
             "group_accuracy": {m: {g: float(np.mean([per_seed[s]["methods"][m]["group_accuracy"][g] for s in seeds]))
                                    for g in GROUPS} for m in methods},
             "beta": {m: [per_seed[s]["methods"][m]["info"]["beta"] for s in seeds] for m in REMEDIED}}
@@ -133,9 +144,9 @@ def _subset_bank(cfg: Config):
 def run(cfg: Config, paths: Paths) -> dict:
     """Both settings; writes ``results/long_tail_<dataset>.json`` and returns its record."""
     return run_settings(
-        cfg, paths, NAME, bank_specs={f"{r:g}": cfg.imbalanced(cfg.main_spec(), r) for r in cfg.ratios},
+        cfg, paths, NAME, bank_specs=cfg.conditions(cfg.main_spec()),
         memory=_subset_bank(cfg), evaluate=evaluate, summarise=_summarise,
-        trained_specs={f"{r:g}": cfg.imbalanced(cfg.retrain_spec(), r) for r in cfg.ratios} if cfg.retrain else {},
+        trained_specs=cfg.conditions(cfg.retrain_spec()),
         about={"bank": {"description": "memory bank built from the imbalanced subset; main's models"},
                "trained": {"description": "models retrained on the imbalanced subset"}},
         ratios=list(cfg.ratios), betas=list(BETAS))
@@ -155,12 +166,11 @@ def figure(record: dict):
         for key, cell in s["curves"].items():
             if float(key) == 1:
                 continue
-            sizes = np.asarray(cell["class_sizes"])
-            order = np.argsort(sizes)
-            panels[(f"{SETTING_NAMES[sname]}, ratio {key}", "per-class accuracy (%)")] = {
-                LABELS[m]: (sizes[order], 100 * np.asarray(cell["per_class_accuracy"][m])[order], None)
-                for m in FIGURE_METHODS}
-    return figures.curve_panels(panels, "class size in the memory (log scale)", ncols=min(2, len(panels)), logx=True,
+            sizes = np.asarray(cell["size_ranked_sizes"])
+            panels[(f"{SETTING_NAMES[sname]}, ratio {key}", "accuracy of the class (%)")] = {
+                LABELS[m]: (sizes, 100 * np.asarray(cell["size_ranked_accuracy"][m]), None) for m in FIGURE_METHODS}
+    return figures.curve_panels(panels, "class size in the memory (log scale; the class order is drawn per seed)",
+                              ncols=min(2, len(panels)), logx=True,
                               panel_width=3.6,
                               title=f"{REGISTRY[record['dataset']].title}: per-class test accuracy on a long-tailed "
                                     f"memory (mean over seeds)")
@@ -198,9 +208,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         table_frame(record),
         f"{title} with a long-tailed training set (exponential profile; ratio = smallest / largest class; balanced "
         f"validation and test). {how}. Head / tail: mean accuracy of the third of the classes largest / smallest in the "
-        f"memory. Class-balanced: each class's vote divided by its memory share to the power $\\beta$, chosen on "
-        f"validation from {{{', '.join(f'{b:g}' for b in BETAS)}}} (for the CNN the same prior correction of its "
-        f"softmax). Mean $\\pm$ s.d.\\ over seeds. Profile \\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
+        f"memory. Prior correction: each class's vote divided by its memory share to the power $\\beta$, chosen on "
+        f"validation from {{{', '.join(f'{b:g}' for b in BETAS)}}} (for the CNN the same correction of its "
+        f"softmax). Mean $\\pm$ s.d.\\ over seeds (the class order drawn per seed). Profile \\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
     fig = figure(record)
     out["figure"] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}")[0]
     figures.plt.close(fig)
@@ -232,6 +242,7 @@ def long_tail_macros(record: dict) -> dict[str, str]:
                 out[macro_name(*prefix, m, "Acc")] = pct(e["test_raw"]["accuracy"]["mean"])
                 out[macro_name(*prefix, m, "HeadAcc")] = pct(cell["group_accuracy"][m]["head"])
                 out[macro_name(*prefix, m, "TailAcc")] = pct(cell["group_accuracy"][m]["tail"])
+        out[macro_name("long tail", ds, sname, "N Seeds")] = str(len(s["seeds"]))
         smallest = min(s["curves"], key=float)  # the grid's strongest imbalance, any grid
         exact = macro_name("long tail", ds, sname, smallest.replace(".", ""))
         for k, v in list(out.items()):
@@ -250,15 +261,15 @@ def macros(records: list[dict]) -> dict[str, str]:
 
 
 def readme_lines(records: list[dict]) -> list[str]:
-    """One README bullet per dataset: tail-class accuracy at the strongest imbalance, with and without class-balanced voting."""
+    """One README bullet per dataset: tail-class accuracy at the strongest imbalance, with and without the prior correction."""
     def bullet(res: dict, title: str) -> str:
         s = res["settings"].get("trained") or res["settings"]["bank"]
         key = min(s["curves"], key=float)
         g = s["curves"][key]["group_accuracy"]
         return (f"- long tail ({title}, ratio {key}, models "
                 f"{'retrained on the subset' if s is res['settings'].get('trained') else 'unchanged'}): "
-                f"tail-class accuracy best kNN {100 * g['best_baseline']['tail']:.1f} %, with class-balanced "
-                f"voting {100 * g['best_baseline_balanced']['tail']:.1f} %; Attn-KNN "
+                f"tail-class accuracy best kNN {100 * g['best_baseline']['tail']:.1f} %, with the prior "
+                f"correction {100 * g['best_baseline_balanced']['tail']:.1f} %; Attn-KNN "
                 f"{100 * g['attnknn']['tail']:.1f} % / {100 * g['attnknn_balanced']['tail']:.1f} %.")
 
     return per_dataset(records, bullet)

@@ -39,6 +39,7 @@ from attnknn_lib.evaluation.methods import (
     score,
 )
 from attnknn_lib.evaluation.metrics import confusion_matrix, paired_bootstrap_diff, reliability_bins
+from attnknn_lib.evaluation.verdicts import MARGINS, VERDICTS, seed_level
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.shared import ExperimentConfig
 from attnknn_lib.models import MultiHeadNeighborAttention
@@ -50,9 +51,8 @@ from attnknn_lib.report.macros import (
     metric_macros,
     record_macros,
     source_note,
-    verdict,
 )
-from attnknn_lib.report.tables import booktabs, fmt, methods_frame, seed_frame
+from attnknn_lib.report.tables import booktabs, fmt, methods_frame, sd_text, seed_frame
 from attnknn_lib.training.loops import train_attention_head
 
 NAME = "main"
@@ -84,6 +84,9 @@ class Config(ExperimentConfig):
     n_boot: int = knob(1000, "bootstrap resamples for the 95 % intervals")
     ablation: bool = knob(True, "ablate the attention components on the primary dataset (first seed)")
     ablation_epochs: int = knob(2, "epochs per ablation variant")
+    margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences (0.0025 is 0.25 pp)")
+    margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
+    margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -98,6 +101,12 @@ class Config(ExperimentConfig):
         check_range("ablation_epochs", self.ablation_epochs, 1, None)
         check_range("n_boot", self.n_boot, 1, None)
         check_range("k", self.k, 1, max(K_ENSEMBLE))
+        for name in ("margin_accuracy", "margin_ece", "margin_nll"):
+            check_range(name, getattr(self, name), 0.0, None)
+
+    def margin(self, metric: str) -> float:
+        """The declared equivalence margin of a metric (the config's, else the library's)."""
+        return getattr(self, f"margin_{metric}", MARGINS[metric])
 
 
 def runs(cfg: Config):
@@ -152,8 +161,10 @@ def run_ablation(cfg: Config, ds, emb, seed: int) -> dict:
 
 
 def _paired(cfg: Config, test_probs: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], labels: np.ndarray) -> dict:
-    """Attn-KNN minus the best baseline (chosen on validation per seed) and minus the CNN: per seed
-    and pooled over seeds, raw and calibrated, with paired-bootstrap 95 % intervals."""
+    """Attn-KNN minus the best baseline (chosen on validation per seed) and minus the CNN, raw and
+    calibrated: per seed and pooled over seeds (paired-bootstrap 95 % intervals over test points),
+    and at the seed level (t interval over the per-seed differences plus the test set's bootstrap
+    variance, with the verdict against the declared margin: :mod:`attnknn_lib.evaluation.verdicts`)."""
     out = {}
     for name, (a, b) in COMPARISONS.items():
         entry = {"a": a, "b": b, "per_seed": {}}
@@ -163,8 +174,11 @@ def _paired(cfg: Config, test_probs: dict[str, dict[str, tuple[np.ndarray, np.nd
             for s in test_probs:
                 entry["per_seed"].setdefault(s, {})[split] = paired_bootstrap_diff(
                     [pa[s]], [pb[s]], labels, n_boot=cfg.n_boot, seed=int(s))
-            entry.setdefault("pooled", {})[split] = paired_bootstrap_diff(
-                list(pa.values()), list(pb.values()), labels, n_boot=cfg.n_boot, seed=0)
+            pooled = paired_bootstrap_diff(list(pa.values()), list(pb.values()), labels, n_boot=cfg.n_boot, seed=0)
+            entry.setdefault("pooled", {})[split] = pooled
+            entry.setdefault("seed_level", {})[split] = {
+                m: seed_level([entry["per_seed"][s][split][m]["value"] for s in test_probs], pooled[m]["se"], m,
+                              margin=cfg.margin(m)) for m in pooled}
         out[name] = entry
     return out
 
@@ -232,18 +246,19 @@ def _save_arrays(name: str, seed: int, ds, methods: dict[str, MethodProbs], emb,
 
 
 def _diff_frame(paired: dict) -> pd.DataFrame:
-    """Rows: comparison x seed (and pooled); columns: accuracy, ECE, NLL differences with intervals."""
+    """Rows: comparison x seed, then over seeds (seed-level interval and verdict); columns:
+    accuracy, ECE, NLL differences with 95 % intervals."""
 
     rows = {}
+    cols = (("$\\Delta$ Acc. (pp)", "raw", "accuracy"), ("$\\Delta$ ECE", "raw", "ece"),
+            ("$\\Delta$ ECE (cal.)", "calibrated", "ece"), ("$\\Delta$ NLL (cal.)", "calibrated", "nll"))
     for _name, entry in paired.items():
         label = f"$-$ {'best baseline' if entry['b'] == 'best baseline' else 'CNN'}"  # short: the table fits unscaled
-        parts = [(f"seed {s}", d) for s, d in entry["per_seed"].items()] + [("pooled", entry["pooled"])]
-        for who, d in parts:
-            rows[f"{label}, {who}"] = {
-                "$\\Delta$ Acc. (pp)": fmt(d["raw"]["accuracy"], "accuracy", signed=True),
-                "$\\Delta$ ECE": fmt(d["raw"]["ece"], "ece", signed=True),
-                "$\\Delta$ ECE (cal.)": fmt(d["calibrated"]["ece"], "ece", signed=True),
-                "$\\Delta$ NLL (cal.)": fmt(d["calibrated"]["nll"], "nll", signed=True)}
+        for s, d in entry["per_seed"].items():
+            rows[f"{label}, seed {s}"] = {c: fmt(d[split][m], m, signed=True) for c, split, m in cols}
+        over = entry["seed_level"]
+        rows[f"{label}, over seeds"] = {c: fmt(over[split][m], m, signed=True) for c, split, m in cols}
+        rows[f"{label}, verdict"] = {c: over[split][m]["verdict"] for c, split, m in cols}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "Attn-KNN"
     return df
@@ -279,9 +294,11 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
         return out
     out["paired"] = write_text(paths.tables / f"main_{name}_paired.tex", booktabs(
         _diff_frame(res["paired"]),
-        f"{title}: paired differences on the same test points (Attn-KNN minus the other method; 95\\% paired "
-        f"bootstrap intervals; pooled = mean over seeds {seeds}, resampling test points jointly). Accuracy in "
-        f"percentage points; negative ECE / NLL differences favour Attn-KNN. {src}.", "tab:main-paired"))
+        f"{title}: paired differences on the same test points (Attn-KNN minus the other method). Per seed: 95\\% "
+        f"paired bootstrap intervals over test points. Over seeds {seeds}: mean of the per-seed differences, 95\\% "
+        f"$t$ interval counting the seeds' spread and the test set's bootstrap variance, and the verdict against "
+        f"the declared margins ({_margins_text(run.record['config'])}). Accuracy in percentage points; negative "
+        f"ECE / NLL differences favour Attn-KNN. {src}.", "tab:main-paired"))
     per_seed = {s: d["methods"] for s, d in res["per_seed"].items()}
     out["seeds"] = write_text(paths.tables / f"main_{name}_seeds.tex", booktabs(
         seed_intervals_frame(per_seed),
@@ -320,23 +337,29 @@ def summary_frame(record: dict) -> pd.DataFrame:
     rows = {}
     for _m, r in record["results"]["summary"].items():
         raw, cal = r["test_raw"], r["test_calibrated"]
-        rows[r["label"]] = {"accuracy (%)": 100 * raw["accuracy"]["mean"], "± s.d.": 100 * raw["accuracy"]["std"],
+        rows[r["label"]] = {"accuracy (%)": 100 * raw["accuracy"]["mean"], "± s.d.": sd_text(raw["accuracy"]["std"], 100, 2),
                             "ECE": raw["ece"]["mean"], "ECE (cal.)": cal["ece"]["mean"],
                             "NLL (cal.)": cal["nll"]["mean"]}
     return pd.DataFrame.from_dict(rows, orient="index").round(4)
 
 
 def paired_frame(record: dict) -> pd.DataFrame:
-    """Pooled paired differences (plain numbers) of one record."""
+    """Seed-level paired differences of one record: mean, 95 % interval, margin, verdict."""
     rows = {}
     for name, e in record["results"]["paired"].items():
         for split in ("raw", "calibrated"):
             for metric in ("accuracy", "ece", "nll"):
-                d = e["pooled"][split][metric]
+                d = e["seed_level"][split][metric]
                 scale = 100 if metric == "accuracy" else 1
                 rows[(name, split, metric)] = {"difference": scale * d["value"], "low": scale * d["low"],
-                                               "high": scale * d["high"]}
+                                               "high": scale * d["high"], "margin": scale * d["margin"],
+                                               "seeds": d["n_seeds"], "verdict": d["verdict"]}
     return pd.DataFrame.from_dict(rows, orient="index").round(4)
+
+
+def _margins_text(config: dict) -> str:
+    return (f"accuracy {100 * config['margin_accuracy']:g} pp, ECE {config['margin_ece']:g}, "
+            f"NLL {config['margin_nll']:g}")
 
 
 def write_summary_table(paths: Paths, datasets: tuple[str, ...]) -> Path:
@@ -364,7 +387,7 @@ def main_macros(record: dict) -> dict[str, str]:
     for method, entry in res["summary"].items():
         out.update(metric_macros(("main", ds, method), entry, key="mean"))
     for name, tag in (("attnknn_vs_best_baseline", "DiffBase"), ("attnknn_vs_cnn", "DiffCnn")):
-        out.update(diff_macros(("main", ds, tag), res["paired"][name]["pooled"]))
+        out.update(diff_macros(("main", ds, tag), res["paired"][name]["seed_level"]))
     for kind, tr in first["training"].items():
         out[macro_name("main", ds, kind, "Epochs")] = str(len(tr["history"]))
         out[macro_name("main", ds, kind, "BestEpoch")] = str(tr["best_epoch"])
@@ -409,19 +432,28 @@ def main_macros(record: dict) -> dict[str, str]:
     return out
 
 
+def is_perfect(record: dict) -> bool:
+    """Every method scores 100 % test accuracy on every seed: the dataset cannot tell them apart."""
+    summary = record["results"]["summary"]
+    return all(min(e["test_raw"]["accuracy"]["values"]) == 1.0 for e in summary.values())
+
+
 def verdict_count_macros(records: list[dict]) -> dict[str, str]:
     """Over the main experiment's datasets: on how many Attn-KNN is better than / worse than /
-    indistinguishable from the best baseline and the CNN, per metric (``\\MainBaseAccCalWorse`` ...)."""
+    equivalent to the best baseline and the CNN, or inconclusive, per metric (seed-level verdicts,
+    ``\\MainBaseAccCalWorse`` ...). Datasets where every method is perfect are counted apart
+    (``\\MainPerfectCount``) and left out of the verdict counts."""
     if not records:
         return {}
-    out = {}
+    counted = [r for r in records if not is_perfect(r)]
+    out = {macro_name("main", "Perfect Count"): str(len(records) - len(counted)),
+           macro_name("main", "Counted Datasets"): str(len(counted))}
     for name, tag in (("attnknn_vs_best_baseline", "Base"), ("attnknn_vs_cnn", "Cnn")):
         for split, cal in (("raw", ""), ("calibrated", "Cal")):
             for metric, mname in (("accuracy", "Acc"), ("ece", "Ece"), ("nll", "Nll")):
-                words = [verdict(e["low"], e["high"], metric == "accuracy") for e in
-                         (r["results"]["paired"][name]["pooled"][split][metric] for r in records)]
-                for word, w in (("better than", "Better"), ("worse than", "Worse"), ("indistinguishable from", "Tied")):
-                    out[macro_name("main", tag, mname + cal, w)] = str(words.count(word))
+                words = [r["results"]["paired"][name]["seed_level"][split][metric]["verdict"] for r in counted]
+                for word in VERDICTS:
+                    out[macro_name("main", tag, mname + cal, word)] = str(words.count(word))
     return out
 
 
@@ -454,7 +486,7 @@ def readme_lines(records: list[dict]) -> list[str]:
                 cells.append("--")
                 continue
             raw, cal = summary[m]["test_raw"], summary[m]["test_calibrated"]
-            cells.append(f"{100 * raw['accuracy']['mean']:.2f} ± {100 * raw['accuracy']['std']:.2f} / "
+            cells.append(f"{100 * raw['accuracy']['mean']:.2f} ± {sd_text(raw['accuracy']['std'], 100, 2)} / "
                          f"{raw['ece']['mean']:.3f} / {cal['ece']['mean']:.3f}")
         lines.append(f"| {REGISTRY[record['dataset']].title} | " + " | ".join(cells) + " |")
     return lines

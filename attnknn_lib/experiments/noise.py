@@ -45,7 +45,7 @@ from attnknn_lib.knn.votes import (
 from attnknn_lib.report import figures
 from attnknn_lib.report.macros import macro_name, pct, record_macros
 from attnknn_lib.report.readme import per_dataset
-from attnknn_lib.report.tables import booktabs, fmt_mean_sd
+from attnknn_lib.report.tables import booktabs, error_bars, fmt_mean_sd
 
 NAME = "noise"
 NOTEBOOK = "03_noise.ipynb"
@@ -75,6 +75,10 @@ class Config(RobustnessConfig):
             check_choice("kinds", kind, NOISE_KINDS)
         check_range("noise_seed", self.noise_seed, 0, None)
 
+    def conditions(self, spec: DataSpec, rates: tuple[float, ...]):
+        """seed -> {"kind/rate": the noisy ``spec``}: the same flips for every seed and model."""
+        return lambda seed: {f"{kind}/{rate:g}": self.noisy(spec, kind, rate) for kind, rate in _grid(self, rates)}
+
     def noisy(self, spec: DataSpec, kind: str, rate: float) -> DataSpec:
         """``spec`` with this noise in the training and validation labels (rate 0: unchanged)."""
         if rate == 0:
@@ -90,7 +94,7 @@ def _grid(cfg: Config, rates: tuple[float, ...]) -> list[tuple[str, float]]:
 
 def runs(cfg: Config):
     """Main's Attn-KNN and CNN (setting bank) and the models retrained on noisy labels."""
-    return cfg.runs_for([cfg.noisy(cfg.retrain_spec(), kind, rate) for kind, rate in _grid(cfg, cfg.retrain_rates)])
+    return cfg.runs_for(cfg.conditions(cfg.retrain_spec(), cfg.retrain_rates))
 
 
 def outputs(cfg: Config) -> list[str]:
@@ -167,11 +171,9 @@ class _RelabelledBank:
 def run(cfg: Config, paths: Paths) -> dict:
     """Both settings; writes ``results/noise_<dataset>.json`` and returns its record."""
     return run_settings(
-        cfg, paths, NAME, bank_specs={f"{kind}/{rate:g}": cfg.noisy(cfg.main_spec(), kind, rate)
-                                      for kind, rate in _grid(cfg, cfg.rates)},
+        cfg, paths, NAME, bank_specs=cfg.conditions(cfg.main_spec(), cfg.rates),
         memory=_RelabelledBank(cfg), evaluate=evaluate, summarise=_summarise,
-        trained_specs={f"{kind}/{rate:g}": cfg.noisy(cfg.retrain_spec(), kind, rate)
-                       for kind, rate in _grid(cfg, cfg.retrain_rates)} if cfg.retrain else {},
+        trained_specs=cfg.conditions(cfg.retrain_spec(), cfg.retrain_rates),
         about={"bank": {"description": SETTINGS["bank"], "rates": list(cfg.rates)},
                "trained": {"description": SETTINGS["trained"], "rates": list(cfg.retrain_rates)}},
         kinds=list(cfg.kinds))
@@ -184,7 +186,7 @@ def _curve(setting: dict, kind: str, method: str, split: str, metric: str, scale
     keys = [(r, "none/0" if r == 0 else f"{kind}/{r:g}") for r in setting["rates"]]
     keys = [(r, key) for r, key in keys if key in setting["curves"]]
     e = [setting["curves"][key]["summary"][method][split][metric] for _, key in keys]
-    return [100 * r for r, _ in keys], [scale * x["mean"] for x in e], [scale * x["std"] for x in e]
+    return [100 * r for r, _ in keys], [scale * x["mean"] for x in e], error_bars(e, scale)
 
 
 def figure(record: dict):

@@ -63,24 +63,26 @@ class RobustnessConfig(ExperimentConfig):
         return {"seeds": list(self.retrain_seeds), "n_train_before_change": spec.max_train or None,
                 "epochs": self.retrain_recipe().train_config(REGISTRY[self.dataset].kind, 0).epochs}
 
-    def runs_for(self, trained_specs: list[DataSpec]):
-        """Main's Attn-KNN and CNN (setting bank) and the retrained ones (setting trained), each once."""
+    def runs_for(self, trained_specs: Callable[[int], dict[str, DataSpec]]):
+        """Main's Attn-KNN and CNN (setting bank) and the retrained ones (setting trained: per seed,
+        ``trained_specs(seed)`` gives the changed data), each once."""
         out = core.model_runs(self, self.main_spec(), self.seeds)
         if self.retrain:
-            for spec in trained_specs:
-                out += core.model_runs(self.retrain_recipe(), spec, self.retrain_seeds)
+            for seed in self.retrain_seeds:
+                for spec in trained_specs(seed).values():
+                    out += core.model_runs(self.retrain_recipe(), spec, (seed,))
         return list({r.id: r for r in out}.values())
 
 
-def trained_cells(cfg: RobustnessConfig, paths, device, specs: dict[str, DataSpec], evaluate) -> dict:
-    """Setting trained: for each condition (``specs``: key -> the changed data) and retrain seed,
+def trained_cells(cfg: RobustnessConfig, paths, device, specs: Callable[[int], dict[str, DataSpec]], evaluate) -> dict:
+    """Setting trained: for each retrain seed and condition (``specs(seed)``: key -> the changed data),
     the retrained Attn-KNN and CNN, with a bank of the new embedding labelled as it was trained,
     scored by the experiment's ``evaluate(cfg, emb, prepared, attention, cnn, seed)``."""
     recipe, base = cfg.retrain_recipe(), load_base(cfg.retrain_spec())
     cells: dict[str, dict] = {}
-    for key, spec in specs.items():
-        prepared = prepare(spec, base)
-        for seed in cfg.retrain_seeds:
+    for seed in cfg.retrain_seeds:
+        for key, spec in specs(seed).items():
+            prepared = prepare(spec, base)
             run_, attn, cnn_model = core.trained_pair(recipe, prepared, seed, paths, device)
             emb = core.bank_of(core.frozen_embeddings(run_, attn, prepared, paths, device), prepared.dataset.train.y,
                                cfg.k)
@@ -89,8 +91,9 @@ def trained_cells(cfg: RobustnessConfig, paths, device, specs: dict[str, DataSpe
     return cells
 
 
-def bank_cells(cfg: RobustnessConfig, paths, device, specs: dict[str, DataSpec], memory: Callable, evaluate) -> dict:
-    """Setting bank: for each of main's seeds and each condition (``specs``: key -> the changed
+def bank_cells(cfg: RobustnessConfig, paths, device, specs: Callable[[int], dict[str, DataSpec]], memory: Callable,
+               evaluate) -> dict:
+    """Setting bank: for each of main's seeds and each condition (``specs(seed)``: key -> the changed
     data), the memory ``memory(frozen, prepared)`` builds from main's frozen embedding, scored by
     the experiment's ``evaluate(cfg, emb, prepared, attention, cnn, seed)``."""
     base = load_base(cfg.main_spec())
@@ -100,15 +103,15 @@ def bank_cells(cfg: RobustnessConfig, paths, device, specs: dict[str, DataSpec],
         run_, attn, cnn_model = core.trained_pair(cfg, clean, seed, paths, device)
         frozen = core.frozen_embeddings(run_, attn, clean, paths, device)
         cnn = core.cnn_method(cnn_model, clean, device)
-        for key, spec in specs.items():
+        for key, spec in specs(seed).items():
             prepared = prepare(spec, base)
             cells.setdefault(key, {})[str(seed)] = evaluate(cfg, memory(frozen, prepared), prepared, attn.attention,
                                                             cnn, seed)
     return cells
 
 
-def run_settings(cfg: RobustnessConfig, paths, experiment: str, *, bank_specs: dict[str, DataSpec],
-                 memory: Callable, trained_specs: dict[str, DataSpec], evaluate, summarise,
+def run_settings(cfg: RobustnessConfig, paths, experiment: str, *, bank_specs: Callable[[int], dict[str, DataSpec]],
+                 memory: Callable, trained_specs: Callable[[int], dict[str, DataSpec]], evaluate, summarise,
                  about: dict[str, dict], **fields) -> dict:
     """Both settings of a robustness experiment: cells per condition and seed, their summaries
     (``summarise(per_seed)``), written as ``results/<experiment>_<dataset>.json``. ``about`` gives

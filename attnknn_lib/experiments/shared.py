@@ -166,7 +166,8 @@ def vote_methods(emb: Embedded, prepared: Prepared, attention, k: int,
 
 
 def aggregate_seeds(per_seed: dict[str, dict[str, dict]]) -> dict:
-    """Mean and s.d. (ddof 1) over seeds of every method's test metrics, raw and calibrated.
+    """Mean and s.d. (ddof 1; None for one seed: no spread to show) over seeds of every method's
+    test metrics, raw and calibrated.
     ``per_seed`` = {seed: {method: scored entry of :func:`attnknn_lib.evaluation.methods.score`}}; a method
     is aggregated over the seeds that have it (``seeds`` says which)."""
     out = {}
@@ -177,7 +178,7 @@ def aggregate_seeds(per_seed: dict[str, dict[str, dict]]) -> dict:
             entry[split] = {}
             for metric in METRICS:
                 v = np.array([per_seed[s][m][split][metric]["value"] for s in seeds])
-                entry[split][metric] = {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+                entry[split][metric] = {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if len(v) > 1 else None,
                                         "values": v.tolist()}
         out[m] = entry
     return out

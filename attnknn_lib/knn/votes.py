@@ -10,7 +10,13 @@ distance:  w_j = softmax_j(-r_j / tau)          r_j = ||q - n_j|| Euclidean dist
 cosine:    w_j = softmax_j(s_j / T)             s_j cosine similarity (DINO's exp(s/T), normalised)
 attention: w_j from the learned attention module (already normalised)
 
-class-balanced (a remedy for long-tailed memories, applied to any rule's probabilities):
+ties:      when several classes share the largest vote (within TIE_TOL), the class of the nearest
+           neighbour among them wins: it gets TIE_EPS more before renormalising (break_ties).
+           argmax alone would hand every tie to the lowest class index, which under c -> c+1
+           label noise is the true class of an even split (an artefact, not robustness).
+
+prior correction (a remedy for long-tailed memories, applied to any rule's probabilities; the
+           post-hoc logit adjustment of Menon et al. 2021 with the memory's class shares as prior):
            p'(c | q) = p(c | q) / pi_c^beta / sum_c' p(c' | q) / pi_c'^beta
            pi_c the share of class c in the memory, beta in [0, 1] tuned on validation
 
@@ -26,6 +32,8 @@ import numpy as np
 from attnknn_lib.base.errors import ConfigError
 
 RULES = ("uniform", "distance", "cosine")
+TIE_TOL = 1e-12  # votes closer than this count as tied (sums of equal weights differ by rounding)
+TIE_EPS = 1e-9  # what the tie's winner gets: decides argmax, moves NLL / ECE by at most ~1e-9
 
 
 def softmax_rows(z: np.ndarray) -> np.ndarray:
@@ -71,8 +79,26 @@ def cosine_from_sq_dist(sq_dist: np.ndarray) -> np.ndarray:
     return 1.0 - np.asarray(sq_dist, dtype=np.float64) / 2.0
 
 
+def break_ties(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Rows of ``probs`` (B, C) whose largest value is shared by several classes (within TIE_TOL):
+    the tied class of the nearest neighbour (first column of ``labels`` (B, k), nearest first)
+    gets TIE_EPS more, then the row is renormalised. Other rows are returned unchanged."""
+    p = np.array(probs, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    tied = p >= p.max(axis=1, keepdims=True) - TIE_TOL  # (B, C)
+    rows = np.flatnonzero(tied.sum(axis=1) > 1)
+    if rows.size:
+        lab = labels[rows]  # (r, k)
+        first = tied[rows[:, None], lab].argmax(axis=1)  # rank of the nearest neighbour of a tied class
+        winner = lab[np.arange(rows.size), first]
+        p[rows, winner] += TIE_EPS
+        p[rows] /= p[rows].sum(axis=1, keepdims=True)
+    return p
+
+
 def vote(weights: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarray:
-    """p(c) = sum_j w_j [y_j = c]: weights (B, k), labels (B, k) -> probabilities (B, C).
+    """p(c) = sum_j w_j [y_j = c]: weights (B, k), labels (B, k), nearest first -> probabilities
+    (B, C), ties broken by the nearest neighbour (:func:`break_ties`).
 
     One weighted bincount over ``row * C + label`` (no (B, k, C) one-hot buffer).
     """
@@ -84,7 +110,8 @@ def vote(weights: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarra
         raise ConfigError(f"neighbour labels must lie in 0..{num_classes - 1}; got {labels.min()}..{labels.max()}")
     b = weights.shape[0]
     flat = (np.arange(b)[:, None] * num_classes + labels).ravel()
-    return np.bincount(flat, weights=weights.ravel(), minlength=b * num_classes).reshape(b, num_classes)
+    probs = np.bincount(flat, weights=weights.ravel(), minlength=b * num_classes).reshape(b, num_classes)
+    return break_ties(probs, labels)
 
 
 def knn_probs(rule: str, sq_dist: np.ndarray, labels: np.ndarray, num_classes: int,
@@ -111,7 +138,7 @@ def knn_probs(rule: str, sq_dist: np.ndarray, labels: np.ndarray, num_classes: i
     return vote(w, y, num_classes)
 
 
-def class_balanced(probs: np.ndarray, prior: np.ndarray, beta: float) -> np.ndarray:
+def prior_correction(probs: np.ndarray, prior: np.ndarray, beta: float) -> np.ndarray:
     """p'(c) = p(c) pi_c^-beta / sum_c' p(c') pi_c'^-beta for probs (B, C) and class shares prior (C,).
 
     beta = 0 leaves the probabilities unchanged; beta = 1 divides each class's vote by its share

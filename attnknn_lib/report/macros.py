@@ -17,7 +17,7 @@ from pathlib import Path
 
 from attnknn_lib.base.files import write_text
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.report.tables import latex_escape
+from attnknn_lib.report.tables import latex_escape, sd_text
 
 PATH_MARK = "\x00path:"  # values that are file paths: written verbatim (underscores kept)
 DIGITS = {"0": "Zero", "1": "One", "2": "Two", "3": "Three", "4": "Four", "5": "Five", "6": "Six", "7": "Seven",
@@ -48,34 +48,40 @@ def metric_macros(prefix: tuple[str, ...], entry: dict, key: str = "value") -> d
         macro_name(*prefix, "BrierCal"): f"{cal['brier'][key]:.4f}",
     }
     if key == "mean":
-        out[macro_name(*prefix, "AccSd")] = f"{100 * raw['accuracy']['std']:.2f}"
-        out[macro_name(*prefix, "EceSd")] = f"{raw['ece']['std']:.4f}"
-        out[macro_name(*prefix, "EceCalSd")] = f"{cal['ece']['std']:.4f}"
+        out[macro_name(*prefix, "AccSd")] = sd_text(raw["accuracy"]["std"], 100, 2)
+        out[macro_name(*prefix, "EceSd")] = sd_text(raw["ece"]["std"], 1, 4)
+        out[macro_name(*prefix, "EceCalSd")] = sd_text(cal["ece"]["std"], 1, 4)
     else:
         out[macro_name(*prefix, "AccLow")] = f"{100 * raw['accuracy']['low']:.2f}"
         out[macro_name(*prefix, "AccHigh")] = f"{100 * raw['accuracy']['high']:.2f}"
     return out
 
 
-def verdict(low: float, high: float, higher_is_better: bool) -> str:
-    """The word for a difference A - B with 95 % interval [low, high]: "better than" or "worse
-    than" when the interval excludes 0, else "indistinguishable from" (so the paper's sentences
-    follow the numbers of each run)."""
-    if low > 0 or high < 0:
-        return "better than" if (low > 0) == higher_is_better else "worse than"
-    return "indistinguishable from"
+# how a seed-level verdict (attnknn_lib.evaluation.verdicts) reads in "A is ... B"
+VERDICT_PHRASES = {"better": "better than", "worse": "worse than", "equivalent": "equivalent to",
+                   "inconclusive": "inconclusive against"}
+
+
+def signed(value: float, decimals: int) -> str:
+    """A signed number that never prints as -0.000: +0.000 when it rounds to zero; "--" if NaN."""
+    if value != value:
+        return "--"
+    text = f"{value:+.{decimals}f}"
+    return "+" + text[1:] if float(text) == 0 else text
 
 
 def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
-    """A paired difference (pooled over seeds): accuracy in points, ECE / NLL as they are, and a
-    ``...Verdict`` word for each (see :func:`verdict`)."""
+    """A seed-level difference A - B (``d[split][metric]`` from :func:`~attnknn_lib.evaluation.verdicts.seed_level`):
+    value and 95 % interval (accuracy in points, ECE / NLL as they are), the declared margin and
+    the ``...Verdict`` phrase (better than / worse than / equivalent to / inconclusive against)."""
     out = {}
     for split, tag in (("raw", ""), ("calibrated", "Cal")):
         for metric, name, scale, dec in (("accuracy", "Acc", 100, 2), ("ece", "Ece", 1, 4), ("nll", "Nll", 1, 3)):
             e = d[split][metric]
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
-                out[macro_name(*prefix, name + tag + word)] = f"{scale * e[part]:+.{dec}f}"
-            out[macro_name(*prefix, name + tag, "Verdict")] = verdict(e["low"], e["high"], metric == "accuracy")
+                out[macro_name(*prefix, name + tag + word)] = signed(scale * e[part], dec)
+            out[macro_name(*prefix, name + tag, "Margin")] = f"{scale * e['margin']:.{dec}f}"
+            out[macro_name(*prefix, name + tag, "Verdict")] = VERDICT_PHRASES[e["verdict"]]
     return out
 
 

@@ -19,11 +19,25 @@ def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
     return v
 
 
+NO_SPREAD = "--"  # the spread of a one-seed cell: there is none to show
+
+
+def sd_text(sd: float | None, scale: float = 1.0, decimals: int = 2) -> str:
+    """A standard deviation over seeds as text; ``--`` where there was one seed (sd None)."""
+    return NO_SPREAD if sd is None else f"{sd * scale:.{decimals}f}"
+
+
+def error_bars(entries: list[dict], scale: float = 1.0) -> list[float]:
+    """Half-widths for plotting from {mean, std} entries; 0 (no bar) for a one-seed point."""
+    return [0.0 if e["std"] is None else scale * e["std"] for e in entries]
+
+
 def fmt_mean_sd(entry: dict, metric: str, decimals: int | None = None) -> str:
-    """``mean +- sd`` of a {mean, std} entry, formatted for LaTeX (the metric's decimals unless given)."""
+    """``mean +- sd`` of a {mean, std} entry, formatted for LaTeX (the metric's decimals unless given);
+    a one-seed entry shows ``--`` as its spread."""
     _, scale, dec = METRIC_FORMAT[metric]
     dec = dec if decimals is None else decimals
-    return f"{entry['mean'] * scale:.{dec}f}\\,{{\\scriptsize$\\pm${entry['std'] * scale:.{dec}f}}}"
+    return f"{entry['mean'] * scale:.{dec}f}\\,{{\\scriptsize$\\pm${sd_text(entry['std'], scale, dec)}}}"
 
 
 CALIBRATED_ROW = "\\quad after calibration"

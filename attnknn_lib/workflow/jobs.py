@@ -13,6 +13,9 @@ Job commands (``python -m attnknn_lib.workflow.jobs <command> --plan PLAN``):
 * ``report``: ``results/macros.tex`` from the plan's result files only (all of one profile),
   and the README's results block when writing into the repository.
 * ``paper``: latexmk on ``paper/main.tex``.
+
+And one for developers: ``parameters`` rewrites every committed notebook's parameters cell from
+its config class (after a knob is added or changed; a test checks that they agree).
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ import time
 from pathlib import Path
 
 from attnknn_lib.base.errors import AttnKNNError
-from attnknn_lib.base.files import read_json
-from attnknn_lib.base.paths import Paths
+from attnknn_lib.base.files import read_json, write_text
+from attnknn_lib.base.knobs import parameters_cell
+from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.timing import record_time
+from attnknn_lib.experiments import REGISTRY as EXPERIMENTS
 from attnknn_lib.experiments import readme_block, report_macros
 from attnknn_lib.report.macros import write_macros
 from attnknn_lib.report.readme import update_readme
@@ -38,6 +43,21 @@ from attnknn_lib.report.records import read_records
 from attnknn_lib.workflow.plan import NOTEBOOK_DIR, STATE, TIMES, result_files
 
 # ----------------------------------------------------------------------------- job commands
+
+def write_parameter_cells(repo: Path = REPO_ROOT) -> list[Path]:
+    """Regenerate the ``parameters`` cell of every experiment notebook under ``repo/notebooks``."""
+    changed = []
+    for exp in EXPERIMENTS.values():
+        path = repo / "notebooks" / exp.NOTEBOOK
+        nb = json.loads(path.read_text())
+        cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+        source = parameters_cell(exp.Config).splitlines(keepends=True)
+        if cell["source"] != source:
+            cell["source"] = source
+            write_text(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            changed.append(path)
+    return changed
+
 
 def run_notebook(plan: dict, name: str) -> None:
     """Execute one experiment notebook into staging, then move its declared outputs into place."""
@@ -118,7 +138,7 @@ def build_paper(plan: dict) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow.jobs", description="one job of the workflow")
-    ap.add_argument("command", choices=("notebook", "pdf", "report", "paper"))
+    ap.add_argument("command", choices=("notebook", "pdf", "report", "paper", "parameters"))
     ap.add_argument("target", nargs="?", help="experiment name (notebook) or executed notebook (pdf)")
     ap.add_argument("--plan", required=False, help="plan.json written by ./run_all.sh")
     args = ap.parse_args(argv)
@@ -131,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
             export_pdf(Path(args.target))
         elif args.command == "report":
             report(plan)
+        elif args.command == "parameters":
+            for path in write_parameter_cells():
+                print(f"rewrote the parameters cell of {path}")
         else:
             build_paper(plan)
     except AttnKNNError as err:

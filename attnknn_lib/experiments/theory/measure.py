@@ -277,8 +277,8 @@ def run(cfg: Config, paths: Paths) -> dict:
                             **weight_spread(w)}
     ens_error = 1.0 - accuracy(np.mean(cnn_probs, axis=0), ds.test.y)
     summary = {m: {key: {"mean": np.mean([curves[s][m][key] for s in curves], axis=0).tolist(),
-                         "std": np.std([curves[s][m][key] for s in curves], axis=0, ddof=1 if len(curves) > 1 else 0
-                                       ).tolist()} for key in ("error", "nll")} for m in METHODS}
+                         "std": np.std([curves[s][m][key] for s in curves], axis=0, ddof=1).tolist()
+                         if len(curves) > 1 else None} for key in ("error", "nll")} for m in METHODS}
     one_nn = summary["uniform"]["error"]["mean"][ks.index(1)] if 1 in ks else None
     results = {
         "dataset": ds.summary(), "seeds": list(cfg.seeds), "n_train": n, "k_sqrt": k_sqrt, "training_k": cfg.k,

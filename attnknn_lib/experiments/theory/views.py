@@ -14,7 +14,7 @@ from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.macros import macro_name, pct, record_macros
 from attnknn_lib.report.readme import per_dataset
-from attnknn_lib.report.tables import booktabs
+from attnknn_lib.report.tables import booktabs, sd_text
 
 
 def _mark_sqrt(ax, res: dict) -> None:
@@ -30,7 +30,8 @@ def k_figure(record: dict):
     fig, axes = plt.subplots(1, 2, figsize=(7.2, 2.9))
     for i, (m, label) in enumerate(METHODS.items()):
         for ax, key, scale in ((axes[0], "error", 100), (axes[1], "nll", 1)):
-            mean, sd = scale * np.array(summ[m][key]["mean"]), scale * np.array(summ[m][key]["std"])
+            mean = scale * np.array(summ[m][key]["mean"])
+            sd = 0 * mean if summ[m][key]["std"] is None else scale * np.array(summ[m][key]["std"])  # one seed
             ax.plot(ks, mean, marker="os"[i], ms=3.5, lw=1.2, color=f"C{i}", label=label)
             ax.fill_between(ks, mean - sd, mean + sd, color=f"C{i}", alpha=0.15, lw=0)
     axes[0].axhline(100 * bp["cnn_ensemble_error"], color="C3", ls="--", lw=1,
@@ -156,7 +157,8 @@ def table_frame(record: dict) -> pd.DataFrame:
 
     def pct(m, kk):
         e = summ[m]["error"]
-        return f"{100 * _at(e['mean'], ks, kk):.2f} $\\pm$ {100 * _at(e['std'], ks, kk):.2f}"
+        sd = None if e["std"] is None else _at(e["std"], ks, kk)
+        return f"{100 * _at(e['mean'], ks, kk):.2f} $\\pm$ {sd_text(sd, 100, 2)}"
 
     if 1 in ks:
         rows["Uniform 1-NN test error (\\%)"] = pct("uniform", 1)
