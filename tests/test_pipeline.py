@@ -120,3 +120,29 @@ def test_papermill_reads_every_parameter_of_the_cell():
     from dataclasses import fields
 
     assert {f.name for f in fields(EXPERIMENTS["main"].Config)} | {"out_dir"} == names
+
+
+def test_local_runs_use_one_thread_per_job_and_jobs_inherit_their_threads(monkeypatch):
+    from types import SimpleNamespace
+
+    from attnknn_lib.base.runtime import set_threads
+    from attnknn_lib.workflow.cli import train_threads
+
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert train_threads(SimpleNamespace(executor=None, jobs=0)) == 1  # as many one-thread jobs as cores
+    assert train_threads(SimpleNamespace(executor=None, jobs=2)) == 4
+    assert train_threads(SimpleNamespace(executor="slurm", jobs=0)) == 8
+    monkeypatch.setenv("ATTNKNN_THREADS", "1")
+    before = __import__("torch").get_num_threads()
+    try:
+        assert set_threads() == 1
+    finally:
+        set_threads(before)
+
+
+def test_the_mixup_control_cnn_is_declared_only_when_it_differs_from_the_recipe():
+    cfg = EXPERIMENTS["main"].Config(seeds="0,1,2,3", control_seeds=2)
+    control = cfg.control_runs()
+    assert [(r.kind, r.seed, r.train["mixup_alpha"]) for r in control] == [("cnn", 0, 0.2), ("cnn", 1, 0.2)]
+    assert all(r.id in {x.id for x in EXPERIMENTS["main"].runs(cfg)} for r in control)
+    assert EXPERIMENTS["main"].Config(mixup_alpha=0.2).control_runs() == []

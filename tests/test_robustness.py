@@ -137,7 +137,7 @@ def test_robustness_configs_plan_main_models_and_the_retrained_grid():
         ("asymmetric", 0.3), ("none", 0.0), ("symmetric", 0.3)]
     assert all(r.data.max_train == 10_000 and r.train["epochs"] == 2 for r in retrained)
     assert all(r.data.noisy_val for r in retrained if r.data.noise != "none")
-    lt = long_tail.Config(ratios=(1, 0.1))
+    lt = long_tail.Config(ratios=(1, 0.1), retrain_seeds=(0,))
     clean_retrained = [r for r in long_tail.runs(lt) if r.data.max_train == 10_000 and r.data.imbalance == 1]
     assert {r.id for r in clean_retrained} <= {r.id for r in runs}  # shared with noise: trained once
     assert noise.Config(retrain=False).runs_for(lambda seed: {}) == core.model_runs(noise.Config(), DataSpec("fashion_mnist"),

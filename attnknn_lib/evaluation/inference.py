@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from attnknn_lib.base.progress import bar as progress_bar
+from attnknn_lib.base.runtime import channels_last, to_device
 from attnknn_lib.data.transforms import View, batches
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
 from attnknn_lib.knn.votes import break_ties
@@ -26,12 +27,14 @@ def embed(module: nn.Module, x: torch.Tensor, batch_size: int = 1024, device: to
     ``view`` of each batch: (N, D) float32."""
     was_training = module.training
     module.eval()
+    if x.dim() == 4:
+        channels_last(module)
     out = []
     for idx in progress_bar(list(batches(len(x), batch_size)), desc=desc):
         xb = x[idx]
         if view is not None:
             xb = view(xb)
-        out.append(module(xb.to(device)).float().cpu())
+        out.append(module(to_device(xb, device)).float().cpu())
     module.train(was_training)
     return torch.cat(out).numpy().astype(np.float32)
 

@@ -52,7 +52,7 @@ class Config(ExperimentConfig):
     k_values: tuple[int, ...] = knob((1, 3, 5, 10, 20, 50), "neighbour counts (comma-separated)")
     sqrt_k: bool = knob(True, "add k as round(sqrt(training rows)), marked in the figure")
     retrain: bool = knob(True, "also train a fresh attention at each k on the frozen embedding")
-    retrain_seeds: int = knob(1, "how many of the seeds (the first ones) get the attention retrained")
+    retrain_seeds: int = knob(3, "how many of the seeds (the first ones) get the attention retrained")
     head_epochs: int = knob(1, "epochs of each retrained attention")
     n_boot: int = knob(200, "bootstrap resamples for the 95 % intervals")
 

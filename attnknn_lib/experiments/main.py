@@ -79,11 +79,13 @@ class Config(ExperimentConfig):
     datasets: tuple[str, ...] = knob(("fashion_mnist", "digits", "iris", "wine", "breast_cancer"),
                                      "comma-separated dataset names")
     primary: str = knob("fashion_mnist", "dataset of the ablation, training curves and confusion matrix")
-    seeds: tuple[int, ...] = knob((0, 1, 2), "training seeds (comma-separated)")
+    seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "training seeds (comma-separated)")
     tta_views: int = knob(6, "test-time augmentation views, 1 to 6")
     n_boot: int = knob(1000, "bootstrap resamples for the 95 % intervals")
     ablation: bool = knob(True, "ablate the attention components on the primary dataset (first seed)")
     ablation_epochs: int = knob(2, "epochs per ablation variant")
+    mixup_control: float = knob(0.2, "MixUp alpha of a control CNN on the primary dataset (0: no control)")
+    control_seeds: int = knob(3, "the control CNN is trained for the first n seeds")
     margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences (0.0025 is 0.25 pp)")
     margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
     margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
@@ -101,7 +103,8 @@ class Config(ExperimentConfig):
         check_range("ablation_epochs", self.ablation_epochs, 1, None)
         check_range("n_boot", self.n_boot, 1, None)
         check_range("k", self.k, 1, max(K_ENSEMBLE))
-        for name in ("margin_accuracy", "margin_ece", "margin_nll"):
+        check_range("control_seeds", self.control_seeds, 1, None)
+        for name in ("mixup_control", "margin_accuracy", "margin_ece", "margin_nll"):
             check_range(name, getattr(self, name), 0.0, None)
 
     def margin(self, metric: str) -> float:
@@ -109,9 +112,20 @@ class Config(ExperimentConfig):
         return getattr(self, f"margin_{metric}", MARGINS[metric])
 
 
+    def control_runs(self):
+        """The control CNN's runs: the recipe with ``mixup_control`` as its MixUp alpha, on the
+        primary dataset, first ``control_seeds`` seeds; none if that is the recipe's own alpha."""
+        if not self.mixup_control or self.mixup_control == self.mixup_alpha:
+            return []
+        recipe = replace(self.recipe(), mixup_alpha=self.mixup_control)
+        return core.model_runs(recipe, core.data_spec(self, self.primary), self.seeds[:self.control_seeds],
+                               kinds=("cnn",))
+
+
 def runs(cfg: Config):
-    """Attn-KNN and CNN for every dataset and seed."""
-    return [r for name in cfg.datasets for r in core.model_runs(cfg, core.data_spec(cfg, name), cfg.seeds)]
+    """Attn-KNN and CNN for every dataset and seed, and the control CNN."""
+    return [r for name in cfg.datasets for r in core.model_runs(cfg, core.data_spec(cfg, name), cfg.seeds)] + \
+        cfg.control_runs()
 
 
 def outputs(cfg: Config) -> list[str]:
@@ -199,6 +213,10 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
         emb = core.embed(attn, prepared, cfg.tta_views, k_max, device)
         methods = {**knn_methods(emb, ds, cfg.k), **attnknn_methods(attn.attention, emb, cfg.k),
                    **cnn_methods(cnn, ds, views, device=device)}
+        for run in (cfg.control_runs() if name == cfg.primary else []):
+            if run.seed == seed:
+                control = core.trained(run, paths, prepared)[0].model.to(device)
+                methods["cnn_mixup"] = core.cnn_method(control, prepared, device)
         methods = {m: methods[m] for m in METHOD_LABELS if m in methods}
         scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
         best = best_baseline(methods, ds.val.y, scored)

@@ -61,7 +61,7 @@ class Config(RobustnessConfig):
 
     kinds: tuple[str, ...] = knob(NOISE_KINDS, "noise kinds: symmetric, asymmetric (c to c+1)")
     rates: tuple[float, ...] = knob((0.0, 0.1, 0.2, 0.3, 0.4), "noise rates of setting bank")
-    retrain_rates: tuple[float, ...] = knob((0.0, 0.1, 0.2, 0.3, 0.4), "noise rates of setting trained")
+    retrain_rates: tuple[float, ...] = knob((0.0, 0.2, 0.4), "noise rates of setting trained (each costs 3 seeds x 2 kinds x 2 models)")
     noise_seed: int = knob(0, "seed of the noise draw (the same flips for every model)")
 
     def __post_init__(self) -> None:

@@ -38,7 +38,7 @@ from torch import nn
 from attnknn_lib.base.errors import AttnKNNError, ConfigError, check_choice, check_range
 from attnknn_lib.base.progress import bar as progress_bar
 from attnknn_lib.base.progress import write as progress_write
-from attnknn_lib.base.runtime import pick_device, seed_everything
+from attnknn_lib.base.runtime import channels_last, pick_device, seed_everything, to_device
 from attnknn_lib.data.registry import Dataset
 from attnknn_lib.data.transforms import BatchAugment, batches, to_tensor
 from attnknn_lib.evaluation.inference import attnknn_probs, cnn_probs, embed, head_norms
@@ -136,7 +136,7 @@ def _prepare(model: nn.Module, hot: nn.Module, cfg: TrainConfig) -> tuple[torch.
     """Move ``model`` to the device; return it and ``hot`` (the image-to-vector part, where the
     compute is) compiled where that pays off (CUDA), else ``hot`` itself."""
     device = pick_device(cfg.device)
-    model.to(device)
+    channels_last(model.to(device))
     if cfg.compile and device.type == "cuda":
         return device, torch.compile(hot)
     if cfg.compile:
@@ -254,7 +254,7 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
         bar = progress_bar(_train_batches(x_train, y_train, augment, batch, cfg.seed, epoch), total=steps_per_epoch,
                            desc=f"{name} epoch {epoch}/{cfg.epochs}", disable=not progress)
         for step, (x, y, idx) in enumerate(bar):
-            x, y, idx = x.to(device), y.to(device), idx.to(device)
+            x, y, idx = to_device(x, device), y.to(device), idx.to(device)
             x, perm, lam = mixup(x, cfg.mixup_alpha)
             perm = perm.to(device)
             own = torch.stack([idx, idx[perm]], 1) if lam < 1.0 else idx[:, None]  # rows the query is made of
@@ -311,7 +311,7 @@ def train_cnn(model: CNNClassifier, dataset: Dataset, cfg: TrainConfig, train_la
         bar = progress_bar(_train_batches(x_train, y_train, augment, batch, cfg.seed, epoch), total=steps_per_epoch,
                            desc=f"{name} epoch {epoch}/{cfg.epochs}", disable=not progress)
         for step, (x, y, _) in enumerate(bar):
-            x, y = x.to(device), y.to(device)
+            x, y = to_device(x, device), y.to(device)
             x, perm, lam = mixup(x, cfg.mixup_alpha)
             with precision.autocast():
                 logits = forward(x).float()

@@ -4,6 +4,10 @@
 * the attention vote (the trained model's module: projections, per-head softmax, vote) against
   the distance vote, µs per query, batched and one query at a time;
 * the library's vectorised vote (:func:`attnknn_lib.knn.votes.vote`) against a naive per-row loop;
+* training throughput: one training step of the CNN and of Attn-KNN (batch 256 of 28x28 images,
+  forward, backward, AdamW; Attn-KNN also searches a 54k bank and votes), the batch augmentation
+  and the clean-bank embedding, as images/s and as achieved GFLOP/s (counted by torch's
+  FlopCounterMode) over the GEMM rate; and the images/s the last cpu run's training epochs reached;
 * the smoke workflow end to end (``./run_all.sh --profile smoke`` into a temporary folder, PDFs
   and paper included) against its 6-minute budget;
 * the stage times of the last ``cpu`` run in this folder (each job records its wall time under
@@ -32,13 +36,18 @@ from attnknn_lib.base.errors import AttnKNNError, ConfigError, check_range
 from attnknn_lib.base.files import read_json, write_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.provenance import machine, versions
-from attnknn_lib.base.runtime import set_threads
+from attnknn_lib.base.runtime import channels_last, set_threads, to_device
 from attnknn_lib.base.timing import median_seconds
+from attnknn_lib.data.transforms import BatchAugment
+from attnknn_lib.evaluation.inference import embed
 from attnknn_lib.experiments import REGISTRY, efficiency
 from attnknn_lib.knn.index_costs import unit_vectors
 from attnknn_lib.knn.votes import distance_weights, vote
-from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention, attend
+from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention, attend, build_attnknn, build_cnn
+from attnknn_lib.models.losses import supervised_contrastive, vote_nll
 from attnknn_lib.report.readme import replace_block
+from attnknn_lib.training.loops import training_neighbors
+from attnknn_lib.training.recipe import Recipe
 from attnknn_lib.workflow.plan import TIMES
 from attnknn_lib.workflow.profiles import resolve
 
@@ -118,6 +127,83 @@ def votes(cfg: BenchConfig) -> dict:
             "naive_over_vectorised": us["vote_naive_loop"] / us["vote_vectorised"]}
 
 
+def _median_ms(fn, repeats: int) -> float:
+    return 1e3 * median_seconds(fn, repeats)
+
+
+def training_throughput(cfg: BenchConfig, gemm_gflops: float) -> dict:
+    """One training step of each model, the augmentation and the clean-bank embedding, on synthetic
+    Fashion-MNIST-shaped batches in the training loops' memory format (see the module docstring)."""
+    from types import SimpleNamespace
+
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    b = 256
+    recipe = Recipe()
+    x = to_device(torch.randn(b, 1, 28, 28), "cpu")
+    y = torch.randint(0, cfg.num_classes, (b,))
+    image = SimpleNamespace(kind="image", name="synthetic", input_shape=(1, 28, 28), mean=(0.286,), std=(0.353,))
+    augment = BatchAugment(image)
+    gen = torch.Generator().manual_seed(0)
+    cnn = channels_last(build_cnn("small_cnn", (1, 28, 28), cfg.num_classes, widths=list(recipe.widths())))
+    attn = channels_last(build_attnknn("small_cnn", (1, 28, 28), recipe.attention_config(cfg.num_classes),
+                                       widths=list(recipe.widths())))
+    bank = torch.from_numpy(unit_vectors(cfg.bank, recipe.embed_dim, seed=0))
+    bank_labels = torch.randint(0, cfg.num_classes, (cfg.bank,))
+    opts = {"cnn": torch.optim.AdamW(cnn.parameters()), "attnknn": torch.optim.AdamW(attn.parameters())}
+
+    def cnn_step():
+        loss = torch.nn.functional.cross_entropy(cnn(x), y)
+        opts["cnn"].zero_grad()
+        loss.backward()
+        opts["cnn"].step()
+
+    def attnknn_step():
+        q = attn.embedder(x)
+        rows = training_neighbors(q.detach(), bank, torch.arange(b)[:, None], recipe.k)
+        out = attn.attend(q, bank[rows], bank_labels[rows])
+        loss = vote_nll(out.probs, y) + 0.5 * supervised_contrastive(q, y, 0.07)
+        opts["attnknn"].zero_grad()
+        loss.backward()
+        opts["attnknn"].step()
+
+    out = {"batch": b, "gemm_gflops": gemm_gflops}
+    for name, step in (("cnn_step", cnn_step), ("attnknn_step", attnknn_step)):
+        with FlopCounterMode(display=False) as counter:
+            step()
+        ms = _median_ms(step, cfg.repeats)
+        gflops = counter.get_total_flops() / 1e9 / (ms / 1e3)
+        out[name] = {"ms": ms, "images_per_s": b / (ms / 1e3), "gflop_per_step": counter.get_total_flops() / 1e9,
+                     "gflops": gflops, "over_gemm": gflops / gemm_gflops}
+    ms = _median_ms(lambda: augment(x, gen), cfg.repeats)
+    out["augment"] = {"ms": ms, "images_per_s": b / (ms / 1e3)}
+    xe = torch.randn(1024, 1, 28, 28)
+    ms = _median_ms(lambda: embed(attn.embedder, xe, 1024), cfg.repeats)
+    out["bank_embedding"] = {"ms_per_1024": ms, "images_per_s": 1024 / (ms / 1e3)}
+    return out
+
+
+def run_throughput(root: Path = REPO_ROOT) -> dict | None:
+    """Training images/s of the last cpu run's primary-dataset models (epochs' training seconds,
+    one thread per job, two jobs side by side), or None without that run's results."""
+    path = root / "results" / "main_fashion_mnist.json"
+    if not path.exists():
+        return None
+    record = read_json(path)
+    if record.get("profile") != "cpu":
+        return None
+    n = record["results"]["dataset"]["n_train"]
+    out = {}
+    for kind in ("attnknn", "cnn"):
+        hist = [h for s in record["results"]["per_seed"].values() for h in s["training"][kind]["history"]]
+        train = sum(h["train_seconds"] for h in hist)
+        total = sum(h["seconds"] for h in hist)
+        out[kind] = {"epochs": len(hist), "images_per_s": n * len(hist) / train,
+                     "share_outside_steps": 1 - train / total}  # bank rebuild, validation
+    return out
+
+
 def smoke_end_to_end() -> dict:
     """Wall seconds of ``./run_all.sh --profile smoke`` (PDFs and paper) into a temporary folder."""
     with tempfile.TemporaryDirectory(prefix="attnknn-bench-") as tmp:
@@ -187,6 +273,9 @@ def run(cfg: BenchConfig, root: Path = REPO_ROOT) -> dict:
     out["search_vs_gemm"] = search_vs_gemm(cfg)
     print("[bench] attention vote vs distance vote; vectorised vote vs a per-row loop", file=sys.stderr)
     out["votes"] = votes(cfg)
+    print("[bench] training throughput (one step of each model, augmentation, bank embedding)", file=sys.stderr)
+    out["training"] = training_throughput(cfg, out["search_vs_gemm"]["gemm_gflops"])
+    out["training_in_cpu_run"] = run_throughput(root)
     out["cpu_run"] = cpu_stage_times(root)
     if cfg.smoke:
         print("[bench] the smoke workflow end to end (about 5 minutes)", file=sys.stderr)
@@ -210,6 +299,19 @@ def table(bench: dict):
              f"{us['distance_single']:.0f} µs/query", v["attention_over_distance_single"], "times slower"),
             ("vectorised vote vs per-row loop", f"{us['vote_vectorised']:.3f} vs {us['vote_naive_loop']:.2f} µs/query",
              v["naive_over_vectorised"], "times faster")]
+    t = bench.get("training")
+    if t:
+        for key, what in (("cnn_step", "CNN"), ("attnknn_step", "Attn-KNN")):
+            e = t[key]
+            rows.append((f"{what} training step (batch {t['batch']}) vs GEMM",
+                         f"{e['images_per_s']:,.0f} images/s, {e['gflops']:.0f} GFLOP/s", e["over_gemm"],
+                         "share of GEMM speed"))
+        rows.append(("batch augmentation / bank embedding", f"{t['augment']['images_per_s']:,.0f} / "
+                     f"{t['bank_embedding']['images_per_s']:,.0f} images/s", float("nan"), ""))
+    for kind, e in (bench.get("training_in_cpu_run") or {}).items():
+        rows.append((f"cpu run: {'Attn-KNN' if kind == 'attnknn' else 'CNN'} training epochs",
+                     f"{e['images_per_s']:,.0f} images/s (one thread per job)", e["share_outside_steps"],
+                     "share of epoch time outside the steps"))
     if "smoke" in bench:
         s = bench["smoke"]
         rows.append(("smoke workflow end to end (PDFs, paper)", f"{s['seconds']:.0f} s", s["over_budget"],

@@ -58,6 +58,17 @@ def _require_tools(pdf: bool, paper: bool) -> None:
                           "pandoc latexmk; ./run_all.sh installs them as root), or pass --no-pdf --no-paper")
 
 
+def train_threads(args) -> int:
+    """Threads per job. Here, by default one per job with as many jobs at once as cores: on two
+    cores two one-thread training jobs side by side did 1.3x the work of one job on both (measured:
+    a SmallCNN step 66 ms on one thread, 43 ms on two). ``--jobs N`` gives each job cores / N."""
+    cores = os.cpu_count() or 1
+    local = not args.executor or args.executor == "local"
+    if local and not args.jobs:
+        return 1
+    return max(1, cores // max(1, args.jobs or 1))
+
+
 def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> list[str]:
     """The Snakemake call for the plan: local cores or an executor, profile, rerun rules."""
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory", str(root),
@@ -90,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("-p", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a notebook parameter (experiment.key=value for one experiment)")
     ap.add_argument("--force", action="store_true", help="rerun every job, retraining the models")
-    ap.add_argument("--jobs", type=int, default=0, help="jobs at once (default: 1 here; 4 on a cluster executor)")
+    ap.add_argument("--jobs", type=int, default=0, help="jobs at once (default: one per core here, one thread each; 4 on a cluster executor)")
     ap.add_argument("--executor", default=None, help=f"Snakemake executor: {', '.join(EXECUTORS)} (default: local)")
     ap.add_argument("--workflow-profile", default=None, help="Snakemake profile folder (workflow/profiles/slurm)")
     ap.add_argument("--list", action="store_true", help="print the resolved parameters and stop")
@@ -173,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
 
     paths = Paths.at(args.out)
     plan = make_plan(resolved, paths, pdf=not args.no_pdf, paper=not args.no_paper)
-    plan["train_threads"] = max(1, (os.cpu_count() or 1) // max(1, args.jobs or 1))
+    plan["train_threads"] = train_threads(args)
     plan_path = write_plan(plan, paths)
     cmd = snakemake_command(plan_path, paths.root, args, [])
     if args.action == "status":

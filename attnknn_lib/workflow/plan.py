@@ -37,7 +37,9 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -
             plan["runs"][run.id] = run.label
         executed = f"results/notebooks/{Path(mod.NOTEBOOK).stem}.ipynb"
         plan["experiments"][name] = {"notebook": mod.NOTEBOOK, "params": params, "outputs": mod.outputs(cfg),
-                                     "executed": executed, "runs": [r.id for r in runs]}
+                                     "executed": executed, "runs": [r.id for r in runs],
+                                     # timings in the results: the job runs alone, on every core
+                                     "timed": bool(getattr(mod, "TIMED", False))}
     return plan
 
 
