@@ -308,3 +308,15 @@ def test_the_report_modules_name_no_experiment():
         text = f.read_text()
         for name in REGISTRY:
             assert f'"{name}"' not in text and f"'{name}'" not in text, f"{f.name} names the experiment {name!r}"
+
+
+def test_a_one_seed_record_read_back_from_json_gives_dashes_not_a_crash(tmp_path):
+    one = _record("fashion_mnist", "fashion_mnist")
+    d = {k: {"value": -0.002, "low": float("nan"), "high": float("nan"), "margin": 0.002, "n_seeds": 1,
+             "verdict": "inconclusive"} for k in ("accuracy", "macro_f1", "nll", "ece", "brier")}
+    one["results"]["paired"]["attnknn_vs_best_baseline"]["seed_level"] = {"raw": d, "calibrated": d}
+    files = [write_json(tmp_path / "main_fashion_mnist.json", one)]  # NaN is written as null
+    text = write_macros(files, tmp_path / "macros.tex").read_text()
+    assert "\\newcommand{\\PrimaryDiffBaseAccLow}{--}" in text
+    assert "\\newcommand{\\PrimaryDiffBaseAcc}{-0.20}" in text
+    assert "\\newcommand{\\PrimaryDiffBaseAccVerdict}{inconclusive against}" in text

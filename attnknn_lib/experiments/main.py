@@ -369,8 +369,9 @@ def paired_frame(record: dict) -> pd.DataFrame:
             for metric in ("accuracy", "ece", "nll"):
                 d = e["seed_level"][split][metric]
                 scale = 100 if metric == "accuracy" else 1
-                rows[(name, split, metric)] = {"difference": scale * d["value"], "low": scale * d["low"],
-                                               "high": scale * d["high"], "margin": scale * d["margin"],
+                low, high = (float("nan") if v is None else scale * v for v in (d["low"], d["high"]))
+                rows[(name, split, metric)] = {"difference": scale * d["value"], "low": low,
+                                               "high": high, "margin": scale * d["margin"],
                                                "seeds": d["n_seeds"], "verdict": d["verdict"]}
     return pd.DataFrame.from_dict(rows, orient="index").round(4)
 

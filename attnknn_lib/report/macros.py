@@ -63,8 +63,9 @@ VERDICT_PHRASES = {"better": "better than", "worse": "worse than", "equivalent":
 
 
 def signed(value: float, decimals: int) -> str:
-    """A signed number that never prints as -0.000: +0.000 when it rounds to zero; "--" if NaN."""
-    if value != value:
+    """A signed number that never prints as -0.000: +0.000 when it rounds to zero; "--" if NaN or
+    None (strict JSON stores a one-seed record's missing interval as null)."""
+    if value is None or value != value:
         return "--"
     text = f"{value:+.{decimals}f}"
     return "+" + text[1:] if float(text) == 0 else text
@@ -79,7 +80,7 @@ def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
         for metric, name, scale, dec in (("accuracy", "Acc", 100, 2), ("ece", "Ece", 1, 4), ("nll", "Nll", 1, 3)):
             e = d[split][metric]
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
-                out[macro_name(*prefix, name + tag + word)] = signed(scale * e[part], dec)
+                out[macro_name(*prefix, name + tag + word)] = signed(None if e[part] is None else scale * e[part], dec)
             out[macro_name(*prefix, name + tag, "Margin")] = f"{scale * e['margin']:.{dec}f}"
             out[macro_name(*prefix, name + tag, "Verdict")] = VERDICT_PHRASES[e["verdict"]]
     return out

@@ -14,7 +14,7 @@ def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
     _, scale, dec = METRIC_FORMAT[metric]
     sign = "+" if signed else ""
     v = f"{entry['value'] * scale:{sign}.{dec}f}"
-    if ci and "low" in entry:
+    if ci and entry.get("low") is not None and entry["low"] == entry["low"]:  # none (one seed): no interval
         v += f"\\,{{\\scriptsize[{entry['low'] * scale:{sign}.{dec}f}, {entry['high'] * scale:{sign}.{dec}f}]}}"
     return v
 
