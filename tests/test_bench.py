@@ -60,3 +60,17 @@ def test_bench_without_the_smoke_run_prints_a_table_and_writes_its_json(tmp_path
 def test_bench_refuses_bad_options_in_one_line(capsys):
     assert bench.main(["--repeats", "0", "--no-smoke"]) == 2
     assert capsys.readouterr().err.strip() == "error: repeats=0 is out of range; allowed: [1, inf]"
+
+
+def test_the_runs_wall_time_spans_its_jobs_which_ran_side_by_side(tmp_path):
+    times = tmp_path / TIMES
+    # two notebooks of 100 s that ended together (side by side), then a report of 5 s
+    jobs = (("notebook", "main", 100.0, "00:01:40"), ("notebook", "noise", 100.0, "00:01:40"),
+            ("report", "report", 5.0, "00:01:45"))
+    for stage, name, seconds, end in jobs:
+        path = record_time(times, stage, name, seconds)
+        path.write_text(json.dumps({**json.loads(path.read_text()), "finished": f"2026-01-01T{end}+00:00"}))
+    out = bench.cpu_stage_times(tmp_path)
+    assert out["total_seconds"] == pytest.approx(205.0)  # the sum of the job times
+    assert out["wall_seconds"] == pytest.approx(105.0)  # from the first start to the last end
+    assert out["over_budget"] == pytest.approx(105.0 / bench.CPU_BUDGET_S)

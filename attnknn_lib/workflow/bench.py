@@ -226,9 +226,17 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
     times = root / TIMES
     paths = Paths.at(None if root == REPO_ROOT else root)
 
+    spans: list[tuple[float, float]] = []  # (start, end) of every job record read: the run's wall time
+
     def timed(stage: str, name: str) -> float | None:
         f = times / f"{stage}-{name}.json"
-        return read_json(f)["seconds"] if f.exists() else None
+        if not f.exists():
+            return None
+        rec = read_json(f)
+        if rec.get("finished"):
+            end = datetime.fromisoformat(rec["finished"]).timestamp()
+            spans.append((end - rec["seconds"], end))
+        return rec["seconds"]
 
     resolved = resolve("cpu", None, [])
     run_ids = {r.id for n, p in resolved.items() for r in REGISTRY[n].runs(REGISTRY[n].Config(**p))}
@@ -260,8 +268,11 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
     stages["paper"] = {"seconds": timed("paper", "paper")}
     total = sum(v["seconds"] or 0.0 for v in stages.values())
     complete = missing == 0 and all(v["seconds"] is not None and not v.get("missing") for v in stages.values())
-    return {"stages": stages, "total_seconds": total, "complete": complete, "budget_seconds": CPU_BUDGET_S,
-            "over_budget": total / CPU_BUDGET_S}
+    # jobs run side by side, so the run's wall time (first job's start to last job's end, without
+    # the set-up before the first job) is less than the sum of the job times
+    wall = max(e for _, e in spans) - min(s for s, _ in spans) if spans else None
+    return {"stages": stages, "total_seconds": total, "wall_seconds": wall, "complete": complete,
+            "budget_seconds": CPU_BUDGET_S, "over_budget": (wall if wall is not None else total) / CPU_BUDGET_S}
 
 
 def run(cfg: BenchConfig, root: Path = REPO_ROOT) -> dict:
@@ -325,8 +336,11 @@ def table(bench: dict):
             if "jobs" in st else ""
         rows.append((f"cpu run: {name}", f"{st['seconds']:.0f} s{extra}", st["seconds"] / CPU_BUDGET_S,
                      "share of 35 min"))
-    rows.append(("cpu run: all stages" + ("" if cpu["complete"] else " (incomplete record)"),
-                 f"{cpu['total_seconds'] / 60:.1f} min", cpu["over_budget"], "share of 35 min"))
+    rows.append(("cpu run: sum of the job times" + ("" if cpu["complete"] else " (incomplete record)"),
+                 f"{cpu['total_seconds'] / 60:.1f} min", cpu["total_seconds"] / CPU_BUDGET_S, "share of 35 min"))
+    if cpu.get("wall_seconds") is not None:
+        rows.append(("cpu run: wall time, first job to last (jobs side by side)", f"{cpu['wall_seconds'] / 60:.1f} min",
+                     cpu["over_budget"], "share of 35 min"))
     return pd.DataFrame(rows, columns=["measurement", "measured", "ratio", "ratio means"])
 
 
