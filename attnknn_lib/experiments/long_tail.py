@@ -169,11 +169,10 @@ def figure(record: dict):
             sizes = np.asarray(cell["size_ranked_sizes"])
             panels[(f"{SETTING_NAMES[sname]}, ratio {key}", "accuracy of the class (%)")] = {
                 LABELS[m]: (sizes, 100 * np.asarray(cell["size_ranked_accuracy"][m]), None) for m in FIGURE_METHODS}
-    return figures.curve_panels(panels, "class size in the memory (log scale; the class order is drawn per seed)",
-                              ncols=min(2, len(panels)), logx=True,
+    return figures.curve_panels(panels, "class size in the memory (log scale)", ncols=min(2, len(panels)), logx=True,
                               panel_width=3.6,
                               title=f"{REGISTRY[record['dataset']].title}: per-class test accuracy on a long-tailed "
-                                    f"memory (mean over seeds)")
+                                    f"memory (mean over seeds by size rank; the class order is drawn per seed)")
 
 
 def table_frame(record: dict) -> pd.DataFrame:
