@@ -254,7 +254,8 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
 
 def _save_arrays(name: str, seed: int, ds, methods: dict[str, MethodProbs], emb, paths: Paths) -> None:
     """Per-method probabilities (val and test, raw) with labels, and the memory / query embeddings."""
-    probs = {f"{split}_{m}": getattr(p, split).astype(np.float32) for m, p in methods.items()
+    # float64: a broken tie is 1e-9 ahead (knn.votes.break_ties), which float32 would round away
+    probs = {f"{split}_{m}": getattr(p, split).astype(np.float64) for m, p in methods.items()
              for split in ("val", "test")}
     write_npz(paths.artifacts / f"main_{name}_s{seed}_probs.npz", val_labels=ds.val.y, test_labels=ds.test.y,
               val_ids=ds.val.ids, test_ids=ds.test.ids, **probs)
