@@ -266,7 +266,6 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"tab:{NAME}-calibration", escape_index=False))
     fig = figure(record)
     out["figure"] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}")[0]
-    figures.plt.close(fig)
     return out
 
 

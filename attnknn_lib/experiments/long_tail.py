@@ -212,7 +212,6 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"softmax). Mean $\\pm$ s.d.\\ over seeds (the class order drawn per seed). Profile \\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
     fig = figure(record)
     out["figure"] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}")[0]
-    figures.plt.close(fig)
     return out
 
 

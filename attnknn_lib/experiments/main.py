@@ -308,7 +308,6 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
             for m in RELIABILITY_METHODS if m in run.methods}
     fig = figures.reliability_diagrams(bins, eces, f"{title} (test, seed {first}, before calibration)")
     out["reliability"] = figures.save_figure(fig, paths.figures, f"main_{name}_reliability")[0]
-    figures.plt.close(fig)
     if not primary:
         return out
     out["paired"] = write_text(paths.tables / f"main_{name}_paired.tex", booktabs(
@@ -325,11 +324,9 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
     fig = figures.training_curves({"Attn-KNN": run.histories["attnknn"], "CNN": run.histories["cnn"]},
                                 f"{title} (seed {first})")
     out["curves"] = figures.save_figure(fig, paths.figures, f"main_{name}_curves")[0]
-    figures.plt.close(fig)
     cm = confusion_matrix(run.methods["attnknn"].test, ds.test.y, ds.num_classes)
     fig = figures.confusion_matrix_plot(cm, ds.class_names, f"Attn-KNN on {title} (test, seed {first})")
     out["confusion"] = figures.save_figure(fig, paths.figures, f"main_{name}_confusion")[0]
-    figures.plt.close(fig)
     ablation = res["per_seed"][first]["ablation"]
     if ablation:
         out["ablation"] = write_text(paths.tables / f"main_{name}_ablation.tex", booktabs(

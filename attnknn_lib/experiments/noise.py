@@ -282,7 +282,6 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"down-weighted), Attn-KNN's effective number of neighbours $\\exp(H(w))$ (uniform: $k$), and the share of flipped neighbours. {src}.", f"tab:{NAME}-weights"))
     for name, fig in ((f"{NAME}_{d}", figure(record)), (f"{NAME}_{d}_weights", weights_figure(record))):
         out[name] = figures.save_figure(fig, paths.figures, name)[0]
-        figures.plt.close(fig)
     return out
 
 

@@ -22,9 +22,12 @@ plt.rcParams.update({"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "
 
 
 def save_figure(fig: plt.Figure, figures_dir: str | Path, name: str) -> list[Path]:
-    """Write ``name``.pdf and ``name``.png atomically; return their paths."""
-    return [atomic_write(Path(figures_dir) / f"{name}.{ext}", lambda f, ext=ext: fig.savefig(f, format=ext))
-            for ext in ("pdf", "png")]
+    """Write ``name``.pdf and ``name``.png atomically, then close the figure (an experiment writes
+    many; open figures accumulate in memory); return the paths."""
+    paths = [atomic_write(Path(figures_dir) / f"{name}.{ext}", lambda f, ext=ext: fig.savefig(f, format=ext))
+             for ext in ("pdf", "png")]
+    plt.close(fig)
+    return paths
 
 
 def reliability_diagrams(bins_by_method: dict[str, dict[str, np.ndarray]], ece_by_method: dict[str, float],

@@ -187,7 +187,6 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"same run (FLOPs $= 2Bnd$; the top-k is extra work). {where}. {src}.", f"tab:{NAME}-throughput"))
     for name, fig in ((f"{NAME}_{d}", figure(record)), (f"{NAME}_{d}_scaling", scaling_figure(record))):
         out[name] = figures.save_figure(fig, paths.figures, name)[0]
-        figures.plt.close(fig)
     return out
 
 

@@ -195,7 +195,6 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"$k$ or $n$. {src}.", f"tab:{NAME}", column_format="lr", escape_index=False))}
     for suffix, fig in (("k", k_figure(record)), ("geometry", geometry_figure(record)), ("topk", topk_figure(record))):
         out[suffix] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}_{suffix}")[0]
-        figures.plt.close(fig)
     return out
 
 
