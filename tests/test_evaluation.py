@@ -73,3 +73,35 @@ def test_score_reports_raw_and_calibrated_with_intervals():
     assert u["test_raw"]["accuracy"]["low"] <= u["test_raw"]["accuracy"]["value"] <= u["test_raw"]["accuracy"]["high"]
     assert u["test_calibrated"]["accuracy"]["value"] == u["test_raw"]["accuracy"]["value"]  # calibration keeps argmax
     assert u["val"]["nll_calibrated"] <= u["val"]["nll"]
+
+
+def test_averaged_votes_that_tie_go_to_the_nearest_neighbours_class():
+    from attnknn_lib.evaluation.methods import _mean_vote
+
+    ds, emb = _embedded()
+    # two views that each prefer a different class average to an exact 0.5 / 0.5 tie
+    a = np.tile([0.75, 0.25, 0.0], (300, 1))
+    b = np.tile([0.25, 0.75, 0.0], (300, 1))
+    nearest = emb.neighbors[("test", "original")].labels[:, 0]
+    out = _mean_vote([a, b], emb, "test")
+    tied = np.isin(nearest, (0, 1))
+    assert (out.argmax(1)[tied] == nearest[tied]).all()
+
+
+def test_a_tied_attention_vote_goes_to_the_nearest_neighbours_class():
+    from attnknn_lib.evaluation.inference import attnknn_probs
+
+    ds, emb = _embedded()
+    torch.manual_seed(0)
+    att = MultiHeadNeighborAttention(AttentionConfig(num_classes=3, embed_dim=8, num_heads=2, distance_bias=False))
+    with torch.no_grad():  # zero projections: every neighbour gets exactly 1/k
+        for p in att.parameters():
+            p.zero_()
+    nb = emb.neighbors[("test", "original")]
+    probs, w = attnknn_probs(att, emb.bank, emb.test["original"], 4, neighbors=nb)
+    np.testing.assert_allclose(w, 0.25)
+    lab = nb.labels[:, :4]
+    counts = np.stack([(lab == c).sum(1) for c in range(3)], 1)
+    tie = (np.sort(counts, 1)[:, -1] == np.sort(counts, 1)[:, -2])
+    assert tie.any()
+    assert (probs.argmax(1)[tie] == lab[tie, 0]).all()

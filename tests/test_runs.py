@@ -59,3 +59,37 @@ def test_a_run_spec_round_trips_through_its_file_and_keeps_its_id(tmp_path):
     again = TrainingRun.from_dict(json.loads(path.read_text()))
     assert again.id == run.id == path.stem and again.seed == 2
     assert "symmetric noise 0.1" in run.label
+
+
+def test_every_module_training_imports_is_in_the_training_fingerprint():
+    """A module the training code imports either changes the run id when its source changes, or is
+    declared unable to change a model; a new import has to choose."""
+    import ast
+    from pathlib import Path
+
+    from attnknn_lib.base.provenance import PACKAGE_DIR, TRAINING_EXEMPT, TRAINING_SOURCES
+
+    def imports(rel: str) -> set[str]:
+        tree = ast.parse((PACKAGE_DIR / rel).read_text())
+        out = set()
+        for node in ast.walk(tree):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                if name.startswith("attnknn_lib."):
+                    parts = name.split(".")[1:]
+                    path = Path(*parts)
+                    rel_path = f"{path}.py" if (PACKAGE_DIR / f"{path}.py").exists() else f"{path}/__init__.py"
+                    out.add(rel_path)
+        return out
+
+    seen, todo = set(), ["training/loops.py", "training/cache.py", "training/runs.py"]
+    while todo:
+        rel = todo.pop()
+        if rel in seen:
+            continue
+        seen.add(rel)
+        todo += [m for m in imports(rel) if (PACKAGE_DIR / m).exists()]
+    packages = {m for m in seen if m.endswith("__init__.py") and m != "models/__init__.py"}
+    missing = sorted(seen - set(TRAINING_SOURCES) - set(TRAINING_EXEMPT) - packages)
+    assert not missing, f"add to TRAINING_SOURCES or TRAINING_EXEMPT: {missing}"

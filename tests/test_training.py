@@ -88,6 +88,11 @@ def test_attnknn_learns_selects_on_validation_and_never_reads_test():
     assert best["val_accuracy"] > 0.5  # four classes: chance is 0.25
     assert all(0.05 <= t <= 2.0 for t in hist[-1]["temperatures"])
     assert not result.model.training
+    # the attention diagnostics of every epoch, in their ranges (k = 5, 4 heads)
+    for h in hist:
+        assert 0.0 <= h["diag_gradient_share"] <= 1.0
+        assert 0.0 < h["diag_head_entropy"] <= np.log(5) + 1e-6
+        assert h["diag_score_spread"] >= 0.0 and h["diag_entropy_grad_ratio"] > 0.0
 
 
 def test_history_records_the_embedding_norms_before_normalisation():
@@ -216,3 +221,28 @@ def test_mixed_precision_is_off_on_the_cpu_and_the_scaler_only_serves_fp16():
 
     p = _Precision(TrainConfig(amp=True), torch.device("cpu"))
     assert not p.enabled and not p.scaler.is_enabled()
+
+
+def test_the_schedule_warms_up_decays_to_its_floor_and_holds_it():
+    steps = 100
+    f = [training.lr_factor(s, steps, 0.05, hold_frac=0.3, final=0.05) for s in range(steps)]
+    assert f[0] == pytest.approx(0.2) and f[4] == pytest.approx(1.0)  # 5 warm-up steps
+    assert all(a >= b for a, b in zip(f[4:], f[5:]))  # never rises after the warm-up
+    assert f[70:] == [pytest.approx(0.05)] * 30  # the last 30 % held at the floor
+    assert f[69] > 0.05
+    # without a hold or floor it is the plain cosine to zero
+    plain = [training.lr_factor(s, steps, 0.05) for s in range(steps)]
+    assert plain[-1] == pytest.approx(0.5 * (1 + np.cos(np.pi * 94 / 95)))
+
+
+def test_the_plateau_rule_reads_the_last_third_of_validation_accuracy():
+    from attnknn_lib.training.convergence import plateau
+
+    rising = [{"val_accuracy": a} for a in (0.80, 0.85, 0.88, 0.90, 0.91, 0.92, 0.925)]
+    out = plateau(rising, best_epoch=7)
+    assert out["tail_epochs"] == 3 and out["tail_range"] == pytest.approx(0.015) and not out["plateau"]
+    assert plateau(rising, best_epoch=6)["plateau"]  # the selected epoch is not the last
+    flat = rising[:4] + [{"val_accuracy": a} for a in (0.930, 0.931, 0.932)]
+    assert plateau(flat, best_epoch=7)["plateau"]  # 0.2 pp over the last third
+    with pytest.raises(ValueError):
+        plateau([], best_epoch=1)

@@ -15,7 +15,7 @@ from attnknn_lib.base.progress import bar as progress_bar
 from attnknn_lib.base.runtime import channels_last, to_device
 from attnknn_lib.data.transforms import View, batches
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
-from attnknn_lib.knn.votes import break_ties
+from attnknn_lib.knn.votes import vote
 from attnknn_lib.models.attention import MultiHeadNeighborAttention
 from attnknn_lib.models.classifiers import CNNClassifier, attend
 
@@ -69,9 +69,10 @@ def attnknn_probs(attention: MultiHeadNeighborAttention, bank: MemoryBank, queri
             q = torch.from_numpy(queries[s:s + batch_size]).to(device)
             n = torch.from_numpy(bank.gather(rows)).to(device)  # (b, k, D)
             y = torch.from_numpy(nb.labels[s:s + batch_size, :k]).to(device)
-            out = attend(attention, q, n, y)
-            probs.append(torch.from_numpy(break_ties(out.probs.double().cpu().numpy(), y.cpu().numpy())))
-            weights.append(out.weights.double().cpu())
+            w = attend(attention, q, n, y).weights.double().cpu()
+            # re-voted in float64: float32 sums of equal votes can differ by ~1e-8, above the tie tolerance
+            probs.append(torch.from_numpy(vote(w.numpy(), y.cpu().numpy(), attention.cfg.num_classes)))
+            weights.append(w)
     attention.train(was_training)
     return torch.cat(probs).numpy(), torch.cat(weights).numpy()
 

@@ -28,7 +28,7 @@ from attnknn_lib.evaluation.calibration import Calibrator, fit_calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs, cnn_probs, embed
 from attnknn_lib.evaluation.metrics import accuracy, bootstrap_ci, nll
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
-from attnknn_lib.knn.votes import RULES, effective_neighbours, knn_probs
+from attnknn_lib.knn.votes import RULES, break_ties, effective_neighbours, knn_probs
 from attnknn_lib.models import CNNClassifier, MultiHeadNeighborAttention
 
 K_ENSEMBLE = (5, 10, 20)
@@ -97,8 +97,14 @@ def _tune(rule: str, grid: tuple[float, ...], nb: Neighbors, y: np.ndarray, k: i
     return min(curve, key=curve.get), {str(g): v for g, v in curve.items()}
 
 
-def _tta_mean(fn, views: list[str], split: str) -> np.ndarray:
-    return np.mean([fn(split, v) for v in views], axis=0)
+def _mean_vote(probs: list[np.ndarray], emb: Embedded, split: str) -> np.ndarray:
+    """The mean of several votes of one split (TTA views, k values), ties broken again by the nearest
+    neighbour of the original view: averaging can tie classes that no single vote tied."""
+    return break_ties(np.mean(probs, axis=0), emb.neighbors[(split, "original")].labels)
+
+
+def _tta_mean(fn, views: list[str], split: str, emb: Embedded) -> np.ndarray:
+    return _mean_vote([fn(split, v) for v in views], emb, split)
 
 
 def knn_methods(emb: Embedded, dataset: Dataset, k: int) -> dict[str, MethodProbs]:
@@ -123,8 +129,8 @@ def knn_methods(emb: Embedded, dataset: Dataset, k: int) -> dict[str, MethodProb
     best = best_baseline(out, yv)
     if len(views) > 1:
         out["best_baseline_tta"] = MethodProbs(
-            _tta_mean(lambda s, v: probs(best, s, v), views, "val"),
-            _tta_mean(lambda s, v: probs(best, s, v), views, "test"),
+            _tta_mean(lambda s, v: probs(best, s, v), views, "val", emb),
+            _tta_mean(lambda s, v: probs(best, s, v), views, "test", emb),
             {"baseline": best, "views": views, "k": k, "param": params[best]})
     return out
 
@@ -162,11 +168,11 @@ def attnknn_methods(attention: MultiHeadNeighborAttention, emb: Embedded, k: int
 
     out = {"attnknn": attnknn_method(attention, emb, k)}
     if len(views) > 1:
-        out["attnknn_tta"] = MethodProbs(_tta_mean(lambda s, v: probs(s, v, k), views, "val"),
-                                         _tta_mean(lambda s, v: probs(s, v, k), views, "test"), {"views": views})
+        out["attnknn_tta"] = MethodProbs(_tta_mean(lambda s, v: probs(s, v, k), views, "val", emb),
+                                         _tta_mean(lambda s, v: probs(s, v, k), views, "test", emb), {"views": views})
     by_k = {s: {kk: probs(s, "original", kk) for kk in k_ensemble} for s in ("val", "test")}
-    out["attnknn_kens"] = MethodProbs(np.mean(list(by_k["val"].values()), 0), np.mean(list(by_k["test"].values()), 0),
-                                      {"k_values": list(k_ensemble)})
+    out["attnknn_kens"] = MethodProbs(_mean_vote(list(by_k["val"].values()), emb, "val"),
+                                      _mean_vote(list(by_k["test"].values()), emb, "test"), {"k_values": list(k_ensemble)})
     adaptive, chosen = {}, {}
     k_max = max(k_ensemble)
     for s in ("val", "test"):

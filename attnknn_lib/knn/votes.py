@@ -79,6 +79,21 @@ def cosine_from_sq_dist(sq_dist: np.ndarray) -> np.ndarray:
     return 1.0 - np.asarray(sq_dist, dtype=np.float64) / 2.0
 
 
+def vote_has_gradient(labels: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Queries whose vote NLL has a gradient in the weights: (B,) bool from neighbour labels (B, k)
+    and true labels (B,).
+
+    d(-log p_y) / d s_j = -w_j ([y_j = y] - p_y) / p_y for softmax scores s: zero for every j when
+    all k neighbours carry y (p_y = 1), and zero again when none does (p_y is clamped at its floor).
+    So only queries with the true label present *and* a mixed neighbourhood can teach the weights.
+    """
+    labels = np.asarray(labels)
+    target = np.asarray(target)[:, None]
+    present = (labels == target).any(axis=1)
+    pure = (labels == labels[:, :1]).all(axis=1)
+    return present & ~pure
+
+
 def break_ties(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Rows of ``probs`` (B, C) whose largest value is shared by several classes (within TIE_TOL):
     the tied class of the nearest neighbour (first column of ``labels`` (B, k), nearest first)

@@ -44,6 +44,7 @@ from attnknn_lib.data.transforms import BatchAugment, batches, to_tensor
 from attnknn_lib.evaluation.inference import attnknn_probs, cnn_probs, embed, head_norms
 from attnknn_lib.evaluation.metrics import accuracy, ece, nll
 from attnknn_lib.knn.bank import INDEX_TYPES, MemoryBank, Neighbors
+from attnknn_lib.knn.votes import vote_has_gradient
 from attnknn_lib.models import AttnKNN, CNNClassifier, MultiHeadNeighborAttention, attend
 from attnknn_lib.models.losses import attention_entropy, mixup, supervised_contrastive, vote_nll
 
@@ -56,6 +57,8 @@ class TrainConfig:
     backbone_lr_mult: float = 1.0  # e.g. 0.1 for an ImageNet-pretrained backbone
     weight_decay: float = 5e-4
     warmup_frac: float = 0.05  # share of steps with a linear warm-up before the cosine decay
+    hold_frac: float = 0.0  # share of steps at the end held at final_lr_frac (a flat tail that shows a plateau)
+    final_lr_frac: float = 0.0  # where the cosine ends, as a share of lr
     k: int = 16  # neighbours per training query (prototype v0.5 setting)
     mixup_alpha: float = 0.2  # 0 turns MixUp off
     contrastive_weight: float = 0.5  # prototype setting
@@ -64,6 +67,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     refresh_every: int = 1  # epochs between clean rebuilds of the memory bank (eval-mode embeddings)
     online_update: bool = True  # also write each batch's fresh embeddings into the bank (see module doc)
+    exclude_self: bool = True  # False re-creates the prototype's defect: a training query finds itself
     index_type: str = "flat_l2"
     eval_batch_size: int = 1024
     seed: int = 0
@@ -79,6 +83,8 @@ class TrainConfig:
         for name in ("weight_decay", "mixup_alpha", "contrastive_weight", "entropy_weight"):
             check_range(name, getattr(self, name), 0.0, None)
         check_range("warmup_frac", self.warmup_frac, 0.0, 1.0, high_inclusive=False)
+        check_range("hold_frac", self.hold_frac, 0.0, 1.0 - self.warmup_frac, high_inclusive=False)
+        check_range("final_lr_frac", self.final_lr_frac, 0.0, 1.0)
         check_choice("index_type", self.index_type, INDEX_TYPES)
         check_choice("device", self.device, ("auto", "cpu", "cuda", "mps"))
 
@@ -122,14 +128,24 @@ def _optimizer(model: nn.Module, backbone: nn.Module, cfg: TrainConfig, steps: i
                      "weight_decay": cfg.weight_decay if decay else 0.0}
                     for (is_bb, decay), ps in groups.items()]
     opt = torch.optim.AdamW(param_groups)
-    warm = max(1, int(cfg.warmup_frac * steps))
+    return opt, torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda step: lr_factor(step, steps, cfg.warmup_frac, cfg.hold_frac, cfg.final_lr_frac))
 
-    def factor(step: int) -> float:
-        if step < warm:
-            return (step + 1) / warm
-        return 0.5 * (1.0 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
 
-    return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
+def lr_factor(step: int, steps: int, warmup_frac: float, hold_frac: float = 0.0, final: float = 0.0) -> float:
+    """The learning rate of ``step`` (0-based, of ``steps``) as a share of the peak.
+
+    Linear warm-up over the first ``warmup_frac`` of the steps, then a cosine from 1 down to
+    ``final`` that ends ``hold_frac`` of the steps before the end, then ``final`` held:
+    f = final + (1 - final) (1 + cos(pi t)) / 2, t the share of the cosine phase done. The held
+    tail is where a plateau can show: if validation accuracy still rises there, the run is short.
+    """
+    warm = max(1, int(warmup_frac * steps))
+    if step < warm:
+        return (step + 1) / warm
+    decay = max(1, steps - warm - int(hold_frac * steps))
+    t = min(1.0, (step - warm) / decay)
+    return final + (1.0 - final) * 0.5 * (1.0 + math.cos(math.pi * t))
 
 
 def _prepare(model: nn.Module, hot: nn.Module, cfg: TrainConfig) -> tuple[torch.device, Callable]:
@@ -218,8 +234,50 @@ def training_neighbors(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k:
     similarity is set to -inf before the top-k, which removes self-matches exactly.
     """
     sims = q @ mem.T  # (B, N)
-    sims.scatter_(1, own, float("-inf"))
+    if own.numel():
+        sims.scatter_(1, own, float("-inf"))
     return sims.topk(k, dim=1).indices  # (B, k), nearest first
+
+
+DIAGNOSE_EVERY = 25  # steps between two measurements of the entropy term's gradient against the NLL's
+
+
+class _AttentionDiagnostics:
+    """Per-epoch means of what tells whether the attention can learn (issue: the weights stayed at
+    their initialisation): the share of training queries whose vote carries a gradient
+    (:func:`~attnknn_lib.knn.votes.vote_has_gradient`), the mean per-head entropy against the entropy
+    of the head-averaged weights, the spread (s.d. over the k) of the scores within a neighbourhood
+    (log head weights: a softmax shifts scores, it does not scale them), and every ``DIAGNOSE_EVERY``
+    steps ||grad H|| / ||grad NLL|| over the attention's parameters (the entropy term's pull is
+    ``entropy_weight`` times that)."""
+
+    def __init__(self, attention: nn.Module):
+        self.params = [p for p in attention.parameters() if p.requires_grad]
+        self.sums: dict[str, float] = {}
+        self.counts: dict[str, int] = {}
+
+    def _add(self, key: str, value: float, n: int) -> None:
+        self.sums[key] = self.sums.get(key, 0.0) + value * n
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def batch(self, out, neigh_labels: torch.Tensor, y: torch.Tensor, knn: torch.Tensor, ent: torch.Tensor,
+              step: int) -> None:
+        n = len(y)
+        with torch.no_grad():
+            hw = out.head_weights.float().clamp_min(1e-12)  # (B, H, K)
+            self._add("gradient_share", float(vote_has_gradient(neigh_labels.cpu().numpy(), y.cpu().numpy()).mean()), n)
+            self._add("head_entropy", float(-(hw * hw.log()).sum(-1).mean()), n)
+            self._add("score_spread", float(hw.log().std(-1).mean()), n)
+        if self.params and step % DIAGNOSE_EVERY == 0:
+            g_nll = torch.autograd.grad(knn, self.params, retain_graph=True, allow_unused=True)
+            g_ent = torch.autograd.grad(ent, self.params, retain_graph=True, allow_unused=True)
+            norm = lambda gs: float(torch.sqrt(sum((g.float() ** 2).sum() for g in gs if g is not None)))  # noqa: E731
+            self._add("entropy_grad_ratio", norm(g_ent) / max(norm(g_nll), 1e-12), 1)
+
+    def epoch(self) -> dict[str, float]:
+        out = {f"diag_{k}": self.sums[k] / max(self.counts[k], 1) for k in self.sums}
+        self.sums, self.counts = {}, {}
+        return out
 
 
 def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labels: np.ndarray | None = None,
@@ -247,6 +305,7 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
     mem_labels = torch.as_tensor(labels, device=device)
     selection = _Selection(name, model, dataset.val.y, progress)
     precision = _Precision(cfg, device)
+    diagnostics = _AttentionDiagnostics(model.attention)
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
         model.train()
@@ -258,6 +317,8 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
             x, perm, lam = mixup(x, cfg.mixup_alpha)
             perm = perm.to(device)
             own = torch.stack([idx, idx[perm]], 1) if lam < 1.0 else idx[:, None]  # rows the query is made of
+            if not cfg.exclude_self:
+                own = own[:, :0]  # the prototype's defect, for the replay: nothing is masked
             with precision.autocast():
                 q = embedder(x).float()  # (B, D)
                 rows = training_neighbors(q.detach(), mem, own, cfg.k)  # (B, k), never the query itself
@@ -267,6 +328,7 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
                 ent = attention_entropy(out.weights)
                 loss = knn + cfg.contrastive_weight * con - cfg.entropy_weight * ent
             check_finite(loss, name, epoch, step)
+            diagnostics.batch(out, mem_labels[rows], y, knn, ent, step)
             precision.step(loss, opt, model.parameters(), cfg.grad_clip)
             sched.step()
             if cfg.online_update:
@@ -284,7 +346,7 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
         selection.add({"epoch": epoch, **{f"train_{k}": v / n for k, v in sums.items()}, "lr": sched.get_last_lr()[0],
                        "temperatures": model.attention.temperatures().detach().cpu().tolist(),
                        "val_norm_mean": float(torch.cat(norms).mean()), "val_norm_std": float(torch.cat(norms).std()),
-                       "train_seconds": train_seconds}, probs, t0)
+                       **diagnostics.epoch(), "train_seconds": train_seconds}, probs, t0)
     return selection.result()
 
 

@@ -28,11 +28,13 @@ class Recipe:
     embed_dim: int = knob(128, "embedding dimensions")
     num_heads: int = knob(4, "attention heads")
     k: int = knob(16, "neighbours for training and evaluation")
-    epochs: int = knob(10, "training epochs on image data (10: both models reach a plateau on Fashion-MNIST)")
+    epochs: int = knob(10, "training epochs on image data")
     tabular_epochs: int = knob(30, "training epochs on tabular data")
     batch_size: int = knob(256, "image batch size")
     tabular_batch_size: int = knob(64, "tabular batch size")
     lr: float = knob(0.002, "AdamW learning rate")
+    hold_frac: float = knob(0.3, "share of training steps held at the final learning rate (the plateau check)")
+    final_lr_frac: float = knob(0.05, "final learning rate as a share of lr (the cosine ends there)")
     backbone_lr_mult: float = knob(1.0, "backbone learning rate factor (0.1 for a pretrained one)")
     weight_decay: float = knob(0.0005, "AdamW weight decay")
     mixup_alpha: float = knob(0.0, "MixUp Beta parameter (0, the default, turns MixUp off: it slowed convergence)")
@@ -88,6 +90,7 @@ class Recipe:
         image = data_kind == "image"
         return TrainConfig(epochs=self.epochs if image else self.tabular_epochs,
                            batch_size=self.batch_size if image else self.tabular_batch_size, lr=self.lr,
+                           hold_frac=self.hold_frac, final_lr_frac=self.final_lr_frac,
                            backbone_lr_mult=self.backbone_lr_mult, weight_decay=self.weight_decay, k=self.k,
                            mixup_alpha=self.mixup_alpha, contrastive_weight=self.contrastive_weight,
                            entropy_weight=self.entropy_weight, seed=seed, device=self.device, amp=self.amp,
