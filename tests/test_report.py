@@ -193,6 +193,21 @@ def test_seed_level_interval_counts_seed_spread_and_test_variance():
     assert seed_level([0.01], 0.0, "accuracy")["verdict"] == "inconclusive"  # one seed: no seed variance
 
 
+def test_split_level_interval_is_the_corrected_resampled_t():
+    from scipy import stats
+
+    from attnknn_lib.evaluation.verdicts import split_level
+
+    d = [0.02, 0.03, 0.025, 0.02, 0.03]
+    out = split_level(d, n_test=30, n_train=120, metric="accuracy")
+    half = stats.t.ppf(0.975, 4) * np.std(d, ddof=1) * np.sqrt(1 / 5 + 30 / 120)
+    assert (out["low"], out["high"]) == pytest.approx((0.025 - half, 0.025 + half))
+    # the correction widens the naive interval (sd / sqrt(J)): overlapping splits are not independent
+    assert out["high"] - out["low"] > 2 * stats.t.ppf(0.975, 4) * np.std(d, ddof=1) / np.sqrt(5)
+    assert out["verdict"] == "better" and out["n_seeds"] == 5
+    assert split_level([0.0] * 10, 30, 120, "nll")["verdict"] == "equivalent"  # identical on every split
+
+
 def test_macros_carry_verdicts_counts_and_caption_sources(tmp_path):
     worse = _record("iris", "fashion_mnist")
     d = {k: {"value": -0.02, "low": -0.03, "high": -0.01, "margin": 0.002, "n_seeds": 2,

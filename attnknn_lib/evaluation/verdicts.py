@@ -14,6 +14,13 @@ Why the extra term: every seed is scored on the same test set, so the test set's
 is shared by all d_s and does not show up in s_d; the paired bootstrap over test points measures
 it. With one seed there is no seed variance to count: the verdict is "inconclusive".
 
+Small data sets replicate over splits instead: J stratified hold-out splits, each with its own
+model seed, so every d_j has its own test points and the test set's sampling error is inside the
+spread of the d_j. The splits overlap, which makes that spread too small; the corrected resampled
+t interval (Nadeau and Bengio, 2003) inflates it by the test / train size ratio:
+
+    se^2 = s_d^2 (1/J + n_test / n_train),   CI = d_bar -/+ t_{J-1, 0.975} se   (:func:`split_level`)
+
 The verdict uses a margin declared before any run (``MARGINS``; "better" means higher accuracy
 or lower ECE / NLL / Brier):
 
@@ -72,4 +79,31 @@ def seed_level(per_seed: list[float], test_se: float, metric: str, margin: float
         low = high = float("nan")
     return {"value": mean, "low": low, "high": high, "seed_sd": sd, "test_se": float(test_se), "n_seeds": n,
             "per_seed": d.tolist(), "margin": margin,
+            "verdict": verdict(low, high, margin, HIGHER_IS_BETTER[metric], n)}
+
+
+def split_level(per_split: list[float], n_test: int, n_train: int, metric: str, margin: float | None = None,
+                level: float = 0.95) -> dict:
+    """The split-level difference of one metric over J resampled hold-out splits (differences
+    ``per_split``, each on its own test points): the corrected resampled t interval of the module
+    docstring, and its verdict. Same keys as :func:`seed_level` (``test_se`` 0: the test sets'
+    error is in the spread); ``n_seeds`` counts the splits."""
+    if metric not in HIGHER_IS_BETTER:
+        raise ConfigError(f"metric={metric!r} is not allowed; choose one of: {', '.join(HIGHER_IS_BETTER)}")
+    if n_test < 1 or n_train < 1:
+        raise ConfigError(f"n_test={n_test!r} and n_train={n_train!r} must be >= 1")
+    d = np.asarray(per_split, dtype=np.float64)
+    if d.size == 0:
+        raise ConfigError("need at least one split's difference")
+    margin = MARGINS[metric] if margin is None else margin
+    n = d.size
+    mean = float(d.mean())
+    sd = float(d.std(ddof=1)) if n > 1 else float("nan")
+    if n > 1:
+        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd * math.sqrt(1.0 / n + n_test / n_train)
+        low, high = mean - half, mean + half
+    else:
+        low = high = float("nan")
+    return {"value": mean, "low": low, "high": high, "seed_sd": sd, "test_se": 0.0, "n_seeds": n,
+            "per_seed": d.tolist(), "margin": margin, "replication": "splits",
             "verdict": verdict(low, high, margin, HIGHER_IS_BETTER[metric], n)}

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attnknn_lib.experiments import efficiency, k_sweep, long_tail, main, noise, theory
+from attnknn_lib.experiments import attention_study, efficiency, k_sweep, long_tail, main, noise, theory
 from attnknn_lib.report import macros as macro_file
 from attnknn_lib.report import readme
 from attnknn_lib.report.records import read_records
 
-REGISTRY = {m.NAME: m for m in (main, k_sweep, noise, long_tail, efficiency, theory)}
+REGISTRY = {m.NAME: m for m in (main, k_sweep, noise, long_tail, efficiency, theory, attention_study)}
 
 
 def _by_experiment(records: list[dict]) -> dict[str, list[dict]]:

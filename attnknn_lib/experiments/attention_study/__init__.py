@@ -1,0 +1,33 @@
+"""Attention study: the headroom of any reweighting of the k neighbours, diagnostics of the prototype
+attention, and attention variants trained on the frozen embedding.
+
+``measure`` runs the analyses into a record; ``views`` turns a record into tables, figures,
+macros, README lines and the notebook's findings. The notebook (07) and the workflow use the names
+re-exported here.
+"""
+
+from attnknn_lib.experiments.attention_study.measure import (  # noqa: F401 - the experiment's interface
+    NAME,
+    NOTEBOOK,
+    VARIANTS,
+    Config,
+    ceilings,
+    diagnostics,
+    headroom_table,
+    outputs,
+    parse_setting,
+    run,
+    runs,
+)
+from attnknn_lib.experiments.attention_study.views import (  # noqa: F401 - the experiment's interface
+    README_SECTION,
+    ceilings_frame,
+    diagnostics_frame,
+    findings,
+    gradient_shares,
+    headroom_frame,
+    macros,
+    readme_lines,
+    variants_frame,
+    write_outputs,
+)

@@ -1,0 +1,469 @@
+"""Attention study (notebook ``07_attention_study``): can an attention over the k neighbours learn, and how much is there to win?
+
+On main's trained Attn-KNN embedding (every seed, frozen), in four memory settings (clean labels;
+symmetric 30 %; asymmetric c -> c + 1 30 % and 40 %, noise in the memory's labels only, validation
+and test labels clean):
+
+1. **Headroom** per k: recall@k (the ceiling of any convex reweighting), the uniform vote, the
+   shares whose k neighbours all agree, the fixable share split by the vote gap
+   (:mod:`attnknn_lib.knn.headroom`); two ceilings tuned on validation and scored on test: the best
+   geometry-only rule (uniform / distance / cosine / rank decay, and k) and the best label-aware
+   rule (keep the neighbours whose own neighbours back their label).
+2. **Diagnostics** of the prototype attention as main trained it (its per-epoch history): the share
+   of training queries whose vote carries a gradient against the same share on validation and
+   test, the entropy term's gradient over the NLL's, the spread of scores within a neighbourhood,
+   per-head entropy against the entropy of the averaged weights, temperatures.
+3. **Variants** trained on the frozen neighbourhoods (:mod:`attnknn_lib.models.neighbour_heads`,
+   :mod:`attnknn_lib.training.heads`; training queries never retrieve themselves), each against the
+   tuned kNN rule at the same k with seed-level verdicts (:mod:`attnknn_lib.evaluation.verdicts`),
+   its effective k, the share of the fixable headroom it captured, and under noise its
+   flipped/clean weight ratio and the AUROC of its weight for "this neighbour is flipped". The
+   variant with the best validation accuracy is the setting's "best variant".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attnknn_lib.base.errors import ConfigError, check_choice, check_range
+from attnknn_lib.base.files import write_npz
+from attnknn_lib.base.knobs import csv, int_csv, knob
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.base.progress import bar
+from attnknn_lib.base.runtime import seed_everything
+from attnknn_lib.data.label_noise import NOISE_KINDS, inject_label_noise
+from attnknn_lib.data.registry import DATASET_NAMES
+from attnknn_lib.data.spec import prepare
+from attnknn_lib.evaluation.calibration import Calibrator
+from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID, Embedded, MethodProbs, best_baseline, knn_methods, score
+from attnknn_lib.evaluation.metrics import accuracy, nll, paired_bootstrap_diff
+from attnknn_lib.evaluation.verdicts import MARGINS, seed_level
+from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.knn.bank import MemoryBank, Neighbors
+from attnknn_lib.knn.headroom import (
+    captured,
+    consistency_weights,
+    flip_detection,
+    headroom,
+    loo_agreement,
+    rank_weights,
+)
+from attnknn_lib.knn.votes import RULES, break_ties, effective_neighbours, knn_probs, vote, vote_has_gradient
+from attnknn_lib.models import MultiHeadNeighborAttention
+from attnknn_lib.models.neighbour_heads import (
+    AdaptiveK,
+    BlindAttention,
+    LabelAwareAttention,
+    NeighbourReadout,
+    QueryOnly,
+    k_ladder,
+)
+from attnknn_lib.training.heads import Neighbourhoods, predict, train_head
+
+NAME = "attention_study"
+NOTEBOOK = "07_attention_study.ipynb"
+VARIANTS = {  # name -> (label, what it tests)
+    "blind_bonus": ("label-blind, entropy bonus +0.01", "the prototype's attention and loss"),
+    "blind_none": ("label-blind, no entropy term", "the bonus pulls the weights to uniform"),
+    "blind_penalty": ("label-blind, entropy penalty", "weights pushed away from uniform"),
+    "blind_heldout": ("label-blind, held-out queries", "training neighbourhoods purer than test ones"),
+    "label_aware": ("label-aware scores", "scores that can see labels and their consistency"),
+    "readout": ("TabR-style readout", "values and an MLP readout, not a vote"),
+    "query_only": ("query alone (readout's control)", "what the readout gets without neighbours"),
+    "adaptive_k": ("adaptive k (mixture over k)", "a per-query k against the best fixed k"),
+}
+ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blind_heldout": 0.01}
+DECAYS = (1.0, 2.0, 4.0, 8.0, 16.0)  # rank-decay lengths of the geometry-only ceiling
+THRESHOLDS = (0.25, 0.5, 0.75)  # leave-one-out agreement thresholds of the label-aware ceiling
+COMPARED = (("accuracy", "raw"), ("ece", "calibrated"), ("nll", "calibrated"))
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    """The attention study's knobs on top of the shared recipe (which names main's models)."""
+
+    dataset: str = knob("fashion_mnist", "dataset whose trained main models are studied")
+    seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "seeds of main's models (comma-separated)")
+    settings: tuple[str, ...] = knob(("clean", "symmetric/0.3", "asymmetric/0.3", "asymmetric/0.4"),
+                                     "memory settings: clean or kind/rate (noise in the memory's labels)")
+    headroom_ks: tuple[int, ...] = knob((1, 3, 5, 10, 16, 32, 64), "k of the headroom table")
+    variant_ks: tuple[int, ...] = knob((5, 16), "k at which the variants are trained")
+    variant_settings: tuple[str, ...] = knob(("clean", "asymmetric/0.4"),
+                                             "settings in which the variants are trained (a subset of settings)")
+    variants: tuple[str, ...] = knob(tuple(VARIANTS), "variants to train")
+    train_queries: int = knob(8000, "training queries per variant (a seeded subset of the memory)")
+    head_epochs: int = knob(4, "epochs per variant")
+    head_batch_size: int = knob(128, "training queries per step of a variant")
+    head_lr: float = knob(0.01, "AdamW learning rate of the variants (high: the weights must be able to leave uniform)")
+    loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
+    noise_seed: int = knob(0, "seed of the memory's noise draw")
+    n_boot: int = knob(200, "bootstrap resamples for the intervals")
+    margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
+    margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
+    margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("seeds", "headroom_ks", "variant_ks"):
+            object.__setattr__(self, name, int_csv(name, getattr(self, name)))
+        for name in ("settings", "variant_settings", "variants"):
+            object.__setattr__(self, name, csv(getattr(self, name)))
+        check_choice("dataset", self.dataset, DATASET_NAMES)
+        for s in self.settings:
+            parse_setting(s)
+        for s in self.variant_settings:
+            check_choice("variant_settings", s, self.settings)
+        for v in self.variants:
+            check_choice("variants", v, tuple(VARIANTS))
+        for name in ("headroom_ks", "variant_ks"):
+            if not getattr(self, name) or min(getattr(self, name)) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)!r} is not allowed; give positive integers")
+        for name in ("train_queries", "head_epochs", "head_batch_size", "loo_k", "n_boot"):
+            check_range(name, getattr(self, name), 1, None)
+        for name in ("head_lr", "margin_accuracy", "margin_ece", "margin_nll"):
+            check_range(name, getattr(self, name), 0.0, None)
+
+    def margin(self, metric: str) -> float:
+        return getattr(self, f"margin_{metric}")
+
+    @property
+    def k_max(self) -> int:
+        """The most neighbours any part reads (adaptive k mixes up to the largest headroom k)."""
+        return max(*self.headroom_ks, *self.variant_ks)
+
+
+def parse_setting(setting: str) -> tuple[str, float]:
+    """'clean' -> ('none', 0); 'asymmetric/0.4' -> ('asymmetric', 0.4); else one clear error."""
+    if setting == "clean":
+        return "none", 0.0
+    kind, _, rate = setting.partition("/")
+    try:
+        r = float(rate)
+    except ValueError:
+        r = -1.0
+    if kind not in NOISE_KINDS or not 0 < r < 1:
+        raise ConfigError(f"setting={setting!r} is not allowed; give clean or kind/rate with kind in "
+                          f"{', '.join(NOISE_KINDS)} and 0 < rate < 1, e.g. asymmetric/0.4")
+    return kind, r
+
+
+def runs(cfg: Config):
+    """Main's Attn-KNN runs of the dataset (shared with main: trained once)."""
+    return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds, kinds=("attnknn",))
+
+
+def outputs(cfg: Config) -> list[str]:
+    d = cfg.dataset
+    out = [f"results/{NAME}_{d}.json"]
+    out += [f"results/tables/{NAME}_{d}_{t}.tex" for t in ("headroom", "variants", "diagnostics")]
+    out += [f"figures/{NAME}_{d}_{f}.{ext}" for f in ("headroom", "diagnostics", "variants") for ext in ("pdf", "png")]
+    return out
+
+
+# ----------------------------------------------------------------------------- one memory setting
+
+@dataclass
+class Memory:
+    """The frozen memory of one seed under one setting: its labels, which were flipped, and the
+    neighbourhoods of training queries (a subset, themselves excluded), validation and test."""
+
+    embeddings: torch.Tensor  # (M, D)
+    labels: np.ndarray  # (M,) possibly noisy
+    flipped: np.ndarray  # (M,) bool
+    train: Neighbourhoods
+    val: Neighbourhoods
+    test: Neighbourhoods
+
+
+def memory_setting(frozen, clean_labels: np.ndarray, self_nb: Neighbors, val_nb: Neighbors, test_nb: Neighbors,
+                   val_y: np.ndarray, test_y: np.ndarray, train_rows: np.ndarray, setting: str, num_classes: int,
+                   cfg: Config) -> Memory:
+    """The memory's labels under ``setting`` and every split's neighbourhoods with those labels."""
+    kind, rate = parse_setting(setting)
+    if rate:
+        labels, flipped = inject_label_noise(clean_labels, rate, num_classes, kind, seed=cfg.noise_seed)
+    else:
+        labels, flipped = np.asarray(clean_labels), np.zeros(len(clean_labels), dtype=bool)
+    labels = np.asarray(labels, dtype=np.int64)
+    loo = loo_agreement(labels[self_nb.indices[:, :cfg.loo_k]], labels)  # (M,)
+
+    def hoods(q: np.ndarray, nb: Neighbors, target: np.ndarray) -> Neighbourhoods:
+        return Neighbourhoods(q, nb.indices, nb.sq_dist.astype(np.float32), labels[nb.indices],
+                              loo[nb.indices].astype(np.float32), np.asarray(target, dtype=np.int64))
+
+    train = hoods(frozen.train, self_nb, labels).take(train_rows)
+    return Memory(torch.from_numpy(frozen.train), labels, np.asarray(flipped, bool), train,
+                  hoods(frozen.val, val_nb, val_y), hoods(frozen.test, test_nb, test_y))
+
+
+# ----------------------------------------------------------------------------- headroom and ceilings
+
+def _rule_probs(rule: str, param: float | None, hoods: Neighbourhoods, k: int, num_classes: int) -> np.ndarray:
+    lab, d = hoods.labels[:, :k], hoods.sq_dist[:, :k]
+    if rule == "rank":
+        return vote(rank_weights(lab.shape, param), lab, num_classes)
+    if rule == "consistency":
+        return vote(consistency_weights(hoods.loo[:, :k], param), lab, num_classes)
+    return knn_probs(rule, d, lab, num_classes, param, k)
+
+
+def ceilings(mem: Memory, ks: tuple[int, ...], num_classes: int) -> dict:
+    """Best geometry-only rule and best label-aware rule: (rule, param, k) with the best validation
+    accuracy (ties: lower validation NLL), scored once on test."""
+    grids = {"geometry": [("uniform", None)] + [("distance", t) for t in TAU_GRID] +
+             [("cosine", t) for t in T_GRID] + [("rank", d) for d in DECAYS],
+             "label_aware": [("consistency", t) for t in THRESHOLDS]}
+    out = {}
+    for family, grid in grids.items():
+        best, key = None, None
+        for k in ks:
+            for rule, param in grid:
+                p = _rule_probs(rule, param, mem.val, k, num_classes)
+                kk = (accuracy(p, mem.val.target), -nll(p, mem.val.target))
+                if key is None or kk > key:
+                    best, key = (rule, param, k), kk
+        rule, param, k = best
+        out[family] = {"rule": rule, "param": param, "k": k, "val_accuracy": key[0],
+                       "test_accuracy": accuracy(_rule_probs(rule, param, mem.test, k, num_classes), mem.test.target)}
+    return out
+
+
+def headroom_table(mem: Memory, ks: tuple[int, ...], num_classes: int) -> dict:
+    """Per k: :func:`~attnknn_lib.knn.headroom.headroom` on the test queries."""
+    return {str(k): headroom(mem.test.labels, mem.test.target, num_classes, k) for k in ks}
+
+
+# ----------------------------------------------------------------------------- variants
+
+def build_variant(name: str, cfg: Config, num_classes: int, k: int) -> torch.nn.Module:
+    if name.startswith("blind"):
+        return BlindAttention(MultiHeadNeighborAttention(cfg.attention_config(num_classes)))
+    if name == "label_aware":
+        return LabelAwareAttention(num_classes, cfg.embed_dim)
+    if name == "readout":
+        return NeighbourReadout(num_classes, cfg.embed_dim)
+    if name == "query_only":
+        return QueryOnly(num_classes, cfg.embed_dim)
+    if name == "adaptive_k":
+        return AdaptiveK(num_classes, k)
+    raise ConfigError(f"variant={name!r} is not allowed; choose one of: {', '.join(VARIANTS)}")
+
+
+def _fit(cfg: Config, name: str, train: Neighbourhoods, val: Neighbourhoods, mem: Memory, num_classes: int,
+         k: int, seed: int):
+    seed_everything(seed)
+    head = build_variant(name, cfg, num_classes, k)
+    return train_head(head, train, val, mem.embeddings, num_classes, epochs=cfg.head_epochs, lr=cfg.head_lr,
+                      batch_size=cfg.head_batch_size, entropy_weight=ENTROPY.get(name, 0.0), seed=seed, name=name)
+
+
+def train_variant(cfg: Config, name: str, mem: Memory, k: int, num_classes: int, seed: int) -> dict:
+    """One variant at k: validation and test probabilities, test weights, training history.
+
+    ``blind_heldout`` trains on validation queries instead, cross-fitted: two halves, each model
+    trained on one and selected on the other; each half's validation probabilities come from the
+    model that did not train on it, the test probabilities are the two models' mean."""
+    val, test = mem.val.take(np.arange(len(mem.val)), k), mem.test.take(np.arange(len(mem.test)), k)
+    if name != "blind_heldout":
+        res = _fit(cfg, name, mem.train.take(np.arange(len(mem.train)), k), val, mem, num_classes, k, seed)
+        pv, _ = predict(res.model, val, mem.embeddings, num_classes)
+        pt, wt = predict(res.model, test, mem.embeddings, num_classes)
+        return {"val": pv, "test": pt, "weights": wt, "history": [res.history], "best_epoch": [res.best_epoch]}
+    halves = np.array_split(np.random.default_rng(seed).permutation(len(val)), 2)
+    pv = np.zeros((len(val), num_classes))
+    pts, wts, hist, best = [], [], [], []
+    for a, b in ((0, 1), (1, 0)):
+        res = _fit(cfg, name, val.take(halves[a]), val.take(halves[b]), mem, num_classes, k, seed + a)
+        pv[halves[b]] = predict(res.model, val.take(halves[b]), mem.embeddings, num_classes)[0]
+        p, w = predict(res.model, test, mem.embeddings, num_classes)
+        pts.append(p)
+        wts.append(w)
+        hist.append(res.history)
+        best.append(res.best_epoch)
+    return {"val": pv, "test": break_ties(np.mean(pts, 0), test.labels), "weights": np.mean(wts, 0),
+            "history": hist, "best_epoch": best}
+
+
+def _baseline(mem: Memory, k: int, num_classes: int, ds) -> tuple[str, dict[str, MethodProbs]]:
+    """The kNN rules at k with their knobs tuned on validation, and the best of them."""
+    bank = MemoryBank()
+    bank.labels = mem.labels
+    nb = {(s, "original"): Neighbors(h.rows, h.sq_dist, h.labels) for s, h in (("val", mem.val), ("test", mem.test))}
+    emb = Embedded(bank, {"original": mem.val.query}, {"original": mem.test.query}, nb)
+    methods = knn_methods(emb, ds, k)
+    methods = {r: methods[r] for r in RULES}
+    return best_baseline(methods, ds.val.y), methods
+
+
+def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bool) -> dict:
+    """Every variant at k in one setting and seed, scored against the tuned kNN rule at k."""
+    c = ds.num_classes
+    best, rules = _baseline(mem, k, c, ds)
+    methods = {"baseline": rules[best]}
+    extra = {}
+    names = [v for v in cfg.variants if v != "adaptive_k" or with_adaptive]
+    for name in names:
+        kk = max(k_ladder(mem.test.rows.shape[1])) if name == "adaptive_k" else k
+        out = train_variant(cfg, name, mem, kk, c, seed)
+        methods[name] = MethodProbs(out["val"], out["test"])
+        test_rows = mem.test.rows[:, :kk]
+        info = {"history": out["history"], "best_epoch": out["best_epoch"], "k": kk,
+                "effective_k": float(effective_neighbours(out["weights"]).mean())}
+        if mem.flipped.any():
+            info["flips"] = flip_detection(out["weights"], mem.flipped[test_rows])
+        extra[name] = info
+    scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
+    uniform = accuracy(rules["uniform"].test, ds.test.y)
+    recall = float((mem.test.labels[:, :k] == ds.test.y[:, None]).any(1).mean())
+    probs = {}
+    for name, m in methods.items():
+        cal = Calibrator(**scored[name]["calibrator"])
+        probs[name] = (m.test, cal.apply(m.test))
+    out = {"baseline_rule": best, "uniform_accuracy": uniform, "recall": recall, "methods": {}}
+    for name in methods:
+        entry = {"val_accuracy": scored[name]["val"]["accuracy"], "val_nll_calibrated": scored[name]["val"]["nll_calibrated"],
+                 "test_raw": scored[name]["test_raw"], "test_calibrated": scored[name]["test_calibrated"]}
+        if name != "baseline":
+            entry.update(extra[name])
+            entry["captured"] = captured(scored[name]["test_raw"]["accuracy"]["value"], uniform, recall)
+            entry["diff"] = {split: paired_bootstrap_diff([probs[name][i]], [probs["baseline"][i]], ds.test.y,
+                                                          n_boot=cfg.n_boot, seed=seed)
+                             for i, split in enumerate(("raw", "calibrated"))}
+        out["methods"][name] = entry
+    return out
+
+
+# ----------------------------------------------------------------------------- diagnostics
+
+DIAG_KEYS = ("diag_gradient_share", "train_entropy", "diag_head_entropy", "diag_score_spread",
+             "diag_entropy_grad_ratio", "val_accuracy")
+
+
+def diagnostics(history: list[dict], hoods: dict[str, Neighbourhoods], k: int) -> dict:
+    """Per epoch of main's Attn-KNN training: the :data:`DIAG_KEYS` and the temperatures; and the
+    share of queries whose vote carries a gradient on each split of the trained embedding at k."""
+    per_epoch = {key: [row.get(key) for row in history] for key in DIAG_KEYS}
+    per_epoch["temperatures"] = [row["temperatures"] for row in history]
+    shares = {s: float(vote_has_gradient(h.labels[:, :k], h.target).mean()) for s, h in hoods.items()}
+    return {"per_epoch": per_epoch, "gradient_share": shares}
+
+
+# ----------------------------------------------------------------------------- the run
+
+def _train_rows(n: int, size: int, seed: int) -> np.ndarray:
+    return np.sort(np.random.default_rng(seed).permutation(n)[:min(size, n)])
+
+
+def run(cfg: Config, paths: Paths) -> dict:
+    """Headroom, diagnostics and variants for every seed; writes ``results/attention_study_<d>.json``."""
+    device, prov, clock = core.begin(cfg)
+    cpu = torch.device("cpu")
+    prepared = prepare(core.data_spec(cfg, cfg.dataset))
+    ds = prepared.dataset
+    c = ds.num_classes
+    k_max = min(cfg.k_max, len(ds.train) - 1)
+    per_seed = {}
+    for seed in bar(cfg.seeds, desc="seeds"):
+        run_ = runs(cfg)[cfg.seeds.index(seed)]
+        trained = core.trained(run_, paths, prepared)[0]
+        frozen = core.frozen_embeddings(run_, trained.model.to(cpu), prepared, paths, cpu)
+        bank = MemoryBank().build(frozen.train, ds.train.y)
+        self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k), np.arange(len(frozen.train)))
+        val_nb, test_nb = bank.search(frozen.val, k_max), bank.search(frozen.test, k_max)
+        rows = _train_rows(len(frozen.train), cfg.train_queries, seed)
+        settings, arrays = {}, {}
+        for setting in cfg.settings:
+            mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y, rows, setting,
+                                 c, cfg)
+            entry = {"headroom": headroom_table(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
+                     "ceilings": ceilings(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
+                     "flipped_share": float(mem.flipped.mean())}
+            if setting in cfg.variant_settings:
+                entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks))
+                                     for k in cfg.variant_ks if k <= k_max}
+            settings[setting] = entry
+            key = setting.replace("/", "_")
+            arrays[f"memory_labels_{key}"] = mem.labels
+            arrays[f"flipped_{key}"] = mem.flipped
+            if setting == "clean":
+                clean = mem
+        hoods = {"train": clean.train, "val": clean.val, "test": clean.test}
+        per_seed[str(seed)] = {"settings": settings, "diagnostics": diagnostics(trained.history, hoods, cfg.k),
+                               "best_epoch": trained.best_epoch}
+        write_npz(paths.artifacts / f"{NAME}_{cfg.dataset}_s{seed}_neighbours.npz", test_labels=ds.test.y,
+                  test_neighbour_rows=test_nb.indices, test_neighbour_sq_dist=test_nb.sq_dist,
+                  test_neighbour_labels=ds.train.y[test_nb.indices], memory_ids=ds.train.ids, **arrays)
+    results = {"dataset": ds.summary(), "seeds": list(cfg.seeds), "per_seed": per_seed,
+               "summary": summarise(cfg, per_seed), "timings": {"seconds": clock()}}
+    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+
+
+# ----------------------------------------------------------------------------- over seeds
+
+def _mean_sd(values: list[float | None]) -> dict:
+    v = np.array([x for x in values if x is not None], dtype=np.float64)
+    if not v.size:
+        return {"mean": None, "std": None, "values": []}
+    return {"mean": float(v.mean()), "std": float(v.std(ddof=1)) if v.size > 1 else None, "values": v.tolist()}
+
+
+def summarise(cfg: Config, per_seed: dict) -> dict:
+    """Means over seeds of the headroom and ceilings; per setting, k and variant: accuracy, the
+    seed-level differences to the tuned baseline with verdicts, effective k, captured headroom,
+    flip detection; the variant chosen on validation."""
+    seeds = list(per_seed)
+    first = per_seed[seeds[0]]["settings"]
+    out: dict = {"settings": {}}
+    for setting, entry in first.items():
+        s_out = {"headroom": {}, "ceilings": {}}
+        for k in entry["headroom"]:
+            rows = [per_seed[s]["settings"][setting]["headroom"][k] for s in seeds]
+            s_out["headroom"][k] = {key: _mean_sd([r[key] for r in rows])["mean"] for key in rows[0]
+                                    if key not in ("k", "fixable_within")}
+            s_out["headroom"][k]["fixable_within"] = {m: float(np.mean([r["fixable_within"][m] for r in rows]))
+                                                      for m in rows[0]["fixable_within"]}
+        for fam in entry["ceilings"]:
+            rows = [per_seed[s]["settings"][setting]["ceilings"][fam] for s in seeds]
+            s_out["ceilings"][fam] = {"test_accuracy": _mean_sd([r["test_accuracy"] for r in rows]),
+                                      "choices": [f"{r['rule']} {r['param'] if r['param'] is not None else ''} k={r['k']}"
+                                                  .replace("  ", " ") for r in rows]}
+        if "variants" in entry:
+            s_out["variants"] = {}
+            for k in entry["variants"]:
+                k_out = {"methods": {}}
+                runs_k = [per_seed[s]["settings"][setting]["variants"][k] for s in seeds]
+                k_out["uniform_accuracy"] = _mean_sd([r["uniform_accuracy"] for r in runs_k])["mean"]
+                k_out["recall"] = _mean_sd([r["recall"] for r in runs_k])["mean"]
+                k_out["baseline_rules"] = [r["baseline_rule"] for r in runs_k]
+                for name in runs_k[0]["methods"]:
+                    ms = [r["methods"][name] for r in runs_k]
+                    m_out = {"val_accuracy": _mean_sd([m["val_accuracy"] for m in ms]),
+                             "accuracy": _mean_sd([m["test_raw"]["accuracy"]["value"] for m in ms]),
+                             "ece_calibrated": _mean_sd([m["test_calibrated"]["ece"]["value"] for m in ms]),
+                             "nll_calibrated": _mean_sd([m["test_calibrated"]["nll"]["value"] for m in ms])}
+                    if name != "baseline":
+                        m_out["effective_k"] = _mean_sd([m["effective_k"] for m in ms])
+                        m_out["captured"] = _mean_sd([m["captured"] for m in ms])
+                        m_out["best_epochs"] = [e for m in ms for e in m["best_epoch"]]
+                        m_out["epochs"] = cfg.head_epochs
+                        if "flips" in ms[0]:
+                            m_out["flip_ratio"] = _mean_sd([m["flips"]["ratio"] for m in ms])
+                            m_out["flip_auroc"] = _mean_sd([m["flips"]["auroc"] for m in ms])
+                        m_out["verdicts"] = {
+                            metric: seed_level([m["diff"][split][metric]["value"] for m in ms],
+                                               float(np.sqrt(np.mean([m["diff"][split][metric]["se"] ** 2
+                                                                      for m in ms]) / len(ms))),
+                                               metric, margin=cfg.margin(metric))
+                            for metric, split in COMPARED}
+                    k_out["methods"][name] = m_out
+                variants = [n for n in k_out["methods"] if n != "baseline"]
+                k_out["chosen"] = max(variants, key=lambda n: k_out["methods"][n]["val_accuracy"]["mean"]) \
+                    if variants else None
+                s_out["variants"][k] = k_out
+        out["settings"][setting] = s_out
+    return out
+

@@ -1,0 +1,382 @@
+"""Attention-study views: tables, figures, macros, README lines and the notebook's findings, from a record."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attnknn_lib.base.files import write_text
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.evaluation.verdicts import VERDICTS
+from attnknn_lib.experiments.attention_study.measure import NAME, NOTEBOOK, VARIANTS
+from attnknn_lib.experiments.shared import output_context
+from attnknn_lib.report import figures
+from attnknn_lib.report.figures import plt
+from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
+from attnknn_lib.report.readme import per_dataset
+from attnknn_lib.report.tables import booktabs, sd_text
+
+VERDICT_MARK = {"better": "B", "worse": "W", "equivalent": "E", "inconclusive": "?"}
+SHORT = {"baseline": "tuned kNN", "blind_bonus": "blind, +H bonus", "blind_none": "blind, no H term",
+         "blind_penalty": "blind, H penalty", "blind_heldout": "blind, held-out", "label_aware": "label-aware",
+         "readout": "readout", "query_only": "query only", "adaptive_k": "adaptive k"}  # the LaTeX table's row names
+SETTING_TITLES = {"clean": "clean memory"}
+
+
+def setting_title(setting: str) -> str:
+    """'asymmetric/0.4' -> 'asymmetric 40 %'."""
+    if setting in SETTING_TITLES:
+        return SETTING_TITLES[setting]
+    kind, _, rate = setting.partition("/")
+    return f"{kind} {100 * float(rate):g} %"
+
+
+def variant_label(name: str) -> str:
+    return "tuned kNN (baseline)" if name == "baseline" else VARIANTS[name][0]
+
+
+def _seeds(res: dict) -> str:
+    n = len(res["seeds"])
+    return f"{n} seed{'s' if n != 1 else ''}"
+
+
+# ----------------------------------------------------------------------------- frames
+
+def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
+    """Per setting and k: recall@k, uniform vote, all-agree shares, fixable share and its part
+    within 1 / 2 / 4 votes (test, % of queries, mean over seeds)."""
+    pc = "\\%" if latex else "%"
+    rows = {}
+    for setting, s in record["results"]["summary"]["settings"].items():
+        for k, h in s["headroom"].items():
+            rows[(setting_title(setting), int(k))] = {
+                f"recall@k ({pc})": pct(h["recall"]), f"uniform vote ({pc})": pct(h["uniform_accuracy"]),
+                f"all agree, right ({pc})": pct(h["all_agree_right"]), f"all agree, wrong ({pc})": pct(h["all_agree_wrong"]),
+                f"fixable ({pc})": pct(h["fixable"]),
+                **{f"within {m} vote{'s' if m != '1' else ''} ({pc})": pct(v) for m, v in h["fixable_within"].items()}}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index = [f"{a}, k = {b}" for a, b in df.index]
+    df.index.name = "memory, k"
+    return df
+
+
+def ceilings_frame(record: dict) -> pd.DataFrame:
+    """Per setting: the two ceilings tuned on validation (test accuracy, the rule each seed chose)."""
+    rows = {}
+    for setting, s in record["results"]["summary"]["settings"].items():
+        for fam, c in s["ceilings"].items():
+            acc = c["test_accuracy"]
+            rows[(setting_title(setting), fam.replace("_", "-"))] = {
+                "test accuracy (%)": f"{100 * acc['mean']:.2f} ± {sd_text(acc['std'], 100, 2)}",
+                "chosen on validation (per seed)": "; ".join(c["choices"])}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index = [f"{a}: {b}" for a, b in df.index]
+    df.index.name = "ceiling"
+    return df
+
+
+def _diff_cell(v: dict, scale: float, dec: int, latex: bool, interval: bool = True) -> str:
+    mark = VERDICT_MARK[v["verdict"]] if latex else v["verdict"]
+    interval = "" if not interval or v["low"] is None or v["low"] != v["low"] else \
+        f" [{signed(scale * v['low'], dec)}, {signed(scale * v['high'], dec)}]"
+    return f"{signed(scale * v['value'], dec)}{interval} {mark}"
+
+
+def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
+    """Per setting, k and variant: test accuracy (mean ± s.d.), the seed-level differences to the
+    tuned kNN rule at the same k (accuracy in points, calibrated ECE and NLL) with verdicts,
+    effective k, captured headroom and (under noise) the AUROC of low weight for a flipped neighbour."""
+    pc = "\\%" if latex else "%"
+    rows = {}
+    for setting, s in record["results"]["summary"]["settings"].items():
+        for k, kv in (s.get("variants") or {}).items():
+            for name, m in kv["methods"].items():
+                acc = m["accuracy"]
+                row = {f"acc. ({pc})": f"{100 * acc['mean']:.2f} ± {sd_text(acc['std'], 100, 2)}"}
+                if name == "baseline":
+                    row.update({"Δ acc. (pp)": "", "Δ ECE cal.": "", "Δ NLL cal.": "", "k_eff": "",
+                                f"captured ({pc})": "", "flip AUROC": ""})
+                else:
+                    v = m["verdicts"]
+                    cap = m["captured"]["mean"]
+                    auroc = (m.get("flip_auroc") or {}).get("mean")
+                    row.update({"Δ acc. (pp)": _diff_cell(v["accuracy"], 100, 2, latex),
+                                "Δ ECE cal.": _diff_cell(v["ece"], 1, 4, latex, interval=not latex),
+                                "Δ NLL cal.": _diff_cell(v["nll"], 1, 3, latex, interval=not latex),
+                                "k_eff": f"{m['effective_k']['mean']:.1f}",
+                                f"captured ({pc})": "--" if cap is None else f"{100 * cap:.0f}",
+                                "flip AUROC": "--" if auroc is None else f"{auroc:.2f}"})
+                marker = " *" if name == kv["chosen"] else ""
+                where = f"{setting_title(setting).replace('clean memory', 'clean')}, k = {k}"
+                rows[f"{where}: {SHORT[name] if latex else variant_label(name)}{marker}"] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "memory, k: method"
+    if latex:
+        df.columns = [c.replace("Δ", "$\\Delta$").replace("k_eff", "$k_{\\mathrm{eff}}$") for c in df.columns]
+    return df
+
+
+def diagnostics_frame(record: dict) -> pd.DataFrame:
+    """Per epoch of main's Attn-KNN training, mean over seeds: the share of training queries whose
+    vote carries a gradient, the entropy of the averaged weights and the mean per-head entropy,
+    the spread of scores, ||grad H|| / ||grad NLL|| and the mean temperature; validation accuracy."""
+    per = [d["diagnostics"]["per_epoch"] for d in record["results"]["per_seed"].values()]
+
+    def mean(key: str, i: int) -> float | None:
+        vals = [p[key][i] for p in per if i < len(p[key]) and p[key][i] is not None]
+        return float(np.mean(vals)) if vals else None
+
+    rows = {}
+    for i in range(max(len(p["val_accuracy"]) for p in per)):
+        temps = [np.mean(p["temperatures"][i]) for p in per if i < len(p["temperatures"])]
+        cells = {"gradient share (%)": mean("diag_gradient_share", i), "H(mean w)": mean("train_entropy", i),
+                 "mean H(head)": mean("diag_head_entropy", i), "score s.d.": mean("diag_score_spread", i),
+                 "|grad H| / |grad NLL|": mean("diag_entropy_grad_ratio", i), "temperature": float(np.mean(temps)),
+                 "val. acc. (%)": mean("val_accuracy", i)}
+        rows[i + 1] = {c: "--" if v is None else (f"{100 * v:.1f}" if "%" in c else f"{v:.3f}") for c, v in cells.items()}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "epoch"
+    return df
+
+
+def gradient_shares(record: dict) -> dict[str, float]:
+    """Share of queries whose vote carries a gradient on the trained embedding, per split (mean over seeds)."""
+    per = [d["diagnostics"]["gradient_share"] for d in record["results"]["per_seed"].values()]
+    return {s: float(np.mean([p[s] for p in per])) for s in per[0]}
+
+
+# ----------------------------------------------------------------------------- figures
+
+def headroom_figure(record: dict):
+    """Per memory setting: recall@k (the ceiling), the uniform vote and the two tuned ceilings, against k."""
+    res = record["results"]
+    settings = res["summary"]["settings"]
+    fig, axes = plt.subplots(1, len(settings), figsize=(7.4, 2.5), sharey=True, squeeze=False)
+    for ax, (setting, s) in zip(axes[0], settings.items()):
+        ks = [int(k) for k in s["headroom"]]
+        h = list(s["headroom"].values())
+        ax.plot(ks, [100 * x["recall"] for x in h], "o-", ms=3, label="recall@k (ceiling)")
+        ax.plot(ks, [100 * x["uniform_accuracy"] for x in h], "s-", ms=3, label="uniform vote")
+        for fam, style in (("geometry", ":"), ("label_aware", "--")):
+            ax.axhline(100 * s["ceilings"][fam]["test_accuracy"]["mean"], ls=style, lw=1, color="grey" if fam ==
+                       "geometry" else "black", label=f"best {fam.replace('_', '-')} rule (tuned)")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks)
+        ax.set_xticklabels([str(k) for k in ks], fontsize=7)
+        ax.set_title(setting_title(setting), fontsize=8)
+        ax.set_xlabel("k", fontsize=8)
+    axes[0][0].set_ylabel("test queries (%)", fontsize=8)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
+    fig.suptitle(f"Headroom of any reweighting of the k neighbours (mean over {_seeds(res)})", fontsize=9)
+    fig.tight_layout(rect=(0, 0.1, 1, 0.95))
+    return fig
+
+
+def diagnostics_figure(record: dict):
+    """Over main's training epochs (one line per seed): the share of training queries whose vote
+    carries a gradient (validation / test shares of the trained embedding as dashed lines), the
+    entropy of the averaged and per-head weights against ln k, and the entropy term's gradient
+    over the NLL's."""
+    res = record["results"]
+    per = {s: d["diagnostics"] for s, d in res["per_seed"].items()}
+    fig, axes = plt.subplots(1, 3, figsize=(7.4, 2.4))
+    shares = gradient_shares(record)
+    for d in per.values():
+        e = d["per_epoch"]
+        epochs = range(1, len(e["val_accuracy"]) + 1)
+        if all(v is not None for v in e["diag_gradient_share"]):
+            axes[0].plot(epochs, [100 * v for v in e["diag_gradient_share"]], color="C0", lw=1, alpha=0.7)
+            axes[1].plot(epochs, e["diag_head_entropy"], color="C1", lw=1, alpha=0.7)
+            axes[2].plot(epochs, e["diag_entropy_grad_ratio"], color="C2", lw=1, alpha=0.7)
+        axes[1].plot(epochs, e["train_entropy"], color="C0", lw=1, alpha=0.7)
+    for split, style in (("val", "--"), ("test", ":")):
+        axes[0].axhline(100 * shares[split], ls=style, color="black", lw=1, label=f"{split} (trained)")
+    axes[0].plot([], [], color="C0", label="training batches")
+    axes[0].set_ylabel("queries with a gradient (%)", fontsize=8)
+    k = record["config"]["k"]
+    axes[1].axhline(np.log(k), color="grey", ls=":", lw=1, label=f"ln {k} (uniform)")
+    axes[1].plot([], [], color="C0", label="averaged weights")
+    axes[1].plot([], [], color="C1", label="per head (mean)")
+    axes[1].set_ylabel("entropy (nats)", fontsize=8)
+    axes[2].set_ylabel("|grad H| / |grad NLL|", fontsize=8)
+    axes[2].set_yscale("log")
+    for ax in axes:
+        ax.set_xlabel("epoch", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0].legend(fontsize=6.5, frameon=False)
+    axes[1].legend(fontsize=6.5, frameon=False)
+    fig.suptitle(f"The prototype attention during main's training ({_seeds(res)}, one line each)", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return fig
+
+
+def variants_figure(record: dict, margin: float | None = None):
+    """Per setting and k: each variant's accuracy difference to the tuned kNN rule (points, seed-level
+    95 % interval), the equivalence margin shaded."""
+    res = record["results"]
+    margin = 100 * (margin if margin is not None else record["config"]["margin_accuracy"])
+    panels = [(s, k, kv) for s, e in res["summary"]["settings"].items() for k, kv in (e.get("variants") or {}).items()]
+    if not panels:
+        fig, ax = plt.subplots(figsize=(3.5, 1.5))
+        ax.text(0.5, 0.5, "no variants were trained", ha="center", va="center")
+        ax.axis("off")
+        return fig
+    names = [n for n in panels[0][2]["methods"] if n != "baseline"]
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.4, 0.3 * len(names) + 1.3), sharey=True, squeeze=False)
+    for ax, (setting, k, kv) in zip(axes[0], panels):
+        for i, n in enumerate(names):
+            if n not in kv["methods"]:
+                continue
+            v = kv["methods"][n]["verdicts"]["accuracy"]
+            lo = v["low"] if v["low"] is not None and v["low"] == v["low"] else v["value"]
+            hi = v["high"] if v["high"] is not None and v["high"] == v["high"] else v["value"]
+            ax.errorbar(100 * v["value"], i, xerr=[[100 * (v["value"] - lo)], [100 * (hi - v["value"])]], fmt="o",
+                        ms=3, color="C3" if n == kv["chosen"] else "C0", capsize=2)
+        ax.axvspan(-margin, margin, color="grey", alpha=0.2, lw=0)
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set_title(f"{setting_title(setting)}, k = {k}", fontsize=8)
+        ax.set_xlabel("Δ accuracy vs tuned kNN (pp)", fontsize=7)
+        ax.tick_params(labelsize=7)
+    axes[0][0].set_yticks(range(len(names)))
+    axes[0][0].set_yticklabels([variant_label(n) for n in names], fontsize=7)
+    axes[0][0].invert_yaxis()
+    fig.suptitle(f"Variants against the tuned kNN rule ({_seeds(res)}; grey: ±{margin:g} pp margin; red: chosen on "
+                 "validation)", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    return fig
+
+
+# ----------------------------------------------------------------------------- outputs
+
+def write_outputs(record: dict, paths: Paths) -> dict:
+    res, d, title, src = output_context(record, NOTEBOOK, NAME)
+    seeds = ", ".join(map(str, res["seeds"]))
+    cfg = record["config"]
+    out = {"headroom": write_text(paths.tables / f"{NAME}_{d}_headroom.tex", booktabs(
+        headroom_frame(record, latex=True),
+        f"{title}: how much any reweighting of the k neighbours can gain (test queries, mean over seeds {seeds}; "
+        f"main's Attn-KNN embedding, noise in the memory's labels only). Fixable: the true label is among the k "
+        f"but the uniform vote misses it; within m votes: the true class is at most m votes behind. {src}.",
+        "tab:study-headroom")),
+        "variants": write_text(paths.tables / f"{NAME}_{d}_variants.tex", booktabs(
+            variants_frame(record, latex=True),
+            f"{title}: attention variants trained on the frozen embedding, against the kNN rule tuned on "
+            f"validation at the same k (seeds {seeds}). Blind: the prototype's label-blind attention with an "
+            f"entropy bonus, none, or a penalty, or trained on held-out validation queries; readout: TabR-style, "
+            f"query only its control. Accuracy difference with its 95\\% seed-level $t$ interval; verdict "
+            f"B / W / E / ? = better / worse / equivalent / inconclusive against margins of "
+            f"{100 * cfg['margin_accuracy']:g} pp, {cfg['margin_ece']:g} ECE, {cfg['margin_nll']:g} NLL. "
+            f"Captured: share of the fixable headroom won over the uniform vote. * chosen on validation. {src}.",
+            "tab:study-variants", escape_index=True)),
+        "diagnostics": write_text(paths.tables / f"{NAME}_{d}_diagnostics.tex", booktabs(
+            diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
+            f"{title}: the prototype attention during main's training, per epoch (mean over seeds {seeds}). "
+            f"Gradient share: training queries whose vote carries a gradient (the true label among the k and the "
+            f"neighbourhood mixed). {src}.", "tab:study-diagnostics"))}
+    for name, fig in (("headroom", headroom_figure(record)), ("diagnostics", diagnostics_figure(record)),
+                      ("variants", variants_figure(record))):
+        out[name + "_figure"] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}_{name}")[0]
+    return out
+
+
+# ----------------------------------------------------------------------------- macros, README, findings
+
+def _headline(res: dict, setting: str, k: str) -> dict | None:
+    return ((res["summary"]["settings"].get(setting) or {}).get("variants") or {}).get(k)
+
+
+def study_macros(record: dict) -> dict[str, str]:
+    """Headroom at k (clean and each noise setting), the ceilings, the chosen variant per setting
+    with its difference and verdict, verdict counts, and the diagnostics (StudyFashionMnist...)."""
+    ds, res = record["dataset"], record["results"]
+    k = str(record["config"]["k"])
+    out: dict[str, str] = {}
+    for setting, s in res["summary"]["settings"].items():
+        tag = setting.replace("/0.", " ").replace("/", " ")
+        h = s["headroom"].get(k)
+        if h:
+            for key, name in (("recall", "Recall"), ("uniform_accuracy", "Uniform"), ("fixable", "Fixable"),
+                              ("all_agree_right", "AgreeRight"), ("all_agree_wrong", "AgreeWrong")):
+                out[macro_name(NAME, ds, tag, name)] = pct(h[key])
+            out[macro_name(NAME, ds, tag, "Within One")] = pct(h["fixable_within"]["1"])
+        for fam, c in s["ceilings"].items():
+            out[macro_name(NAME, ds, tag, fam, "Ceiling")] = pct(c["test_accuracy"]["mean"])
+        flipped = [d["settings"][setting]["flipped_share"] for d in res["per_seed"].values()]
+        out[macro_name(NAME, ds, tag, "Flipped Percent")] = f"{100 * np.mean(flipped):.0f}"
+        for kk, kv in (s.get("variants") or {}).items():
+            chosen = kv["chosen"]
+            if chosen is None:
+                continue
+            v = kv["methods"][chosen]["verdicts"]
+            out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen")] = variant_label(chosen)
+            out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Acc")] = signed(100 * v["accuracy"]["value"], 2)
+            out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Verdict")] = VERDICT_PHRASES[v["accuracy"]["verdict"]]
+            words = [m["verdicts"]["accuracy"]["verdict"] for n, m in kv["methods"].items() if n != "baseline"]
+            for word in VERDICTS:
+                out[macro_name(NAME, ds, tag, f"k{kk}", word)] = str(words.count(word))
+    shares = gradient_shares(record)
+    for split, value in shares.items():
+        out[macro_name(NAME, ds, "Gradient Share", split)] = f"{100 * value:.1f}"
+    per = [d["diagnostics"]["per_epoch"] for d in res["per_seed"].values()]
+    last = [p["diag_gradient_share"][-1] for p in per if p["diag_gradient_share"][-1] is not None]
+    if last:
+        out[macro_name(NAME, ds, "Gradient Share Train Last")] = f"{100 * np.mean(last):.1f}"
+    ratio = [p["diag_entropy_grad_ratio"][-1] for p in per if p["diag_entropy_grad_ratio"][-1] is not None]
+    if ratio:
+        out[macro_name(NAME, ds, "Entropy Grad Ratio")] = f"{np.mean(ratio):.2f}"
+    out[macro_name(NAME, ds, "Seeds")] = str(len(res["seeds"]))
+    return out
+
+
+README_SECTION = "Can the attention learn? (attention study)"
+
+
+def macros(records: list[dict]) -> dict[str, str]:
+    return record_macros(records, study_macros, NOTEBOOK)
+
+
+def findings(record: dict) -> str:
+    """The notebook's answer in a few sentences, every number and verdict word read from the record."""
+    res = record["results"]
+    k = str(record["config"]["k"])
+    lines = []
+    for setting, s in res["summary"]["settings"].items():
+        h = s["headroom"].get(k)
+        if not h:
+            continue
+        lines.append(
+            f"- **{setting_title(setting)}, k = {k}**: the true label is among the {k} neighbours for "
+            f"{pct(h['recall'])} % of test queries, the uniform vote gets {pct(h['uniform_accuracy'])} %, so "
+            f"{pct(h['fixable'])} % are fixable by some reweighting, {pct(h['fixable_within']['1'])} % within one "
+            f"vote. Tuned ceilings: geometry-only {pct(s['ceilings']['geometry']['test_accuracy']['mean'])} %, "
+            f"label-aware {pct(s['ceilings']['label_aware']['test_accuracy']['mean'])} %.")
+        for kk, kv in (s.get("variants") or {}).items():
+            chosen = kv["chosen"]
+            m = kv["methods"][chosen]
+            v = m["verdicts"]["accuracy"]
+            cap = m["captured"]["mean"]
+            lines.append(
+                f"  - variants at k = {kk}: chosen on validation: **{variant_label(chosen)}**, "
+                f"{signed(100 * v['value'], 2)} pp against the tuned kNN rule ({v['verdict']}; calibrated ECE "
+                f"{m['verdicts']['ece']['verdict']}, NLL {m['verdicts']['nll']['verdict']}), effective k "
+                f"{m['effective_k']['mean']:.1f}, captured {'--' if cap is None else f'{100 * cap:.0f} %'} of the "
+                "fixable headroom. Verdicts of all variants on accuracy: " + ", ".join(
+                    f"{variant_label(n)} {x['verdicts']['accuracy']['verdict']}"
+                    for n, x in kv["methods"].items() if n != "baseline") + ".")
+    shares = gradient_shares(record)
+    per = [d["diagnostics"]["per_epoch"] for d in res["per_seed"].values()]
+    last = [p["diag_gradient_share"][-1] for p in per if p["diag_gradient_share"][-1] is not None]
+    train = f"{100 * np.mean(last):.1f} %" if last else "not recorded"
+    lines.append(f"- **Diagnostics**: in main's last training epoch the vote of {train} of training queries carried "
+                 f"a gradient; on the trained embedding {100 * shares['val']:.1f} % of validation and "
+                 f"{100 * shares['test']:.1f} % of test queries do (over {_seeds(res)}).")
+    return "\n".join(lines)
+
+
+def readme_lines(records: list[dict]) -> list[str]:
+    def bullet(res: dict, title: str) -> str:
+        record = next(r for r in records if r["results"] is res)
+        return f"{title}:\n" + findings(record)
+
+    return per_dataset(records, bullet)
