@@ -56,6 +56,7 @@ from attnknn_lib.report.macros import (
     source_note,
 )
 from attnknn_lib.report.tables import booktabs, fmt, methods_frame, sd_text, seed_frame
+from attnknn_lib.training.convergence import plateau
 from attnknn_lib.training.loops import train_attention_head
 
 NAME = "main"
@@ -203,13 +204,16 @@ def run_ablation(cfg: Config, ds, emb, seed: int) -> dict:
     return scored
 
 
-REPLAY_ROWS = {  # defect -> what it changes, on the first seed (the prototype ran one)
-    "one_seed": "our protocol, first seed only: a single run's bootstrap interval",
-    "self_matches": "training queries find themselves in the bank (its own training run)",
-    "untuned_baseline": "baseline: distance weights exp(-d^2) with tau = 1, untuned (nearly uniform)",
-    "raw_calibration": "ECE compared before calibration (no calibrator for any method)",
-    "tta_attnknn_only": "test-time augmentation for Attn-KNN only",
+REPLAY_ROWS = {  # defect -> its table row, on the first seed (the prototype ran one)
+    "one_seed": "first seed only",
+    "self_matches": "+ self-matches in training",
+    "untuned_baseline": "+ untuned distance baseline",
+    "raw_calibration": "+ no calibration",
+    "tta_attnknn_only": "+ TTA for Attn-KNN only",
 }
+
+
+VERDICT_SHORT = {"better": "better", "worse": "worse", "equivalent": "equiv.", "inconclusive": "incon."}
 
 
 def _single_run(cfg: Config, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], labels: np.ndarray,
@@ -276,7 +280,8 @@ def replay_frame(record: dict, latex: bool = True) -> pd.DataFrame:
             "ece": "$\\Delta$ ECE" if latex else "Δ ECE", "nll": "$\\Delta$ NLL" if latex else "Δ NLL"}
     out = {}
     for label, d in rows.items():
-        out[label] = {cols[m]: f"{fmt(d[m], m, signed=True)} {d[m]['verdict']}" if latex else
+        out[label] = {cols[m]: (f"{fmt(d[m], m, signed=True)} {VERDICT_SHORT[d[m]['verdict']]}" if m == "accuracy" else
+                                f"{fmt(d[m], m, ci=False, signed=True)} {VERDICT_SHORT[d[m]['verdict']]}") if latex else
                       f"{signed((100 if m == 'accuracy' else 1) * d[m]['value'], 2 if m == 'accuracy' else 4)} "
                       f"{d[m]['verdict']}" for m in cols}
     df = pd.DataFrame.from_dict(out, orient="index")
@@ -349,6 +354,7 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
         per_seed[str(seed)] = {
             "methods": scored, "best_baseline": best, "ablation": ablation,
             "training": {kind: {"history": r.history, "best_epoch": r.best_epoch, "seconds": r.seconds,
+                                "plateau": plateau(r.history, r.best_epoch),
                                 "loaded_from_cache": cached[kind]} for kind, r in models.items()},
             "temperatures": attn.attention.temperatures().tolist(),
         }
@@ -461,9 +467,12 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
             replay_frame(run.record),
             f"{title}: the prototype's defects re-introduced one at a time (seed {res['replay']['seed']}), each "
             f"row Attn-KNN minus its baseline as one run reports it: paired bootstrap 95\\% interval over test "
-            f"points and the verdict it gives against the margins ({_margins_text(run.record['config'])}). First "
-            f"row: our protocol over seeds {seeds} (seed-level interval). ECE and NLL after calibration except in "
-            f"the row that drops it. Not replayed: a checkpoint chosen on test. {src}.", "tab:main-replay"))
+            f"points and the verdict it gives against the margins ({_margins_text(run.record['config'])}; "
+            f"equiv.: equivalent, incon.: inconclusive). First row: our protocol over seeds {seeds} (seed-level interval). "
+            f"Self-matches: Attn-KNN retrained with training queries that find themselves; untuned baseline: "
+            f"distance weights with $\\tau = 1$ on squared distances (nearly uniform); no calibration: ECE and NLL "
+            f"of the raw probabilities (elsewhere after calibration). Not replayed: a checkpoint chosen on "
+            f"test. {src}.", "tab:main-replay"))
     ablation = res["per_seed"][first]["ablation"]
     if ablation:
         out["ablation"] = write_text(paths.tables / f"main_{name}_ablation.tex", booktabs(
@@ -554,6 +563,13 @@ def main_macros(record: dict) -> dict[str, str]:
         out[macro_name("main", ds, kind, "Epochs")] = str(len(tr["history"]))
         out[macro_name("main", ds, kind, "BestEpoch")] = str(tr["best_epoch"])
         out[macro_name("main", ds, kind, "TrainMinutes")] = f"{tr['seconds'] / 60:.1f}"
+    for kind in ("attnknn", "cnn"):  # the plateau rule (training.convergence) over seeds
+        rules = [res["per_seed"][str(s)]["training"][kind].get("plateau") for s in res["seeds"]]
+        rules = [r for r in rules if r]
+        if rules:
+            out[macro_name("main", ds, kind, "Plateau Count")] = str(sum(r["plateau"] for r in rules))
+            out[macro_name("main", ds, kind, "Tail Range Max")] = f"{100 * max(r['tail_range'] for r in rules):.2f}"
+            out[macro_name("main", ds, kind, "Selected Epochs")] = ", ".join(str(r["best_epoch"]) for r in rules)
     bests = [res["per_seed"][str(s)]["best_baseline"] for s in res["seeds"]]
     out[macro_name("main", ds, "BestBaseline")] = ", ".join(sorted(set(bests)))
     out[macro_name("main", ds, "NTrain")] = str(res["dataset"]["n_train"])
@@ -589,7 +605,7 @@ def main_macros(record: dict) -> dict[str, str]:
         out["MainSeeds"] = ", ".join(map(str, res["seeds"]))
         conf = record["config"]
         for key in ("k", "epochs", "tabular_epochs", "n_boot", "embed_dim", "num_heads", "mixup_alpha",
-                    "contrastive_weight", "entropy_weight", "tta_views"):
+                    "contrastive_weight", "entropy_weight", "tta_views", "hold_frac", "final_lr_frac"):
             out[macro_name("config", key)] = f"{conf[key]:,}" if key == "n_boot" else f"{conf[key]:g}"
         att, train = res["model_configs"]["attention"], res["model_configs"]["train"]
         out["ConfigTauMin"], out["ConfigTauMax"] = f"{att['tau_min']:g}", f"{att['tau_max']:g}"

@@ -31,6 +31,12 @@ def setting_title(setting: str) -> str:
     return f"{kind} {100 * float(rate):g} %"
 
 
+def short_setting(setting: str) -> str:
+    """'asymmetric/0.4' -> 'asym. 40 %' (table rows)."""
+    return setting_title(setting).replace("clean memory", "clean").replace("asymmetric", "asym.").replace(
+        "symmetric", "sym.")
+
+
 def variant_label(name: str) -> str:
     return "tuned kNN (baseline)" if name == "baseline" else VARIANTS[name][0]
 
@@ -45,17 +51,17 @@ def _seeds(res: dict) -> str:
 def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     """Per setting and k: recall@k, uniform vote, all-agree shares, fixable share and its part
     within 1 / 2 / 4 votes (test, % of queries, mean over seeds)."""
-    pc = "\\%" if latex else "%"
+    pc = "" if latex else " (%)"
+    le = "$\\le$" if latex else "within "
     rows = {}
     for setting, s in record["results"]["summary"]["settings"].items():
         for k, h in s["headroom"].items():
-            rows[(setting_title(setting), int(k))] = {
-                f"recall@k ({pc})": pct(h["recall"]), f"uniform vote ({pc})": pct(h["uniform_accuracy"]),
-                f"all agree, right ({pc})": pct(h["all_agree_right"]), f"all agree, wrong ({pc})": pct(h["all_agree_wrong"]),
-                f"fixable ({pc})": pct(h["fixable"]),
-                **{f"within {m} vote{'s' if m != '1' else ''} ({pc})": pct(v) for m, v in h["fixable_within"].items()}}
+            rows[f"{short_setting(setting) if latex else setting_title(setting)}, k = {k}"] = {
+                f"recall@k{pc}": pct(h["recall"]), f"uniform{pc}": pct(h["uniform_accuracy"]),
+                f"agree, right{pc}": pct(h["all_agree_right"]), f"agree, wrong{pc}": pct(h["all_agree_wrong"]),
+                f"fixable{pc}": pct(h["fixable"]),
+                **{f"{le}{m} vote{'s' if m != '1' else ''}{pc}": pct(v) for m, v in h["fixable_within"].items()}}
     df = pd.DataFrame.from_dict(rows, orient="index")
-    df.index = [f"{a}, k = {b}" for a, b in df.index]
     df.index.name = "memory, k"
     return df
 
@@ -77,9 +83,11 @@ def ceilings_frame(record: dict) -> pd.DataFrame:
 
 def _diff_cell(v: dict, scale: float, dec: int, latex: bool, interval: bool = True) -> str:
     mark = VERDICT_MARK[v["verdict"]] if latex else v["verdict"]
-    interval = "" if not interval or v["low"] is None or v["low"] != v["low"] else \
-        f" [{signed(scale * v['low'], dec)}, {signed(scale * v['high'], dec)}]"
-    return f"{signed(scale * v['value'], dec)}{interval} {mark}"
+    text = ""
+    if interval and v["low"] is not None and v["low"] == v["low"]:
+        text = f"[{signed(scale * v['low'], dec)}, {signed(scale * v['high'], dec)}]"
+        text = f"\\,{{\\scriptsize{text}}}" if latex else f" {text}"
+    return f"{signed(scale * v['value'], dec)}{text} {mark}"
 
 
 def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
@@ -92,7 +100,8 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         for k, kv in (s.get("variants") or {}).items():
             for name, m in kv["methods"].items():
                 acc = m["accuracy"]
-                row = {f"acc. ({pc})": f"{100 * acc['mean']:.2f} ± {sd_text(acc['std'], 100, 2)}"}
+                row = {f"acc. ({pc})": f"{100 * acc['mean']:.2f}" if latex else
+                       f"{100 * acc['mean']:.2f} ± {sd_text(acc['std'], 100, 2)}"}
                 if name == "baseline":
                     row.update({"Δ acc. (pp)": "", "Δ ECE cal.": "", "Δ NLL cal.": "", "k_eff": "",
                                 f"captured ({pc})": "", "flip AUROC": ""})
@@ -107,12 +116,13 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                                 f"captured ({pc})": "--" if cap is None else f"{100 * cap:.0f}",
                                 "flip AUROC": "--" if auroc is None else f"{auroc:.2f}"})
                 marker = " *" if name == kv["chosen"] else ""
-                where = f"{setting_title(setting).replace('clean memory', 'clean')}, k = {k}"
+                where = f"{short_setting(setting)}, k = {k}" if not latex else f"{short_setting(setting)}, {k}"
                 rows[f"{where}: {SHORT[name] if latex else variant_label(name)}{marker}"] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "memory, k: method"
     if latex:
-        df.columns = [c.replace("Δ", "$\\Delta$").replace("k_eff", "$k_{\\mathrm{eff}}$") for c in df.columns]
+        df.columns = [c.replace("Δ", "$\\Delta$").replace("k_eff", "$k_{\\mathrm{eff}}$").replace(" cal.", "")
+                      .replace("captured", "capt.").replace("flip ", "") for c in df.columns]
     return df
 
 
@@ -129,9 +139,9 @@ def diagnostics_frame(record: dict) -> pd.DataFrame:
     rows = {}
     for i in range(max(len(p["val_accuracy"]) for p in per)):
         temps = [np.mean(p["temperatures"][i]) for p in per if i < len(p["temperatures"])]
-        cells = {"gradient share (%)": mean("diag_gradient_share", i), "H(mean w)": mean("train_entropy", i),
+        cells = {"grad. share (%)": mean("diag_gradient_share", i), "H(mean w)": mean("train_entropy", i),
                  "mean H(head)": mean("diag_head_entropy", i), "score s.d.": mean("diag_score_spread", i),
-                 "|grad H| / |grad NLL|": mean("diag_entropy_grad_ratio", i), "temperature": float(np.mean(temps)),
+                 "|dH| / |dNLL|": mean("diag_entropy_grad_ratio", i), "temp.": float(np.mean(temps)),
                  "val. acc. (%)": mean("val_accuracy", i)}
         rows[i + 1] = {c: "--" if v is None else (f"{100 * v:.1f}" if "%" in c else f"{v:.3f}") for c, v in cells.items()}
     df = pd.DataFrame.from_dict(rows, orient="index")
@@ -255,14 +265,15 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     cfg = record["config"]
     out = {"headroom": write_text(paths.tables / f"{NAME}_{d}_headroom.tex", booktabs(
         headroom_frame(record, latex=True),
-        f"{title}: how much any reweighting of the k neighbours can gain (test queries, mean over seeds {seeds}; "
-        f"main's Attn-KNN embedding, noise in the memory's labels only). Fixable: the true label is among the k "
-        f"but the uniform vote misses it; within m votes: the true class is at most m votes behind. {src}.",
+        f"{title}: how much any reweighting of the k neighbours can gain (\\% of test queries, mean over seeds "
+        f"{seeds}; main's Attn-KNN embedding, noise in the memory's labels only). Recall@k: the true label is "
+        f"among the k; agree: all k neighbours carry one label; fixable: the true label is among the k but the "
+        f"uniform vote misses it; $\\le m$ votes: fixable with the true class at most m votes behind. {src}.",
         "tab:study-headroom")),
         "variants": write_text(paths.tables / f"{NAME}_{d}_variants.tex", booktabs(
             variants_frame(record, latex=True),
             f"{title}: attention variants trained on the frozen embedding, against the kNN rule tuned on "
-            f"validation at the same k (seeds {seeds}). Blind: the prototype's label-blind attention with an "
+            f"validation at the same k (seeds {seeds}); rows: memory, k: variant. Blind: the prototype's label-blind attention with an "
             f"entropy bonus, none, or a penalty, or trained on held-out validation queries; readout: TabR-style, "
             f"query only its control. Accuracy difference with its 95\\% seed-level $t$ interval; verdict "
             f"B / W / E / ? = better / worse / equivalent / inconclusive against margins of "
@@ -272,8 +283,10 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         "diagnostics": write_text(paths.tables / f"{NAME}_{d}_diagnostics.tex", booktabs(
             diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
             f"{title}: the prototype attention during main's training, per epoch (mean over seeds {seeds}). "
-            f"Gradient share: training queries whose vote carries a gradient (the true label among the k and the "
-            f"neighbourhood mixed). {src}.", "tab:study-diagnostics"))}
+            f"Grad.\\ share: training queries whose vote carries a gradient (the true label among the k and the "
+            f"neighbourhood mixed); H: entropies in nats of the head-averaged weights and of each head's; "
+            f"|dH| / |dNLL|: the entropy term's gradient over the NLL's on the attention's parameters, before "
+            f"its weight; temp.: mean temperature. {src}.", "tab:study-diagnostics"))}
     for name, fig in (("headroom", headroom_figure(record)), ("diagnostics", diagnostics_figure(record)),
                       ("variants", variants_figure(record))):
         out[name + "_figure"] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}_{name}")[0]
