@@ -454,9 +454,11 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                             m_out["flip_ratio"] = _mean_sd([m["flips"]["ratio"] for m in ms])
                             m_out["flip_auroc"] = _mean_sd([m["flips"]["auroc"] for m in ms])
                         m_out["verdicts"] = {
+                            # every seed is scored on the same test points, so their test-set error is
+                            # shared, not averaged away: the root mean square of the per-seed se's
                             metric: seed_level([m["diff"][split][metric]["value"] for m in ms],
                                                float(np.sqrt(np.mean([m["diff"][split][metric]["se"] ** 2
-                                                                      for m in ms]) / len(ms))),
+                                                                      for m in ms]))),
                                                metric, margin=cfg.margin(metric))
                             for metric, split in COMPARED}
                     k_out["methods"][name] = m_out
