@@ -232,8 +232,8 @@ def variants_figure(record: dict, margin: float | None = None):
         ax.text(0.5, 0.5, "no variants were trained", ha="center", va="center")
         ax.axis("off")
         return fig
-    names = [n for n in panels[0][2]["methods"] if n != "baseline"]
-    fig, axes = plt.subplots(1, len(panels), figsize=(7.4, 0.3 * len(names) + 1.3), sharey=True, squeeze=False)
+    names = [n for n in VARIANTS if any(n in kv["methods"] for _, _, kv in panels)]
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.4, 0.3 * len(names) + 1.4), sharey=True, squeeze=False)
     for ax, (setting, k, kv) in zip(axes[0], panels):
         for i, n in enumerate(names):
             if n not in kv["methods"]:
@@ -245,15 +245,15 @@ def variants_figure(record: dict, margin: float | None = None):
                         ms=3, color="C3" if n == kv["chosen"] else "C0", capsize=2)
         ax.axvspan(-margin, margin, color="grey", alpha=0.2, lw=0)
         ax.axvline(0, color="black", lw=0.8)
-        ax.set_title(f"{setting_title(setting)}, k = {k}", fontsize=8)
-        ax.set_xlabel("Δ accuracy vs tuned kNN (pp)", fontsize=7)
+        ax.set_title(f"{short_setting(setting)}, k = {k}", fontsize=8)
         ax.tick_params(labelsize=7)
+    fig.supxlabel("accuracy difference to the tuned kNN rule at the same k (percentage points)", fontsize=8)
     axes[0][0].set_yticks(range(len(names)))
     axes[0][0].set_yticklabels([variant_label(n) for n in names], fontsize=7)
     axes[0][0].invert_yaxis()
-    fig.suptitle(f"Variants against the tuned kNN rule ({_seeds(res)}; grey: ±{margin:g} pp margin; red: chosen on "
-                 "validation)", fontsize=8)
-    fig.tight_layout(rect=(0, 0, 1, 0.92))
+    fig.suptitle(f"Variants against the tuned kNN rule ({_seeds(res)}, 95 % seed-level intervals; grey: ±{margin:g} pp "
+                 "margin; red: chosen on validation)", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
     return fig
 
 
