@@ -126,7 +126,7 @@ def test_readme_results_block_is_regenerated_from_json(tmp_path):
     assert update_readme(readme, files)
     text = readme.read_text()
     assert "old" not in text and text.startswith("intro\n") and text.endswith("rest\n")
-    row = [ln for ln in text.splitlines() if ln.startswith("| Iris |")][0]
+    row = [ln for ln in text.splitlines() if ln.startswith("| Iris (")][0]  # "(N seeds)" or "(N splits)"
     assert row.count("90.00 ± 1.00 / 0.020 / 0.020") == 5 and row.count("--") == 1  # no TTA entry in the record
     header = [ln for ln in text.splitlines() if ln.startswith("| dataset |")][0]
     assert header.count("|") == row.count("|")

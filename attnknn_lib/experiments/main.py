@@ -606,7 +606,8 @@ def main_macros(record: dict) -> dict[str, str]:
         conf = record["config"]
         for key in ("k", "epochs", "tabular_epochs", "n_boot", "embed_dim", "num_heads", "mixup_alpha",
                     "contrastive_weight", "entropy_weight", "tta_views", "hold_frac", "final_lr_frac"):
-            out[macro_name("config", key)] = f"{conf[key]:,}" if key == "n_boot" else f"{conf[key]:g}"
+            if key in conf:  # records of older code lack the newer knobs
+                out[macro_name("config", key)] = f"{conf[key]:,}" if key == "n_boot" else f"{conf[key]:g}"
         att, train = res["model_configs"]["attention"], res["model_configs"]["train"]
         out["ConfigTauMin"], out["ConfigTauMax"] = f"{att['tau_min']:g}", f"{att['tau_max']:g}"
         out["ConfigContrastiveTemperature"] = f"{train['contrastive_temperature']:g}"
@@ -658,7 +659,7 @@ def readme_lines(records: list[dict]) -> list[str]:
     for record in records:
         summary = record["results"]["summary"]
         if not lines:
-            lines = ["Test accuracy % (mean ± s.d. over replicates: seeds on image data, stratified hold-out splits "
+            lines = ["Test accuracy % (mean ± s.d. over replicates: seeds on image data, stratified held-out splits "
                      "with their own model seeds on tabular data) / "
                      f"ECE / ECE after calibration (profile `{record['profile']}`, commit "
                      f"`{record['provenance']['commit'][:8]}`; TTA needs image data):", "",
