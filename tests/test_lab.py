@@ -72,7 +72,7 @@ def run_in_kernel(port: int, kernel_id: str, code: str, timeout: float = 120) ->
 
 
 @pytest.mark.slow
-def test_lab_serves_the_six_notebooks_and_a_kernel_of_the_project_environment_imports_the_library(tmp_path):
+def test_lab_serves_the_seven_notebooks_and_a_kernel_of_the_project_environment_imports_the_library(tmp_path):
     port = free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg")}
     proc = subprocess.Popen(["bash", str(REPO / "run_all.sh"), "lab", "--no-browser", f"--port={port}",
@@ -91,7 +91,7 @@ def test_lab_serves_the_six_notebooks_and_a_kernel_of_the_project_environment_im
         listing = api(port, "contents")  # the server's root is notebooks/
         names = sorted(item["name"] for item in listing["content"] if item["type"] == "notebook")
         assert names == ["01_main.ipynb", "02_k_sweep.ipynb", "03_noise.ipynb", "04_long_tail.ipynb",
-                         "05_efficiency.ipynb", "06_theory.ipynb"]
+                         "05_efficiency.ipynb", "06_theory.ipynb", "07_attention_study.ipynb"]
         spec = api(port, "kernelspecs")["kernelspecs"]["python3"]["spec"]
         kernel = api(port, "kernels", "POST", {"name": "python3"})
         out = run_in_kernel(port, kernel["id"], "import sys, attnknn_lib, os; print(sys.executable); print(os.getcwd())")
