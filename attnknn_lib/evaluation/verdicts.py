@@ -58,28 +58,33 @@ def verdict(low: float, high: float, margin: float, higher_is_better: bool, n_se
     return "inconclusive"
 
 
-def seed_level(per_seed: list[float], test_se: float, metric: str, margin: float | None = None,
-               level: float = 0.95) -> dict:
-    """The seed-level difference of one metric: ``per_seed`` paired differences d_s (A - B on the
-    same test points, one per seed), ``test_se`` the paired bootstrap's s.d. of their mean over
-    resampled test points. Returns value, low, high, the seeds' s.d., n_seeds, margin, verdict."""
+def _t_level(diffs: list[float], metric: str, margin: float | None, level: float, se, what: str) -> dict:
+    """Mean of the differences, its t interval (df n - 1, standard error ``se(sd, n)``) and the verdict."""
     if metric not in HIGHER_IS_BETTER:
         raise ConfigError(f"metric={metric!r} is not allowed; choose one of: {', '.join(HIGHER_IS_BETTER)}")
-    d = np.asarray(per_seed, dtype=np.float64)
+    d = np.asarray(diffs, dtype=np.float64)
     if d.size == 0:
-        raise ConfigError("need at least one seed's difference")
+        raise ConfigError(f"need at least one {what}'s difference")
     margin = MARGINS[metric] if margin is None else margin
     n = d.size
     mean = float(d.mean())
     sd = float(d.std(ddof=1)) if n > 1 else float("nan")
     if n > 1:
-        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * math.sqrt(sd ** 2 / n + test_se ** 2)
+        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * se(sd, n)
         low, high = mean - half, mean + half
     else:
         low = high = float("nan")
-    return {"value": mean, "low": low, "high": high, "seed_sd": sd, "test_se": float(test_se), "n_seeds": n,
-            "per_seed": d.tolist(), "margin": margin,
-            "verdict": verdict(low, high, margin, HIGHER_IS_BETTER[metric], n)}
+    return {"value": mean, "low": low, "high": high, "seed_sd": sd, "n_seeds": n, "per_seed": d.tolist(),
+            "margin": margin, "verdict": verdict(low, high, margin, HIGHER_IS_BETTER[metric], n)}
+
+
+def seed_level(per_seed: list[float], test_se: float, metric: str, margin: float | None = None,
+               level: float = 0.95) -> dict:
+    """The seed-level difference of one metric: ``per_seed`` paired differences d_s (A - B on the
+    same test points, one per seed), ``test_se`` the paired bootstrap's s.d. of their mean over
+    resampled test points. Returns value, low, high, the seeds' s.d., n_seeds, margin, verdict."""
+    out = _t_level(per_seed, metric, margin, level, lambda sd, n: math.sqrt(sd ** 2 / n + test_se ** 2), "seed")
+    return {**out, "test_se": float(test_se)}
 
 
 def split_level(per_split: list[float], n_test: int, n_train: int, metric: str, margin: float | None = None,
@@ -88,22 +93,8 @@ def split_level(per_split: list[float], n_test: int, n_train: int, metric: str, 
     ``per_split``, each on its own test points): the corrected resampled t interval of the module
     docstring, and its verdict. Same keys as :func:`seed_level` (``test_se`` 0: the test sets'
     error is in the spread); ``n_seeds`` counts the splits."""
-    if metric not in HIGHER_IS_BETTER:
-        raise ConfigError(f"metric={metric!r} is not allowed; choose one of: {', '.join(HIGHER_IS_BETTER)}")
     if n_test < 1 or n_train < 1:
         raise ConfigError(f"n_test={n_test!r} and n_train={n_train!r} must be >= 1")
-    d = np.asarray(per_split, dtype=np.float64)
-    if d.size == 0:
-        raise ConfigError("need at least one split's difference")
-    margin = MARGINS[metric] if margin is None else margin
-    n = d.size
-    mean = float(d.mean())
-    sd = float(d.std(ddof=1)) if n > 1 else float("nan")
-    if n > 1:
-        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd * math.sqrt(1.0 / n + n_test / n_train)
-        low, high = mean - half, mean + half
-    else:
-        low = high = float("nan")
-    return {"value": mean, "low": low, "high": high, "seed_sd": sd, "test_se": 0.0, "n_seeds": n,
-            "per_seed": d.tolist(), "margin": margin, "replication": "splits",
-            "verdict": verdict(low, high, margin, HIGHER_IS_BETTER[metric], n)}
+    out = _t_level(per_split, metric, margin, level, lambda sd, n: sd * math.sqrt(1.0 / n + n_test / n_train),
+                   "split")
+    return {**out, "test_se": 0.0, "replication": "splits"}
