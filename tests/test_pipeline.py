@@ -110,6 +110,50 @@ def test_committed_notebooks_are_clean_and_their_parameters_cell_is_generated_fr
         assert line.lstrip().startswith("#") or line.count("=") == 1, line
 
 
+PDF_CODE_WIDTH = 78  # nbconvert's LaTeX wraps a code line after about 80 characters, with a marker
+
+
+def _findings_cell(nb: dict) -> dict:
+    """The notebook's last cell, which must display the experiment's generated findings."""
+    last = nb["cells"][-1]
+    assert last["cell_type"] == "code" and "findings(" in "".join(last["source"]), "the last cell is not findings"
+    return last
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_notebooks_have_a_title_end_with_findings_and_keep_code_lines_inside_the_pdf(name):
+    nb = json.loads((REPO / "notebooks" / EXPERIMENTS[name].NOTEBOOK).read_text())
+    assert nb["metadata"].get("title"), "the PDF would be titled with the file name"
+    _findings_cell(nb)
+    assert hasattr(EXPERIMENTS[name], "findings")
+    for c in nb["cells"]:
+        if c["cell_type"] == "code" and "parameters" not in c["metadata"].get("tags", []):
+            for line in "".join(c["source"]).splitlines():
+                assert len(line) <= PDF_CODE_WIDTH, f"wrapped in the PDF: {line!r}"
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_each_committed_executed_notebook_ends_with_its_generated_findings(name):
+    executed = REPO / "results" / "notebooks" / EXPERIMENTS[name].NOTEBOOK
+    nb = json.loads(executed.read_text())
+    outputs = _findings_cell(nb)["outputs"]
+    text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in outputs)
+    assert len(text) > 100 and any(w in text for w in ("better", "worse", "equivalent", "inconclusive", "%")), text
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_findings_read_numbers_and_verdict_words_from_the_committed_records(name):
+    import glob
+
+    mod = EXPERIMENTS[name]
+    records = [json.loads(Path(f).read_text()) for f in sorted(glob.glob(str(REPO / "results" / f"{name}_*.json")))]
+    assert records
+    text = mod.findings(records) if name == "main" else mod.findings(records[0])
+    assert text.strip() and "nan" not in text.lower().split()
+    if name in ("main", "k_sweep", "noise", "long_tail", "attention_study"):
+        assert any(f"**{w}**" in text or f" {w}" in text for w in ("better", "worse", "equivalent", "inconclusive"))
+
+
 def test_papermill_reads_every_parameter_of_the_cell():
     from papermill.translators import PythonTranslator
 

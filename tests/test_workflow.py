@@ -86,6 +86,9 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
         assert "it/s]" not in executed and "IProgress" not in executed and str(tmp_path) not in executed.split(
             '"papermill"')[0], nb
         assert (out / "results" / "notebooks" / f"{nb}.pdf").stat().st_size > 10_000, nb
+        last = json.loads(executed)["cells"][-1]  # the generated findings, displayed as Markdown
+        assert "findings(" in "".join(last["source"]) and any("text/markdown" in o.get("data", {})
+                                                              for o in last["outputs"]), nb
     sweep = json.loads((out / "results" / "k_sweep_fashion_mnist.json").read_text())["results"]
     assert sweep["k_values"] == [1, 5, 20, sweep["k_sqrt"]] and sweep["k_sqrt"] == round(3000 ** 0.5)
     for k in sweep["k_values"]:  # every rule at every k; the retrained attention on the first seed

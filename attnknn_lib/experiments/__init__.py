@@ -3,7 +3,7 @@
 The registry maps a name to its module, which gives ``NAME``, ``NOTEBOOK``, ``Config``, ``runs``
 and ``outputs`` (what the workflow plans), ``run`` and ``write_outputs`` (what its notebook calls),
 and its record views for the report: ``macros(records)``, ``README_SECTION`` and
-``readme_lines(records)``. The report over all experiments is assembled here, in registry order,
+``readme_lines(records)`` (and, for the README's first lines, ``answer_lines(records)``). The report over all experiments is assembled here, in registry order,
 from those views; :mod:`attnknn_lib.report` stays generic.
 """
 
@@ -39,6 +39,13 @@ def readme_block(records: list[dict]) -> str:
     return readme.results_block(sections, records[0]["profile"] if records else "")
 
 
+def answer_block(records: list[dict]) -> str:
+    """The README's first lines (the answer), from the experiments that give ``answer_lines``."""
+    lines = [line for name, recs in _by_experiment(records).items() if recs
+             for line in getattr(REGISTRY[name], "answer_lines", lambda r: [])(recs)]
+    return "\n".join(lines) if lines else readme.EMPTY
+
+
 def write_macros(files: list[str | Path], path: str | Path) -> Path:
     """``results/macros.tex`` from result files (all of one profile, else one error and no file)."""
     return macro_file.write_macros(report_macros(read_records(files)), path)
@@ -46,4 +53,6 @@ def write_macros(files: list[str | Path], path: str | Path) -> Path:
 
 def update_readme(readme_path: str | Path, files: list[str | Path]) -> bool:
     """Regenerate the README's results block from result files; False if it has no markers."""
-    return readme.update_readme(readme_path, readme_block(read_records(files)))
+    records = read_records(files)
+    readme.replace_block(readme_path, readme.ANSWER_START, readme.ANSWER_END, answer_block(records))
+    return readme.update_readme(readme_path, readme_block(records))

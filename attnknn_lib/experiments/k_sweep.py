@@ -28,13 +28,15 @@ from attnknn_lib.data.spec import prepare
 from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_baseline, method_labels, score
 from attnknn_lib.evaluation.metrics import paired_bootstrap_diff
+from attnknn_lib.evaluation.verdicts import VERDICTS
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.shared import ExperimentConfig, output_context
 from attnknn_lib.models import MultiHeadNeighborAttention
 from attnknn_lib.report import figures
+from attnknn_lib.report.findings import difference_text, seed_difference, seeds_text
 from attnknn_lib.report.macros import macro_name, pct, record_macros
 from attnknn_lib.report.readme import per_dataset
-from attnknn_lib.report.tables import booktabs, error_bars, fmt, fmt_mean_sd, sd_text
+from attnknn_lib.report.tables import booktabs, error_bars, fmt, fmt_mean_sd, num
 from attnknn_lib.training.loops import train_attention_head
 
 NAME = "k_sweep"
@@ -270,16 +272,26 @@ def write_outputs(record: dict, paths: Paths) -> dict:
 
 
 def summary_frame(record: dict) -> pd.DataFrame:
-    """Plain numbers: mean accuracy (%) and calibrated ECE per k and method."""
+    """Plain numbers, one row per k (integer): each method's mean test accuracy (%), Attn-KNN minus
+    the best baseline at that k (pooled paired difference, percentage points), and each method's
+    calibrated ECE; the s.d. over seeds and the intervals are in the LaTeX tables and the record."""
     res = record["results"]
+    short = {"uniform": "Uniform", "distance": "Distance", "cosine": "Cosine", "attnknn": "Attn-KNN",
+             "attnknn_retrained": "Attn. at k"}
     rows = {}
     for k in res["k_values"]:
-        for m, e in res["summary"][str(k)].items():
-            rows[(k, LABELS[m])] = {"accuracy (%)": 100 * e["test_raw"]["accuracy"]["mean"],
-                                    "± s.d.": sd_text(e["test_raw"]["accuracy"]["std"], 100, 2),
-                                    "NLL (cal.)": e["test_calibrated"]["nll"]["mean"],
-                                    "ECE (cal.)": e["test_calibrated"]["ece"]["mean"]}
-    return pd.DataFrame.from_dict(rows, orient="index").round(4)
+        summ, row = res["summary"][str(k)], {}
+        row.update({("accuracy (%)", short[m]): num(summ[m]["test_raw"]["accuracy"]["mean"], 2, 100)
+                    for m in short if m in summ})
+        row.update({("Δ accuracy vs best baseline (pp)", short[m]): num(d["raw"]["accuracy"]["value"], 2, 100)
+                    for m, d in res["paired"][str(k)].items() if m in short})
+        row.update({("ECE after calibration", short[m]): num(summ[m]["test_calibrated"]["ece"]["mean"], 4)
+                    for m in short if m in summ})
+        rows[int(k)] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.columns = pd.MultiIndex.from_tuples(df.columns)
+    df.index.name = "k"
+    return df
 
 
 def k_sweep_macros(record: dict) -> dict[str, str]:
@@ -316,3 +328,70 @@ def readme_lines(records: list[dict]) -> list[str]:
                 f"[{100 * a['low']:+.2f}, {100 * a['high']:+.2f}] (paired, pooled over seeds).")
 
     return per_dataset(records, bullet)
+
+
+def seed_verdicts(record: dict, method: str, metric: str = "accuracy", split: str = "raw") -> dict[str, dict]:
+    """Per k: the seed-level verdict of ``method`` minus that seed's best baseline at k (chosen on
+    validation), with the pooled paired bootstrap's standard error as the test points' share."""
+    res = record["results"]
+    key = "test_raw" if split == "raw" else "test_calibrated"
+    out = {}
+    for k in map(str, res["k_values"]):
+        seeds = [s for s in map(str, res["seeds"]) if method in res["per_seed"][s]["by_k"][k]["methods"]]
+        if not seeds or method not in res["paired"][k]:
+            continue
+        cells = [res["per_seed"][s]["by_k"][k] for s in seeds]
+        a = [c["methods"][method][key][metric]["value"] for c in cells]
+        b = [c["methods"][c["best_baseline"]][key][metric]["value"] for c in cells]
+        out[k] = seed_difference(a, b, metric, test_se=res["paired"][k][method][split][metric]["se"])
+    return out
+
+
+def findings(record: dict) -> str:
+    """The notebook's answer: at each k, Attn-KNN (trained at one k) and the attention retrained at that
+    k against the best tuned kNN vote at the same k, as seed-level verdicts."""
+    res = record["results"]
+    lines = [f"Attn-KNN minus the best kNN vote at the same k (accuracy; the attention was trained at "
+             f"k = {res['training_k']}), {seeds_text(len(res['seeds']))}:"]
+    for method in COMPARED:
+        v = seed_verdicts(record, method)
+        if not v:
+            continue
+        words = [d["verdict"] for d in v.values()]
+        lines.append(f"- {LABELS[method]}: " + "; ".join(f"k = {k}: {difference_text(d, 'accuracy')}"
+                                                         for k, d in v.items()) + ". Counts: " + ", ".join(
+            f"{words.count(w)} {w}" for w in VERDICTS if words.count(w)) + ".")
+    nll = seed_verdicts(record, "attnknn", "nll", "calibrated")
+    words = [d["verdict"] for d in nll.values()]
+    lines.append("- NLL after calibration, Attn-KNN: " + ", ".join(f"{words.count(w)} {w}" for w in VERDICTS
+                                                                     if words.count(w)) + f" over {len(words)} k.")
+    return "\n".join(lines)
+
+
+def advantage_frame(record: dict) -> pd.DataFrame:
+    """For each compared method: the k with its largest accuracy gain, its best calibrated NLL and its
+    largest accuracy difference over the best baseline (pooled paired differences)."""
+    what = {"accuracy": "largest accuracy gain", "nll_calibrated": "best NLL (cal.)",
+            "largest_accuracy_difference": "largest accuracy difference"}
+    rows = {}
+    for m, d in record["results"]["advantage"].items():
+        for key, e in d.items():
+            scale, unit = (1, "") if key == "nll_calibrated" else (100, " (pp)")
+            dec = 4 if key == "nll_calibrated" else 2
+            rows[(LABELS[m], what.get(key, key))] = {
+                "k": int(e["k"]), "difference": f"{scale * e['value']:+.{dec}f}{unit}",
+                "95 % interval": f"[{scale * e['low']:+.{dec}f}, {scale * e['high']:+.{dec}f}]"}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["method", "what"])
+
+
+def tuning_frame(record: dict) -> pd.DataFrame:
+    """Per k: the baseline each seed's validation chose and the first seed's tuned temperatures."""
+    res = record["results"]
+    seeds = list(res["per_seed"])
+    first = res["per_seed"][seeds[0]]["by_k"]
+    rows = {int(k): {"best baseline (per seed)": "; ".join(LABELS.get(b, b) for b in (
+                         res["per_seed"][s]["by_k"][k]["best_baseline"] for s in seeds)),
+                     f"distance tau (seed {seeds[0]})": f"{first[k]['methods']['distance']['info']['param']:g}",
+                     f"cosine T (seed {seeds[0]})": f"{first[k]['methods']['cosine']['info']['param']:g}"}
+            for k in first}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("k")

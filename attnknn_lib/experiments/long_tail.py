@@ -28,13 +28,14 @@ from attnknn_lib.data.spec import DataSpec
 from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, method_labels, score
 from attnknn_lib.evaluation.metrics import accuracy, nll, per_class_accuracy
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, run_settings
+from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, cell_sentence, run_settings
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.knn.votes import prior_correction
 from attnknn_lib.report import figures
+from attnknn_lib.report.findings import seeds_text
 from attnknn_lib.report.macros import macro_name, pct, record_macros
 from attnknn_lib.report.readme import per_dataset
-from attnknn_lib.report.tables import booktabs, fmt_mean_sd
+from attnknn_lib.report.tables import booktabs, fmt_mean_sd, num
 
 NAME = "long_tail"
 NOTEBOOK = "04_long_tail.ipynb"
@@ -158,21 +159,57 @@ FIGURE_METHODS = ("uniform", "best_baseline", "attnknn", "cnn", "best_baseline_b
 
 
 def figure(record: dict):
-    """Per-class test accuracy against the class's size in the memory, per setting and imbalanced ratio."""
+    """Per-class test accuracy against the class's size in the memory, per setting and imbalanced ratio:
+    one marker per size rank and method (the r-th largest class, mean over the panel's seeds), no
+    lines between classes; the class at each rank is named (per seed where the draw differs)."""
 
+    import textwrap
+
+    plt = figures.plt
     res = record["results"]
-    panels = {}
-    for sname, s in res["settings"].items():
-        for key, cell in s["curves"].items():
-            if float(key) == 1:
-                continue
-            sizes = np.asarray(cell["size_ranked_sizes"])
-            panels[(f"{SETTING_NAMES[sname]}, ratio {key}", "accuracy of the class (%)")] = {
-                LABELS[m]: (sizes, 100 * np.asarray(cell["size_ranked_accuracy"][m]), None) for m in FIGURE_METHODS}
-    return figures.curve_panels(panels, "class size in the memory (log scale)", ncols=min(2, len(panels)), logx=True,
-                              panel_width=3.6,
-                              title=f"{REGISTRY[record['dataset']].title}: per-class test accuracy on a long-tailed "
-                                    f"memory (mean over seeds by size rank; the class order is drawn per seed)")
+    cells = [(sname, s, key, cell) for sname, s in res["settings"].items() for key, cell in s["curves"].items()
+             if float(key) != 1]
+    ncols = min(2, len(cells))
+    nrows = -(-len(cells) // ncols)
+    fig = plt.figure(figsize=(4.9, 1.95 * nrows + 1.8), layout="constrained")
+    panels, foot = fig.subfigures(2, 1, height_ratios=[1.95 * nrows + 0.6, 1.2])
+    axes = panels.subplots(nrows, ncols, squeeze=False, sharey=True)
+    orders: dict[str, list[int]] = {}
+    for ax, (sname, _s, key, cell) in zip(axes.flat, cells):
+        sizes = np.asarray(cell["size_ranked_sizes"], dtype=float)
+        names = res.get("class_names") or [str(c) for c in range(len(sizes))]  # older records: indices
+        for i, m in enumerate(FIGURE_METHODS):
+            dodge = 1.045 ** (i - (len(FIGURE_METHODS) - 1) / 2)  # side by side on the log axis
+            ax.plot(sizes * dodge, 100 * np.asarray(cell["size_ranked_accuracy"][m]), ls="none", ms=3.5,
+                    color=f"C{i}", marker="osD^v<"[i], label=LABELS[m])
+        seeds = list(cell["class_order"])
+        per_seed = {tuple(o) for o in cell["class_order"].values()}
+        if len(per_seed) == 1:  # one class per rank: name it at its size
+            order = next(iter(per_seed))
+            for x, c in zip(sizes, order):
+                ax.text(x, 1.0, names[c], transform=ax.get_xaxis_transform(), rotation=90, fontsize=7,
+                        ha="center", va="bottom")
+        else:
+            orders.update({seed: o for seed, o in cell["class_order"].items()})
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(figures.matplotlib.ticker.NullFormatter())  # no crowded 2x10^2 labels
+        ax.set_title(f"{SETTING_NAMES[sname]}, ratio {key} (mean of {len(seeds)} seed{'s' if len(seeds) != 1 else ''})",
+                     fontsize=8, pad=54 if len(per_seed) == 1 else 4)
+        ax.set_xlabel("class size in the memory (log)")
+        ax.grid(alpha=0.3)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("class accuracy (%)")
+    for ax in list(axes.flat)[len(cells):]:
+        ax.axis("off")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    foot.legend(handles, labels, loc="upper center", ncol=3, frameon=False, fontsize=7)
+    note = "; ".join(f"seed {seed}: " + ", ".join(names[c] for c in o) for seed, o in orders.items())
+    if note:
+        foot.text(0.5, 0.02, textwrap.fill("Classes from the largest to the smallest (drawn per seed), " + note, 100),
+                  fontsize=7, ha="center", va="bottom")
+    panels.suptitle(f"{REGISTRY[record['dataset']].title}: accuracy of each class on a long-tailed memory\n"
+                 f"(markers: the r-th largest class, per method; seeds as in each panel's title)", fontsize=9)
+    return fig
 
 
 def table_frame(record: dict) -> pd.DataFrame:
@@ -216,16 +253,29 @@ def write_outputs(record: dict, paths: Paths) -> dict:
 
 
 def summary_frame(record: dict) -> pd.DataFrame:
-    """Plain numbers: accuracy, head and tail accuracy (%) per setting, ratio and method."""
+    """Plain numbers per setting, ratio and method (best kNN rule, Attn-KNN, CNN): mean test, head
+    and tail accuracy (%) and calibrated ECE as they are, then accuracy and tail accuracy with the
+    prior correction and its beta per seed (uniform, distance and cosine votes are in the record)."""
     rows = {}
     for sname, s in record["results"]["settings"].items():
         for key, cell in s["curves"].items():
-            for m, e in cell["summary"].items():
-                rows[(sname, key, LABELS[m])] = {"accuracy (%)": 100 * e["test_raw"]["accuracy"]["mean"],
-                                                 "head (%)": 100 * cell["group_accuracy"][m]["head"],
-                                                 "tail (%)": 100 * cell["group_accuracy"][m]["tail"],
-                                                 "ECE (cal.)": e["test_calibrated"]["ece"]["mean"]}
-    return pd.DataFrame.from_dict(rows, orient="index").round(3)
+            for m, fixed in (("best_baseline", "best_baseline_balanced"), ("attnknn", "attnknn_balanced"),
+                             ("cnn", "cnn_balanced")):
+                e, g = cell["summary"][m], cell["group_accuracy"]
+                row = {("as is", "accuracy (%)"): num(e["test_raw"]["accuracy"]["mean"], 2, 100),
+                       ("as is", "head (%)"): num(g[m]["head"], 2, 100),
+                       ("as is", "tail (%)"): num(g[m]["tail"], 2, 100),
+                       ("as is", "ECE (cal.)"): num(e["test_calibrated"]["ece"]["mean"], 4)}
+                if fixed in cell["summary"]:
+                    row.update({("prior correction", "accuracy (%)"):
+                                num(cell["summary"][fixed]["test_raw"]["accuracy"]["mean"], 2, 100),
+                                ("prior correction", "tail (%)"): num(g[fixed]["tail"], 2, 100),
+                                ("prior correction", "β per seed"): ", ".join(f"{b:g}" for b in cell["beta"][fixed])})
+                rows[(SETTING_NAMES[sname], key, LABELS[m])] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.columns = pd.MultiIndex.from_tuples(df.columns)
+    df.index.names = ["setting", "ratio", "method"]
+    return df
 
 
 def long_tail_macros(record: dict) -> dict[str, str]:
@@ -271,3 +321,36 @@ def readme_lines(records: list[dict]) -> list[str]:
                 f"{100 * g['attnknn']['tail']:.1f} % / {100 * g['attnknn_balanced']['tail']:.1f} %.")
 
     return per_dataset(records, bullet)
+
+
+def findings(record: dict) -> str:
+    """The notebook's answer: per setting, at the strongest imbalance, Attn-KNN against the best tuned
+    kNN vote with and without the prior correction (seed-level verdicts), and the tail classes' accuracy."""
+    lines = []
+    for sname, s in record["results"]["settings"].items():
+        key = min(s["curves"], key=float)
+        cell = s["curves"][key]
+        g = cell["group_accuracy"]
+        lines += [f"**{SETTING_NAMES[sname]}** ({s['description']}; {seeds_text(len(s['seeds']))}), ratio {key}:",
+                  f"- Attn-KNN minus the best kNN vote: {cell_sentence(cell)}.",
+                  f"- With the prior correction on both: "
+                  f"{cell_sentence(cell, 'attnknn_balanced', 'best_baseline_balanced')}.",
+                  f"- Tail-class accuracy (mean over seeds): best kNN vote {100 * g['best_baseline']['tail']:.1f} %, "
+                  f"corrected {100 * g['best_baseline_balanced']['tail']:.1f} %; Attn-KNN "
+                  f"{100 * g['attnknn']['tail']:.1f} %, corrected {100 * g['attnknn_balanced']['tail']:.1f} %; CNN "
+                  f"{100 * g['cnn']['tail']:.1f} %, corrected {100 * g['cnn_balanced']['tail']:.1f} %.", ""]
+    lines.append("Intervals: t over the seeds' paired differences (no test-point bootstrap in this record); "
+                 "margins as declared in `attnknn_lib.evaluation.verdicts.MARGINS`.")
+    return "\n".join(lines)
+
+
+def tuning_frame(record: dict) -> pd.DataFrame:
+    """Per setting and ratio: the prior-correction exponent beta validation chose per seed, and the
+    training class sizes (first seed)."""
+    rows = {}
+    for s, v in record["results"]["settings"].items():
+        for ratio, cell in v["curves"].items():
+            row = {f"beta, {LABELS[m]}": ", ".join(f"{b:g}" for b in betas) for m, betas in cell["beta"].items()}
+            row["class sizes (first seed)"] = ", ".join(map(str, cell["class_sizes"]))
+            rows[(SETTING_NAMES[s], ratio)] = row
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["setting", "ratio"])

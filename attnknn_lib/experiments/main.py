@@ -45,6 +45,7 @@ from attnknn_lib.experiments.shared import ExperimentConfig
 from attnknn_lib.knn.votes import softmax_rows, vote
 from attnknn_lib.models import MultiHeadNeighborAttention
 from attnknn_lib.report import figures
+from attnknn_lib.report.findings import difference_text, mean_pct, seeds_text
 from attnknn_lib.report.macros import (
     PATH_MARK,
     VERDICT_PHRASES,
@@ -55,7 +56,7 @@ from attnknn_lib.report.macros import (
     signed,
     source_note,
 )
-from attnknn_lib.report.tables import booktabs, fmt, methods_frame, sd_text, seed_frame
+from attnknn_lib.report.tables import booktabs, fmt, interval_text, methods_frame, num, sd_text, seed_frame
 from attnknn_lib.training.convergence import plateau
 from attnknn_lib.training.loops import train_attention_head
 
@@ -451,7 +452,7 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
         f"paired bootstrap intervals over test points. Over seeds {seeds}: mean of the per-seed differences, 95\\% "
         f"$t$ interval counting the seeds' spread and the test set's bootstrap variance, and the verdict against "
         f"the declared margins ({_margins_text(run.record['config'])}). Accuracy in percentage points; negative "
-        f"ECE / NLL differences favour Attn-KNN. {src}.", "tab:main-paired"))
+        f"ECE / NLL differences favour Attn-KNN. {src}.", "tab:main-paired", colsep="2pt"))
     per_seed = {s: d["methods"] for s, d in res["per_seed"].items()}
     out["seeds"] = write_text(paths.tables / f"main_{name}_seeds.tex", booktabs(
         seed_intervals_frame(per_seed),
@@ -506,30 +507,48 @@ def summary_frame(record: dict) -> pd.DataFrame:
     rows = {}
     for _m, r in record["results"]["summary"].items():
         raw, cal = r["test_raw"], r["test_calibrated"]
-        rows[r["label"]] = {"accuracy (%)": 100 * raw["accuracy"]["mean"], "± s.d.": sd_text(raw["accuracy"]["std"], 100, 2),
-                            "ECE": raw["ece"]["mean"], "ECE (cal.)": cal["ece"]["mean"],
-                            "NLL (cal.)": cal["nll"]["mean"]}
-    return pd.DataFrame.from_dict(rows, orient="index").round(4)
+        rows[r["label"]] = {"accuracy (%)": num(raw["accuracy"]["mean"], 2, 100),
+                            "± s.d.": sd_text(raw["accuracy"]["std"], 100, 2),
+                            "ECE": num(raw["ece"]["mean"], 4), "ECE (cal.)": num(cal["ece"]["mean"], 4),
+                            "NLL (cal.)": num(cal["nll"]["mean"], 3)}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "method"
+    return df
+
+
+PAIRED_METRICS = {"accuracy": ("accuracy (pp)", 100.0, 2), "ece": ("ECE", 1.0, 4), "nll": ("NLL", 1.0, 3)}
 
 
 def paired_frame(record: dict) -> pd.DataFrame:
-    """Seed-level paired differences of one record: mean, 95 % interval, margin, verdict."""
+    """Seed-level paired differences of one record, Attn-KNN minus each comparison, raw and after
+    calibration: per metric the mean difference (accuracy in percentage points), its 95 % interval
+    and the verdict against the declared margin (named in the column header)."""
+    res = record["results"]
     rows = {}
-    for name, e in record["results"]["paired"].items():
-        for split in ("raw", "calibrated"):
-            for metric in ("accuracy", "ece", "nll"):
+    for e in res["paired"].values():
+        other = "best baseline" if e["b"] == "best baseline" else METHOD_LABELS.get(e["b"], e["b"])
+        for split, split_label in (("raw", "raw"), ("calibrated", "after calibration")):
+            row = {}
+            for metric, (label, scale, dec) in PAIRED_METRICS.items():
                 d = e["seed_level"][split][metric]
-                scale = 100 if metric == "accuracy" else 1
-                low, high = (float("nan") if v is None else scale * v for v in (d["low"], d["high"]))
-                rows[(name, split, metric)] = {"difference": scale * d["value"], "low": low,
-                                               "high": high, "margin": scale * d["margin"],
-                                               "seeds": d["n_seeds"], "verdict": d["verdict"]}
-    return pd.DataFrame.from_dict(rows, orient="index").round(4)
+                head = f"{label}, margin {scale * d['margin']:g}"
+                row[(head, "Δ")] = num(d["value"], dec, scale)
+                row[(head, "95% interval")] = interval_text(d["low"], d["high"], dec, scale)
+                row[(head, "verdict")] = d["verdict"]
+            rows[(f"Attn-KNN − {other}", split_label)] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.columns = pd.MultiIndex.from_tuples(df.columns)
+    df.index.names = ["comparison", "probabilities"]
+    return df.rename_axis(columns=[f"over {len(res['seeds'])} {_replicates(res)}", ""])
+
+
+def _replicates(res: dict) -> str:
+    return "seeds" if res.get("replication", "seeds") == "seeds" else "splits"
 
 
 def _margins_text(config: dict) -> str:
-    return (f"accuracy {100 * config['margin_accuracy']:g} pp, ECE {config['margin_ece']:g}, "
-            f"NLL {config['margin_nll']:g}")
+    m = {k: config.get(f"margin_{k}", MARGINS[k]) for k in ("accuracy", "ece", "nll")}  # older records: defaults
+    return f"accuracy {100 * m['accuracy']:g} pp, ECE {m['ece']:g}, NLL {m['nll']:g}"
 
 
 def write_summary_table(paths: Paths, datasets: tuple[str, ...]) -> Path:
@@ -677,3 +696,100 @@ def readme_lines(records: list[dict]) -> list[str]:
         reps = f"{len(res['seeds'])} {'seeds' if res.get('replication', 'seeds') == 'seeds' else 'splits'}"
         lines.append(f"| {REGISTRY[record['dataset']].title} ({reps}) | " + " | ".join(cells) + " |")
     return lines
+
+
+def findings(records: list[dict]) -> str:
+    """The notebook's answer: on the primary dataset, Attn-KNN against the best tuned kNN vote and the
+    CNN (seed-level verdicts), whether the models reached a plateau, the verdict counts over every
+    dataset and what the prototype's protocol would have shown. Every number is read from ``records``."""
+    if not records:
+        return "No results yet."
+    primary = next((r for r in records if r["config"].get("primary") == r["dataset"]), records[0])
+    res, cfg = primary["results"], primary["config"]
+    summ, paired = res["summary"], res["paired"]
+    title = REGISTRY[primary["dataset"]].title
+    n = seeds_text(len(res["seeds"]), "seed" if res.get("replication", "seeds") == "seeds" else "split")
+    best = sorted({res["per_seed"][str(s)]["best_baseline"] for s in res["seeds"]})
+    lines = [f"**{title}** ({n}): Attn-KNN {mean_pct(summ['attnknn']['test_raw']['accuracy'])} test accuracy, "
+             "the best tuned kNN vote chosen on validation (" + ", ".join(
+                 f"{METHOD_LABELS.get(b, b)} {mean_pct(summ[b]['test_raw']['accuracy'])}" for b in best) + "), the CNN "
+             f"{mean_pct(summ['cnn']['test_raw']['accuracy'])}. Declared margins: {_margins_text(cfg)}.", ""]
+    for name, who in (("attnknn_vs_best_baseline", "the best kNN vote"), ("attnknn_vs_cnn", "the CNN")):
+        sl = paired[name]["seed_level"]
+        lines.append(f"- Attn-KNN minus {who}: accuracy {difference_text(sl['raw']['accuracy'], 'accuracy')}; "
+                     f"ECE after calibration {difference_text(sl['calibrated']['ece'], 'ece')}; "
+                     f"NLL after calibration {difference_text(sl['calibrated']['nll'], 'nll')}.")
+    rules = {kind: [res["per_seed"][str(s)]["training"][kind].get("plateau") for s in res["seeds"]]
+             for kind in ("attnknn", "cnn")}
+    if all(all(rs) for rs in rules.values()):
+        lines.append("- Operating point: the plateau rule holds for " + " and ".join(
+            f"{METHOD_LABELS[k]} in {sum(r['plateau'] for r in rs)} of {len(rs)} runs (selected epochs "
+            f"{', '.join(str(r['best_epoch']) for r in rs)})" for k, rs in rules.items()) + ".")
+    counted = [r for r in records if not is_perfect(r)]
+    if len(records) > 1:
+        words = [r["results"]["paired"]["attnknn_vs_best_baseline"]["seed_level"]["raw"]["accuracy"]["verdict"]
+                 for r in counted]
+        lines.append(f"- Over the {len(counted)} datasets where the methods differ at all, Attn-KNN against the best "
+                     "kNN vote in accuracy: " + ", ".join(f"{words.count(w)} {w}" for w in VERDICTS if words.count(w))
+                     + ".")
+    replay = (res.get("replay") or {}).get("rows") or {}
+    if replay:
+        lines.append(f"- Prototype replay (seed {res['replay']['seed']} alone, one defect at a time), Attn-KNN minus "
+                     "its baseline in accuracy: " + "; ".join(
+                         f"{REPLAY_ROWS[row]}: {difference_text(d['accuracy'], 'accuracy')}" for row, d in replay.items()) + ".")
+    return "\n".join(lines)
+
+
+def tuning_frame(record: dict) -> pd.DataFrame:
+    """Per seed: the baseline validation chose, the tuned temperatures of the distance (tau) and
+    cosine (T) votes and the learned temperatures of the attention heads."""
+    rows = {}
+    for seed, r in record["results"]["per_seed"].items():
+        best = r["best_baseline"]
+        rows[int(seed)] = {"best baseline": METHOD_LABELS.get(best, best),
+                           "distance tau": f"{r['methods']['distance']['info']['param']:g}",
+                           "cosine T": f"{r['methods']['cosine']['info']['param']:g}",
+                           "head temperatures": ", ".join(f"{t:.3f}" for t in r["temperatures"])}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("seed")
+
+
+def _duration(seconds: float) -> str:
+    """``7.3 min`` or, under a minute, ``0.75 s`` (a tabular run takes a second)."""
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.2f} s"
+
+
+def training_frame(record: dict) -> pd.DataFrame:
+    """Per seed and model: the epoch validation selected, of how many, and the training minutes."""
+    rows = {}
+    for seed, r in record["results"]["per_seed"].items():
+        for kind, t in r["training"].items():
+            rows[(int(seed), METHOD_LABELS.get(kind, kind))] = {
+                "selected epoch": int(t["best_epoch"]), "epochs": len(t["history"]),
+                "training time": _duration(t["seconds"])}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["seed", "model"])
+
+
+def ablation_frame(record: dict) -> pd.DataFrame:
+    """The ablation of the attention components (first seed of the primary dataset) as the
+    notebook shows it; empty when the run had the ablation off."""
+    res = record["results"]
+    ablation = res["per_seed"][str(res["seeds"][0])].get("ablation")
+    return methods_frame(ablation, latex=False) if ablation else pd.DataFrame()
+
+
+def answer_lines(records: list[dict]) -> list[str]:
+    """The README's first lines: the primary dataset's seed-level verdicts of Attn-KNN against the
+    best tuned kNN vote and the CNN (generated; the paper's abstract reads the same numbers)."""
+    primary = next((r for r in records if r["config"].get("primary") == r["dataset"]), None)
+    if primary is None or "seed_level" not in primary["results"]["paired"].get("attnknn_vs_best_baseline", {}):
+        return []
+    res = primary["results"]
+    base, cnn = (res["paired"][n]["seed_level"] for n in ("attnknn_vs_best_baseline", "attnknn_vs_cnn"))
+    n = seeds_text(len(res["seeds"]))
+    return [f"- **Attn-KNN against tuned kNN votes** on {REGISTRY[primary['dataset']].title} ({n}, profile "
+            f"`{primary['profile']}`), minus the best tuned kNN vote on the same embedding: accuracy "
+            f"{difference_text(base['raw']['accuracy'], 'accuracy')}; ECE after calibration "
+            f"{difference_text(base['calibrated']['ece'], 'ece')}; NLL after calibration "
+            f"{difference_text(base['calibrated']['nll'], 'nll')} (margins {_margins_text(primary['config'])}).",
+            f"- Against the CNN: accuracy {difference_text(cnn['raw']['accuracy'], 'accuracy')}; NLL after "
+            f"calibration {difference_text(cnn['calibrated']['nll'], 'nll')}."]

@@ -33,7 +33,7 @@ from attnknn_lib.data.spec import DataSpec, load_base, prepare
 from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, method_labels, score
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, run_settings
+from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, cell_sentence, run_settings
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.knn.votes import (
     cosine_from_sq_dist,
@@ -43,9 +43,10 @@ from attnknn_lib.knn.votes import (
     uniform_weights,
 )
 from attnknn_lib.report import figures
+from attnknn_lib.report.findings import mean_pct, seeds_text
 from attnknn_lib.report.macros import macro_name, pct, record_macros
 from attnknn_lib.report.readme import per_dataset
-from attnknn_lib.report.tables import booktabs, error_bars, fmt_mean_sd
+from attnknn_lib.report.tables import booktabs, error_bars, fmt_mean_sd, num
 
 NAME = "noise"
 NOTEBOOK = "03_noise.ipynb"
@@ -207,21 +208,48 @@ def figure(record: dict):
 
 
 def weights_figure(record: dict):
-    """Mean weight of a flipped neighbour over that of a clean one, against the noise rate."""
+    """Mean weight of a flipped neighbour over that of a clean one, against the noise rate: mean and
+    s.d. over seeds on a fixed range around 1 (uniform voting), so a deviation of 1e-4 looks like one."""
 
     res = record["results"]
-    panels = {}
-    for sname, s in res["settings"].items():
-        for kind in res["kinds"]:
-            key = (f"{SETTING_NAMES[sname]}, {kind}", "flipped / clean weight")
-            panels[key] = {}
-            for m in ("attnknn", "distance", "cosine"):
-                cells = [(r, s["curves"][f"{kind}/{r:g}"]) for r in s["rates"] if r > 0]
-                panels[key][LABELS[m]] = ([100 * r for r, _ in cells],
-                                          [c["weight_ratio"][m]["mean"] for _, c in cells], None)
-    return figures.curve_panels(panels, "noise rate (%)", ncols=len(panels), hlines={p: 1.0 for p in panels},
-                              title="Weight on neighbours with a flipped label relative to clean ones "
-                                    "(1 = uniform voting; test queries)")
+    plt = figures.plt
+    methods = ("attnknn", "distance", "cosine")
+    panels = [(sname, s, kind) for sname, s in res["settings"].items() for kind in res["kinds"]]
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(1.6 * len(panels) + 0.3, 6.5), 2.5), sharey=True,
+                             squeeze=False, layout="constrained")
+    values = []
+    for ax, (sname, s, kind) in zip(axes[0], panels):
+        rates = [r for r in s["rates"] if r > 0]
+        for i, m in enumerate(methods):
+            per_seed = np.array([[np.nan if v is None else v for v in s["curves"][f"{kind}/{r:g}"]["weight_ratio"][m]["values"]]
+                                 for r in rates], dtype=float)  # (rates, seeds)
+            values.append(per_seed)
+            x = 100 * np.asarray(rates) + (i - 1) * 1.2  # a small dodge: the three rules share each rate
+            ax.errorbar(x, np.nanmean(per_seed, 1), yerr=np.nanstd(per_seed, 1), color=f"C{i}", marker="osD"[i], ms=3.5,
+                        lw=1, capsize=2, label=LABELS[m])
+        ax.axhspan(0.99, 1.01, color="grey", alpha=0.15, lw=0, label="within 1 % of uniform")
+        ax.axhline(1.0, color="black", lw=0.7)
+        ax.set_title(f"{SETTING_NAMES[sname]}, {kind[:4]}.\n({len(s['seeds'])} seeds)")
+        ax.set_xticks([100 * r for r in rates])
+        ax.set_xlim(100 * min(rates) - 6, 100 * max(rates) + 6)
+        ax.set_xlabel("noise rate (%)")
+        ax.grid(alpha=0.3)
+    spread = np.nanmax(np.abs(np.concatenate([v.ravel() for v in values]) - 1), initial=0)
+    half = max(0.1, 1.2 * spread)  # +-10 % unless the data go further
+    axes[0, 0].set_ylim(1 - half, 1 + half)
+    axes[0, 0].yaxis.set_major_formatter(figures.matplotlib.ticker.FormatStrFormatter("%.2f"))  # no offset notation
+    axes[0, 0].set_ylabel("flipped / clean weight")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    order = [labels.index(LABELS[m]) for m in methods] + [labels.index("within 1 % of uniform")]
+    fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center", ncol=4,
+               frameon=False)
+    fig.suptitle("Weight of a flipped neighbour over a clean one (1 = uniform; mean $\\pm$ s.d. over seeds)")
+    return fig
+
+
+def noise_label(kind: str, rate: str | float) -> str:
+    """``clean``, ``symm. 10%`` or ``asym. 40%`` (plain text: booktabs escapes the percent sign)."""
+    return "clean" if kind == "none" else f"{kind[:4]}. {100 * float(rate):.0f}%"
 
 
 def table_frame(record: dict) -> pd.DataFrame:
@@ -233,8 +261,7 @@ def table_frame(record: dict) -> pd.DataFrame:
     for sname, s in res["settings"].items():
         for key, cell in s["curves"].items():
             kind, rate = key.split("/")
-            label = f"{'bank' if sname == 'bank' else 'retrained'}, {'clean' if kind == 'none' else kind[:4] + '.'} " \
-                    f"{100 * float(rate):.0f}\\%"
+            label = f"{'bank' if sname == 'bank' else 'retrained'}, {noise_label(kind, rate)}"
             rows[label] = {short[m]: fmt_mean_sd(cell["summary"][m]["test_raw"]["accuracy"], "accuracy", 1)
                            for m in short}
     df = pd.DataFrame.from_dict(rows, orient="index")
@@ -251,9 +278,9 @@ def weights_frame(record: dict) -> pd.DataFrame:
             kind, rate = key.split("/")
             if kind == "none":
                 continue
-            label = f"{'bank' if sname == 'bank' else 'retrained'}, {kind[:4]}. {100 * float(rate):.0f}\\%"
+            label = f"{'bank' if sname == 'bank' else 'retrained'}, {noise_label(kind, rate)}"
             row = {LABELS[m]: f"{cell['weight_ratio'][m]['mean']:.3f}" for m in ("attnknn", "distance", "cosine")}
-            row["Attn-KNN $k_{\\mathrm{eff}}$"] = f"{cell['effective_neighbours']['attnknn']:.1f}"
+            row["Attn-KNN $k_{\\mathrm{eff}}$"] = f"{cell['effective_neighbours']['attnknn']:.2f}"
             row["flipped neighbours"] = f"{100 * cell['flipped_share_of_neighbours']:.1f}\\%"
             rows[label] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
@@ -286,17 +313,22 @@ def write_outputs(record: dict, paths: Paths) -> dict:
 
 
 def summary_frame(record: dict) -> pd.DataFrame:
-    """Plain numbers: accuracy (%) and calibrated ECE per setting, noise and method; weight ratios."""
+    """Plain numbers, one row per setting and noise: mean test accuracy (%) and calibrated ECE of the
+    best kNN rule, Attn-KNN and the CNN (the weight ratios, defined only under noise, are in
+    ``weights_frame``)."""
     rows = {}
     for sname, s in record["results"]["settings"].items():
         for key, cell in s["curves"].items():
-            for m in ("best_baseline", "attnknn", "cnn"):
-                e = cell["summary"][m]
-                rows[(sname, key, LABELS[m])] = {
-                    "accuracy (%)": 100 * e["test_raw"]["accuracy"]["mean"],
-                    "ECE (cal.)": e["test_calibrated"]["ece"]["mean"],
-                    "flipped/clean weight": cell["weight_ratio"].get(m, {}).get("mean", np.nan)}
-    return pd.DataFrame.from_dict(rows, orient="index").round(4)
+            kind, rate = key.split("/")
+            summ = {m: cell["summary"][m] for m in ("best_baseline", "attnknn", "cnn")}
+            row = {("accuracy (%)", LABELS[m]): num(e["test_raw"]["accuracy"]["mean"], 2, 100) for m, e in summ.items()}
+            row.update({("ECE after calibration", LABELS[m]): num(e["test_calibrated"]["ece"]["mean"], 4)
+                        for m, e in summ.items()})
+            rows[(SETTING_NAMES[sname], noise_label(kind, rate))] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.columns = pd.MultiIndex.from_tuples(df.columns)
+    df.index.names = ["setting", "noise"]
+    return df
 
 
 def noise_macros(record: dict) -> dict[str, str]:
@@ -358,3 +390,24 @@ def readme_lines(records: list[dict]) -> list[str]:
                 f"{cell['weight_ratio']['distance']['mean']:.3f}.")
 
     return per_dataset(records, bullet)
+
+
+def findings(record: dict) -> str:
+    """The notebook's answer: per setting, at the highest rate of each kind of noise, Attn-KNN against
+    the best tuned kNN vote (seed-level verdicts) and whether it gives flipped neighbours less weight."""
+    lines = []
+    for sname, s in record["results"]["settings"].items():
+        lines.append(f"**{SETTING_NAMES[sname]}** ({s['description']}; {seeds_text(len(s['seeds']))}):")
+        for kind in [k for k in NOISE_KINDS if any(key.startswith(k + "/") for key in s["curves"])]:
+            key = max((key for key in s["curves"] if key.startswith(kind + "/")), key=lambda x: float(x.split("/")[1]))
+            cell = s["curves"][key]
+            acc = {m: mean_pct(cell["summary"][m]["test_raw"]["accuracy"]) for m in ("best_baseline", "attnknn", "cnn")}
+            ratio = cell["weight_ratio"]["attnknn"]["mean"]
+            lines.append(f"- {kind} {100 * float(key.split('/')[1]):g} %: Attn-KNN {acc['attnknn']}, best kNN vote "
+                         f"{acc['best_baseline']}, CNN {acc['cnn']}. Attn-KNN minus the best kNN vote: "
+                         f"{cell_sentence(cell)}. A flipped neighbour gets {ratio:.3f} times a clean one's weight "
+                         "(1 = no down-weighting).")
+        lines.append("")
+    lines.append("Intervals: t over the seeds' paired differences (no test-point bootstrap in this record); "
+                 "margins as declared in `attnknn_lib.evaluation.verdicts.MARGINS`.")
+    return "\n".join(lines)

@@ -16,6 +16,7 @@ from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
 from attnknn_lib.data.spec import DataSpec, load_base, prepare
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.report.findings import difference_text, seed_difference
 
 SETTING_NAMES = {"bank": "bank only", "trained": "retrained"}
 
@@ -126,7 +127,22 @@ def run_settings(cfg: RobustnessConfig, paths, experiment: str, *, bank_specs: C
     for s in settings.values():
         s["curves"] = {key: summarise(per_seed) for key, per_seed in s["cells"].items()}
     prepared = prepare(cfg.main_spec(), load_base(cfg.main_spec()))
-    results = {"dataset": prepared.dataset.summary(), **fields, "k": cfg.k, "settings": settings,
+    results = {"dataset": prepared.dataset.summary(), "class_names": list(prepared.dataset.class_names), **fields,
+               "k": cfg.k, "settings": settings,
                "timings": {"seconds": clock()}}
     return core.write_record(paths, experiment, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()},
                              results)[1]
+
+
+def cell_difference(cell: dict, a: str, b: str, metric: str = "accuracy", split: str = "test_raw") -> dict:
+    """Seed-level verdict of method ``a`` minus ``b`` in one (setting, condition) cell of a noise or
+    long-tail record, from the per-seed values of its summary (a t interval over the seeds' paired
+    differences; these records keep no bootstrap over test points, so the interval counts seeds only)."""
+    return seed_difference(cell["summary"][a][split][metric]["values"], cell["summary"][b][split][metric]["values"],
+                           metric)
+
+
+def cell_sentence(cell: dict, a: str = "attnknn", b: str = "best_baseline") -> str:
+    """``accuracy +0.01 pp [...], **equivalent**; ECE after calibration ...`` for ``a`` minus ``b``."""
+    return (f"accuracy {difference_text(cell_difference(cell, a, b), 'accuracy')}; ECE after calibration "
+            f"{difference_text(cell_difference(cell, a, b, 'ece', 'test_calibrated'), 'ece')}")

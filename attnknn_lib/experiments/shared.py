@@ -18,10 +18,11 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from attnknn_lib.base.files import write_json, write_npz
 from attnknn_lib.base.knobs import knob
@@ -214,3 +215,45 @@ class ExperimentConfig(Recipe):
     """Base of every experiment's config: the recipe plus the profile name."""
 
     profile: str = knob("cpu", "configs/NAME.yaml these values come from (recorded in every result)")
+
+
+def _knob_text(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def parameters_frame(cfg) -> pd.DataFrame:
+    """The run's parameters, once, for the notebook's PDF: the profile, every knob of the
+    experiment's own config class, and the recipe knobs whose value differs from their default
+    (the full list is the notebook's parameters cell and the record's ``config``)."""
+    base = {f.name for f in fields(ExperimentConfig)}
+    rows = {}
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name == "out_dir":
+            continue
+        if f.name in base and f.name != "profile":
+            default = f.default if f.default is not MISSING else None
+            if _knob_text(csv_or_value(default)) == _knob_text(csv_or_value(value)):
+                continue
+        rows[f.name] = {"value": _knob_text(csv_or_value(value)), "meaning": f.metadata.get("help", "")}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "parameter"
+    return df
+
+
+def csv_or_value(value):
+    """A default as the config stores it: comma-separated strings become tuples."""
+    if isinstance(value, str) and "," in value:
+        return tuple(s.strip() for s in value.split(","))
+    return value
+
+
+def parameters_markdown(cfg) -> str:
+    """:func:`parameters_frame` as a Markdown table (the notebook's PDF wraps its cells instead of
+    splitting the table into column blocks)."""
+    df = parameters_frame(cfg)
+    lines = ["| parameter | value | meaning |", "| --- | --- | --- |"]
+    lines += [f"| `{name}` | {row['value']} | {row['meaning']} |" for name, row in df.iterrows()]
+    return "\n".join(lines)

@@ -16,6 +16,8 @@ from attnknn_lib.data.registry import REGISTRY
 
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
+ANSWER_START = "<!-- answer:start -->"  # the README's first lines: the answer, generated
+ANSWER_END = "<!-- answer:end -->"
 EMPTY = "(no results yet: run ./run_all.sh)"
 LAYOUT_START = "<!-- layout:start -->"
 LAYOUT_END = "<!-- layout:end -->"

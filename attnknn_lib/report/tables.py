@@ -22,6 +22,18 @@ def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
 NO_SPREAD = "--"  # the spread of a one-seed cell: there is none to show
 
 
+def num(value: float, decimals: int, scale: float = 1.0) -> float:
+    """A frame cell: ``value * scale`` rounded to a column's fixed decimals, without a negative zero."""
+    return round(float(value) * scale, decimals) + 0.0
+
+
+def interval_text(low: float | None, high: float | None, decimals: int, scale: float = 1.0) -> str:
+    """``[low, high]`` with signs, or ``--`` where there is no interval (one seed)."""
+    if low is None or high is None or low != low:
+        return NO_SPREAD
+    return f"[{num(low, decimals, scale):+.{decimals}f}, {num(high, decimals, scale):+.{decimals}f}]"
+
+
 def sd_text(sd: float | None, scale: float = 1.0, decimals: int = 2) -> str:
     """A standard deviation over seeds as text; ``--`` where there was one seed (sd None)."""
     return NO_SPREAD if sd is None else f"{sd * scale:.{decimals}f}"
@@ -68,29 +80,31 @@ def latex_escape(text: str) -> str:
 
 
 def booktabs(df: pd.DataFrame, caption: str, label: str, column_format: str | None = None,
-             escape_index: bool = True) -> str:
+             escape_index: bool = True, colsep: str = "4pt") -> str:
     """A complete ``table`` environment with booktabs rules; cells are inserted as given (LaTeX),
-    row labels escaped unless ``escape_index`` is off (labels that already are LaTeX, e.g. $\\sqrt{n}$)."""
+    row labels escaped unless ``escape_index`` is off (labels that already are LaTeX, e.g. $\\sqrt{n}$);
+    ``colsep``: the column padding (narrower for a wide table, which is never scaled)."""
     cols = column_format or "l" + "r" * len(df.columns)
     esc = latex_escape if escape_index else str
     head = " & ".join([latex_escape(df.index.name or "")] + list(df.columns)) + " \\\\"
     rows = [" & ".join([esc(str(i))] + [str(v) for v in r]) + " \\\\" for i, r in zip(df.index, df.values)]
     return "\n".join(["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
-                      "\\setlength{\\tabcolsep}{4pt}", f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule",
+                      f"\\setlength{{\\tabcolsep}}{{{colsep}}}", f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule",
                       *rows, "\\bottomrule", "\\end{tabular}", "\\end{table}", ""])  # never scaled: it fits the text width
 
 
 def methods_frame(methods: dict[str, dict], ci: bool = True, latex: bool = True) -> pd.DataFrame:
     """Per method, test metrics with their intervals. LaTeX: accuracy, NLL and ECE, raw then after
     calibration (two rows; the intervals leave room for three columns); plain: every metric, one
-    row, calibrated ones as ``<metric>_calibrated``."""
+    row, accuracy and F1 in %, each metric at its table decimals, calibrated ones as ``<metric> (cal.)``."""
     if latex:
         return _two_row_frame(methods, lambda e, k: fmt(e, k, ci), ("accuracy", "nll", "ece"))
     rows = {}
     for name, m in methods.items():
         raw, cal = m["test_raw"], m["test_calibrated"]
-        row = {k: raw[k]["value"] for k in METRIC_FORMAT}
-        row.update({f"{k}_calibrated": cal[k]["value"] for k in ("nll", "ece", "brier")})
+        row = {plain(METRIC_FORMAT[k][0]): round(raw[k]["value"] * METRIC_FORMAT[k][1], METRIC_FORMAT[k][2])
+               for k in METRIC_FORMAT}
+        row.update({f"{METRIC_FORMAT[k][0]} (cal.)": round(cal[k]["value"], METRIC_FORMAT[k][2]) for k in ("nll", "ece", "brier")})
         rows[m.get("label", name)] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "Method"

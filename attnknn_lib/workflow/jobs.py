@@ -36,9 +36,9 @@ from attnknn_lib.base.knobs import parameters_cell
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.timing import record_time
 from attnknn_lib.experiments import REGISTRY as EXPERIMENTS
-from attnknn_lib.experiments import readme_block, report_macros
+from attnknn_lib.experiments import answer_block, readme_block, report_macros
 from attnknn_lib.report.macros import write_macros
-from attnknn_lib.report.readme import update_readme
+from attnknn_lib.report.readme import ANSWER_END, ANSWER_START, replace_block, update_readme
 from attnknn_lib.report.records import read_records
 from attnknn_lib.workflow.plan import NOTEBOOK_DIR, STATE, TIMES, result_files
 
@@ -96,10 +96,12 @@ def export_pdf(notebook: Path) -> Path:
     """``jupyter nbconvert --to pdf`` into a temporary folder, then renamed next to the notebook."""
     notebook = Path(notebook)
     with tempfile.TemporaryDirectory(dir=notebook.parent, prefix=".pdf-") as tmp:
-        # the PDF shows the values the run used (papermill's injected cell), not also the defaults
+        # the PDF shows the run's parameters once, as the setup cell's table (parameters_markdown):
+        # neither the defaults cell nor papermill's injected copy of it
         cmd = [sys.executable, "-m", "nbconvert", "--to", "pdf", "--log-level", "WARN", str(notebook),
                "--output-dir", tmp, "--TagRemovePreprocessor.enabled=True",
-               "--TagRemovePreprocessor.remove_cell_tags=parameters"]
+               "--TagRemovePreprocessor.remove_cell_tags=parameters",
+               "--TagRemovePreprocessor.remove_cell_tags=injected-parameters"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -115,6 +117,7 @@ def report(plan: dict) -> Path:
     records = read_records(result_files(plan))
     path = write_macros(report_macros(records), Path(plan["root"]) / "results" / "macros.tex")
     if plan["readme"]:
+        replace_block(Path(plan["repo"]) / "README.md", ANSWER_START, ANSWER_END, answer_block(records))
         update_readme(Path(plan["repo"]) / "README.md", readme_block(records))
     return path
 

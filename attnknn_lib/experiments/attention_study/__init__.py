@@ -21,9 +21,11 @@ from attnknn_lib.experiments.attention_study.measure import (  # noqa: F401 - th
 )
 from attnknn_lib.experiments.attention_study.views import (  # noqa: F401 - the experiment's interface
     README_SECTION,
+    answer_lines,
     ceilings_frame,
     diagnostics_frame,
     findings,
+    gallery_figure,
     gradient_shares,
     headroom_frame,
     macros,

@@ -160,7 +160,8 @@ def outputs(cfg: Config) -> list[str]:
     d = cfg.dataset
     out = [f"results/{NAME}_{d}.json"]
     out += [f"results/tables/{NAME}_{d}_{t}.tex" for t in ("headroom", "variants", "diagnostics")]
-    out += [f"figures/{NAME}_{d}_{f}.{ext}" for f in ("headroom", "diagnostics", "variants") for ext in ("pdf", "png")]
+    drawn = ("headroom", "diagnostics", "variants") + (("gallery",) if cfg.variant_settings else ())
+    out += [f"figures/{NAME}_{d}_{f}.{ext}" for f in drawn for ext in ("pdf", "png")]
     return out
 
 
@@ -299,8 +300,11 @@ def _baseline(mem: Memory, k: int, num_classes: int, ds) -> tuple[str, dict[str,
     return best_baseline(methods, ds.val.y), methods
 
 
-def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bool) -> dict:
-    """Every variant at k in one setting and seed, scored against the tuned kNN rule at k."""
+def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bool,
+              keep: dict | None = None) -> dict:
+    """Every variant at k in one setting and seed, scored against the tuned kNN rule at k.
+    ``keep`` (a dict) receives each variant's test weights, test probabilities and validation
+    accuracy, for the neighbour gallery."""
     c = ds.num_classes
     best, rules = _baseline(mem, k, c, ds)
     methods = {"baseline": rules[best]}
@@ -310,6 +314,9 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
         kk = max(k_ladder(mem.test.rows.shape[1])) if name == "adaptive_k" else k
         out = train_variant(cfg, name, mem, kk, c, seed)
         methods[name] = MethodProbs(out["val"], out["test"])
+        if keep is not None:
+            keep[name] = {"weights": out["weights"], "test": out["test"],
+                          "val_accuracy": accuracy(out["val"], ds.val.y)}
         test_rows = mem.test.rows[:, :kk]
         info = {"history": out["history"], "best_epoch": out["best_epoch"], "k": kk,
                 "effective_k": float(effective_neighbours(out["weights"]).mean())}
@@ -335,6 +342,70 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
                              for i, split in enumerate(("raw", "calibrated"))}
         out["methods"][name] = entry
     return out
+
+
+# ----------------------------------------------------------------------------- neighbour gallery
+
+# variants whose weights are over the same k neighbours as the uniform vote (the gallery's best variant)
+GALLERY_VARIANTS = ("blind_bonus", "blind_none", "blind_penalty", "blind_heldout", "label_aware", "readout")
+PROTOTYPE = "blind_bonus"  # the prototype's attention: label-blind scores, entropy bonus +0.01
+
+
+def gallery_queries(labels: np.ndarray, target: np.ndarray, flipped: np.ndarray, num_classes: int,
+                    noisy: bool) -> dict[str, int]:
+    """Test queries for the neighbour gallery, each the first in test order that fits its rule.
+
+    Clean memory: *correct* (the uniform vote is right although the k labels are mixed), *wrong*
+    (the uniform vote is wrong), *near tie* (the two largest label counts differ by at most one).
+    Noisy memory: *flipped neighbours* (the most flipped labels among the k; the first such query).
+    ``labels`` (N, k) are the neighbours' memory labels, ``flipped`` (N, k) whether each was flipped."""
+    counts = np.stack([(labels == c).sum(1) for c in range(num_classes)], 1)
+    top2 = np.sort(counts, 1)[:, -2:]
+    pred = break_ties(counts.astype(np.float64), labels).argmax(1)
+    if noisy:
+        return {"flipped neighbours": int(np.argmax(flipped.sum(1)))}
+    rules = {"correct": (pred == target) & (top2[:, 1] < labels.shape[1]),
+             "wrong": pred != target,
+             "near tie": top2[:, 1] - top2[:, 0] <= 1}
+    return {name: int(np.flatnonzero(hit)[0]) for name, hit in rules.items() if hit.any()}
+
+
+def gallery(mem: Memory, kept: dict, setting: str, k: int, ds) -> tuple[dict, dict]:
+    """The gallery's cases of one setting (first seed): per query its label, its k neighbours' rows,
+    memory labels and flips, and the weights and predictions of the uniform vote, the prototype
+    attention and the best variant (best validation accuracy among :data:`GALLERY_VARIANTS`); the
+    images go to a separate dict of arrays (the record keeps only numbers)."""
+    c = ds.num_classes
+    labels, rows = mem.test.labels[:, :k], mem.test.rows[:, :k]
+    flipped = mem.flipped[rows]
+    queries = gallery_queries(labels, ds.test.y, flipped, c, bool(mem.flipped.any()))
+    candidates = [v for v in GALLERY_VARIANTS if v in kept]
+    best = max(candidates, key=lambda v: kept[v]["val_accuracy"]) if candidates else None
+    shown = {"uniform": None, **({PROTOTYPE: kept[PROTOTYPE]} if PROTOTYPE in kept else {}),
+             **({best: kept[best]} if best else {})}
+    uniform = vote(np.full(labels.shape, 1.0 / k), labels, c)
+    cases, images = {}, {}
+    for name, q in queries.items():
+        key = f"{setting} | {name}"
+        weights = {m: ([round(1.0 / k, 5)] * k if v is None else [round(float(w), 5) for w in v["weights"][q, :k]])
+                   for m, v in shown.items()}
+        preds = {m: int((uniform if v is None else v["test"])[q].argmax()) for m, v in shown.items()}
+        cases[key] = {"setting": setting, "rule": name, "query": q, "label": int(ds.test.y[q]),
+                      "neighbour_labels": labels[q].tolist(), "flipped": flipped[q].tolist(),
+                      "weights": weights, "predictions": preds, "best_variant": best}
+        tag = gallery_key(setting, name)
+        images[f"{tag}_query"] = ds.test.x[q]
+        images[f"{tag}_neighbours"] = ds.train.x[rows[q]]
+    return cases, images
+
+
+def gallery_path(paths: Paths, dataset: str):
+    return paths.artifacts / f"{NAME}_{dataset}_gallery.npz"
+
+
+def gallery_key(setting: str, rule: str) -> str:
+    """The images' key prefix of one case in the gallery's npz."""
+    return f"{setting.replace('/', '_')}_{rule.replace(' ', '_')}"
 
 
 # ----------------------------------------------------------------------------- diagnostics
@@ -367,6 +438,9 @@ def run(cfg: Config, paths: Paths) -> dict:
     c = ds.num_classes
     k_max = min(cfg.k_max, len(ds.train) - 1)
     per_seed = {}
+    k_gallery = cfg.k if cfg.k in cfg.variant_ks else max(cfg.variant_ks)
+    gallery_cases: dict = {}
+    gallery_images: dict = {}
     for seed in bar(cfg.seeds, desc="seeds"):
         run_ = runs(cfg)[cfg.seeds.index(seed)]
         trained = core.trained(run_, paths, prepared)[0]
@@ -383,8 +457,14 @@ def run(cfg: Config, paths: Paths) -> dict:
                      "ceilings": ceilings(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
                      "flipped_share": float(mem.flipped.mean())}
             if setting in cfg.variant_settings:
-                entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks))
+                kept: dict = {}
+                entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
+                                                       keep=kept if k == k_gallery and seed == cfg.seeds[0] else None)
                                      for k in cfg.variant_ks if k <= k_max}
+                if kept:
+                    cases, images = gallery(mem, kept, setting, k_gallery, ds)
+                    gallery_cases.update(cases)
+                    gallery_images.update(images)
             settings[setting] = entry
             key = setting.replace("/", "_")
             arrays[f"memory_labels_{key}"] = mem.labels
@@ -397,8 +477,13 @@ def run(cfg: Config, paths: Paths) -> dict:
         write_npz(paths.artifacts / f"{NAME}_{cfg.dataset}_s{seed}_neighbours.npz", test_labels=ds.test.y,
                   test_neighbour_rows=test_nb.indices, test_neighbour_sq_dist=test_nb.sq_dist,
                   test_neighbour_labels=ds.train.y[test_nb.indices], memory_ids=ds.train.ids, **arrays)
+    if gallery_images:
+        write_npz(gallery_path(paths, cfg.dataset), **gallery_images)
     results = {"dataset": ds.summary(), "seeds": list(cfg.seeds), "per_seed": per_seed,
-               "summary": summarise(cfg, per_seed), "timings": {"seconds": clock()}}
+               "summary": summarise(cfg, per_seed), "gallery": {"seed": cfg.seeds[0], "k": k_gallery,
+                                                               "class_names": list(ds.class_names),
+                                                               "cases": gallery_cases},
+               "timings": {"seconds": clock()}}
     return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
 
 

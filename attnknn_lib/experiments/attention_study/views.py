@@ -7,14 +7,15 @@ import pandas as pd
 
 from attnknn_lib.base.files import write_text
 from attnknn_lib.base.paths import Paths
+from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.verdicts import VERDICTS
-from attnknn_lib.experiments.attention_study.measure import NAME, NOTEBOOK, VARIANTS
+from attnknn_lib.experiments.attention_study.measure import NAME, NOTEBOOK, VARIANTS, gallery_key, gallery_path
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
-from attnknn_lib.report.tables import booktabs, sd_text
+from attnknn_lib.report.tables import booktabs, num, sd_text
 
 VERDICT_MARK = {"better": "B", "worse": "W", "equivalent": "E", "inconclusive": "?"}
 SHORT = {"baseline": "tuned kNN", "blind_bonus": "blind, +H bonus", "blind_none": "blind, no H term",
@@ -113,7 +114,7 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                                 "Δ ECE cal.": _diff_cell(v["ece"], 1, 4, latex, interval=not latex),
                                 "Δ NLL cal.": _diff_cell(v["nll"], 1, 3, latex, interval=not latex),
                                 "k_eff": f"{m['effective_k']['mean']:.1f}",
-                                f"captured ({pc})": "--" if cap is None else f"{100 * cap:.0f}",
+                                f"captured ({pc})": "--" if cap is None else f"{num(cap, 0, 100):.0f}",
                                 "flip AUROC": "--" if auroc is None else f"{auroc:.2f}"})
                 marker = " *" if name == kv["chosen"] else ""
                 where = f"{short_setting(setting)}, k = {k}" if not latex else f"{short_setting(setting)}, {k}"
@@ -279,7 +280,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"B / W / E / ? = better / worse / equivalent / inconclusive against margins of "
             f"{100 * cfg['margin_accuracy']:g} pp, {cfg['margin_ece']:g} ECE, {cfg['margin_nll']:g} NLL. "
             f"Captured: share of the fixable headroom won over the uniform vote. * chosen on validation. {src}.",
-            "tab:study-variants", escape_index=True)),
+            "tab:study-variants", escape_index=True, colsep="2.5pt")),
         "diagnostics": write_text(paths.tables / f"{NAME}_{d}_diagnostics.tex", booktabs(
             diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
             f"{title}: the prototype attention during main's training, per epoch (mean over seeds {seeds}). "
@@ -287,8 +288,12 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"neighbourhood mixed); H: entropies in nats of the head-averaged weights and of each head's; "
             f"|dH| / |dNLL|: the entropy term's gradient over the NLL's on the attention's parameters, before "
             f"its weight; temp.: mean temperature. {src}.", "tab:study-diagnostics"))}
-    for name, fig in (("headroom", headroom_figure(record)), ("diagnostics", diagnostics_figure(record)),
-                      ("variants", variants_figure(record))):
+    drawn = [("headroom", headroom_figure(record)), ("diagnostics", diagnostics_figure(record)),
+             ("variants", variants_figure(record))]
+    if res.get("gallery", {}).get("cases"):
+        with np.load(gallery_path(paths, d)) as images:
+            drawn.append(("gallery", gallery_figure(record, dict(images))))
+    for name, fig in drawn:
         out[name + "_figure"] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}_{name}")[0]
     return out
 
@@ -393,3 +398,93 @@ def readme_lines(records: list[dict]) -> list[str]:
         return f"{title}:\n" + findings(record)
 
     return per_dataset(records, bullet)
+
+
+def _short(name: str) -> str:
+    """A class name short enough for a 0.4-inch panel title ("T-shirt/top" -> "T-shirt", "Ankle boot" -> "Boot")."""
+    name = name.split("/")[0]
+    return name.split()[-1].capitalize() if " " in name else name
+
+
+GALLERY_SHOWN = {"uniform": ("uniform vote", "0.6"), "blind_bonus": ("prototype attention", "tab:blue")}
+BEST_COLOUR = "tab:orange"
+
+
+def gallery_figure(record: dict, images: dict[str, np.ndarray]):
+    """The neighbour gallery: per case (chosen by rule, first seed) the query and its k nearest
+    neighbours with their memory labels (red: not the query's class; a cross: flipped by the noise),
+    and below them the weight each rule gives each neighbour: the uniform vote, the prototype
+    attention and the best variant of that setting."""
+    g = record["results"]["gallery"]
+    names, k = g["class_names"], g["k"]
+    cases = list(g["cases"].values())
+    fig = plt.figure(figsize=(figures.MAX_WIDTH, 1.3 * len(cases) + 0.3), layout="constrained")
+    outer = fig.add_gridspec(len(cases), 1)
+    for i, case in enumerate(cases):
+        grid = outer[i].subgridspec(2, k + 1, height_ratios=(1.0, 0.9), hspace=0.05, wspace=0.05)
+        key = gallery_key(case["setting"], case["rule"])
+        pics = [images[f"{key}_query"]] + list(images[f"{key}_neighbours"])
+        labels = [case["label"]] + case["neighbour_labels"]
+        for j, pic in enumerate(pics):
+            ax = fig.add_subplot(grid[0, j])
+            ax.imshow(np.asarray(pic).squeeze(), cmap="gray_r")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            wrong = j > 0 and labels[j] != case["label"]
+            flipped = j > 0 and case["flipped"][j - 1]
+            ax.set_title(_short(names[labels[j]]), fontsize=6.5, color="tab:red" if wrong else "black", pad=1.5)
+            if flipped:
+                ax.text(0.97, 0.97, "×", transform=ax.transAxes, ha="right", va="top", color="tab:red",
+                        fontsize=9, fontweight="bold")
+            if j == 0:
+                for side in ax.spines.values():
+                    side.set_linewidth(2)
+        ax = fig.add_subplot(grid[1, 1:])
+        shown = list(case["weights"])
+        width = 0.8 / len(shown)
+        for m_i, m in enumerate(shown):
+            label, colour = GALLERY_SHOWN[m] if m in GALLERY_SHOWN else (f"best: {variant_label(m)}", BEST_COLOUR)
+            pred = names[case["predictions"][m]]
+            ax.bar(np.arange(k) + (m_i - (len(shown) - 1) / 2) * width, case["weights"][m], width, color=colour,
+                   label=f"{label} → {pred}")
+        ax.set_xlim(-0.5, k - 0.5)
+        ax.set_xticks([])
+        ax.set_ylim(0, max(0.2, 1.1 * max(max(w) for w in case["weights"].values())))
+        ax.tick_params(labelsize=6.5)
+        ax.set_ylabel("weight", fontsize=7)
+        ax.legend(fontsize=6.5, loc="upper right", frameon=False, ncol=len(shown))
+        lab = fig.add_subplot(grid[1, 0])
+        lab.axis("off")
+        lab.text(0.5, 0.5, f"{case['rule']}\n({setting_title(case['setting'])})\ntrue: {names[case['label']]}",
+                 ha="center", va="center", fontsize=6.5)
+    fig.suptitle(f"{REGISTRY[record['dataset']].title}: a query (framed) and its {k} nearest neighbours, seed {g['seed']}; red label: "
+                 "not the query's class, ×: flipped in the memory", fontsize=8)
+    return fig
+
+
+def answer_lines(records: list[dict]) -> list[str]:
+    """The README's lines on why: how much any reweighting could win on clean data, and what the
+    best variant did where the memory's labels are noisy (generated from the study's record)."""
+    if not records:
+        return []
+    res = records[0]["results"]
+    k = str(records[0]["config"]["k"])
+    lines = []
+    for setting, s in res["summary"]["settings"].items():
+        h = s["headroom"].get(k)
+        if setting == "clean" and h:
+            lines.append(f"- **Headroom on clean data.** The true label is among the {k} neighbours for "
+                         f"{pct(h['recall'])} % of test queries and the uniform vote gets {pct(h['uniform_accuracy'])} %, "
+                         f"but only {pct(h['fixable_within']['1'])} % of queries are fixable by moving one vote; the "
+                         f"best geometry-only rule tuned on validation reaches "
+                         f"{pct(s['ceilings']['geometry']['test_accuracy']['mean'])} %.")
+        kv = (s.get("variants") or {}).get(k)
+        if setting != "clean" and kv:
+            m = kv["methods"][kv["chosen"]]
+            v = m["verdicts"]["accuracy"]
+            lines.append(f"- **With noisy labels in the memory** ({setting_title(setting)}), the "
+                         f"variant chosen on validation, {variant_label(kv['chosen'])}, against the tuned kNN vote "
+                         f"at k = {k}: {signed(100 * v['value'], 2)} pp, **{v['verdict']}** (calibrated ECE "
+                         f"{m['verdicts']['ece']['verdict']}); the prototype's label-blind attention: "
+                         f"{kv['methods']['blind_bonus']['verdicts']['accuracy']['verdict'] if 'blind_bonus' in kv['methods'] else '--'}.")
+    return lines

@@ -25,6 +25,7 @@ from attnknn_lib.experiments.efficiency.views import (  # noqa: F401 - the exper
     README_SECTION,
     cost_frame,
     figure,
+    findings,
     index_frame,
     macros,
     readme_lines,
@@ -33,5 +34,6 @@ from attnknn_lib.experiments.efficiency.views import (  # noqa: F401 - the exper
     slopes_frame,
     summary_frame,
     throughput_frame,
+    training_frame,
     write_outputs,
 )

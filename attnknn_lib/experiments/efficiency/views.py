@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
@@ -25,62 +24,74 @@ def s_range(rows: list[dict], s: dict) -> str:
     return f"{min(ef)} to {max(ef)}, left to right" if len(ef) > 1 else str(ef[0])
 
 
+def _miss_floor(rows: list[dict]) -> float:
+    """Where recall 1 sits on the 1 - recall log axis: a decade below the smallest miss measured."""
+    misses = [1 - r["recall"] for r in rows if r["recall"] < 1]
+    return 10 ** (np.floor(np.log10(min(misses))) - 1) if misses else 1e-4
+
+
 def _tradeoff_panel(ax, rows: list[dict], time_key: str, xlabel: str, k: int) -> None:
-    """recall@k against µs per query: one line per built index, along its search knob."""
+    """recall@k against µs per query: one line per built index, along its search knob. The y axis is
+    1 - recall on a log scale (upwards: closer to 1), so the settings near recall 1 stay apart."""
     groups: dict[str, list[dict]] = {}
     for r in rows:
         s = r["setting"]
-        name = {"hnsw": f"HNSW M={s['m']}, efC={s['ef_construction']} (efSearch {s_range(rows, s)})",
-                "ivf_flat": "IVF-Flat (nprobe)"}.get(s["kind"], r["label"])
+        name = (f"HNSW M={s['m']}, efC={s['ef_construction']} (efSearch {s_range(rows, s)})" if s["kind"] == "hnsw"
+                else "IVF-Flat (labels: nprobe)" if s["kind"] == "ivf_flat" else r["label"])
         groups.setdefault(name, []).append(r)
+    floor = _miss_floor(rows)
     for i, (name, rs) in enumerate(groups.items()):
-        x, y = [r[time_key] for r in rs], [r["recall"] for r in rs]
-        ax.plot(x, y, marker="osD^v"[i % 5], ms=3.5, lw=1.2, color=f"C{i}", label=name)
-        if rs[0]["setting"]["kind"] == "ivf_flat":  # HNSW's points crowd near recall 1: its legend says the order
+        x, y = [r[time_key] for r in rs], [max(1 - r["recall"], floor) for r in rs]
+        ax.plot(x, y, marker="osD^v"[i % 5], ms=4, lw=1.1, color=f"C{i}", label=name, ls="-" if len(rs) > 1 else "none")
+        if rs[0]["setting"]["kind"] == "ivf_flat":
             for r in rs:
-                ax.annotate(str(r["setting"]["nprobe"]), (r[time_key], r["recall"]), fontsize=6,
-                            textcoords="offset points", xytext=(3, -7))
+                ax.annotate(str(r["setting"]["nprobe"]), (r[time_key], max(1 - r["recall"], floor)), fontsize=7,
+                            textcoords="offset points", xytext=(3, 3), color=f"C{i}")
     ax.set_xscale("log")
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # no crowded 2x10^1 labels
+    ax.set_yscale("log")
+    ticks = [t for t in (0.5, 0.1, 0.01, 1e-3, 1e-4, 1e-5) if t > floor]
+    ax.set_yticks([*ticks, floor], [f"{1 - t:g}" for t in ticks] + ["1 (exact)"])
+    ax.set_ylim(0.8, floor / 2.5)  # inverted: recall grows upwards
+    ax.axhline(floor, color="grey", lw=0.6, ls=":")
+    ax.minorticks_off()
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(f"recall@{k}")
+    ax.set_ylabel(f"recall@{k} (log of 1 - recall)")
     ax.grid(alpha=0.3)
 
 
 def figure(record: dict):
-    """Recall against search time on the real bank (batched and one query at a time), and where
-    the time of one prediction goes."""
+    """Top: recall against search time on the real bank, batched and one query at a time. Bottom:
+    where the time of one prediction goes (dot plot on a log axis)."""
 
     res = record["results"]
-    fig = plt.figure(figsize=(7.4, 7.0))  # two trade-off panels, their legend, the stage bars
-    grid = fig.add_gridspec(3, 2, height_ratios=[1, 0.3, 0.8])
-    axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[2, :])]
-    legend_ax = fig.add_subplot(grid[1, :])
-    legend_ax.axis("off")
-    _tradeoff_panel(axes[0], res["indexes"], "batched_us", f"µs per query ({res['queries']} queries per call, log)",
+    fig = plt.figure(figsize=(6.0, 6.0), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[1.45, 1])
+    axes = top.subplots(1, 2, sharey=True)
+    _tradeoff_panel(axes[0], res["indexes"], "batched_us", f"µs per query (log; {res['queries']} per call)",
                     res["recall_k"])
-    _tradeoff_panel(axes[1], res["indexes"], "single_us", "µs per query (one query per call, log)", res["recall_k"])
-    axes[0].set_title(f"bank of {res['n_bank']:,} embeddings, batched")
+    _tradeoff_panel(axes[1], res["indexes"], "single_us", "µs per query (log; one per call)", res["recall_k"])
+    axes[1].set_ylabel("")
+    axes[0].set_title("batched")
     axes[1].set_title("one query at a time")
     handles, labels = axes[0].get_legend_handles_labels()
-    ax = axes[2]
+    top.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False, fontsize=7)
+    top.suptitle(f"Recall against search time: FAISS on {res['n_bank']:,} embeddings (main's model, seed "
+                 f"{res['seed']}; {res['threads']} threads)", fontsize=9)
+    ax = bottom.subplots()
     stages = list(STAGES)
     y = np.arange(len(stages))
-    for j, (mode, label) in enumerate((("batched", "batched"), ("single", "one at a time"))):
-        ax.barh(y + (j - 0.5) * 0.38, [res["prediction"][mode][s] for s in stages], height=0.38, color=f"C{j + 5}",
-                label=label)
+    for j, (mode, label, marker) in enumerate((("batched", "batched", "o"), ("single", "one at a time", "s"))):
+        t = [res["prediction"][mode][s] for s in stages]
+        ax.plot(t, y + (j - 0.5) * 0.2, marker=marker, ls="none", ms=5, color=f"C{j + 5}", label=label)
     ax.set_yticks(y, [STAGES[s] for s in stages])
-    ax.invert_yaxis()
+    ax.set_ylim(len(stages) - 0.5, -0.5)
     ax.set_xscale("log")
     ax.set_xlabel("µs per query (log)")
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, loc="upper left", fontsize=8)
     share = res["prediction"]["single_shares"]["attention"]
-    ax.set_title(f"one prediction, k = {res['k']} (attention: {100 * share:.0f} % of Attn-KNN)")
-    ax.legend(frameon=False, loc="lower right")
-    ax.grid(alpha=0.3, axis="x")
-    legend_ax.legend(handles, labels, loc="center", ncol=2, frameon=False, fontsize=7)
-    fig.suptitle(f"{REGISTRY[record['dataset']].title}: FAISS indexes on the embeddings of main's model (seed "
-                 f"{res['seed']}), {res['threads']} threads")
-    fig.tight_layout()
+    bottom.suptitle(f"Time per query of each stage (k = {res['k']}; one at a time, attention = "
+                    f"{100 * share:.0f} % of Attn-KNN)", fontsize=9)
     return fig
 
 
@@ -196,24 +207,32 @@ def slopes_frame(record: dict) -> pd.DataFrame:
     return pd.DataFrame({label: {"build": e["fit"]["build_s"]["slope"], "search, batched": e["fit"]["batched_us"]["slope"],
                                  "search, one at a time": e["fit"]["single_us"]["slope"],
                                  f"recall at n = {e['n'][-1]:,}": e["recall"][-1]}
-                         for label, e in syn["by_index"].items()}).T.round(3)
+                         for label, e in syn["by_index"].items()}).T.round(3).rename_axis("index (log-log slope against n)")
 
 
 def summary_frame(record: dict) -> pd.DataFrame:
-    """Plain numbers of the headline measurements."""
+    """The headline measurements as text with their units: throughput and time ratios (x), recall,
+    shares of a prediction's time (%)."""
     res = record["results"]
     p, g, h, tr = res["prediction"], res["gemm"], res["default_hnsw"], res["training"]
-    rows = {"flat search / GEMM throughput": g["flat_search_over_gemm"],
-            "flat IP search / GEMM throughput": g["flat_ip_search_over_gemm"],
-            "flat search / GEMM of the same shape": g["flat_search_over_gemm_same_shape"],
-            f"{h['label']}: recall@{res['recall_k']}": h["recall"],
-            f"{h['label']}: speed-up over Flat, one query": h["speedup_over_flat_single"],
-            "attention share of one prediction (one at a time)": p["single_shares"]["attention"],
-            "attention share of one prediction (batched)": p["batched_shares"]["attention"],
-            "attention vote / distance vote (batched)": p["batched_shares"]["attention_over_distance"],
-            "Attn-KNN / CNN prediction time (batched)": p["batched_shares"]["attnknn_over_cnn"],
-            "Attn-KNN / CNN seconds per training epoch": tr["attnknn_over_cnn"]}
-    return pd.DataFrame({"value": rows}).round(4)
+
+    def ratio(v: float) -> str:
+        return f"{v:.2f}×"
+
+    def share(v: float) -> str:
+        return f"{100 * v:.1f} %"
+
+    rows = {"flat search / GEMM throughput": ratio(g["flat_search_over_gemm"]),
+            "flat IP search / GEMM throughput": ratio(g["flat_ip_search_over_gemm"]),
+            "flat search / GEMM of the same shape": ratio(g["flat_search_over_gemm_same_shape"]),
+            f"{h['label']}: recall@{res['recall_k']}": f"{h['recall']:.3f}",
+            f"{h['label']}: speed-up over Flat, one query": ratio(h["speedup_over_flat_single"]),
+            "attention share of one prediction (one at a time)": share(p["single_shares"]["attention"]),
+            "attention share of one prediction (batched)": share(p["batched_shares"]["attention"]),
+            "attention vote / distance vote (batched)": ratio(p["batched_shares"]["attention_over_distance"]),
+            "Attn-KNN / CNN prediction time (batched)": ratio(p["batched_shares"]["attnknn_over_cnn"]),
+            "Attn-KNN / CNN seconds per training epoch": ratio(tr["attnknn_over_cnn"])}
+    return pd.DataFrame({"value": rows}).rename_axis("measurement")
 
 
 def efficiency_macros(record: dict) -> dict[str, str]:
@@ -259,17 +278,34 @@ def macros(records: list[dict]) -> dict[str, str]:
     return record_macros(records, efficiency_macros, NOTEBOOK)
 
 
+def _bullet(res: dict, title: str) -> str:
+    g, h, p = res["gemm"], res["default_hnsw"], res["prediction"]
+    return (f"- efficiency ({title}, bank of {res['n_bank']:,}, {res['threads']} threads): exact batched "
+            f"search (Flat L2) runs at {g['flat_search_over_gemm']:.2f} x this machine's fp32 GEMM throughput "
+            f"({g['flat_search_gflops']:.0f} of {g['gemm_gflops']:.0f} GFLOP/s; Flat IP "
+            f"{g['flat_ip_search_over_gemm']:.2f}); {h['label']} recall@"
+            f"{res['recall_k']} {h['recall']:.3f}; the attention vote takes "
+            f"{100 * p['single_shares']['attention']:.1f} % of one prediction (one query at a time; "
+            f"{100 * p['batched_shares']['attention']:.1f} % batched) and "
+            f"{p['batched_shares']['attention_over_distance']:.0f} x the distance vote's time.")
+
+
 def readme_lines(records: list[dict]) -> list[str]:
     """One README bullet per dataset: search against GEMM, HNSW recall, the attention's share of a prediction."""
-    def bullet(res: dict, title: str) -> str:
-        g, h, p = res["gemm"], res["default_hnsw"], res["prediction"]
-        return (f"- efficiency ({title}, bank of {res['n_bank']:,}, {res['threads']} threads): exact batched "
-                f"search (Flat L2) runs at {g['flat_search_over_gemm']:.2f} x this machine's fp32 GEMM throughput "
-                f"({g['flat_search_gflops']:.0f} of {g['gemm_gflops']:.0f} GFLOP/s; Flat IP "
-                f"{g['flat_ip_search_over_gemm']:.2f}); {h['label']} recall@"
-                f"{res['recall_k']} {h['recall']:.3f}; the attention vote takes "
-                f"{100 * p['single_shares']['attention']:.1f} % of one prediction (one query at a time; "
-                f"{100 * p['batched_shares']['attention']:.1f} % batched) and "
-                f"{p['batched_shares']['attention_over_distance']:.0f} x the distance vote's time.")
+    return per_dataset(records, _bullet)
 
-    return per_dataset(records, bullet)
+
+def findings(record: dict) -> str:
+    """The notebook's answer in a few sentences (the README's bullet of this record)."""
+    return _bullet(record["results"], REGISTRY[record["dataset"]].title)[2:]
+
+
+def training_frame(record: dict) -> pd.DataFrame:
+    """Seconds per training epoch of Attn-KNN and the CNN (the loop alone, and with validation and
+    the bank rebuild), over how many runs and epochs."""
+    tr = record["results"]["training"]
+    labels = {"attnknn": "Attn-KNN", "cnn": "CNN"}
+    rows = {labels[m]: {"s per epoch (training loop)": f"{tr[m]['train_seconds_per_epoch']:.1f}",
+                        "s per epoch (all)": f"{tr[m]['seconds_per_epoch']:.1f}",
+                        "epochs": int(tr[m]["epochs"]), "runs": int(tr[m]["runs"])} for m in labels}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("model")

@@ -25,7 +25,10 @@ from attnknn_lib.experiments.theory.measure import (  # noqa: F401 - the experim
 )
 from attnknn_lib.experiments.theory.views import (  # noqa: F401 - the experiment's interface
     README_SECTION,
+    findings,
+    fits_frame,
     geometry_figure,
+    geometry_frame,
     k_figure,
     macros,
     readme_lines,

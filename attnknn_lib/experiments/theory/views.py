@@ -14,7 +14,7 @@ from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.macros import macro_name, pct, record_macros
 from attnknn_lib.report.readme import per_dataset
-from attnknn_lib.report.tables import booktabs, sd_text
+from attnknn_lib.report.tables import booktabs, num, sd_text
 
 
 def _mark_sqrt(ax, res: dict) -> None:
@@ -60,30 +60,39 @@ def geometry_figure(record: dict):
     res = record["results"]
     geo = res["geometry"]["per_seed"]
     k = res["training_k"]
-    fig, axes = plt.subplots(1, 3, figsize=(7.4, 2.8))
-    for i, (seed, g) in enumerate(geo.items()):
-        ep = g["epoch"]
-        axes[0].errorbar(np.array(ep) + 0.06 * (i - 1), g["norm_mean"], yerr=g["norm_std"], marker="o", ms=3, lw=1.2, capsize=2, color=f"C{i}",
-                         label=f"seed {seed}")
+    fig, axes = plt.subplots(1, 3, figsize=(6.5, 2.9), layout="constrained")
+    n_heads = 0
+    for i, g in enumerate(geo.values()):
+        ep = np.asarray(g["epoch"])
+        axes[0].errorbar(ep + 0.1 * (i - (len(geo) - 1) / 2), g["norm_mean"], yerr=g["norm_std"], marker="o", ms=3,
+                         lw=1.2, capsize=2, color=f"C{i}")
         temps = np.array(g["temperatures"])  # (epochs, heads)
+        n_heads = max(n_heads, temps.shape[1])
         for h in range(temps.shape[1]):
-            axes[1].plot(ep, temps[:, h], marker="osD^v"[h % 5], ms=3, lw=1, color=f"C{i}",
-                         label=f"seed {seed}" if h == 0 else None)
-        axes[2].plot(ep, g["effective_k"], marker="o", ms=3, lw=1.2, color=f"C{i}", label=f"seed {seed}")
-    axes[2].axhline(k, color="black", lw=0.7)
-    axes[2].set_ylim(top=k + 0.1 * (k - axes[2].get_ylim()[0]))  # keep the uniform line in view
-    axes[2].annotate(f"uniform = {k}", (geo[next(iter(geo))]["epoch"][-1], k), fontsize=7, xytext=(-40, 3),
-                     textcoords="offset points")
+            axes[1].plot(ep, temps[:, h], marker="osD^v"[h % 5], ms=3, lw=0.8, color=f"C{i}")
+        axes[2].plot(ep, g["effective_k"], marker="o", ms=3, lw=1.2, color=f"C{i}")
+    axes[2].axhline(k, color="black", lw=0.8, ls="--")
+    axes[2].set_ylim(0, 1.08 * k)  # from 0 to k: a change of 0.01 neighbour looks like what it is
+    low = min(min(g["effective_k"]) for g in geo.values())
+    axes[2].text(0.5, 0.45, f"lowest: {low:.2f} of {k}", transform=axes[2].transAxes, ha="center", fontsize=8)
     for ax, ylabel in zip(axes, ("norm before normalisation\n(validation, mean $\\pm$ s.d.)",
-                                 "temperature per head (markers)", "effective neighbours exp(H)\n(training batches)")):
+                                 "learned temperature", f"effective neighbours exp(H)\n(training batches; of k = {k})")):
         ax.set_xlabel("epoch")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.ticklabel_format(axis="y", useOffset=False)
-    axes[0].legend(frameon=False, fontsize=7)
-    fig.suptitle(f"{REGISTRY[record['dataset']].title}: embedding and attention across training (main's Attn-KNN runs)")
-    fig.tight_layout()
+    axes[1].set_title("one line per seed and head", fontsize=8)
+    rows = [[(plt.Line2D([], [], color=f"C{i}", lw=1.2), f"seed {seed}") for i, seed in enumerate(geo)]
+            + [(plt.Line2D([], [], color="black", lw=0.8, ls="--"), f"uniform vote (k = {k})")],
+            [(plt.Line2D([], [], color="grey", marker="osD^v"[h % 5], ms=3.5, ls="none"), f"head {h + 1}")
+             for h in range(n_heads)]]  # seeds (colour) on one legend row, heads (marker) on the next
+    ncol = max(map(len, rows))
+    blank = (plt.Line2D([], [], ls="none"), "")
+    cols = [entry for j in range(ncol) for entry in (r[j] if j < len(r) else blank for r in rows)]  # filled by column
+    fig.legend(*zip(*cols), loc="outside lower center", ncol=ncol, frameon=False)
+    fig.suptitle(f"{REGISTRY[record['dataset']].title}: embedding and attention across training "
+                 f"(main's Attn-KNN, {len(geo)} seed{'s' if len(geo) != 1 else ''})")
     return fig
 
 
@@ -93,53 +102,74 @@ def topk_figure(record: dict):
 
     res = record["results"]
     tr, cost = res["truncation"], res["cost"]
-    ks = tr["ks"]
-    fig = plt.figure(figsize=(7.4, 6.2))  # the two truncation panels above, the cost panel below
-    grid = fig.add_gridspec(2, 2)
-    axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 0])]
-    ax = axes[0]
-    for i, (t, e) in enumerate(tr["softmax"].items()):
-        ax.plot(ks, e["error"], marker="o", ms=3, lw=1.2, color=f"C{i}",
-                label=f"T = {t}: top-k (slope {e['fit']['slope']:.2f})")
-        ax.plot(ks, 2 * np.array(e["tail_mass"]), ls="--", lw=0.9, color=f"C{i}")
-        ax.plot(e["sampled_ks"], e["sampled_error"], ls=":", marker="x", ms=3, lw=1, color=f"C{i}")
-    ax.plot([], [], ls="--", color="grey", label="bound 2 x dropped mass")
-    ax.plot([], [], ls=":", marker="x", color="grey", label="top-k + k sampled tail rows")
-    ax.set_title(f"softmax attention over the memory (seed {tr['softmax_seed']})")
+    ks = np.asarray(tr["ks"], dtype=float)
+    sqrt_label = f"k = round(sqrt(n)) = {res['k_sqrt']}"
+
+    def positive(values) -> np.ndarray:  # log axes: an error of (numerically) 0, as at k = n, is left out
+        v = np.asarray(values, dtype=float)
+        return np.where(v > 1e-12, v, np.nan)
+
+    fig = plt.figure(figsize=(6.0, 5.2), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[1, 1.1])
+    soft = top.subplots(1, len(tr["softmax"]), squeeze=False)[0]
+    for ax, (t, e) in zip(soft, tr["softmax"].items()):
+        curves = ((ks, positive(e["error"]), dict(color="C0", marker="o", ms=3, lw=1.2)),
+                  (ks, positive(2 * np.asarray(e["tail_mass"])), dict(color="C1", ls="--", lw=1.1)),
+                  (np.asarray(e["sampled_ks"], dtype=float), positive(e["sampled_error"]),
+                   dict(color="C2", ls=":", marker="x", ms=3, lw=1.1)))
+        for x, y, style in curves:
+            ax.plot(x, y, **style)
+        low = np.nanmin(np.concatenate([y for _, y, _ in curves]))
+        ax.set_ylim(10 ** np.floor(np.log10(low)), None)  # the floor is the smallest error drawn
+        ax.set_yscale("log")
+        ax.set_title(f"softmax, T = {t}")
+        ax.set_xlabel("k (log)")
+    soft[0].set_ylabel("mean L1 error to dense")
+    top.legend([plt.Line2D([], [], color="C0", marker="o", ms=3), plt.Line2D([], [], color="C1", ls="--"),
+                plt.Line2D([], [], color="C2", ls=":", marker="x", ms=3), plt.Line2D([], [], color="grey", ls=":")],
+               ["top-k", "bound: 2 x dropped mass", "top-k + k sampled tail rows", sqrt_label],
+               loc="outside lower center", ncol=2, frameon=False)
+    top.suptitle(f"Plain softmax attention over the memory (seed {tr['softmax_seed']} of the embeddings)", fontsize=9)
+    ax_att, ax_cost = bottom.subplots(1, 2)
     att = tr["attnknn"]
-    axes[1].plot(ks, att["error"], marker="o", ms=3, lw=1.2, color="C5",
-                 label=f"Attn-KNN scores (slope {att['fit']['slope']:.2f})")
-    for _s, e in att["per_seed"].items():
-        axes[1].plot(ks, e["error"], lw=0.6, color="C5", alpha=0.4)
-    axes[1].axvline(res["training_k"], color="C5", ls="--", lw=0.8)
-    i16 = ks.index(res["training_k"])
-    axes[1].set_title(f"Attn-KNN: nearest k vs all rows (acc. {100 * att['accuracy'][i16]:.2f} vs "
-                      f"{100 * att['accuracy'][-1]:.2f} %)")
-    axes[0].set_yscale("log")
-    axes[0].set_ylim(bottom=max(axes[0].get_ylim()[0], 1e-5))  # the error is exactly 0 at k = n
-    axes[1].set_ylim(bottom=0)  # a narrow range: linear
-    for ax in axes[:2]:
+    for e in att["per_seed"].values():
+        ax_att.plot(ks, e["error"], lw=0.7, color="C5", alpha=0.45)
+    ax_att.plot(ks, att["error"], marker="o", ms=3, lw=1.2, color="C5")
+    ax_att.axvline(res["training_k"], color="C5", ls="--", lw=0.9)
+    i_train = tr["ks"].index(res["training_k"])
+    ax_att.text(0.03, 0.05, f"accuracy: {100 * att['accuracy'][i_train]:.1f} % at k = {res['training_k']},\n"
+                f"{100 * att['accuracy'][-1]:.1f} % with all {tr['n']:,} rows", transform=ax_att.transAxes, fontsize=8)
+    ax_att.set_ylim(bottom=0)  # linear: flat, then a cliff near k = n; no power law to fit
+    ax_att.set_title(f"Attn-KNN's scores ({len(att['per_seed'])} seeds)")
+    ax_att.set_ylabel("mean L1 error to dense")
+    ax_att.set_xlabel("k (log)")
+    ax_att.legend([plt.Line2D([], [], color="C5", marker="o", ms=3), plt.Line2D([], [], color="C5", lw=0.7, alpha=0.45),
+                   plt.Line2D([], [], color="C5", ls="--")],
+                  ["mean over seeds", "one seed", f"training k = {res['training_k']}"], frameon=False, fontsize=7,
+                  loc="center left")
+    for ax in [*soft, ax_att]:
         _mark_sqrt(ax, res)
         ax.set_xscale("log")
-        ax.set_xlabel(f"k of n = {tr['n']:,} (log)")
-        ax.set_ylabel("mean L1 error to dense attention")
+        ax.set_xlim(ks[0] / 1.5, ks[-1] * 1.5)
+        ax.set_xticks([10 ** p for p in range(0, int(np.log10(ks[-1])) + 1, 2)])
+        ax.minorticks_off()
         ax.grid(alpha=0.3)
-        ax.legend(frameon=False, fontsize=6.5, loc="lower left")
-    ax = axes[2]
-    for i, (key, label) in enumerate((("dense_us", "dense softmax"), ("topk_exact_us", "top-k, exact top-k"),
+    for i, (key, label) in enumerate((("dense_us", "dense softmax"), ("topk_exact_us", "top-k, exact search"),
                                       ("topk_hnsw_us", "top-k over HNSW"))):
-        ax.plot(cost["n"], cost[key], marker="osD"[i], ms=3.5, lw=1.2, color=f"C{i + 6}",
-                label=f"{label} (slope {cost['fit'][key]['slope']:.2f})")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("memory size n (log; k = round(sqrt(n)))")
-    ax.set_ylabel("µs per query (log)")
-    ax.set_title("cost against n (synthetic unit vectors)")
-    ax.grid(alpha=0.3)
-    ax.legend(frameon=False, fontsize=6.5)
-    fig.suptitle(f"{REGISTRY[record['dataset']].title}: top-k attention against dense attention\n"
-                 f"({tr['queries']} test queries; dotted grey line: k = round(sqrt(n)) = {res['k_sqrt']})")
-    fig.tight_layout()
+        fit = cost["fit"][key]
+        slope = f" (slope {fit['slope']:.2f})" if fit.get("r2", 0) >= 0.95 else ""  # only where a power law fits
+        ax_cost.plot(cost["n"], cost[key], marker="osD"[i], ms=3.5, lw=1.2, color=f"C{i + 6}", label=label + slope)
+    ax_cost.set_xscale("log")
+    ax_cost.set_yscale("log")
+    ax_cost.set_xlabel("memory size n (log; k = round(sqrt(n)))")
+    ax_cost.set_ylabel("µs per query (log)")
+    ax_cost.set_title("cost (synthetic unit vectors)")
+    ax_cost.grid(alpha=0.3)
+    top_us = max(max(cost[key]) for key in ("dense_us", "topk_exact_us", "topk_hnsw_us"))
+    ax_cost.set_ylim(top=8 * top_us)  # room for the legend above the lines
+    ax_cost.legend(frameon=False, fontsize=7, loc="upper left")
+    bottom.suptitle(f"Attn-KNN's own scores, and the cost against n ({tr['queries']} test queries; n = {tr['n']:,} "
+                    f"for the truncation)", fontsize=9)
     return fig
 
 
@@ -169,14 +199,16 @@ def table_frame(record: dict) -> pd.DataFrame:
     eff = np.array([f["effective_k"] for f in final.values()])
     kl = np.array([f["kl_uniform"] for f in final.values()])
     rows[f"Attn-KNN effective neighbours on test (of {k})"] = f"{eff.mean():.3f} $\\pm$ {eff.std(ddof=1) if len(eff) > 1 else 0:.3f}"
-    rows["Attn-KNN KL to uniform on test (nats)"] = f"{kl.mean():.2g}"
+    rows["Attn-KNN KL to uniform on test (nats)"] = f"{kl.mean():.4f}"
+    q = tr["queries"]  # the truncation rows run on a subset of the test queries
     for t, e in tr["softmax"].items():
-        rows[f"Softmax $T = {t}$: L1 error at $k = {kq}$; slope"] = (f"{_at(e['error'], tr['ks'], kq):.3g}; "
-                                                                 f"{e['fit']['slope']:.2f}")
+        rows[f"Softmax $T = {t}$: L1 error at $k = {kq}$; slope ({q} queries)"] = (
+            f"{_at(e['error'], tr['ks'], kq):.3f}; {e['fit']['slope']:+.2f}")
     att = tr["attnknn"]
-    rows[f"Attn-KNN: L1 error at $k = {k}$; slope"] = f"{_at(att['error'], tr['ks'], k):.3g}; {att['fit']['slope']:.2f}"
-    rows[f"Attn-KNN accuracy, nearest {k} vs all rows (\\%)"] = (f"{100 * _at(att['accuracy'], tr['ks'], k):.2f} vs "
-                                                                f"{100 * att['accuracy'][-1]:.2f}")
+    rows[f"Attn-KNN: L1 error at $k = {k}$; slope ({q} queries)"] = (f"{_at(att['error'], tr['ks'], k):.3f}; "
+                                                                   f"{att['fit']['slope']:+.2f}")
+    rows[f"Attn-KNN accuracy on {q} test queries, nearest {k} vs all rows (\\%)"] = (
+        f"{100 * _at(att['accuracy'], tr['ks'], k):.2f} vs {100 * att['accuracy'][-1]:.2f}")
     for key, label in (("dense_us", "dense"), ("topk_exact_us", "top-k (exact)"), ("topk_hnsw_us", "top-k (HNSW)")):
         rows[f"Cost slope against $n$, {label}"] = f"{res['cost']['fit'][key]['slope']:.2f}"
     df = pd.DataFrame({"Value": rows})
@@ -199,14 +231,32 @@ def write_outputs(record: dict, paths: Paths) -> dict:
 
 
 def summary_frame(record: dict) -> pd.DataFrame:
-    """Plain numbers: error and NLL per k and method (means over seeds)."""
+    """Plain numbers, one row per k (integer): test error (%) and NLL of each method (means over seeds,
+    on every test query)."""
     res = record["results"]
     summ = res["curves"]["summary"]
     rows = {}
     for i, k in enumerate(res["k_values"]):
-        for m, label in METHODS.items():
-            rows[(k, label)] = {"error (%)": 100 * summ[m]["error"]["mean"][i], "NLL": summ[m]["nll"]["mean"][i]}
-    return pd.DataFrame.from_dict(rows, orient="index").round(4)
+        row = {("test error (%)", label): num(summ[m]["error"]["mean"][i], 2, 100) for m, label in METHODS.items()}
+        row.update({("test NLL", label): num(summ[m]["nll"]["mean"][i], 4) for m, label in METHODS.items()})
+        rows[int(k)] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.columns = pd.MultiIndex.from_tuples(df.columns)
+    df.index.name = "k"
+    return df
+
+
+def geometry_frame(record: dict) -> pd.DataFrame:
+    """Per seed: the test embeddings' norm and Attn-KNN's attention on test at its training k
+    (entropy, KL to uniform, effective neighbours)."""
+    rows = {}
+    for seed, f in record["results"]["geometry"]["final"].items():
+        rows[int(seed)] = {"embedding norm, mean": num(f["test_norm_mean"], 2), "embedding norm, s.d.": num(f["test_norm_std"], 2),
+                           "attention entropy (nats)": num(f["entropy"], 4), "KL to uniform (nats)": num(f["kl_uniform"], 4),
+                           "effective neighbours": num(f["effective_k"], 2), "k": int(f["k"])}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "seed"
+    return df
 
 
 def theory_macros(record: dict) -> dict[str, str]:
@@ -257,18 +307,36 @@ def macros(records: list[dict]) -> dict[str, str]:
     return record_macros(records, theory_macros, NOTEBOOK)
 
 
+def _bullet(res: dict, title: str) -> str:
+    tr = res["truncation"]
+    fits = ", ".join(f"T = {t}: {e['fit']['slope']:.2f}" for t, e in tr["softmax"].items())
+    att = tr["attnknn"]
+    i = tr["ks"].index(res["training_k"])
+    eff = [f["effective_k"] for f in res["geometry"]["final"].values()]
+    return (f"- theory ({title}): top-k softmax attention error against k, log-log slopes {fits}; "
+            f"Attn-KNN truncated to its {res['training_k']} nearest neighbours vs the same scores over all "
+            f"{tr['n']:,} rows: L1 {att['error'][i]:.3g}, accuracy {100 * att['accuracy'][i]:.2f} % vs "
+            f"{100 * att['accuracy'][-1]:.2f} %; effective neighbours of the trained attention "
+            f"{sum(eff) / len(eff):.3f} of {res['training_k']}.")
+
+
 def readme_lines(records: list[dict]) -> list[str]:
     """One README bullet per dataset: truncation slopes and errors, effective neighbours."""
-    def bullet(res: dict, title: str) -> str:
-        tr = res["truncation"]
-        fits = ", ".join(f"T = {t}: {e['fit']['slope']:.2f}" for t, e in tr["softmax"].items())
-        att = tr["attnknn"]
-        i = tr["ks"].index(res["training_k"])
-        eff = [f["effective_k"] for f in res["geometry"]["final"].values()]
-        return (f"- theory ({title}): top-k softmax attention error against k, log-log slopes {fits}; "
-                f"Attn-KNN truncated to its {res['training_k']} nearest neighbours vs the same scores over all "
-                f"{tr['n']:,} rows: L1 {att['error'][i]:.3g}, accuracy {100 * att['accuracy'][i]:.2f} % vs "
-                f"{100 * att['accuracy'][-1]:.2f} %; effective neighbours of the trained attention "
-                f"{sum(eff) / len(eff):.3f} of {res['training_k']}.")
+    return per_dataset(records, _bullet)
 
-    return per_dataset(records, bullet)
+
+def findings(record: dict) -> str:
+    """The notebook's answer in a few sentences (the README's bullet of this record)."""
+    return _bullet(record["results"], REGISTRY[record["dataset"]].title)[2:]
+
+
+def fits_frame(record: dict) -> pd.DataFrame:
+    """The log-log fits of the truncation error and of the attention's cost against k or n: slope,
+    intercept, R^2 (a low R^2 says the curve is not a power law)."""
+    res = record["results"]
+    fits = {f"softmax T = {t}": e["fit"] for t, e in res["truncation"]["softmax"].items()}
+    fits["Attn-KNN scores"] = res["truncation"]["attnknn"]["fit"]
+    fits.update({f"cost: {name}": fit for name, fit in res["cost"]["fit"].items()})
+    rows = {name: {"slope": f"{f['slope']:+.3f}", "intercept": f"{f['intercept']:+.3f}", "R²": f"{f['r2']:.3f}"}
+            for name, f in fits.items()}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("log-log fit")

@@ -1,0 +1,45 @@
+"""Sentences for a notebook's findings cell: differences with their intervals and verdict words.
+
+Every experiment module has ``findings(record) -> str`` (Markdown, a few sentences that answer its
+notebook's question); its notebook ends with a cell that displays it. The helpers here turn the
+numbers of a record into text, so no experiment formats an interval its own way and no verdict
+word is typed by hand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnknn_lib.evaluation.verdicts import seed_level
+
+# metric -> (scale, decimals, unit) of a *difference* in a sentence
+DIFF_FORMAT = {"accuracy": (100.0, 2, " pp"), "ece": (1.0, 4, ""), "nll": (1.0, 4, "")}
+
+
+def difference_text(d: dict, metric: str) -> str:
+    """``+0.01 pp [-0.10, +0.12], equivalent`` from a verdict dict (value, low, high, verdict);
+    without an interval (one seed) only the value and the verdict."""
+    scale, dec, unit = DIFF_FORMAT[metric]
+    text = f"{d['value'] * scale:+.{dec}f}{unit}"
+    low, high = d.get("low"), d.get("high")
+    if low is not None and high is not None and np.isfinite(low) and np.isfinite(high):
+        text += f" [{low * scale:+.{dec}f}, {high * scale:+.{dec}f}]"
+    return f"{text}, **{d['verdict']}**"
+
+
+def seed_difference(a: list[float], b: list[float], metric: str, margin: float | None = None,
+                    test_se: float = 0.0) -> dict:
+    """The seed-level verdict of A - B from per-seed values of both (same seeds, same order):
+    :func:`~attnknn_lib.evaluation.verdicts.seed_level` on the paired per-seed differences.
+    ``test_se`` is the test points' share of the error where the record has it (0: seeds only)."""
+    diffs = (np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)).tolist()
+    return seed_level(diffs, test_se, metric, margin)
+
+
+def mean_pct(entry: dict) -> str:
+    """``92.16 %`` from a {mean, ...} entry of a proportion."""
+    return f"{100 * entry['mean']:.2f} %"
+
+
+def seeds_text(n: int, what: str = "seed") -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"

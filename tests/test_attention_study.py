@@ -1,0 +1,110 @@
+"""The attention study's building blocks: headroom of a reweighting, flip detection, the variant
+heads, the gallery's query rules, and the findings helpers every notebook's last cell uses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnknn_lib.experiments.attention_study.measure import gallery_queries
+from attnknn_lib.knn.headroom import (
+    captured,
+    consistency_weights,
+    flip_detection,
+    headroom,
+    loo_agreement,
+    rank_weights,
+    recall_at_k,
+    vote_gap,
+)
+from attnknn_lib.models.neighbour_heads import (
+    AdaptiveK,
+    LabelAwareAttention,
+    Neighbourhood,
+    NeighbourReadout,
+    QueryOnly,
+)
+from attnknn_lib.report.findings import difference_text, seed_difference
+
+LABELS = np.array([[0, 0, 1, 1, 1],   # true 0: present, loses 2-3
+                   [2, 2, 2, 2, 2],   # true 2: all agree, right
+                   [1, 1, 1, 1, 1],   # true 0: all agree, wrong (absent)
+                   [0, 1, 0, 1, 2]])  # true 1: tied 2-2, neutral tie -> nearest (0): wrong
+TARGET = np.array([0, 2, 0, 1])
+
+
+def test_headroom_counts_recall_agreement_and_the_fixable_share_by_vote_gap():
+    assert recall_at_k(LABELS, TARGET, 5).tolist() == [True, True, False, True]
+    assert recall_at_k(LABELS, TARGET, 1).tolist() == [True, True, False, False]
+    assert vote_gap(LABELS, TARGET, 3, 5).tolist() == [1, 0, 5, 0]
+    h = headroom(LABELS, TARGET, 3, 5)
+    assert h["recall"] == 0.75 and h["uniform_accuracy"] == 0.25
+    assert h["all_agree_right"] == 0.25 and h["all_agree_wrong"] == 0.25
+    assert h["fixable"] == 0.5 and h["fixable_within"]["1"] == 0.5  # one lost by a vote, one by a tie
+    assert captured(0.5, 0.25, 0.75) == pytest.approx(0.5) and captured(0.3, 0.3, 0.3) is None
+
+
+def test_rank_and_consistency_weights_are_convex_and_fall_back_to_uniform():
+    w = rank_weights((2, 4), 1.0)
+    assert np.allclose(w.sum(1), 1) and (np.diff(w[0]) < 0).all()
+    c = consistency_weights(np.array([[1.0, 0.2, 0.9], [0.1, 0.1, 0.1]]), 0.5)
+    assert np.allclose(c, [[0.5, 0, 0.5], [1 / 3, 1 / 3, 1 / 3]])
+    assert loo_agreement(np.array([[1, 1, 0], [2, 0, 0]]), np.array([1, 0])).tolist() == pytest.approx([2 / 3, 2 / 3])
+
+
+def test_flip_detection_is_blind_for_uniform_and_perfect_when_flipped_weigh_less():
+    flipped = np.array([[True, False, False], [False, True, False]])
+    blind = flip_detection(np.full((2, 3), 1 / 3), flipped)
+    assert blind["ratio"] == pytest.approx(1.0) and blind["auroc"] == pytest.approx(0.5)
+    sharp = flip_detection(np.where(flipped, 0.1, 0.45), flipped)
+    assert sharp["ratio"] < 1 and sharp["auroc"] == pytest.approx(1.0)
+    assert flip_detection(np.ones((1, 2)), np.zeros((1, 2), bool)) == {"ratio": None, "auroc": None}
+
+
+def _hood(b=3, k=4, d=8, c=3) -> Neighbourhood:
+    g = torch.Generator().manual_seed(0)
+    return Neighbourhood(torch.randn(b, d, generator=g), torch.randn(b, k, d, generator=g),
+                         torch.rand(b, k, generator=g), torch.randint(0, c, (b, k), generator=g),
+                         torch.rand(b, k, generator=g))
+
+
+@pytest.mark.parametrize("head", [LabelAwareAttention(3, 8), NeighbourReadout(3, 8), QueryOnly(3, 8), AdaptiveK(3, 4)],
+                         ids=["label_aware", "readout", "query_only", "adaptive_k"])
+def test_variant_heads_return_probabilities_and_convex_weights_with_a_gradient(head):
+    p, w = head(_hood())
+    assert p.shape == (3, 3) and w.shape == (3, 4)
+    assert torch.allclose(p.sum(1), torch.ones(3), atol=1e-5) and (w >= 0).all()
+    assert torch.allclose(w.sum(1), torch.ones(3), atol=1e-5)
+    torch.log(p.clamp_min(1e-9))[:, 0].sum().backward()
+    assert any(q.grad is not None and q.grad.abs().sum() > 0 for q in head.parameters())
+
+
+def test_gallery_queries_take_the_first_query_that_fits_each_rule():
+    labels = np.array([[1, 1, 1, 1], [0, 0, 1, 2], [2, 2, 0, 0], [1, 1, 1, 0]])
+    target = np.array([1, 0, 1, 1])
+    flipped = np.zeros_like(labels, dtype=bool)
+    q = gallery_queries(labels, target, flipped, 3, noisy=False)
+    assert q == {"correct": 1, "wrong": 2, "near tie": 1}  # row 0 is correct but unanimous
+    flipped[3, :3] = True
+    assert gallery_queries(labels, target, flipped, 3, noisy=True) == {"flipped neighbours": 3}
+
+
+def test_findings_state_a_seed_level_difference_with_its_interval_and_verdict():
+    d = seed_difference([0.901, 0.905, 0.899], [0.900, 0.904, 0.900], "accuracy")
+    assert d["n_seeds"] == 3 and d["value"] == pytest.approx(1 / 3 * 0.001)
+    text = difference_text(d, "accuracy")
+    assert text.startswith("+0.03 pp [") and text.endswith(f"**{d['verdict']}**")
+    one = seed_difference([0.9], [0.8], "accuracy")
+    assert difference_text(one, "accuracy") == "+10.00 pp, **inconclusive**"  # one seed: no interval
+
+
+def test_the_parameters_table_shows_own_knobs_and_only_changed_recipe_knobs():
+    from attnknn_lib.experiments import noise
+    from attnknn_lib.experiments.shared import parameters_frame, parameters_markdown
+
+    default = parameters_frame(noise.Config())
+    assert "profile" in default.index and "rates" in default.index and "lr" not in default.index
+    changed = parameters_frame(noise.Config(lr=0.01, seeds="0,1"))
+    assert changed.loc["lr", "value"] == "0.01" and changed.loc["seeds", "value"] == "0, 1"
+    assert parameters_markdown(noise.Config()).startswith("| parameter | value | meaning |")

@@ -1,0 +1,156 @@
+"""Tables built for reading: every committed LaTeX table and every frame a notebook displays has no
+NaN cell and no integer column written as a float (k = 16.0, epoch 3.0)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLES = sorted((ROOT / "results" / "tables").glob("*.tex"))
+NAN = re.compile(r"(?<![A-Za-z\\])nan(?![A-Za-z])", re.IGNORECASE)
+FLOAT_INT = re.compile(r"^[+-]?\d[\d,]*\.0$")  # 16.0, 232.0: an integer printed by a float
+# headers of integer quantities (k, epochs, seeds, runs, rows): their cells must print as integers
+INT_HEADER = re.compile(r"^(\$?k\$?|epochs?|seeds?|runs|rows|n|memory rows|selected epoch)$", re.IGNORECASE)
+INT_IN_TEXT = re.compile(r"(?<![\w.])(k|epochs?|seeds?)\s*=\s*\$?\d+\.0\b")  # "k = 16.0" inside a label
+
+
+def table_cells(tex: str) -> tuple[list[str], list[list[str]]]:
+    """Header and body rows of a booktabs table, split into cells."""
+    def split(line: str) -> list[str]:
+        return [c.strip() for c in line.strip().removesuffix("\\\\").split(" & ")]
+
+    head = tex.split("\\toprule", 1)[1].split("\\midrule", 1)[0]
+    body = tex.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
+    return split(head), [split(line) for line in body.strip().splitlines() if line.strip()]
+
+
+def table_problems(tex: str) -> list[str]:
+    """NaN cells, integer-named columns with non-integer cells, columns whose every cell is N.0."""
+    header, rows = table_cells(tex)
+    problems = [f"NaN cell {c!r}" for r in rows for c in r if NAN.search(c)]
+    problems += [f"float-formatted integer in {c!r}" for r in rows for c in r if INT_IN_TEXT.search(c)]
+    for j, name in enumerate(header):
+        col = [r[j] for r in rows if j < len(r) and r[j] not in ("", "--")]
+        if not col:
+            continue
+        if INT_HEADER.match(name.strip()) and any(not re.match(r"^\d[\d,]*(\s|$)", c) for c in col):
+            problems.append(f"integer column {name!r} has cells {col[:3]}")
+        if all(FLOAT_INT.match(c) for c in col):
+            problems.append(f"column {name!r} holds integers printed as floats: {col[:3]}")
+    return problems
+
+
+BAD = r"""\begin{table}[t]
+\caption{x}
+\begin{tabular}{lrr}
+\toprule
+epoch & acc. (\%) & ratio \\
+\midrule
+1.0 & 92.1 & nan \\
+2.0 & 92.3 & 1.0 \\
+\bottomrule
+\end{tabular}
+\end{table}
+"""
+
+
+def test_table_check_fails_on_a_bad_table():
+    problems = table_problems(BAD)
+    assert any("NaN" in p for p in problems)
+    assert any("integer column 'epoch'" in p for p in problems)
+    assert any("printed as floats" in p for p in problems)
+    assert table_problems(BAD.replace("1.0 &", "1 &").replace("2.0 &", "2 &").replace("nan", "0.9")) == []
+    assert table_problems(BAD.replace("1.0 & 92.1", "clean, k = 16.0 & 92.1").replace("2.0 &", "2 &")
+                          .replace("nan", "0.9"))
+
+
+@pytest.mark.parametrize("path", TABLES, ids=[p.name for p in TABLES])
+def test_committed_table_is_readable(path):
+    assert table_problems(path.read_text()) == []
+
+
+def test_tables_are_committed():
+    assert len(TABLES) >= 10
+
+
+# ----------------------------------------------------------------------------- frames
+
+def frame_problems(df: pd.DataFrame) -> list[str]:
+    """NaN cells or NaN/"nan" text, float columns (or index levels) whose values are all integers,
+    text columns whose every cell reads N.0."""
+    problems = []
+    if df.isna().to_numpy().any():
+        problems.append("NaN cells in columns " + ", ".join(map(str, df.columns[df.isna().any()])))
+    levels = [df.index.get_level_values(i) for i in range(df.index.nlevels)]
+    cols = [(c, df[c]) for c in df.columns] + [(f"index {lv.name}", pd.Series(lv)) for lv in levels]
+    for name, s in cols:
+        v = s.dropna()
+        if len(v) == 0:
+            continue
+        if pd.api.types.is_float_dtype(v) and np.all(np.mod(v.to_numpy(), 1) == 0):
+            problems.append(f"float column {name} holds integers: {list(v[:3])}")
+        text = [x for x in v if isinstance(x, str)]
+        if text and any(NAN.search(x) for x in text):
+            problems.append(f"'nan' text in {name}")
+        if text and len(text) == len(v) and all(FLOAT_INT.match(x) for x in text):
+            problems.append(f"text column {name} holds integers printed as floats: {text[:3]}")
+    return problems
+
+
+def test_frame_check_fails_on_a_bad_frame():
+    bad = pd.DataFrame({"k": [16.0, 32.0], "acc": [91.2, np.nan], "k_eff": ["16.0", "32.0"]})
+    problems = frame_problems(bad)
+    assert len(problems) == 3, problems
+    assert frame_problems(pd.DataFrame({"k": [16, 32], "acc": [91.2, 91.3]})) == []
+    assert frame_problems(pd.DataFrame({"acc": [91.2, 91.3]}, index=pd.Index([1.0, 3.0], name="epoch")))
+
+
+def _record(name: str) -> dict:
+    path = ROOT / "results" / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"no committed {path.name}")
+    return json.loads(path.read_text())
+
+
+def _frames():
+    """(id, callable) for every frame a notebook displays, built from a committed record."""
+    from attnknn_lib.experiments import attention_study, efficiency, k_sweep, long_tail, main, noise, theory
+    from attnknn_lib.report.tables import methods_frame, plain_frame
+
+    def ablation(rec):
+        res = rec["results"]
+        return methods_frame(res["per_seed"][str(res["seeds"][0])]["ablation"], latex=False)
+
+    out = [(f"main.{f}[{d}]", d, getattr(main, f)) for d in ("fashion_mnist", "iris") for f in
+           ("summary_frame", "paired_frame", "tuning_frame", "training_frame") if hasattr(main, f)]
+    out.append(("main.ablation", "fashion_mnist", ablation))
+    spec = {k_sweep: ("summary_frame", "advantage_frame", "tuning_frame"),
+            noise: ("summary_frame", "weights_frame"),
+            long_tail: ("summary_frame", "tuning_frame"),
+            efficiency: ("summary_frame", "index_frame", "slopes_frame", "throughput_frame", "cost_frame",
+                         "training_frame"),
+            theory: ("table_frame", "summary_frame", "geometry_frame", "fits_frame"),
+            attention_study: ("headroom_frame", "ceilings_frame", "diagnostics_frame", "variants_frame")}
+    for mod, names in spec.items():
+        exp = mod.__name__.rsplit(".", 1)[-1]
+        out += [(f"{exp}.{f}", None, (lambda fn: lambda rec: plain_frame(fn(rec)))(getattr(mod, f)))
+                for f in names if hasattr(mod, f)]
+    return out
+
+
+FRAMES = _frames()
+
+
+@pytest.mark.parametrize("name,dataset,build", FRAMES, ids=[f[0] for f in FRAMES])
+def test_notebook_frame_is_readable(name, dataset, build):
+    exp = name.split(".")[0]
+    rec = _record(f"main_{dataset}" if exp == "main" else f"{exp}_fashion_mnist")
+    df = build(rec)
+    assert len(df) > 0
+    assert frame_problems(df) == [], name
