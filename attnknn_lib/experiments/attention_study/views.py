@@ -474,6 +474,11 @@ def gallery_figure(record: dict, images: dict[str, np.ndarray]):
     return fig
 
 
+def _verdict_of(kv: dict, name: str) -> str:
+    """A variant's accuracy verdict at one (setting, k), or -- where it was not trained."""
+    return kv["methods"][name]["verdicts"]["accuracy"]["verdict"] if name in kv["methods"] else "--"
+
+
 def answer_lines(records: list[dict]) -> list[str]:
     """The README's lines on why: how much any reweighting could win on clean data, and what the
     best variant did where the memory's labels are noisy (generated from the study's record)."""
@@ -498,5 +503,6 @@ def answer_lines(records: list[dict]) -> list[str]:
                          f"variant chosen on validation, {variant_label(kv['chosen'])}, against the tuned kNN vote "
                          f"at k = {k}: {signed(100 * v['value'], 2)} pp, **{v['verdict']}** (calibrated ECE "
                          f"{m['verdicts']['ece']['verdict']}); the prototype's label-blind attention: "
-                         f"{kv['methods']['blind_bonus']['verdicts']['accuracy']['verdict'] if 'blind_bonus' in kv['methods'] else '--'}.")
+                         f"{_verdict_of(kv, 'blind_bonus')}; the control that reads the query alone, no "
+                         f"neighbours: {_verdict_of(kv, 'query_only')}.")
     return lines
