@@ -34,7 +34,7 @@ from attnknn_lib.experiments.shared import ExperimentConfig, output_context
 from attnknn_lib.models import MultiHeadNeighborAttention
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import difference_text, seed_difference, seeds_text
-from attnknn_lib.report.macros import macro_name, pct, record_macros
+from attnknn_lib.report.macros import macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, error_bars, fmt, fmt_mean_sd, num
 from attnknn_lib.training.loops import train_attention_head
@@ -304,7 +304,12 @@ def k_sweep_macros(record: dict) -> dict[str, str]:
             e = adv[what]
             out[macro_name("k sweep", ds, m, tag, "K")] = str(e["k"])
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
-                out[macro_name("k sweep", ds, m, tag, "Acc", word)] = f"{100 * e[part]:+.2f}"
+                out[macro_name("k sweep", ds, m, tag, "Acc", word)] = signed(100 * e[part], 2)
+    for m in COMPARED:  # seed-level verdicts against the best baseline at each k, counted over the k grid
+        words = [d["verdict"] for d in seed_verdicts(record, m).values()]
+        for word in VERDICTS:
+            out[macro_name("k sweep", ds, m, word, "Count")] = str(words.count(word))
+        out[macro_name("k sweep", ds, m, "K Count")] = str(len(words))
     for k in res["k_values"]:
         for m, e in res["summary"][str(k)].items():
             out[macro_name("k sweep", ds, "k", str(k), m, "Acc")] = pct(e["test_raw"]["accuracy"]["mean"])
@@ -322,10 +327,11 @@ def macros(records: list[dict]) -> dict[str, str]:
 def readme_lines(records: list[dict]) -> list[str]:
     """One README bullet per dataset: where Attn-KNN and the best baseline differ most."""
     def bullet(res: dict, title: str) -> str:
-        a = res["advantage"]["attnknn"]["largest_accuracy_difference"]
-        return (f"- k-sweep ({title}, k in {', '.join(map(str, res['k_values']))}): Attn-KNN minus the best "
-                f"baseline differs most at k = {a['k']}: {100 * a['value']:+.2f} pp "
-                f"[{100 * a['low']:+.2f}, {100 * a['high']:+.2f}] (paired, pooled over seeds).")
+        record = next(r for r in records if r["results"] is res)
+        words = [d["verdict"] for d in seed_verdicts(record, "attnknn").values()]
+        return (f"- k-sweep ({title}, k in {', '.join(map(str, res['k_values']))}): Attn-KNN against the best "
+                "baseline at each k, seed-level verdicts in accuracy: "
+                + ", ".join(f"{words.count(w)} {w}" for w in VERDICTS if words.count(w)) + ".")
 
     return per_dataset(records, bullet)
 

@@ -28,12 +28,18 @@ from attnknn_lib.data.spec import DataSpec
 from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, method_labels, score
 from attnknn_lib.evaluation.metrics import accuracy, nll, per_class_accuracy
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, cell_sentence, run_settings
+from attnknn_lib.experiments.robustness import (
+    SETTING_NAMES,
+    RobustnessConfig,
+    cell_difference,
+    cell_sentence,
+    run_settings,
+)
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.knn.votes import prior_correction
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import seeds_text
-from attnknn_lib.report.macros import macro_name, pct, record_macros
+from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, fmt_mean_sd, num
 
@@ -297,6 +303,10 @@ def long_tail_macros(record: dict) -> dict[str, str]:
             if k.startswith(exact):
                 out[macro_name("long tail", ds, sname, "Min") + k[len(exact):]] = v
         out[macro_name("long tail", ds, "Min Ratio")] = smallest
+        for a, b, tag in (("attnknn", "best_baseline", ""), ("attnknn_balanced", "best_baseline_balanced", "Balanced")):
+            d = cell_difference(s["curves"][smallest], a, b)  # seed-level verdict, accuracy
+            out[macro_name("long tail", ds, sname, "Min Diff", tag, "Acc")] = signed(100 * d["value"], 2)
+            out[macro_name("long tail", ds, sname, "Min Diff", tag, "Acc Verdict")] = VERDICT_PHRASES[d["verdict"]]
     return out
 
 

@@ -33,7 +33,13 @@ from attnknn_lib.data.spec import DataSpec, load_base, prepare
 from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, method_labels, score
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.robustness import SETTING_NAMES, RobustnessConfig, cell_sentence, run_settings
+from attnknn_lib.experiments.robustness import (
+    SETTING_NAMES,
+    RobustnessConfig,
+    cell_difference,
+    cell_sentence,
+    run_settings,
+)
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.knn.votes import (
     cosine_from_sq_dist,
@@ -44,7 +50,7 @@ from attnknn_lib.knn.votes import (
 )
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import mean_pct, seeds_text
-from attnknn_lib.report.macros import macro_name, pct, record_macros
+from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, error_bars, fmt_mean_sd, num
 
@@ -354,6 +360,13 @@ def noise_macros(record: dict) -> dict[str, str]:
                 if k.startswith(exact):
                     out[macro_name("noise", ds, sname, kind, "Max") + k[len(exact):]] = v
             out[macro_name("noise", ds, sname, kind, "Max Rate")] = f"{100 * rate:g}"
+            cell = s["curves"][next(key for key in s["curves"] if key.startswith(kind + "/")
+                                    and float(key.split("/")[1]) == rate)]
+            for metric, split, tag, dec, scale in (("accuracy", "test_raw", "Acc", 2, 100),
+                                                   ("ece", "test_calibrated", "EceCal", 4, 1)):
+                d = cell_difference(cell, "attnknn", "best_baseline", metric, split)  # seed-level verdict
+                out[macro_name("noise", ds, sname, kind, "Max Diff", tag)] = signed(scale * d["value"], dec)
+                out[macro_name("noise", ds, sname, kind, "Max Diff", tag, "Verdict")] = VERDICT_PHRASES[d["verdict"]]
         out[macro_name("noise", ds, sname, "Seeds")] = ", ".join(map(str, s["seeds"]))
     trained = res["settings"].get("trained")
     if trained:

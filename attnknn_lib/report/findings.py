@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnknn_lib.evaluation.verdicts import seed_level
+from attnknn_lib.report.tables import num
 
 # metric -> (scale, decimals, unit) of a *difference* in a sentence
 DIFF_FORMAT = {"accuracy": (100.0, 2, " pp"), "ece": (1.0, 4, ""), "nll": (1.0, 4, "")}
@@ -20,10 +21,10 @@ def difference_text(d: dict, metric: str) -> str:
     """``+0.01 pp [-0.10, +0.12], equivalent`` from a verdict dict (value, low, high, verdict);
     without an interval (one seed) only the value and the verdict."""
     scale, dec, unit = DIFF_FORMAT[metric]
-    text = f"{d['value'] * scale:+.{dec}f}{unit}"
+    text = f"{num(d['value'], dec, scale):+.{dec}f}{unit}"
     low, high = d.get("low"), d.get("high")
     if low is not None and high is not None and np.isfinite(low) and np.isfinite(high):
-        text += f" [{low * scale:+.{dec}f}, {high * scale:+.{dec}f}]"
+        text += f" [{num(low, dec, scale):+.{dec}f}, {num(high, dec, scale):+.{dec}f}]"
     return f"{text}, **{d['verdict']}**"
 
 

@@ -13,9 +13,13 @@ def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
     """``value`` or ``value [low, high]`` formatted for LaTeX (``signed``: a leading + or -)."""
     _, scale, dec = METRIC_FORMAT[metric]
     sign = "+" if signed else ""
-    v = f"{entry['value'] * scale:{sign}.{dec}f}"
+
+    def one(x: float) -> str:  # never "-0.000": a value that rounds to zero prints without a minus
+        return f"{num(x, dec, scale):{sign}.{dec}f}"
+
+    v = one(entry["value"])
     if ci and entry.get("low") is not None and entry["low"] == entry["low"]:  # none (one seed): no interval
-        v += f"\\,{{\\scriptsize[{entry['low'] * scale:{sign}.{dec}f}, {entry['high'] * scale:{sign}.{dec}f}]}}"
+        v += f"\\,{{\\scriptsize[{one(entry['low'])}, {one(entry['high'])}]}}"
     return v
 
 

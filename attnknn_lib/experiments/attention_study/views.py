@@ -330,6 +330,15 @@ def study_macros(record: dict) -> dict[str, str]:
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen")] = variant_label(chosen)
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Acc")] = signed(100 * v["accuracy"]["value"], 2)
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Verdict")] = VERDICT_PHRASES[v["accuracy"]["verdict"]]
+            out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Ece Verdict")] = VERDICT_PHRASES[v["ece"]["verdict"]]
+            out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Test Acc")] = pct(kv["methods"][chosen]["accuracy"]["mean"])
+            out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Effective K")] = f"{kv['methods'][chosen]['effective_k']['mean']:.1f}"
+            for name in ("blind_bonus", "label_aware", "readout", "query_only"):  # the prototype design, label-aware, control
+                if name in kv["methods"]:
+                    out[macro_name(NAME, ds, tag, f"k{kk}", name, "Verdict")] = VERDICT_PHRASES[
+                        kv["methods"][name]["verdicts"]["accuracy"]["verdict"]]
+                    out[macro_name(NAME, ds, tag, f"k{kk}", name, "Acc")] = signed(
+                        100 * kv["methods"][name]["verdicts"]["accuracy"]["value"], 2)
             words = [m["verdicts"]["accuracy"]["verdict"] for n, m in kv["methods"].items() if n != "baseline"]
             for word in VERDICTS:
                 out[macro_name(NAME, ds, tag, f"k{kk}", word)] = str(words.count(word))
@@ -343,6 +352,9 @@ def study_macros(record: dict) -> dict[str, str]:
     ratio = [p["diag_entropy_grad_ratio"][-1] for p in per if p["diag_entropy_grad_ratio"][-1] is not None]
     if ratio:
         out[macro_name(NAME, ds, "Entropy Grad Ratio")] = f"{np.mean(ratio):.2f}"
+        weight = record["config"].get("entropy_weight")
+        if weight is not None:  # after its weight in the loss: what the optimiser sees
+            out[macro_name(NAME, ds, "Entropy Grad Ratio Weighted")] = f"{weight * np.mean(ratio):.4f}"
     out[macro_name(NAME, ds, "Seeds")] = str(len(res["seeds"]))
     return out
 
@@ -462,6 +474,11 @@ def gallery_figure(record: dict, images: dict[str, np.ndarray]):
     return fig
 
 
+def _verdict_of(kv: dict, name: str) -> str:
+    """A variant's accuracy verdict at one (setting, k), or -- where it was not trained."""
+    return kv["methods"][name]["verdicts"]["accuracy"]["verdict"] if name in kv["methods"] else "--"
+
+
 def answer_lines(records: list[dict]) -> list[str]:
     """The README's lines on why: how much any reweighting could win on clean data, and what the
     best variant did where the memory's labels are noisy (generated from the study's record)."""
@@ -486,5 +503,6 @@ def answer_lines(records: list[dict]) -> list[str]:
                          f"variant chosen on validation, {variant_label(kv['chosen'])}, against the tuned kNN vote "
                          f"at k = {k}: {signed(100 * v['value'], 2)} pp, **{v['verdict']}** (calibrated ECE "
                          f"{m['verdicts']['ece']['verdict']}); the prototype's label-blind attention: "
-                         f"{kv['methods']['blind_bonus']['verdicts']['accuracy']['verdict'] if 'blind_bonus' in kv['methods'] else '--'}.")
+                         f"{_verdict_of(kv, 'blind_bonus')}; the control that reads the query alone, no "
+                         f"neighbours: {_verdict_of(kv, 'query_only')}.")
     return lines
