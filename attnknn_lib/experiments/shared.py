@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -218,36 +218,20 @@ class ExperimentConfig(Recipe):
 
 
 def _knob_text(value) -> str:
-    if isinstance(value, (tuple, list)):
-        return ", ".join(map(str, value))
-    return str(value)
+    return ", ".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
 
 
 def parameters_frame(cfg) -> pd.DataFrame:
     """The run's parameters, once, for the notebook's PDF: the profile, every knob of the
-    experiment's own config class, and the recipe knobs whose value differs from their default
+    experiment's own config class, and the recipe knobs whose value differs from the class default
     (the full list is the notebook's parameters cell and the record's ``config``)."""
-    base = {f.name for f in fields(ExperimentConfig)}
-    rows = {}
-    for f in fields(cfg):
-        value = getattr(cfg, f.name)
-        if f.name == "out_dir":
-            continue
-        if f.name in base and f.name != "profile":
-            default = f.default if f.default is not MISSING else None
-            if _knob_text(csv_or_value(default)) == _knob_text(csv_or_value(value)):
-                continue
-        rows[f.name] = {"value": _knob_text(csv_or_value(value)), "meaning": f.metadata.get("help", "")}
+    base = {f.name for f in fields(ExperimentConfig)} - {"profile"}
+    default = type(cfg)()  # validated defaults: tuples parsed as the run's values are
+    rows = {f.name: {"value": _knob_text(getattr(cfg, f.name)), "meaning": f.metadata.get("help", "")}
+            for f in fields(cfg) if not (f.name in base and getattr(cfg, f.name) == getattr(default, f.name))}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "parameter"
     return df
-
-
-def csv_or_value(value):
-    """A default as the config stores it: comma-separated strings become tuples."""
-    if isinstance(value, str) and "," in value:
-        return tuple(s.strip() for s in value.split(","))
-    return value
 
 
 def parameters_markdown(cfg) -> str:
