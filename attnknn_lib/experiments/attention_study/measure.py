@@ -23,7 +23,7 @@ and test labels clean):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -38,6 +38,7 @@ from attnknn_lib.data.label_noise import NOISE_KINDS, inject_label_noise
 from attnknn_lib.data.registry import DATASET_NAMES
 from attnknn_lib.data.spec import prepare
 from attnknn_lib.evaluation.calibration import Calibrator
+from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID, Embedded, MethodProbs, best_baseline, knn_methods, score
 from attnknn_lib.evaluation.metrics import accuracy, nll, paired_bootstrap_diff
 from attnknn_lib.evaluation.verdicts import MARGINS, seed_level
@@ -92,7 +93,7 @@ class Config(ExperimentConfig):
                                      "memory settings: clean or kind/rate (noise in the memory's labels)")
     headroom_ks: tuple[int, ...] = knob((1, 3, 5, 10, 16, 32, 64), "k of the headroom table")
     variant_ks: tuple[int, ...] = knob((5, 16), "k at which the variants are trained")
-    variant_settings: tuple[str, ...] = knob(("clean", "asymmetric/0.4"),
+    variant_settings: tuple[str, ...] = knob(("clean", "symmetric/0.3", "asymmetric/0.3", "asymmetric/0.4"),
                                              "settings in which the variants are trained (a subset of settings)")
     variants: tuple[str, ...] = knob(tuple(VARIANTS), "variants to train")
     train_queries: int = knob(8000, "training queries per variant (a seeded subset of the memory)")
@@ -101,6 +102,8 @@ class Config(ExperimentConfig):
     head_lr: float = knob(0.01, "AdamW learning rate of the variants (high: the weights must be able to leave uniform)")
     loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
     noise_seed: int = knob(0, "seed of the memory's noise draw")
+    end_to_end_seeds: int = knob(3, "Attn-KNN retrained end to end without the entropy bonus for the first n "
+                                    "seeds, all if fewer (training jobs of the workflow; 0: none)")
     n_boot: int = knob(200, "bootstrap resamples for the intervals")
     margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
     margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
@@ -124,6 +127,7 @@ class Config(ExperimentConfig):
                 raise ConfigError(f"{name}={getattr(self, name)!r} is not allowed; give positive integers")
         for name in ("train_queries", "head_epochs", "head_batch_size", "loo_k", "n_boot"):
             check_range(name, getattr(self, name), 1, None)
+        check_range("end_to_end_seeds", self.end_to_end_seeds, 0, None)
         for name in ("head_lr", "margin_accuracy", "margin_ece", "margin_nll"):
             check_range(name, getattr(self, name), 0.0, None)
 
@@ -152,8 +156,22 @@ def parse_setting(setting: str) -> tuple[str, float]:
 
 
 def runs(cfg: Config):
-    """Main's Attn-KNN runs of the dataset (shared with main: trained once)."""
-    return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds, kinds=("attnknn",))
+    """Main's Attn-KNN runs of the dataset (shared with main: trained once), then the end-to-end
+    runs without the entropy bonus (:func:`end_to_end_runs`)."""
+    return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds, kinds=("attnknn",)) + end_to_end_runs(cfg)
+
+
+NO_BONUS = 0.0  # the end-to-end control's entropy weight: no pull towards uniform weights
+
+
+def end_to_end_runs(cfg: Config):
+    """Main's Attn-KNN recipe with the entropy bonus off, first ``end_to_end_seeds`` seeds: does
+    joint training itself drive the attention to uniform weights? None if the recipe has no bonus."""
+    if not cfg.end_to_end_seeds or cfg.entropy_weight == NO_BONUS:
+        return []
+    recipe = replace(cfg.recipe(), entropy_weight=NO_BONUS)
+    return core.model_runs(recipe, core.data_spec(cfg, cfg.dataset), cfg.seeds[:cfg.end_to_end_seeds],
+                           kinds=("attnknn",))
 
 
 def outputs(cfg: Config) -> list[str]:
@@ -341,6 +359,70 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
                                                           n_boot=cfg.n_boot, seed=seed)
                              for i, split in enumerate(("raw", "calibrated"))}
         out["methods"][name] = entry
+    if "adaptive_k" in methods:
+        out["methods"]["adaptive_k"]["fixed_k"] = best_fixed_k(cfg, mem, probs["adaptive_k"], extra["adaptive_k"]["k"],
+                                                               ds, seed)
+    return out
+
+
+def best_fixed_k(cfg: Config, mem: Memory, adaptive_test: tuple[np.ndarray, np.ndarray], k_max: int, ds,
+                 seed: int) -> dict:
+    """Adaptive k against its own reference: the uniform vote at the one k of its ladder with the
+    best validation accuracy (ties: lower validation NLL), scored on test; the paired differences
+    adaptive minus fixed (accuracy raw, ECE and NLL after each one's calibration)."""
+    c = ds.num_classes
+    ladder = k_ladder(k_max)
+    k_best = max(ladder, key=lambda kk: (accuracy(_rule_probs("uniform", None, mem.val, kk, c), mem.val.target),
+                                         -nll(_rule_probs("uniform", None, mem.val, kk, c), mem.val.target)))
+    fixed = MethodProbs(_rule_probs("uniform", None, mem.val, k_best, c),
+                        _rule_probs("uniform", None, mem.test, k_best, c))
+    scored = score({"fixed": fixed}, ds, n_boot=cfg.n_boot, seed=seed)["fixed"]
+    fixed_cal = Calibrator(**scored["calibrator"]).apply(fixed.test)
+    return {"k": int(k_best), "accuracy": scored["test_raw"]["accuracy"]["value"],
+            "diff": {split: paired_bootstrap_diff([a], [b], ds.test.y, n_boot=cfg.n_boot, seed=seed)
+                     for split, a, b in (("raw", adaptive_test[0], fixed.test),
+                                         ("calibrated", adaptive_test[1], fixed_cal))}}
+
+
+# ----------------------------------------------------------------------------- end to end, without the bonus
+
+END_TO_END = {"prototype": "prototype recipe (entropy bonus +0.01)", "no_bonus": "same, no entropy bonus"}
+
+
+def end_to_end(cfg: Config, paths: Paths, prepared, models: dict, seed: int) -> dict:
+    """Per jointly trained Attn-KNN (``models``: name -> (run, TrainResult); the prototype recipe
+    and the same recipe without the entropy bonus): its own attention at k on its own embedding
+    against the kNN rule tuned on that embedding (paired differences, accuracy raw, ECE and NLL
+    after calibration), the effective k of its test weights, its temperatures and its per-epoch
+    head entropy; and the no-bonus model minus the prototype on the same test points."""
+    ds, cpu = prepared.dataset, torch.device("cpu")
+    out: dict = {}
+    probs = {}
+    for name, (run_, res) in models.items():
+        model = res.model.to(cpu)
+        emb = core.bank_of(core.frozen_embeddings(run_, model, prepared, paths, cpu), ds.train.y, cfg.k)
+        methods = core.vote_methods(emb, prepared, model.attention, cfg.k)
+        scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
+        best = best_baseline(methods, ds.val.y, scored)
+        _, w = attnknn_probs(model.attention, emb.bank, emb.test["original"], cfg.k,
+                             neighbors=emb.neighbors[("test", "original")])
+        cal = {m: Calibrator(**scored[m]["calibrator"]).apply(methods[m].test) for m in ("attnknn", best)}
+        probs[name] = (methods["attnknn"].test, cal["attnknn"])
+        out[name] = {
+            "run": run_.id, "baseline_rule": best, "best_epoch": res.best_epoch, "epochs": len(res.history),
+            "test_raw": scored["attnknn"]["test_raw"], "test_calibrated": scored["attnknn"]["test_calibrated"],
+            "baseline_accuracy": scored[best]["test_raw"]["accuracy"]["value"],
+            "effective_k": float(effective_neighbours(w).mean()),
+            "temperatures": [row["temperatures"] for row in res.history],
+            "head_entropy": [row.get("diag_head_entropy") for row in res.history],
+            "diff": {"raw": paired_bootstrap_diff([methods["attnknn"].test], [methods[best].test], ds.test.y,
+                                                  n_boot=cfg.n_boot, seed=seed),
+                     "calibrated": paired_bootstrap_diff([cal["attnknn"]], [cal[best]], ds.test.y, n_boot=cfg.n_boot,
+                                                         seed=seed)}}
+    if len(probs) == 2:
+        out["no_bonus_minus_prototype"] = {
+            split: paired_bootstrap_diff([probs["no_bonus"][i]], [probs["prototype"][i]], ds.test.y, n_boot=cfg.n_boot,
+                                         seed=seed) for i, split in enumerate(("raw", "calibrated"))}
     return out
 
 
@@ -474,6 +556,11 @@ def run(cfg: Config, paths: Paths) -> dict:
         hoods = {"train": clean.train, "val": clean.val, "test": clean.test}
         per_seed[str(seed)] = {"settings": settings, "diagnostics": diagnostics(trained.history, hoods, cfg.k),
                                "best_epoch": trained.best_epoch}
+        control = [r for r in end_to_end_runs(cfg) if r.seed == seed]
+        if control:
+            per_seed[str(seed)]["end_to_end"] = end_to_end(
+                cfg, paths, prepared, {"prototype": (run_, trained),
+                                       "no_bonus": (control[0], core.trained(control[0], paths, prepared)[0])}, seed)
         write_npz(paths.artifacts / f"{NAME}_{cfg.dataset}_s{seed}_neighbours.npz", test_labels=ds.test.y,
                   test_neighbour_rows=test_nb.indices, test_neighbour_sq_dist=test_nb.sq_dist,
                   test_neighbour_labels=ds.train.y[test_nb.indices], memory_ids=ds.train.ids, **arrays)
@@ -538,19 +625,56 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                         if "flips" in ms[0]:
                             m_out["flip_ratio"] = _mean_sd([m["flips"]["ratio"] for m in ms])
                             m_out["flip_auroc"] = _mean_sd([m["flips"]["auroc"] for m in ms])
-                        m_out["verdicts"] = {
-                            # every seed is scored on the same test points, so their test-set error is
-                            # shared, not averaged away: the root mean square of the per-seed se's
-                            metric: seed_level([m["diff"][split][metric]["value"] for m in ms],
-                                               float(np.sqrt(np.mean([m["diff"][split][metric]["se"] ** 2
-                                                                      for m in ms]))),
-                                               metric, margin=cfg.margin(metric))
-                            for metric, split in COMPARED}
+                        m_out["verdicts"] = seed_verdicts(cfg, [m["diff"] for m in ms])
+                        if "fixed_k" in ms[0]:
+                            fk = [m["fixed_k"] for m in ms]
+                            m_out["fixed_k"] = {"k": [f["k"] for f in fk],
+                                                "accuracy": _mean_sd([f["accuracy"] for f in fk]),
+                                                "verdicts": seed_verdicts(cfg, [f["diff"] for f in fk])}
                     k_out["methods"][name] = m_out
                 variants = [n for n in k_out["methods"] if n != "baseline"]
                 k_out["chosen"] = max(variants, key=lambda n: k_out["methods"][n]["val_accuracy"]["mean"]) \
                     if variants else None
                 s_out["variants"][k] = k_out
         out["settings"][setting] = s_out
+    e2e = {s: per_seed[s]["end_to_end"] for s in seeds if "end_to_end" in per_seed[s]}
+    if e2e:
+        out["end_to_end"] = summarise_end_to_end(cfg, e2e)
+    return out
+
+
+def seed_verdicts(cfg: Config, diffs: list[dict]) -> dict:
+    """Seed-level verdicts (accuracy raw, ECE and NLL calibrated) from one paired-bootstrap
+    difference per seed (``{"raw": ..., "calibrated": ...}``). Every seed is scored on the same
+    test points, so their test-set error is shared, not averaged away: the test share of the
+    interval is the root mean square of the per-seed se's."""
+    return {metric: seed_level([d[split][metric]["value"] for d in diffs],
+                               float(np.sqrt(np.mean([d[split][metric]["se"] ** 2 for d in diffs]))),
+                               metric, margin=cfg.margin(metric))
+            for metric, split in COMPARED}
+
+
+def summarise_end_to_end(cfg: Config, per_seed: dict) -> dict:
+    """Over the seeds with an end-to-end control: each model's test accuracy, calibrated ECE and
+    NLL, effective k, selected epochs, last temperatures and head entropy per epoch, its verdicts
+    against its own tuned kNN rule; the no-bonus model minus the prototype, with verdicts."""
+    out: dict = {"seeds": [int(s) for s in per_seed], "models": {}}
+    for name in END_TO_END:
+        es = [e[name] for e in per_seed.values()]
+        out["models"][name] = {
+            "accuracy": _mean_sd([e["test_raw"]["accuracy"]["value"] for e in es]),
+            "ece_calibrated": _mean_sd([e["test_calibrated"]["ece"]["value"] for e in es]),
+            "nll_calibrated": _mean_sd([e["test_calibrated"]["nll"]["value"] for e in es]),
+            "baseline_accuracy": _mean_sd([e["baseline_accuracy"] for e in es]),
+            "baseline_rules": [e["baseline_rule"] for e in es],
+            "effective_k": _mean_sd([e["effective_k"] for e in es]),
+            "best_epochs": [e["best_epoch"] for e in es], "epochs": es[0]["epochs"],
+            "temperatures_last": np.mean([e["temperatures"][-1] for e in es], 0).tolist(),
+            "head_entropy": [float(np.mean([e["head_entropy"][i] for e in es])) if es[0]["head_entropy"][i] is not None
+                             else None for i in range(len(es[0]["head_entropy"]))],
+            "verdicts": seed_verdicts(cfg, [e["diff"] for e in es])}
+    out["no_bonus_minus_prototype"] = {
+        "accuracy": _mean_sd([e["no_bonus_minus_prototype"]["raw"]["accuracy"]["value"] for e in per_seed.values()]),
+        "verdicts": seed_verdicts(cfg, [e["no_bonus_minus_prototype"] for e in per_seed.values()])}
     return out
 

@@ -9,7 +9,14 @@ from attnknn_lib.base.files import write_text
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.verdicts import VERDICTS
-from attnknn_lib.experiments.attention_study.measure import NAME, NOTEBOOK, VARIANTS, gallery_key, gallery_path
+from attnknn_lib.experiments.attention_study.measure import (
+    END_TO_END,
+    NAME,
+    NOTEBOOK,
+    VARIANTS,
+    gallery_key,
+    gallery_path,
+)
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
@@ -99,6 +106,8 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     rows = {}
     for setting, s in record["results"]["summary"]["settings"].items():
         for k, kv in (s.get("variants") or {}).items():
+            if latex and k != str(record["config"]["k"]) and str(record["config"]["k"]) in s["variants"]:
+                continue  # the paper's table: the experiment's k only (the notebook shows every k)
             for name, m in kv["methods"].items():
                 acc = m["accuracy"]
                 row = {f"acc. ({pc})": f"{100 * acc['mean']:.2f}" if latex else
@@ -119,11 +128,53 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                 marker = " *" if name == kv["chosen"] else ""
                 where = f"{short_setting(setting)}, k = {k}" if not latex else f"{short_setting(setting)}, {k}"
                 rows[f"{where}: {SHORT[name] if latex else variant_label(name)}{marker}"] = row
+                if "fixed_k" in m:  # adaptive k against its own reference, the best single k of its ladder
+                    f = m["fixed_k"]
+                    ks = sorted(set(f["k"]))
+                    fixed_name = f"adaptive k − best fixed k ({'/'.join(map(str, ks))})"
+                    if latex:
+                        fixed_name = fixed_name.replace("−", "$-$")
+                    rows[f"{where}: {fixed_name}"] = {
+                        f"acc. ({pc})": f"{100 * f['accuracy']['mean']:.2f}" if latex else
+                        f"{100 * f['accuracy']['mean']:.2f} ± {sd_text(f['accuracy']['std'], 100, 2)}",
+                        "Δ acc. (pp)": _diff_cell(f["verdicts"]["accuracy"], 100, 2, latex),
+                        "Δ ECE cal.": _diff_cell(f["verdicts"]["ece"], 1, 4, latex, interval=not latex),
+                        "Δ NLL cal.": _diff_cell(f["verdicts"]["nll"], 1, 3, latex, interval=not latex),
+                        "k_eff": "", f"captured ({pc})": "", "flip AUROC": ""}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "memory, k: method"
     if latex:
         df.columns = [c.replace("Δ", "$\\Delta$").replace("k_eff", "$k_{\\mathrm{eff}}$").replace(" cal.", "")
                       .replace("captured", "capt.").replace("flip ", "") for c in df.columns]
+    return df
+
+
+def end_to_end_frame(record: dict) -> pd.DataFrame:
+    """Attn-KNN trained end to end with and without the entropy bonus (same seeds): test accuracy,
+    its own tuned kNN rule's, the seed-level differences to that rule, the effective k of the test
+    weights, the last epoch's mean temperature and head entropy, the selected epochs; then the
+    no-bonus model minus the prototype. Empty if the record has no end-to-end control."""
+    e2e = record["results"]["summary"].get("end_to_end")
+    if not e2e:
+        return pd.DataFrame()
+    rows = {}
+    for name, m in e2e["models"].items():
+        v = m["verdicts"]
+        ent = [h for h in m["head_entropy"] if h is not None]
+        rows[END_TO_END[name]] = {
+            "acc. (%)": f"{100 * m['accuracy']['mean']:.2f} ± {sd_text(m['accuracy']['std'], 100, 2)}",
+            "tuned kNN (%)": f"{100 * m['baseline_accuracy']['mean']:.2f}",
+            "Δ acc. (pp)": _diff_cell(v["accuracy"], 100, 2, False),
+            "Δ ECE cal.": _diff_cell(v["ece"], 1, 4, False, interval=False),
+            "k_eff": f"{m['effective_k']['mean']:.2f}",
+            "temperature": f"{np.mean(m['temperatures_last']):.3f}",
+            "head entropy": f"{ent[-1]:.4f}" if ent else "--",
+            "selected epochs": ", ".join(map(str, m["best_epochs"])) + f" of {m['epochs']}"}
+    d = e2e["no_bonus_minus_prototype"]["verdicts"]
+    rows["no bonus − prototype"] = {"Δ acc. (pp)": _diff_cell(d["accuracy"], 100, 2, False),
+                                    "Δ ECE cal.": _diff_cell(d["ece"], 1, 4, False, interval=False)}
+    df = pd.DataFrame.from_dict(rows, orient="index").fillna("")
+    df.index.name = f"end to end (seeds {', '.join(map(str, e2e['seeds']))})"
     return df
 
 
@@ -234,8 +285,16 @@ def variants_figure(record: dict, margin: float | None = None):
         ax.axis("off")
         return fig
     names = [n for n in VARIANTS if any(n in kv["methods"] for _, _, kv in panels)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(7.4, 0.3 * len(names) + 1.4), sharey=True, squeeze=False)
-    for ax, (setting, k, kv) in zip(axes[0], panels):
+    settings = list(dict.fromkeys(s for s, _, _ in panels))
+    ks = list(dict.fromkeys(k for _, k, _ in panels))
+    # one row of panels per memory setting, one column per k: readable at the page's width
+    fig, axes = plt.subplots(len(settings), len(ks), figsize=(7.4, len(settings) * (0.2 * len(names) + 0.6) + 0.8),
+                             sharey=True, squeeze=False)
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for setting, k, kv in panels:
+        ax = axes[settings.index(setting)][ks.index(k)]
+        ax.set_visible(True)
         for i, n in enumerate(names):
             if n not in kv["methods"]:
                 continue
@@ -250,8 +309,10 @@ def variants_figure(record: dict, margin: float | None = None):
         ax.tick_params(labelsize=7)
     fig.supxlabel("accuracy difference to the tuned kNN rule at the same k (percentage points)", fontsize=8)
     axes[0][0].set_yticks(range(len(names)))
-    axes[0][0].set_yticklabels([variant_label(n) for n in names], fontsize=7)
     axes[0][0].invert_yaxis()
+    for row in axes:
+        row[0].set_yticks(range(len(names)))
+        row[0].set_yticklabels([variant_label(n) for n in names], fontsize=7)
     fig.suptitle(f"Variants against the tuned kNN rule ({_seeds(res)}, 95 % seed-level intervals; grey: ±{margin:g} pp "
                  "margin; red: chosen on validation)", fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
@@ -279,7 +340,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"query only its control. Accuracy difference with its 95\\% seed-level $t$ interval; verdict "
             f"B / W / E / ? = better / worse / equivalent / inconclusive against margins of "
             f"{100 * cfg['margin_accuracy']:g} pp, {cfg['margin_ece']:g} ECE, {cfg['margin_nll']:g} NLL. "
-            f"Captured: share of the fixable headroom won over the uniform vote. * chosen on validation. {src}.",
+            f"Captured: share of the fixable headroom won over the uniform vote. * chosen on validation. "
+            f"Adaptive k $-$ best fixed k: the mixture over k against the uniform vote at the one k of its ladder "
+            f"chosen on validation (in brackets). {src}.",
             "tab:study-variants", escape_index=True, colsep="2.5pt")),
         "diagnostics": write_text(paths.tables / f"{NAME}_{d}_diagnostics.tex", booktabs(
             diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
@@ -339,6 +402,13 @@ def study_macros(record: dict) -> dict[str, str]:
                         kv["methods"][name]["verdicts"]["accuracy"]["verdict"]]
                     out[macro_name(NAME, ds, tag, f"k{kk}", name, "Acc")] = signed(
                         100 * kv["methods"][name]["verdicts"]["accuracy"]["value"], 2)
+            fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")
+            if fixed:
+                out[macro_name(NAME, ds, tag, f"k{kk}", "Adaptive Fixed K")] = "/".join(map(str, sorted(set(fixed["k"]))))
+                out[macro_name(NAME, ds, tag, f"k{kk}", "Adaptive Vs Fixed Acc")] = signed(
+                    100 * fixed["verdicts"]["accuracy"]["value"], 2)
+                out[macro_name(NAME, ds, tag, f"k{kk}", "Adaptive Vs Fixed Verdict")] = VERDICT_PHRASES[
+                    fixed["verdicts"]["accuracy"]["verdict"]]
             words = [m["verdicts"]["accuracy"]["verdict"] for n, m in kv["methods"].items() if n != "baseline"]
             for word in VERDICTS:
                 out[macro_name(NAME, ds, tag, f"k{kk}", word)] = str(words.count(word))
@@ -356,7 +426,40 @@ def study_macros(record: dict) -> dict[str, str]:
         if weight is not None:  # after its weight in the loss: what the optimiser sees
             out[macro_name(NAME, ds, "Entropy Grad Ratio Weighted")] = f"{weight * np.mean(ratio):.4f}"
     out[macro_name(NAME, ds, "Seeds")] = str(len(res["seeds"]))
+    e2e = res["summary"].get("end_to_end")
+    if e2e:
+        out[macro_name(NAME, ds, "End To End Seeds")] = str(len(e2e["seeds"]))
+        for name, m in e2e["models"].items():
+            tag = "No Bonus" if name == "no_bonus" else "Prototype"
+            out[macro_name(NAME, ds, "End To End", tag, "Acc")] = pct(m["accuracy"]["mean"])
+            out[macro_name(NAME, ds, "End To End", tag, "Effective K")] = f"{m['effective_k']['mean']:.2f}"
+            out[macro_name(NAME, ds, "End To End", tag, "Temperature")] = f"{np.mean(m['temperatures_last']):.3f}"
+            out[macro_name(NAME, ds, "End To End", tag, "Diff Acc")] = signed(100 * m["verdicts"]["accuracy"]["value"], 2)
+            out[macro_name(NAME, ds, "End To End", tag, "Verdict")] = VERDICT_PHRASES[m["verdicts"]["accuracy"]["verdict"]]
+            out[macro_name(NAME, ds, "End To End", tag, "Ece Verdict")] = VERDICT_PHRASES[m["verdicts"]["ece"]["verdict"]]
+        out[macro_name(NAME, ds, "End To End Reading")] = end_to_end_reading(e2e, int(k))
+        d = e2e["no_bonus_minus_prototype"]["verdicts"]
+        out[macro_name(NAME, ds, "End To End Bonus Diff Acc")] = signed(100 * d["accuracy"]["value"], 2)
+        out[macro_name(NAME, ds, "End To End Bonus Diff Verdict")] = VERDICT_PHRASES[d["accuracy"]["verdict"]]
     return out
+
+
+UNIFORM_SHARE = 0.99  # effective k above this share of k reads as "still uniform" (15.84 of 16)
+
+
+def end_to_end_reading(e2e: dict, k: int) -> str:
+    """One clause on what the end-to-end control shows, chosen by the numbers: whether the weights
+    of the model trained without the bonus stayed at uniform (effective k above ``UNIFORM_SHARE``
+    of k), and whether they did with the bonus."""
+    keff = {name: m["effective_k"]["mean"] for name, m in e2e["models"].items()}
+    flat = {name: v >= UNIFORM_SHARE * k for name, v in keff.items()}
+    if flat["no_bonus"] and flat["prototype"]:
+        return "without the bonus the weights stay as close to uniform as with it, so the bonus is not what holds them there"
+    if flat["prototype"]:
+        return "without the bonus the weights leave uniform, so the bonus does hold them there"
+    if flat["no_bonus"]:
+        return "the weights stay near uniform without the bonus but not with it"
+    return "the weights leave uniform with and without the bonus"
 
 
 README_SECTION = "Can the attention learn? (attention study)"
@@ -394,6 +497,24 @@ def findings(record: dict) -> str:
                 "fixable headroom. Verdicts of all variants on accuracy: " + ", ".join(
                     f"{variant_label(n)} {x['verdicts']['accuracy']['verdict']}"
                     for n, x in kv["methods"].items() if n != "baseline") + ".")
+            fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")
+            if fixed:
+                f = fixed["verdicts"]
+                lines.append(f"  - adaptive k against the uniform vote at its best single k (k = "
+                             f"{'/'.join(map(str, sorted(set(fixed['k']))))}, chosen on validation per seed): "
+                             f"{signed(100 * f['accuracy']['value'], 2)} pp ({f['accuracy']['verdict']}; calibrated "
+                             f"ECE {f['ece']['verdict']}).")
+    e2e = res["summary"].get("end_to_end")
+    if e2e:
+        m, p = e2e["models"]["no_bonus"], e2e["models"]["prototype"]
+        d = e2e["no_bonus_minus_prototype"]["verdicts"]["accuracy"]
+        lines.append(
+            f"- **End to end without the entropy bonus** (seeds {', '.join(map(str, e2e['seeds']))}): effective k "
+            f"{m['effective_k']['mean']:.2f} of {k} (prototype recipe {p['effective_k']['mean']:.2f}), mean "
+            f"temperature {np.mean(m['temperatures_last']):.3f} ({np.mean(p['temperatures_last']):.3f}); against its "
+            f"own tuned kNN rule {signed(100 * m['verdicts']['accuracy']['value'], 2)} pp "
+            f"({m['verdicts']['accuracy']['verdict']}); minus the prototype recipe {signed(100 * d['value'], 2)} pp "
+            f"({d['verdict']}).")
     shares = gradient_shares(record)
     per = [d["diagnostics"]["per_epoch"] for d in res["per_seed"].values()]
     last = [p["diag_gradient_share"][-1] for p in per if p["diag_gradient_share"][-1] is not None]
@@ -496,7 +617,8 @@ def answer_lines(records: list[dict]) -> list[str]:
                          f"best geometry-only rule tuned on validation reaches "
                          f"{pct(s['ceilings']['geometry']['test_accuracy']['mean'])} %.")
         kv = (s.get("variants") or {}).get(k)
-        if setting != "clean" and kv:
+        noisy = [n for n, e in res["summary"]["settings"].items() if n != "clean" and (e.get("variants") or {}).get(k)]
+        if noisy and setting == noisy[-1]:  # the strongest noise setting (the notebook shows every one)
             m = kv["methods"][kv["chosen"]]
             v = m["verdicts"]["accuracy"]
             lines.append(f"- **With noisy labels in the memory** ({setting_title(setting)}), the "
@@ -505,4 +627,11 @@ def answer_lines(records: list[dict]) -> list[str]:
                          f"{m['verdicts']['ece']['verdict']}); the prototype's label-blind attention: "
                          f"{_verdict_of(kv, 'blind_bonus')}; the control that reads the query alone, no "
                          f"neighbours: {_verdict_of(kv, 'query_only')}.")
+    e2e = res["summary"].get("end_to_end")
+    if e2e:
+        m = e2e["models"]
+        lines.append(f"- **Trained end to end without the entropy bonus** ({len(e2e['seeds'])} seeds), the attention's "
+                     f"effective k on test is {m['no_bonus']['effective_k']['mean']:.2f} of {k} "
+                     f"({m['prototype']['effective_k']['mean']:.2f} with the bonus): "
+                     f"{end_to_end_reading(e2e, int(k))}.")
     return lines
