@@ -39,8 +39,12 @@ def test_stage_times_come_from_the_job_records_and_fall_back_to_provenance(tmp_p
         {"experiment": "noise", "profile": "cpu", "provenance": {"wall_seconds": 50.0}}))
     out = bench.cpu_stage_times(tmp_path)
     st = out["stages"]
-    assert st["notebook main"] == {"seconds": 100.0, "source": "job"}
-    assert st["notebook noise"] == {"seconds": 50.0, "source": "provenance"}
+    assert {k: st["notebook main"][k] for k in ("seconds", "source")} == {"seconds": 100.0, "source": "job"}
+    assert {k: st["notebook noise"][k] for k in ("seconds", "source")} == {"seconds": 50.0, "source": "provenance"}
+    # the attention study's own training jobs (its end-to-end control) are not recorded here
+    assert st["notebook attention_study"]["own_training_jobs"] > 0
+    assert st["notebook attention_study"]["own_training_seconds"] is None
+    assert st["notebook main"]["own_training_jobs"] > 0  # main's models are shared, its controls are not
     assert st["notebook theory"]["seconds"] is None and st["paper"]["seconds"] is None
     assert st["pdf"]["seconds"] == 8.0 and st["pdf"]["missing"] == len(EXPERIMENTS) - 1
     assert st["training"]["seconds"] is None and st["training"]["missing"] == st["training"]["jobs"] > 0
@@ -61,6 +65,21 @@ def test_bench_without_the_smoke_run_prints_a_table_and_writes_its_json(tmp_path
 def test_bench_refuses_bad_options_in_one_line(capsys):
     assert bench.main(["--repeats", "0", "--no-smoke"]) == 2
     assert capsys.readouterr().err.strip() == "error: repeats=0 is out of range; allowed: [1, inf]"
+
+
+def test_an_experiments_own_training_jobs_count_towards_its_budget(tmp_path):
+    from attnknn_lib.experiments import attention_study
+    from attnknn_lib.workflow.profiles import resolve
+
+    times = tmp_path / TIMES
+    record_time(times, "notebook", "attention_study", 300.0)
+    cfg = attention_study.Config(**resolve("cpu", None, [])["attention_study"])
+    own = attention_study.end_to_end_runs(cfg)
+    for run in own:
+        record_time(times, "train", run.id, 100.0)
+    st = bench.cpu_stage_times(tmp_path)["stages"]["notebook attention_study"]
+    assert st["own_training_jobs"] == len(own) == cfg.end_to_end_seeds
+    assert st["own_training_seconds"] == pytest.approx(100.0 * len(own))
 
 
 def test_the_runs_wall_time_spans_its_jobs_which_ran_side_by_side(tmp_path):

@@ -136,7 +136,8 @@ def _frames():
             efficiency: ("summary_frame", "index_frame", "slopes_frame", "throughput_frame", "cost_frame",
                          "training_frame"),
             theory: ("table_frame", "summary_frame", "geometry_frame", "fits_frame"),
-            attention_study: ("headroom_frame", "ceilings_frame", "diagnostics_frame", "variants_frame")}
+            attention_study: ("headroom_frame", "ceilings_frame", "diagnostics_frame", "variants_frame",
+                              "best_variant_frame", "end_to_end_frame")}
     for mod, names in spec.items():
         exp = mod.__name__.rsplit(".", 1)[-1]
         out += [(f"{exp}.{f}", None, (lambda fn: lambda rec: plain_frame(fn(rec)))(getattr(mod, f)))

@@ -126,14 +126,16 @@ def evaluate(cfg: Config, emb, prepared, attention, cnn: MethodProbs, seed: int)
 
 def _summarise(per_seed: dict[str, dict]) -> dict:
     seeds = list(per_seed)
-    first = per_seed[seeds[0]]
-    methods = first["methods"]
+    methods = per_seed[seeds[0]]["methods"]
     return {"summary": core.aggregate_seeds({s: per_seed[s]["methods"] for s in seeds}),
             "best_baseline": [per_seed[s]["best_baseline"] for s in seeds],
-            "class_sizes": first["class_sizes"], "groups": first["groups"],
+            # the class order is drawn per seed, so sizes per class and the head / middle / tail
+            # groups are kept per seed; by rank (largest first) the sizes are averaged over seeds
+            "class_sizes_by_seed": {s: per_seed[s]["class_sizes"] for s in seeds},
+            "groups_by_seed": {s: per_seed[s]["groups"] for s in seeds},
             "class_order": {s: per_seed[s]["by_size"] for s in seeds},
             # the r-th largest class's accuracy, averaged over seeds (the class order differs per seed)
-            "size_ranked_sizes": sorted(first["class_sizes"], reverse=True),
+            "size_ranked_sizes": np.mean([sorted(per_seed[s]["class_sizes"], reverse=True) for s in seeds], 0).tolist(),
             "size_ranked_accuracy": {m: np.mean([np.asarray(per_seed[s]["methods"][m]["per_class_accuracy"])
                                                  [per_seed[s]["by_size"]] for s in seeds], 0).tolist()
                                      for m in methods},
@@ -355,12 +357,17 @@ def findings(record: dict) -> str:
 
 
 def tuning_frame(record: dict) -> pd.DataFrame:
-    """Per setting and ratio: the prior-correction exponent beta validation chose per seed, and the
-    training class sizes (first seed)."""
+    """Per setting and ratio: the prior-correction exponent beta validation chose per seed, the
+    training class sizes by rank (largest first; mean over seeds) and each seed's tail classes."""
     rows = {}
     for s, v in record["results"]["settings"].items():
+        names = record["results"].get("class_names")
         for ratio, cell in v["curves"].items():
             row = {f"beta, {LABELS[m]}": ", ".join(f"{b:g}" for b in betas) for m, betas in cell["beta"].items()}
-            row["class sizes (first seed)"] = ", ".join(map(str, cell["class_sizes"]))
+            row["class sizes, largest first"] = ", ".join(f"{x:.0f}" for x in cell["size_ranked_sizes"])
+            balanced = len(set(cell["size_ranked_sizes"])) == 1  # no tail to name
+            row["tail classes per seed"] = "--" if balanced else "; ".join(
+                ", ".join(names[c] if names else str(c) for c in groups["tail"])
+                for groups in cell.get("groups_by_seed", {}).values()) or "--"  # older records: not kept
             rows[(SETTING_NAMES[s], ratio)] = row
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["setting", "ratio"])

@@ -53,6 +53,7 @@ from attnknn_lib.workflow.profiles import resolve
 
 SMOKE_BUDGET_S = 6 * 60
 CPU_BUDGET_S = 35 * 60
+NOTEBOOK_BUDGETS_S = {"attention_study": 8 * 60}  # an experiment's own budget: notebook + its own training jobs
 
 
 @dataclass(frozen=True)
@@ -239,17 +240,19 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
         return rec["seconds"]
 
     resolved = resolve("cpu", None, [])
-    run_ids = {r.id for n, p in resolved.items() for r in REGISTRY[n].runs(REGISTRY[n].Config(**p))}
-    train, missing = 0.0, 0
-    for rid in sorted(run_ids):
+    by_exp = {n: {r.id for r in REGISTRY[n].runs(REGISTRY[n].Config(**p))} for n, p in resolved.items()}
+    run_ids = set().union(*by_exp.values())
+
+    def train_seconds(rid: str) -> float | None:
         s = timed("train", rid)
         if s is None:
             meta = paths.artifacts / "models" / rid / "train.json"
             s = read_json(meta)["seconds"] if meta.exists() else None
-        if s is None:
-            missing += 1
-        else:
-            train += s
+        return s
+
+    seconds = {rid: train_seconds(rid) for rid in sorted(run_ids)}
+    missing = sum(s is None for s in seconds.values())
+    train = sum(s for s in seconds.values() if s is not None)
     stages = {"training": {"seconds": train if missing < len(run_ids) else None, "jobs": len(run_ids),
                            "missing": missing}}
     for name in resolved:
@@ -259,14 +262,19 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
             walls = [r["provenance"]["wall_seconds"] for r in records
                      if r.get("profile") == "cpu" and r.get("experiment") == name]
             s, source = (max(walls), "provenance") if walls else (None, "none")
-        stages[f"notebook {name}"] = {"seconds": s, "source": source}
+        # the training jobs no other experiment uses (e.g. the attention study's end-to-end control)
+        own = by_exp[name] - set().union(*(ids for other, ids in by_exp.items() if other != name))
+        own_s = [seconds[rid] for rid in own]
+        stages[f"notebook {name}"] = {"seconds": s, "source": source, "own_training_jobs": len(own),
+                                      "own_training_seconds": sum(x for x in own_s if x is not None)
+                                      if all(x is not None for x in own_s) else None}
     pdfs = [timed("pdf", Path(REGISTRY[n].NOTEBOOK).stem) for n in resolved]
     stages["pdf"] = {"seconds": sum(p for p in pdfs if p is not None) if any(p is not None for p in pdfs) else None,
                      "jobs": len(pdfs),
                      "missing": sum(p is None for p in pdfs)}
     stages["report"] = {"seconds": timed("report", "report")}
     stages["paper"] = {"seconds": timed("paper", "paper")}
-    total = sum(v["seconds"] or 0.0 for v in stages.values())
+    total = sum(v["seconds"] or 0.0 for v in stages.values())  # own training is inside "training"
     complete = missing == 0 and all(v["seconds"] is not None and not v.get("missing") for v in stages.values())
     # jobs run side by side, so the run's wall time (first job's start to last job's end, without
     # the set-up before the first job) is less than the sum of the job times
@@ -336,6 +344,12 @@ def table(bench: dict):
             if "jobs" in st else ""
         rows.append((f"cpu run: {name}", f"{st['seconds']:.0f} s{extra}", st["seconds"] / CPU_BUDGET_S,
                      "share of 35 min"))
+        budget = NOTEBOOK_BUDGETS_S.get(name.removeprefix("notebook "))
+        if budget and st.get("own_training_seconds") is not None:
+            both = st["seconds"] + st["own_training_seconds"]
+            rows.append((f"cpu run: {name} with its own {st['own_training_jobs']} training jobs",
+                         f"{st['seconds']:.0f} + {st['own_training_seconds']:.0f} s", both / budget,
+                         f"share of its {budget // 60} min budget"))
     rows.append(("cpu run: sum of the job times" + ("" if cpu["complete"] else " (incomplete record)"),
                  f"{cpu['total_seconds'] / 60:.1f} min", cpu["total_seconds"] / CPU_BUDGET_S, "share of 35 min"))
     if cpu.get("wall_seconds") is not None:

@@ -23,6 +23,7 @@ from attnknn_lib.experiments.attention_study.measure import (  # noqa: F401 - th
 from attnknn_lib.experiments.attention_study.views import (  # noqa: F401 - the experiment's interface
     README_SECTION,
     answer_lines,
+    best_variant_frame,
     ceilings_frame,
     diagnostics_frame,
     end_to_end_frame,

@@ -177,7 +177,7 @@ def end_to_end_runs(cfg: Config):
 def outputs(cfg: Config) -> list[str]:
     d = cfg.dataset
     out = [f"results/{NAME}_{d}.json"]
-    out += [f"results/tables/{NAME}_{d}_{t}.tex" for t in ("headroom", "variants", "diagnostics")]
+    out += [f"results/tables/{NAME}_{d}_{t}.tex" for t in ("headroom", "variants", "best", "diagnostics")]
     drawn = ("headroom", "diagnostics", "variants") + (("gallery",) if cfg.variant_settings else ())
     out += [f"figures/{NAME}_{d}_{f}.{ext}" for f in drawn for ext in ("pdf", "png")]
     return out
