@@ -15,6 +15,8 @@ from attnknn_lib.experiments.attention_study.measure import (  # noqa: F401 - th
     diagnostics,
     end_to_end_runs,
     headroom_table,
+    long_tail_runs,
+    long_tail_setting,
     outputs,
     parse_setting,
     run,

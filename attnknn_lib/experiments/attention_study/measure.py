@@ -2,7 +2,8 @@
 
 On main's trained Attn-KNN embedding (every seed, frozen), in four memory settings (clean labels;
 symmetric 30 %; asymmetric c -> c + 1 30 % and 40 %, noise in the memory's labels only, validation
-and test labels clean):
+and test labels clean), and on the memory of Attn-KNN retrained on a long-tailed subset (its own
+embedding; the long-tail experiment's models, :func:`long_tail_runs`):
 
 1. **Headroom** per k: recall@k (the ceiling of any convex reweighting), the uniform vote, the
    shares whose k neighbours all agree, the fixable share split by the vote gap
@@ -35,7 +36,7 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.progress import bar
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.label_noise import NOISE_KINDS, inject_label_noise
-from attnknn_lib.data.registry import DATASET_NAMES
+from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
 from attnknn_lib.data.spec import prepare
 from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs
@@ -102,6 +103,13 @@ class Config(ExperimentConfig):
     head_lr: float = knob(0.01, "AdamW learning rate of the variants (high: the weights must be able to leave uniform)")
     loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
     noise_seed: int = knob(0, "seed of the memory's noise draw")
+    long_tail_ratio: float = knob(0.01, "a memory of Attn-KNN retrained on a long-tailed subset with this imbalance "
+                                        "ratio, as in the long-tail experiment (0: none)")
+    long_tail_seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of the long-tailed models (among seeds)")
+    long_tail_max_train: int = knob(10000, "training rows before the imbalance (0 keeps the recipe's); the "
+                                           "long-tail experiment's default, so its models are shared")
+    long_tail_epochs: int = knob(2, "epochs of the long-tailed models (0 keeps the recipe's); the long-tail "
+                                    "experiment's default")
     end_to_end_seeds: int = knob(3, "Attn-KNN retrained end to end without the entropy bonus for the first n "
                                     "seeds, all if fewer (training jobs of the workflow; 0: none)")
     n_boot: int = knob(200, "bootstrap resamples for the intervals")
@@ -111,7 +119,7 @@ class Config(ExperimentConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("seeds", "headroom_ks", "variant_ks"):
+        for name in ("seeds", "headroom_ks", "variant_ks", "long_tail_seeds"):
             object.__setattr__(self, name, int_csv(name, getattr(self, name)))
         for name in ("settings", "variant_settings", "variants"):
             object.__setattr__(self, name, csv(getattr(self, name)))
@@ -128,6 +136,12 @@ class Config(ExperimentConfig):
         for name in ("train_queries", "head_epochs", "head_batch_size", "loo_k", "n_boot"):
             check_range(name, getattr(self, name), 1, None)
         check_range("end_to_end_seeds", self.end_to_end_seeds, 0, None)
+        check_range("long_tail_ratio", self.long_tail_ratio, 0.0, 1.0, high_inclusive=False)
+        for name in ("long_tail_max_train", "long_tail_epochs"):
+            check_range(name, getattr(self, name), 0, None)
+        if self.long_tail_ratio and not set(self.long_tail_seeds) <= set(self.seeds):
+            raise ConfigError(f"long_tail_seeds={','.join(map(str, self.long_tail_seeds))} is not allowed; give "
+                              f"seeds among seeds={','.join(map(str, self.seeds))}")
         for name in ("head_lr", "margin_accuracy", "margin_ece", "margin_nll"):
             check_range(name, getattr(self, name), 0.0, None)
 
@@ -158,7 +172,32 @@ def parse_setting(setting: str) -> tuple[str, float]:
 def runs(cfg: Config):
     """Main's Attn-KNN runs of the dataset (shared with main: trained once), then the end-to-end
     runs without the entropy bonus (:func:`end_to_end_runs`)."""
-    return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds, kinds=("attnknn",)) + end_to_end_runs(cfg)
+    return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds, kinds=("attnknn",)) + \
+        long_tail_runs(cfg) + end_to_end_runs(cfg)
+
+
+LONG_TAIL_PREP_SEED = 0  # the long-tail experiment's default imbalance_seed: seed s draws class order s
+
+
+def long_tail_setting(cfg: Config) -> str | None:
+    """The long-tailed memory's name in the record, e.g. 'long_tail/0.01'; None when it is off."""
+    return f"long_tail/{cfg.long_tail_ratio:g}" if cfg.long_tail_ratio else None
+
+
+def long_tail_runs(cfg: Config):
+    """Attn-KNN retrained on the long-tailed subset, one per ``long_tail_seeds``: the data and recipe
+    of the long-tail experiment's setting ``trained`` at ``long_tail_ratio`` (same run ids with the
+    default knobs, so those models are trained once)."""
+    if not cfg.long_tail_ratio:
+        return []
+    recipe = cfg.recipe()
+    if cfg.long_tail_epochs:
+        key = "epochs" if REGISTRY[cfg.dataset].kind == "image" else "tabular_epochs"
+        recipe = replace(recipe, **{key: cfg.long_tail_epochs})
+    base = core.data_spec(cfg, cfg.dataset, **({"max_train": cfg.long_tail_max_train} if cfg.long_tail_max_train
+                                                else {}))
+    return [core.model_runs(recipe, replace(base, imbalance=cfg.long_tail_ratio, prep_seed=LONG_TAIL_PREP_SEED + s),
+                            (s,), kinds=("attnknn",))[0] for s in cfg.long_tail_seeds]
 
 
 NO_BONUS = 0.0  # the end-to-end control's entropy weight: no pull towards uniform weights
@@ -384,6 +423,29 @@ def best_fixed_k(cfg: Config, mem: Memory, adaptive_test: tuple[np.ndarray, np.n
                                          ("calibrated", adaptive_test[1], fixed_cal))}}
 
 
+# ----------------------------------------------------------------------------- long-tailed memory
+
+def long_tail_entry(cfg: Config, paths: Paths, run_, seed: int) -> dict:
+    """Headroom, ceilings and variants on the memory of a model retrained on the long-tailed subset
+    (its own frozen embedding; clean labels; validation and test as in every setting)."""
+    cpu = torch.device("cpu")
+    prepared = prepare(run_.data)
+    ds = prepared.dataset
+    model = core.trained(run_, paths, prepared)[0].model.to(cpu)
+    frozen = core.frozen_embeddings(run_, model, prepared, paths, cpu)
+    k_max = min(cfg.k_max, len(frozen.train) - 1)
+    bank = MemoryBank().build(frozen.train, ds.train.y)
+    self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k), np.arange(len(frozen.train)))
+    val_nb, test_nb = bank.search(frozen.val, k_max), bank.search(frozen.test, k_max)
+    mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y,
+                         _train_rows(len(frozen.train), cfg.train_queries, seed), "clean", ds.num_classes, cfg)
+    ks = tuple(k for k in cfg.headroom_ks if k <= k_max)
+    return {"headroom": headroom_table(mem, ks, ds.num_classes), "ceilings": ceilings(mem, ks, ds.num_classes),
+            "flipped_share": 0.0, "memory_size": len(frozen.train), "run": run_.id,
+            "variants": {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks))
+                         for k in cfg.variant_ks if k <= k_max}}
+
+
 # ----------------------------------------------------------------------------- end to end, without the bonus
 
 END_TO_END = {"prototype": "prototype recipe (entropy bonus +0.01)", "no_bonus": "same, no entropy bonus"}
@@ -556,6 +618,9 @@ def run(cfg: Config, paths: Paths) -> dict:
         hoods = {"train": clean.train, "val": clean.val, "test": clean.test}
         per_seed[str(seed)] = {"settings": settings, "diagnostics": diagnostics(trained.history, hoods, cfg.k),
                                "best_epoch": trained.best_epoch}
+        lt = [r for r in long_tail_runs(cfg) if r.seed == seed]
+        if lt:
+            settings[long_tail_setting(cfg)] = long_tail_entry(cfg, paths, lt[0], seed)
         control = [r for r in end_to_end_runs(cfg) if r.seed == seed]
         if control:
             per_seed[str(seed)]["end_to_end"] = end_to_end(
@@ -587,11 +652,13 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
     """Means over seeds of the headroom and ceilings; per setting, k and variant: accuracy, the
     seed-level differences to the tuned baseline with verdicts, effective k, captured headroom,
     flip detection; the variant chosen on validation."""
-    seeds = list(per_seed)
-    first = per_seed[seeds[0]]["settings"]
+    all_seeds = list(per_seed)
+    names = list(dict.fromkeys(st for s in all_seeds for st in per_seed[s]["settings"]))
     out: dict = {"settings": {}}
-    for setting, entry in first.items():
-        s_out = {"headroom": {}, "ceilings": {}}
+    for setting in names:
+        seeds = [s for s in all_seeds if setting in per_seed[s]["settings"]]  # the long-tailed memory: fewer
+        entry = per_seed[seeds[0]]["settings"][setting]
+        s_out = {"seeds": [int(s) for s in seeds], "headroom": {}, "ceilings": {}}
         for k in entry["headroom"]:
             rows = [per_seed[s]["settings"][setting]["headroom"][k] for s in seeds]
             s_out["headroom"][k] = {key: _mean_sd([r[key] for r in rows])["mean"] for key in rows[0]
@@ -637,7 +704,7 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                     if variants else None
                 s_out["variants"][k] = k_out
         out["settings"][setting] = s_out
-    e2e = {s: per_seed[s]["end_to_end"] for s in seeds if "end_to_end" in per_seed[s]}
+    e2e = {s: per_seed[s]["end_to_end"] for s in all_seeds if "end_to_end" in per_seed[s]}
     if e2e:
         out["end_to_end"] = summarise_end_to_end(cfg, e2e)
     return out

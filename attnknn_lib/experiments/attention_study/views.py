@@ -36,7 +36,14 @@ def setting_title(setting: str) -> str:
     if setting in SETTING_TITLES:
         return SETTING_TITLES[setting]
     kind, _, rate = setting.partition("/")
+    if kind == "long_tail":  # a memory of its own model, retrained on a long-tailed subset
+        return f"long tail {float(rate):g} (retrained)"
     return f"{kind} {100 * float(rate):g} %"
+
+
+def is_noise(setting: str) -> bool:
+    """A memory with flipped labels (not the clean or the long-tailed one)."""
+    return setting.split("/")[0] in ("symmetric", "asymmetric")
 
 
 def short_setting(setting: str) -> str:
@@ -348,20 +355,27 @@ def variants_figure(record: dict, margin: float | None = None):
         row[0].set_yticklabels([variant_label(n) for n in names], fontsize=7)
     fig.suptitle(f"Variants against the tuned kNN rule ({_seeds(res)}, 95 % seed-level intervals; grey: ±{margin:g} pp "
                  "margin; red: chosen on validation)", fontsize=8)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))  # about 0.4 inch for the title, any height
     return fig
 
 
 # ----------------------------------------------------------------------------- outputs
 
+def _fewer_seeds(res: dict) -> str:
+    """'; long tail 0.01 (retrained): seeds 0, 1, 2' for settings run on fewer seeds than the study."""
+    return "".join(f"; {setting_title(n)}: seeds {', '.join(map(str, s['seeds']))}"
+                   for n, s in res["summary"]["settings"].items() if len(s.get("seeds") or res["seeds"]) < len(res["seeds"]))
+
+
 def write_outputs(record: dict, paths: Paths) -> dict:
     res, d, title, src = output_context(record, NOTEBOOK, NAME)
-    seeds = ", ".join(map(str, res["seeds"]))
+    seeds = ", ".join(map(str, res["seeds"])) + _fewer_seeds(res)
     cfg = record["config"]
     out = {"headroom": write_text(paths.tables / f"{NAME}_{d}_headroom.tex", booktabs(
         headroom_frame(record, latex=True),
         f"{title}: how much any reweighting of the k neighbours can gain (\\% of test queries, mean over seeds "
-        f"{seeds}; main's Attn-KNN embedding, noise in the memory's labels only). Recall@k: the true label is "
+        f"{seeds}; main's Attn-KNN embedding, noise in the memory's labels only; a long-tailed memory uses the "
+        f"embedding of its own model, retrained on that subset). Recall@k: the true label is "
         f"among the k; agree: all k neighbours carry one label; fixable: the true label is among the k but the "
         f"uniform vote misses it; $\\le m$ votes: fixable with the true class at most m votes behind. {src}.",
         "tab:study-headroom")),
@@ -387,7 +401,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"calibration. {src}.", "tab:study-best", escape_index=True)),
         "diagnostics": write_text(paths.tables / f"{NAME}_{d}_diagnostics.tex", booktabs(
             diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
-            f"{title}: the prototype attention during main's training, per epoch (mean over seeds {seeds}). "
+            f"{title}: the prototype attention during main's training, per epoch (mean over seeds "
+            f"{', '.join(map(str, res['seeds']))}). "
             f"Grad.\\ share: training queries whose vote carries a gradient (the true label among the k and the "
             f"neighbourhood mixed); H: entropies in nats of the head-averaged weights and of each head's; "
             f"|dH| / |dNLL|: the entropy term's gradient over the NLL's on the attention's parameters, before "
@@ -416,6 +431,10 @@ def study_macros(record: dict) -> dict[str, str]:
     out: dict[str, str] = {}
     for setting, s in res["summary"]["settings"].items():
         tag = setting.replace("/0.", " ").replace("/", " ")
+        if setting.startswith("long_tail/"):  # one long-tailed memory: its macros do not name the ratio
+            tag = "long tail"
+            out[macro_name(NAME, ds, tag, "Ratio")] = setting.partition("/")[2]
+            out[macro_name(NAME, ds, tag, "Seeds")] = str(len(s["seeds"]))
         h = s["headroom"].get(k)
         if h:
             for key, name in (("recall", "Recall"), ("uniform_accuracy", "Uniform"), ("fixable", "Fixable"),
@@ -424,7 +443,7 @@ def study_macros(record: dict) -> dict[str, str]:
             out[macro_name(NAME, ds, tag, "Within One")] = pct(h["fixable_within"]["1"])
         for fam, c in s["ceilings"].items():
             out[macro_name(NAME, ds, tag, fam, "Ceiling")] = pct(c["test_accuracy"]["mean"])
-        flipped = [d["settings"][setting]["flipped_share"] for d in res["per_seed"].values()]
+        flipped = [d["settings"][setting]["flipped_share"] for d in res["per_seed"].values() if setting in d["settings"]]
         out[macro_name(NAME, ds, tag, "Flipped Percent")] = f"{100 * np.mean(flipped):.0f}"
         for kk, kv in (s.get("variants") or {}).items():
             chosen = kv["chosen"]
@@ -519,8 +538,10 @@ def findings(record: dict) -> str:
         h = s["headroom"].get(k)
         if not h:
             continue
+        seeds = s.get("seeds") or res["seeds"]
+        which = "" if len(seeds) == len(res["seeds"]) else f" (seeds {', '.join(map(str, seeds))})"
         lines.append(
-            f"- **{setting_title(setting)}, k = {k}**: the true label is among the {k} neighbours for "
+            f"- **{setting_title(setting)}, k = {k}**{which}: the true label is among the {k} neighbours for "
             f"{pct(h['recall'])} % of test queries, the uniform vote gets {pct(h['uniform_accuracy'])} %, so "
             f"{pct(h['fixable'])} % are fixable by some reweighting, {pct(h['fixable_within']['1'])} % within one "
             f"vote. Tuned ceilings: geometry-only {pct(s['ceilings']['geometry']['test_accuracy']['mean'])} %, "
@@ -658,7 +679,16 @@ def answer_lines(records: list[dict]) -> list[str]:
                          f"best geometry-only rule tuned on validation reaches "
                          f"{pct(s['ceilings']['geometry']['test_accuracy']['mean'])} %.")
         kv = (s.get("variants") or {}).get(k)
-        noisy = [n for n, e in res["summary"]["settings"].items() if n != "clean" and (e.get("variants") or {}).get(k)]
+        noisy = [n for n, e in res["summary"]["settings"].items() if is_noise(n) and (e.get("variants") or {}).get(k)]
+        if kv and setting.startswith("long_tail/"):
+            m = kv["methods"][kv["chosen"]]
+            v = m["verdicts"]["accuracy"]
+            n = len(s["seeds"])
+            lines.append(f"- **On a long-tailed memory** (Attn-KNN retrained on a subset with imbalance ratio "
+                         f"{setting.partition('/')[2]}, {n} seed{'s' if n != 1 else ''}), the variant "
+                         f"chosen on validation, {variant_label(kv['chosen'])}, against the tuned kNN vote at k = {k}: "
+                         f"{signed(100 * v['value'], 2)} pp, **{v['verdict']}**; the prototype's label-blind attention: "
+                         f"{_verdict_of(kv, 'blind_bonus')}.")
         if noisy and setting == noisy[-1]:  # the strongest noise setting (the notebook shows every one)
             m = kv["methods"][kv["chosen"]]
             v = m["verdicts"]["accuracy"]
