@@ -108,3 +108,50 @@ def test_the_parameters_table_shows_own_knobs_and_only_changed_recipe_knobs():
     changed = parameters_frame(noise.Config(lr=0.01, seeds="0,1"))
     assert changed.loc["lr", "value"] == "0.01" and changed.loc["seeds", "value"] == "0, 1"
     assert parameters_markdown(noise.Config()).startswith("| parameter | value | meaning |")
+
+
+def _committed(name: str) -> dict:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).resolve().parents[1] / "results" / f"{name}.json").read_text())
+
+
+def test_the_answer_compares_adaptive_k_with_its_best_fixed_k_and_states_the_end_to_end_control():
+    from attnknn_lib.experiments import attention_study
+
+    record = _committed("attention_study_fashion_mnist")
+    kv = record["results"]["summary"]["settings"]["asymmetric/0.4"]["variants"]["16"]
+    fixed = kv["methods"]["adaptive_k"]["fixed_k"]
+    text = "\n".join(attention_study.answer_lines([record]))
+    assert f"best single k (k = {'/'.join(map(str, sorted(set(fixed['k']))))}" in text
+    assert f"**{fixed['verdicts']['accuracy']['verdict']}**" in text
+    e2e = record["results"]["summary"]["end_to_end"]
+    assert f"{e2e['models']['no_bonus']['effective_k']['mean']:.2f} of 16" in text
+    assert attention_study.end_to_end_reading(e2e, 16) in text
+    # the long-tailed memory has its own seeds, fewer than the study's
+    lt = record["results"]["summary"]["settings"]["long_tail/0.01"]
+    assert lt["seeds"] == record["config"]["long_tail_seeds"] and len(lt["seeds"]) < len(record["results"]["seeds"])
+
+
+def test_the_end_to_end_reading_follows_the_effective_k():
+    from attnknn_lib.experiments.attention_study.views import end_to_end_reading
+
+    def e2e(no_bonus: float, prototype: float) -> dict:
+        return {"models": {"no_bonus": {"effective_k": {"mean": no_bonus}},
+                           "prototype": {"effective_k": {"mean": prototype}}}}
+
+    assert "not what holds them" in end_to_end_reading(e2e(15.99, 15.99), 16)
+    assert "does hold them" in end_to_end_reading(e2e(9.0, 15.99), 16)
+    assert "with and without" in end_to_end_reading(e2e(9.0, 10.0), 16)
+
+
+def test_the_long_tail_answer_reads_the_strongest_imbalance_with_and_without_the_prior_correction():
+    from attnknn_lib.experiments import long_tail
+
+    record = _committed("long_tail_fashion_mnist")
+    (line,) = long_tail.answer_lines([record])
+    cell = record["results"]["settings"]["trained"]["curves"]["0.01"]["summary"]
+    assert "imbalance ratio 0.01" in line
+    for m in ("best_baseline", "best_baseline_balanced", "attnknn", "attnknn_balanced"):
+        assert f"{100 * cell[m]['test_raw']['accuracy']['mean']:.2f} %" in line

@@ -29,6 +29,7 @@ from attnknn_lib.experiments.attention_study.views import (  # noqa: F401 - the 
     ceilings_frame,
     diagnostics_frame,
     end_to_end_frame,
+    end_to_end_reading,
     findings,
     gallery_figure,
     gradient_shares,

@@ -662,6 +662,18 @@ def _verdict_of(kv: dict, name: str) -> str:
     return kv["methods"][name]["verdicts"]["accuracy"]["verdict"] if name in kv["methods"] else "--"
 
 
+def _against_fixed_k(kv: dict) -> str:
+    """'; adaptive k against the uniform vote at its best single k (k = 64): -0.01 pp, inconclusive'
+    where adaptive k was trained (empty otherwise): whether its gain needs a per-query k at all."""
+    fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")
+    if not fixed:
+        return ""
+    v = fixed["verdicts"]["accuracy"]
+    return (f"; adaptive k against the uniform vote at its best single k (k = "
+            f"{'/'.join(map(str, sorted(set(fixed['k']))))}, chosen on validation): {signed(100 * v['value'], 2)} pp, "
+            f"**{v['verdict']}**")
+
+
 def answer_lines(records: list[dict]) -> list[str]:
     """The README's lines on why: how much any reweighting could win on clean data, and what the
     best variant did where the memory's labels are noisy (generated from the study's record)."""
@@ -697,7 +709,7 @@ def answer_lines(records: list[dict]) -> list[str]:
                          f"at k = {k}: {signed(100 * v['value'], 2)} pp, **{v['verdict']}** (calibrated ECE "
                          f"{m['verdicts']['ece']['verdict']}); the prototype's label-blind attention: "
                          f"{_verdict_of(kv, 'blind_bonus')}; the control that reads the query alone, no "
-                         f"neighbours: {_verdict_of(kv, 'query_only')}.")
+                         f"neighbours: {_verdict_of(kv, 'query_only')}" + _against_fixed_k(kv) + ".")
     e2e = res["summary"].get("end_to_end")
     if e2e:
         m = e2e["models"]
