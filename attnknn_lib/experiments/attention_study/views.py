@@ -264,8 +264,10 @@ def headroom_figure(record: dict):
                        "geometry" else "black", label=f"best {fam.replace('_', '-')} rule (tuned)")
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks)
-        ax.set_xticklabels([str(k) for k in ks], fontsize=7)
-        ax.set_title(setting_title(setting), fontsize=8)
+        # every other k named: 10 and 16 sit too close on a log axis to print both
+        ax.set_xticklabels([str(k) if i % 2 == 0 or k == ks[-1] else "" for i, k in enumerate(ks)], fontsize=7)
+        ax.set_title(setting_title(setting).replace(" (", "\n(") + _panel_seeds(res, s).replace(" (", "\n("),
+                     fontsize=8)  # narrow panels: the long tail's name and seeds on lines of their own
         ax.set_xlabel("k", fontsize=8)
     axes[0][0].set_ylabel("test queries (%)", fontsize=8)
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -345,7 +347,8 @@ def variants_figure(record: dict, margin: float | None = None):
                         ms=3, color="C3" if n == kv["chosen"] else "C0", capsize=2)
         ax.axvspan(-margin, margin, color="grey", alpha=0.2, lw=0)
         ax.axvline(0, color="black", lw=0.8)
-        ax.set_title(f"{short_setting(setting)}, k = {k}", fontsize=8)
+        ax.set_title(f"{short_setting(setting)}, k = {k}" + _panel_seeds(res, res["summary"]["settings"][setting]),
+                     fontsize=8)
         ax.tick_params(labelsize=7)
     fig.supxlabel("accuracy difference to the tuned kNN rule at the same k (percentage points)", fontsize=8)
     axes[0][0].set_yticks(range(len(names)))
@@ -360,6 +363,12 @@ def variants_figure(record: dict, margin: float | None = None):
 
 
 # ----------------------------------------------------------------------------- outputs
+
+def _panel_seeds(res: dict, s: dict) -> str:
+    """' (3 seeds)' for a setting run on fewer seeds than the study (the figure's title gives the rest)."""
+    n = len(s.get("seeds") or res["seeds"])
+    return f" ({n} seed{'s' if n != 1 else ''})" if n < len(res["seeds"]) else ""
+
 
 def _fewer_seeds(res: dict) -> str:
     """'; long tail 0.01 (retrained): seeds 0, 1, 2' for settings run on fewer seeds than the study."""
