@@ -51,12 +51,13 @@ def _attnknn():
     return build_attnknn("small_cnn", (1, 28, 28), ATT, widths=(8, 16))
 
 
-def test_training_neighbors_are_the_exact_top_k_without_own_rows():
+@pytest.mark.parametrize("scan", ["fp32", "bf16"])
+def test_training_neighbors_are_the_exact_top_k_without_own_rows(scan):
     g = torch.Generator().manual_seed(0)
     mem = torch.nn.functional.normalize(torch.randn(200, 8, generator=g), dim=-1)
     q = mem[:10] + 0.01 * torch.randn(10, 8, generator=g)
     own = torch.stack([torch.arange(10), torch.arange(10) + 50], 1)
-    rows = training_neighbors(q, mem, own, 4)
+    rows = training_neighbors(q, mem, own, 4, mem.to(torch.bfloat16) if scan == "bf16" else None)
     for i in range(10):
         sims = (mem @ q[i]).clone()
         sims[own[i]] = -np.inf
@@ -67,8 +68,8 @@ def test_training_neighbors_are_the_exact_top_k_without_own_rows():
 def test_attnknn_training_never_retrieves_the_query_itself(monkeypatch):
     seen = []
 
-    def spy(q, mem, own, k):
-        rows = training_neighbors(q, mem, own, k)
+    def spy(q, mem, own, k, mem_bf16=None):
+        rows = training_neighbors(q, mem, own, k, mem_bf16)
         seen.append((rows.clone(), own.clone()))
         return rows
 
@@ -216,11 +217,49 @@ def test_progress_bars_are_off_inside_workflow_notebooks(monkeypatch, capsys):
     assert "quiet" not in captured.err + captured.out and "hidden" not in captured.out
 
 
-def test_mixed_precision_is_off_on_the_cpu_and_the_scaler_only_serves_fp16():
+def test_mixed_precision_on_the_cpu_is_bf16_where_native_and_the_scaler_only_serves_fp16(monkeypatch):
     from attnknn_lib.training.loops import _Precision
 
+    assert not _Precision(TrainConfig(amp=False), torch.device("cpu")).enabled
+    monkeypatch.setattr(training, "cpu_has_bf16", lambda: True)
     p = _Precision(TrainConfig(amp=True), torch.device("cpu"))
+    assert p.enabled and p.dtype == torch.bfloat16 and not p.scaler.is_enabled()
+    monkeypatch.setattr(training, "cpu_has_bf16", lambda: False)
+    with pytest.warns(UserWarning, match="no native bf16"):
+        p = _Precision(TrainConfig(amp=True), torch.device("cpu"))
     assert not p.enabled and not p.scaler.is_enabled()
+
+
+def test_the_bf16_scan_under_autocast_still_ranks_in_fp32():
+    # 12 near-duplicates that bf16 cannot tell apart (fewer than the 2k candidates) among 52 far rows:
+    # the fp32 re-rank must order them as the exact search, autocast or not
+    g = torch.Generator().manual_seed(1)
+    base = torch.nn.functional.normalize(torch.randn(1, 32, generator=g), dim=-1)
+    near = base + 1e-2 * torch.randn(12, 32, generator=g)
+    mem = torch.nn.functional.normalize(torch.cat([torch.randn(52, 32, generator=g), near]), dim=-1)
+    q = base.clone()
+    own = torch.zeros(1, 0, dtype=torch.long)
+    exact = training_neighbors(q, mem, own, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert training_neighbors(q, mem, own, 8, mem.to(torch.bfloat16)).tolist() == exact.tolist()
+
+
+def test_a_run_that_keeps_its_epochs_caches_them_and_is_retrained_without_them(tmp_path):
+    from attnknn_lib.data.spec import DataSpec, prepare
+    from attnknn_lib.training.cache import load_cached
+    from attnknn_lib.training.runs import TrainingRun
+
+    spec = DataSpec("iris")
+    run = TrainingRun(spec, "cnn", "mlp", train={"epochs": 3, "batch_size": 32, "k": 5, "keep_epochs": True})
+    prepared = prepare(spec)
+    result, cached = load_or_train(run, tmp_path, prepared, progress=False)
+    assert not cached and len(result.epoch_states) == 3
+    again = load_cached(run, prepared, tmp_path)
+    assert len(again.epoch_states) == 3
+    best = again.epoch_states[again.best_epoch - 1]
+    assert all(torch.equal(best[k], v) for k, v in again.model.state_dict().items())
+    (model_dir(tmp_path, run) / "epochs.pt").unlink()
+    assert load_cached(run, prepared, tmp_path) is None  # it cannot serve the replay: retrain
 
 
 def test_the_schedule_warms_up_decays_to_its_floor_and_holds_it():

@@ -1,7 +1,8 @@
 """The model cache: one folder per training run, written atomically.
 
 ``<artifacts>/models/<run id>/`` holds ``model.pt`` (state dict) and ``train.json`` (the run's
-spec, history per epoch, selected epoch, seconds, data fingerprint). The run id hashes the run's
+spec, history per epoch, selected epoch, seconds, data fingerprint), and ``epochs.pt`` (every
+epoch's state dict) for a run whose config keeps its epochs. The run id hashes the run's
 spec and the source of the training code (a code change gives new ids, so models retrain). The
 folder is assembled under a temporary name and renamed into place, so it exists complete or not
 at all; a folder that fails to load (truncated, corrupt, another data fingerprint) is retrained.
@@ -48,8 +49,9 @@ def load_cached(run: TrainingRun, prepared: Prepared, artifacts: str | Path) -> 
     """The cached model of ``run``, or None if there is none or it cannot be used (then it is
     set aside with a warning, to be retrained)."""
     folder = model_dir(artifacts, run)
-    weights, meta = folder / "model.pt", folder / "train.json"
-    if not (weights.exists() and meta.exists()):
+    weights, meta, epochs = folder / "model.pt", folder / "train.json", folder / "epochs.pt"
+    keep = bool(run.train.get("keep_epochs"))
+    if not (weights.exists() and meta.exists()) or (keep and not epochs.exists()):
         return None
     try:
         info = read_json(meta)
@@ -57,13 +59,16 @@ def load_cached(run: TrainingRun, prepared: Prepared, artifacts: str | Path) -> 
             raise ValueError("it was trained on other data")
         model = build_model(run, prepared)
         model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+        states = torch.load(epochs, map_location="cpu", weights_only=True) if keep else None
+        if keep and len(states) != len(info["history"]):
+            raise ValueError(f"epochs.pt holds {len(states)} epochs, the history {len(info['history'])}")
     except Exception as err:  # a truncated or corrupt file raises many types (EOFError, RuntimeError, ...)
         warnings.warn(f"cached model {folder.name} cannot be used ({type(err).__name__}: "
                       f"{str(err).splitlines()[0] if str(err) else ''}); retraining it", stacklevel=2)
         shutil.rmtree(folder, ignore_errors=True)
         return None
     model.eval()
-    return TrainResult(model, info["history"], info["best_epoch"], info["seconds"])
+    return TrainResult(model, info["history"], info["best_epoch"], info["seconds"], states)
 
 
 def save(run: TrainingRun, prepared: Prepared, result: TrainResult, artifacts: str | Path) -> Path:
@@ -74,6 +79,8 @@ def save(run: TrainingRun, prepared: Prepared, result: TrainResult, artifacts: s
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     torch.save({k: v.detach().cpu() for k, v in result.model.state_dict().items()}, tmp / "model.pt")
+    if result.epoch_states is not None:
+        torch.save(result.epoch_states, tmp / "epochs.pt")
     write_json(tmp / "train.json", {"run": run.to_dict(), "run_id": run.id, "label": run.label,
                                     "data_fingerprint": prepared.fingerprint(), "history": result.history,
                                     "best_epoch": result.best_epoch, "seconds": result.seconds})

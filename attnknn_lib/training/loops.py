@@ -48,6 +48,8 @@ from attnknn_lib.knn.votes import vote_has_gradient
 from attnknn_lib.models import AttnKNN, CNNClassifier, MultiHeadNeighborAttention, attend
 from attnknn_lib.models.losses import attention_entropy, mixup, supervised_contrastive, vote_nll
 
+SEARCH_PRECISIONS = ("fp32", "bf16")
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -72,7 +74,9 @@ class TrainConfig:
     eval_batch_size: int = 1024
     seed: int = 0
     device: str = "auto"
-    amp: bool = False  # mixed precision: used on CUDA only
+    amp: bool = False  # mixed precision: bf16 autocast on CUDA and on CPUs with native bf16 (else fp32)
+    search_precision: str = "bf16"  # training-time neighbour scan: fp32 exact, or bf16 candidates re-ranked in fp32
+    keep_epochs: bool = False  # also keep every epoch's weights (the prototype replay's checkpoint chosen on test)
     compile: bool = False  # torch.compile: used on CUDA only
 
     def __post_init__(self) -> None:
@@ -87,6 +91,7 @@ class TrainConfig:
         check_range("final_lr_frac", self.final_lr_frac, 0.0, 1.0)
         check_choice("index_type", self.index_type, INDEX_TYPES)
         check_choice("device", self.device, ("auto", "cpu", "cuda", "mps"))
+        check_choice("search_precision", self.search_precision, SEARCH_PRECISIONS)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -98,6 +103,7 @@ class TrainResult:
     history: list[dict]  # one row per epoch
     best_epoch: int
     seconds: float
+    epoch_states: list[dict] | None = None  # every epoch's weights (CPU), when the config keeps them
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -164,16 +170,35 @@ class TrainingDivergedError(AttnKNNError):
     """The training loss became NaN or infinite; nothing is cached."""
 
 
+def cpu_has_bf16() -> bool:
+    """Whether this CPU runs bf16 matmuls and convolutions natively (AVX-512 BF16 or AMX), where
+    bf16 autocast pays off; elsewhere torch emulates them, slower than fp32."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
 class _Precision:
-    """Mixed precision decided once per run: bf16 autocast where the device supports it, else fp16
-    autocast with a GradScaler (fp16 gradients underflow without loss scaling); fp32 otherwise.
-    ``amp`` takes effect on CUDA only."""
+    """Mixed precision decided once per run. On CUDA: bf16 autocast where supported, else fp16
+    autocast with a GradScaler (fp16 gradients underflow without loss scaling). On a CPU with
+    native bf16: bf16 autocast (measured here, one thread: an Attn-KNN step 83 -> 60 ms, a CNN step
+    54 -> 33 ms). fp32 otherwise. Only the training step is autocast; the clean bank, validation
+    and every evaluation embed in fp32."""
 
     def __init__(self, cfg: TrainConfig, device: torch.device):
-        self.enabled = cfg.amp and device.type == "cuda"
-        self.dtype = torch.bfloat16 if self.enabled and torch.cuda.is_bf16_supported() else torch.float16
+        self.enabled = cfg.amp and (device.type == "cuda" or (device.type == "cpu" and cpu_has_bf16()))
+        if cfg.amp and not self.enabled and device.type == "cpu":
+            warnings.warn("amp=True: this CPU has no native bf16, so training runs in fp32", stacklevel=3)
+        bf16 = device.type == "cpu" or (device.type == "cuda" and torch.cuda.is_bf16_supported())
+        self.dtype = torch.bfloat16 if self.enabled and bf16 else torch.float16
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.enabled and self.dtype == torch.float16)
         self.device_type = device.type
+
+    @property
+    def name(self) -> str:
+        """What the training step ran in, for the history: bf16, fp16 or fp32."""
+        return {torch.bfloat16: "bf16", torch.float16: "fp16"}[self.dtype] if self.enabled else "fp32"
 
     def autocast(self):
         return torch.autocast(device_type=self.device_type, dtype=self.dtype, enabled=self.enabled)
@@ -199,8 +224,9 @@ class _Selection:
     """Per-epoch validation metrics, and the state of the best epoch so far (highest validation
     accuracy; ties: lower validation NLL). The test set plays no part."""
 
-    def __init__(self, name: str, model: nn.Module, val_labels: np.ndarray, progress: bool):
+    def __init__(self, name: str, model: nn.Module, val_labels: np.ndarray, progress: bool, keep_epochs: bool = False):
         self.name, self.model, self.val_labels, self.progress = name, model, val_labels, progress
+        self.epoch_states: list[dict] | None = [] if keep_epochs else None
         self.history: list[dict] = []
         self.best: dict | None = None
         self.best_state: dict | None = None
@@ -211,6 +237,8 @@ class _Selection:
         row.update({"val_accuracy": accuracy(val_probs, y), "val_nll": nll(val_probs, y), "val_ece": ece(val_probs, y),
                     "seconds": time.perf_counter() - t0})
         self.history.append(row)
+        if self.epoch_states is not None:
+            self.epoch_states.append({k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()})
         if self.best is None or (row["val_accuracy"], -row["val_nll"]) > (self.best["val_accuracy"], -self.best["val_nll"]):
             self.best, self.best_state = row, copy.deepcopy(self.model.state_dict())
         if self.progress:
@@ -220,23 +248,45 @@ class _Selection:
     def result(self) -> TrainResult:
         self.model.load_state_dict(self.best_state)
         self.model.eval()
-        return TrainResult(self.model, self.history, self.best["epoch"], time.perf_counter() - self.start)
+        return TrainResult(self.model, self.history, self.best["epoch"], time.perf_counter() - self.start,
+                           self.epoch_states)
 
 
 # ----------------------------------------------------------------------------- Attn-KNN
 
 
-def training_neighbors(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k: int) -> torch.Tensor:
+def training_neighbors(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k: int,
+                       mem_bf16: torch.Tensor | None = None) -> torch.Tensor:
     """Rows of the k most similar bank entries for each training query, never one of its own rows.
 
     q (B, D) and mem (N, D) are unit vectors, so the largest inner products are the nearest
     neighbours (exact search, as FAISS Flat). ``own`` (B, m) are the query's own rows: their
     similarity is set to -inf before the top-k, which removes self-matches exactly.
+
+    With ``mem_bf16`` (a bf16 copy of ``mem``) the scan runs in bf16 and keeps 2k candidates, which
+    are re-ranked with fp32 inner products: the exact top-k unless a true neighbour ranks below 2k
+    in bf16 (bf16 keeps 8 bits of mantissa, so sims near 1 are rounded by up to 0.004). Measured on
+    two cores (one thread, B = 256, N = 54k, D = 128): 75 ms exact, 25 ms with the bf16 scan, top-16
+    recall 1.000 against the exact search; bf16 alone (no re-rank) had recall 0.979.
     """
-    sims = q @ mem.T  # (B, N)
+    with torch.autocast(q.device.type, enabled=False):  # the fp32 parts stay fp32 under amp
+        return _top_k_rows(q.float(), mem, own, k, mem_bf16)
+
+
+def _top_k_rows(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k: int,
+                mem_bf16: torch.Tensor | None) -> torch.Tensor:
+    if mem_bf16 is None:
+        sims = q @ mem.T  # (B, N)
+        if own.numel():
+            sims.scatter_(1, own, float("-inf"))
+        return sims.topk(k, dim=1).indices  # (B, k), nearest first
+    sims = q.to(torch.bfloat16) @ mem_bf16.T
     if own.numel():
         sims.scatter_(1, own, float("-inf"))
-    return sims.topk(k, dim=1).indices  # (B, k), nearest first
+    cand = sims.topk(min(2 * k, sims.shape[1]), dim=1).indices  # (B, 2k)
+    exact = (mem[cand] @ q[:, :, None]).squeeze(-1)  # (B, 2k) fp32 sims of the candidates
+    exact = exact.masked_fill(torch.isinf(sims.gather(1, cand)), float("-inf"))  # own rows stay out
+    return cand.gather(1, exact.topk(k, dim=1).indices)
 
 
 DIAGNOSE_EVERY = 25  # steps between two measurements of the entropy term's gradient against the NLL's
@@ -302,8 +352,10 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
 
     bank = fresh_bank()
     mem = torch.from_numpy(bank.embeddings.copy()).to(device)  # (N, D) training-time copy, updated online
+    low = cfg.search_precision == "bf16"
+    mem_bf16 = mem.to(torch.bfloat16) if low else None  # the scan's copy (see training_neighbors)
     mem_labels = torch.as_tensor(labels, device=device)
-    selection = _Selection(name, model, dataset.val.y, progress)
+    selection = _Selection(name, model, dataset.val.y, progress, cfg.keep_epochs)
     precision = _Precision(cfg, device)
     diagnostics = _AttentionDiagnostics(model.attention)
     for epoch in range(1, cfg.epochs + 1):
@@ -321,7 +373,7 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
                 own = own[:, :0]  # the prototype's defect, for the replay: nothing is masked
             with precision.autocast():
                 q = embedder(x).float()  # (B, D)
-                rows = training_neighbors(q.detach(), mem, own, cfg.k)  # (B, k), never the query itself
+                rows = training_neighbors(q.detach(), mem, own, cfg.k, mem_bf16)  # (B, k), never the query itself
                 out = model.attend(q, mem[rows], mem_labels[rows])  # neighbours (B, k, D) carry no gradient
                 knn = lam * vote_nll(out.probs, y) + (1 - lam) * vote_nll(out.probs, y[perm])
                 con = supervised_contrastive(q, y, cfg.contrastive_temperature)
@@ -333,6 +385,8 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
             sched.step()
             if cfg.online_update:
                 mem[idx] = q.detach()  # the bank follows the model between clean rebuilds
+                if low:
+                    mem_bf16[idx] = q.detach().to(torch.bfloat16)
             for key, val in zip(sums, (loss, knn, con, ent)):
                 sums[key] += val.item() * len(y)
             bar.set_postfix(loss=f"{loss.item():.3f}")
@@ -343,10 +397,11 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
         probs, _ = attnknn_probs(model.attention, new_bank, val_emb, cfg.k, device=device)
         if epoch % cfg.refresh_every == 0:
             mem = torch.from_numpy(new_bank.embeddings.copy()).to(device)
+            mem_bf16 = mem.to(torch.bfloat16) if low else None
         selection.add({"epoch": epoch, **{f"train_{k}": v / n for k, v in sums.items()}, "lr": sched.get_last_lr()[0],
                        "temperatures": model.attention.temperatures().detach().cpu().tolist(),
                        "val_norm_mean": float(torch.cat(norms).mean()), "val_norm_std": float(torch.cat(norms).std()),
-                       **diagnostics.epoch(), "train_seconds": train_seconds}, probs, t0)
+                       **diagnostics.epoch(), "train_seconds": train_seconds, "precision": precision.name}, probs, t0)
     return selection.result()
 
 
@@ -364,7 +419,7 @@ def train_cnn(model: CNNClassifier, dataset: Dataset, cfg: TrainConfig, train_la
     opt, sched = _optimizer(model, model.backbone, cfg, cfg.epochs * steps_per_epoch)
     x_train, x_val = to_tensor(dataset, dataset.train), to_tensor(dataset, dataset.val)
     y_train, augment = torch.as_tensor(labels, dtype=torch.long), _augment(dataset)
-    selection = _Selection(name, model, dataset.val.y, progress)
+    selection = _Selection(name, model, dataset.val.y, progress, cfg.keep_epochs)
     precision = _Precision(cfg, device)
     for epoch in range(1, cfg.epochs + 1):
         t0 = time.perf_counter()
@@ -386,7 +441,7 @@ def train_cnn(model: CNNClassifier, dataset: Dataset, cfg: TrainConfig, train_la
         train_seconds = time.perf_counter() - t0
         probs = cnn_probs(model, x_val, cfg.eval_batch_size, device)
         selection.add({"epoch": epoch, "train_loss": total / len(labels), "lr": sched.get_last_lr()[0],
-                       "train_seconds": train_seconds}, probs, t0)
+                       "train_seconds": train_seconds, "precision": precision.name}, probs, t0)
     return selection.result()
 
 

@@ -28,7 +28,7 @@ class Recipe:
     embed_dim: int = knob(128, "embedding dimensions")
     num_heads: int = knob(4, "attention heads")
     k: int = knob(16, "neighbours for training and evaluation")
-    epochs: int = knob(10, "training epochs on image data")
+    epochs: int = knob(12, "training epochs on image data")
     tabular_epochs: int = knob(30, "training epochs on tabular data")
     batch_size: int = knob(256, "image batch size")
     tabular_batch_size: int = knob(64, "tabular batch size")
@@ -45,7 +45,8 @@ class Recipe:
     max_test: int = knob(0, "test rows (0 keeps the whole split)")
     val_fraction: float = knob(0.1, "share of the training pool held out for validation")
     device: str = knob("auto", "auto, cpu, cuda or mps")
-    amp: bool = knob(False, "mixed precision (CUDA: bf16 where supported, else fp16 with loss scaling)")
+    amp: bool = knob(True, "mixed precision for image models (bf16 autocast on CUDA and on CPUs with native bf16, "
+                           "else fp32; fp16 with loss scaling on GPUs without bf16); tabular MLPs train in fp32")
     compile: bool = knob(False, "torch.compile the backbone (CUDA only)")
     threads: int = knob(0, "CPU threads (0 uses every core)")
 
@@ -93,7 +94,7 @@ class Recipe:
                            hold_frac=self.hold_frac, final_lr_frac=self.final_lr_frac,
                            backbone_lr_mult=self.backbone_lr_mult, weight_decay=self.weight_decay, k=self.k,
                            mixup_alpha=self.mixup_alpha, contrastive_weight=self.contrastive_weight,
-                           entropy_weight=self.entropy_weight, seed=seed, device=self.device, amp=self.amp,
+                           entropy_weight=self.entropy_weight, seed=seed, device=self.device, amp=self.amp and image,
                            compile=self.compile)
 
     def recipe(self) -> Recipe:

@@ -5,7 +5,8 @@
   the distance vote, µs per query, batched and one query at a time;
 * the library's vectorised vote (:func:`attnknn_lib.knn.votes.vote`) against a naive per-row loop;
 * training throughput: one training step of the CNN and of Attn-KNN (batch 256 of 28x28 images,
-  forward, backward, AdamW; Attn-KNN also searches a 54k bank and votes), the batch augmentation
+  forward, backward, AdamW; Attn-KNN also searches a 54k bank and votes) in fp32, and with the
+  recipe's levers (the bf16 neighbour scan; bf16 autocast where the CPU has it), the batch augmentation
   and the clean-bank embedding, as images/s and as achieved GFLOP/s (counted by torch's
   FlopCounterMode) over the GEMM rate; and the images/s the last cpu run's training epochs reached;
 * the smoke workflow end to end (``./run_all.sh --profile smoke`` into a temporary folder, PDFs
@@ -46,7 +47,7 @@ from attnknn_lib.knn.votes import distance_weights, vote
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention, attend, build_attnknn, build_cnn
 from attnknn_lib.models.losses import supervised_contrastive, vote_nll
 from attnknn_lib.report.readme import replace_block
-from attnknn_lib.training.loops import training_neighbors
+from attnknn_lib.training.loops import cpu_has_bf16, training_neighbors
 from attnknn_lib.training.recipe import Recipe
 from attnknn_lib.workflow.plan import TIMES
 from attnknn_lib.workflow.profiles import resolve
@@ -154,23 +155,36 @@ def training_throughput(cfg: BenchConfig, gemm_gflops: float) -> dict:
     bank_labels = torch.randint(0, cfg.num_classes, (cfg.bank,))
     opts = {"cnn": torch.optim.AdamW(cnn.parameters()), "attnknn": torch.optim.AdamW(attn.parameters())}
 
-    def cnn_step():
-        loss = torch.nn.functional.cross_entropy(cnn(x), y)
+    bank_bf16 = bank.to(torch.bfloat16)
+    own = torch.arange(b)[:, None]
+
+    def cnn_step(amp: bool = False):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            loss = torch.nn.functional.cross_entropy(cnn(x).float(), y)
         opts["cnn"].zero_grad()
         loss.backward()
         opts["cnn"].step()
 
-    def attnknn_step():
-        q = attn.embedder(x)
-        rows = training_neighbors(q.detach(), bank, torch.arange(b)[:, None], recipe.k)
-        out = attn.attend(q, bank[rows], bank_labels[rows])
-        loss = vote_nll(out.probs, y) + 0.5 * supervised_contrastive(q, y, 0.07)
+    def attnknn_step(scan_bf16: bool = False, amp: bool = False):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            q = attn.embedder(x).float()
+            rows = training_neighbors(q.detach(), bank, own, recipe.k, bank_bf16 if scan_bf16 else None)
+            out = attn.attend(q, bank[rows], bank_labels[rows])
+            loss = vote_nll(out.probs, y) + 0.5 * supervised_contrastive(q, y, 0.07)
         opts["attnknn"].zero_grad()
         loss.backward()
         opts["attnknn"].step()
 
-    out = {"batch": b, "gemm_gflops": gemm_gflops}
-    for name, step in (("cnn_step", cnn_step), ("attnknn_step", attnknn_step)):
+    # fp32 with the exact scan; then the levers the recipe uses: the bf16 scan re-ranked in fp32, and
+    # bf16 autocast (amp) where this CPU has native bf16
+    native = cpu_has_bf16()
+    steps = {"cnn_step": cnn_step, "attnknn_step": attnknn_step,
+             "attnknn_step_bf16_scan": lambda: attnknn_step(scan_bf16=True)}
+    if native:
+        steps |= {"cnn_step_amp": lambda: cnn_step(amp=True),
+                  "attnknn_step_amp": lambda: attnknn_step(scan_bf16=True, amp=True)}
+    out = {"batch": b, "gemm_gflops": gemm_gflops, "native_bf16": native}
+    for name, step in steps.items():
         with FlopCounterMode(display=False) as counter:
             step()
         ms = _median_ms(step, cfg.repeats)
@@ -322,9 +336,15 @@ def table(bench: dict):
     if t:
         for key, what in (("cnn_step", "CNN"), ("attnknn_step", "Attn-KNN")):
             e = t[key]
-            rows.append((f"{what} training step (batch {t['batch']}) vs GEMM",
+            rows.append((f"{what} training step (batch {t['batch']}, fp32) vs GEMM",
                          f"{e['images_per_s']:,.0f} images/s, {e['gflops']:.0f} GFLOP/s", e["over_gemm"],
                          "share of GEMM speed"))
+            for lever, how in (("_bf16_scan", "bf16 neighbour scan"), ("_amp", "bf16 scan and amp" if
+                                                                         key == "attnknn_step" else "amp")):
+                if key + lever in t:
+                    e2 = t[key + lever]
+                    rows.append((f"{what} training step, {how}, vs fp32", f"{e2['images_per_s']:,.0f} images/s",
+                                 e2["images_per_s"] / e["images_per_s"], "times faster"))
         rows.append(("batch augmentation / bank embedding", f"{t['augment']['images_per_s']:,.0f} / "
                      f"{t['bank_embedding']['images_per_s']:,.0f} images/s", float("nan"), ""))
     for kind, e in (bench.get("training_in_cpu_run") or {}).items():
