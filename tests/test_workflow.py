@@ -196,8 +196,11 @@ def interrupt(args: list[str], when: str, sig: int, wait: float) -> str:
     """Start ./run_all.sh ARGS in its own process group; ``wait`` seconds after a log line contains
     ``when``, send ``sig`` to the whole group (SIGINT: Ctrl-C at a terminal; SIGKILL: a lost node).
     Returns the log."""
+    # SIGINT back to its default in the child: a test session started in the background (``cmd &`` in a
+    # script, nohup) ignores SIGINT, children inherit that, and Python then installs no Ctrl-C handler
     proc = subprocess.Popen(["bash", str(REPO / "run_all.sh"), *args], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})  # see each line as it is written
     seen = ""
     for line in proc.stdout:
