@@ -258,6 +258,8 @@ def test_a_run_that_keeps_its_epochs_caches_them_and_is_retrained_without_them(t
     assert len(again.epoch_states) == 3
     best = again.epoch_states[again.best_epoch - 1]
     assert all(torch.equal(best[k], v) for k, v in again.model.state_dict().items())
+    first, last = again.epoch_states[0], again.epoch_states[-1]  # copies, not views of the live weights
+    assert any(not torch.equal(first[k], last[k]) for k in first)
     (model_dir(tmp_path, run) / "epochs.pt").unlink()
     assert load_cached(run, prepared, tmp_path) is None  # it cannot serve the replay: retrain
 
