@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import attnknn_lib
 from attnknn_lib.base.files import read_json, write_json
@@ -46,8 +50,7 @@ def test_no_library_or_test_file_is_ignored_by_git():
 
 
 def test_ruff_finds_nothing():
-    proc = subprocess.run([str(BIN / "ruff"), "check", "attnknn_lib", "tests"], cwd=REPO, capture_output=True,
-                          text=True)
+    proc = subprocess.run([str(BIN / "ruff"), "check", "."], cwd=REPO, capture_output=True, text=True)  # notebooks too
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
@@ -69,7 +72,7 @@ def test_no_two_modules_share_a_name_across_layers():
     for path in PACKAGE.rglob("*.py"):
         if path.name != "__init__.py":
             names.setdefault(path.stem, []).append(str(path.relative_to(PACKAGE)))
-    assert {n: p for n, p in names.items() if len(p) > 1 and n not in ("measure", "views")} == {}
+    assert {n: p for n, p in names.items() if len(p) > 1 and n not in ("config", "measure", "views")} == {}
 
 
 def test_readme_layout_is_generated_from_the_docstrings():
@@ -86,10 +89,120 @@ def test_results_json_is_strict_json_with_null_for_non_finite_numbers(tmp_path):
     assert read_json(path) == {"a": None, "b": [None, 1.5], "c": [None]}
 
 
-def test_every_experiment_has_the_whole_interface():
-    from attnknn_lib.experiments import REGISTRY
+def test_every_experiment_package_declares_itself_once_in_one_shape():
+    from attnknn_lib.experiments import catalog
+    from attnknn_lib.experiments.declaration import Experiment
 
-    for name, mod in REGISTRY.items():
-        for attr in ("NAME", "NOTEBOOK", "Config", "runs", "outputs", "macros",
-                     "README_SECTION", "readme_lines"):
-            assert hasattr(mod, attr), f"experiment {name} has no {attr}"
+    names = catalog.names()
+    assert len(names) >= 7 and set(catalog.experiments()) == set(names)
+    for name in names:
+        exp = catalog.get(name)
+        assert isinstance(exp, Experiment) and exp.name == name
+        folder = PACKAGE / "experiments" / name
+        assert {p.name for p in folder.glob("*.py")} == {"__init__.py", "config.py", "measure.py", "views.py"}, name
+        assert (REPO / "notebooks" / exp.notebook).exists(), exp.notebook
+        record_keys = [o.key for o in exp.artifacts.outputs if o.kind == "record"]
+        assert len(record_keys) == 1, name
+    notebooks = sorted(p.name for p in (REPO / "notebooks").glob("*.ipynb"))
+    assert notebooks == sorted(e.notebook for e in catalog.experiments().values())
+
+
+def test_output_file_names_are_spelled_only_in_the_declarations():
+    """No experiment module, notebook or workflow file builds an output path by hand."""
+    pattern = re.compile(r"""(paths\.(tables|figures|results) /|["'](results/tables|figures)/)""")
+    places = [*(PACKAGE / "experiments").rglob("*.py"), *(PACKAGE / "workflow").rglob("*.py"),
+              *(REPO / "notebooks").glob("*.ipynb")]
+    hits = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in places if p.name != "declaration.py"
+            for m in pattern.finditer(p.read_text())]
+    assert not hits, hits
+
+
+def test_the_shared_experiment_modules_import_no_experiment():
+    """The independence contract ignores imports of these modules; they in turn import no experiment."""
+    from attnknn_lib.experiments import catalog
+
+    shared = [p for p in (PACKAGE / "experiments").glob("*.py") if p.name != "__init__.py"]
+    for path in shared:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not any(node.module.startswith(f"attnknn_lib.experiments.{n}") for n in catalog.names()), \
+                    f"{path.name} imports {node.module}"
+    contract = (REPO / "pyproject.toml").read_text()
+    assert 'modules = ["attnknn_lib.experiments.*"]' in contract  # every package, present and future
+    ignored = set(re.findall(r'"attnknn_lib\.experiments\.\*\* -> attnknn_lib\.experiments\.(\w+)"', contract))
+    assert ignored == {p.stem for p in shared} - {"catalog"}  # the catalog imports experiments by name only
+
+
+def test_a_notebook_job_depends_on_the_code_it_imports_not_on_the_whole_library():
+    from attnknn_lib.base.provenance import imported_files
+
+    files = {str(p.relative_to(PACKAGE)) for p in imported_files(["attnknn_lib.experiments.k_sweep"])}
+    assert {"experiments/k_sweep/views.py", "experiments/k_sweep/measure.py", "report/macros.py",
+            "experiments/shared.py", "__init__.py", "experiments/__init__.py"} <= files
+    assert not any(f.startswith(("experiments/noise", "experiments/main/", "workflow/")) for f in files)
+    cell = "from attnknn_lib.report.tables import written_frame"
+    assert "report/tables.py" in {str(p.relative_to(PACKAGE)) for p in imported_files([], [cell])}
+
+
+def test_a_job_that_writes_one_file_more_or_less_than_declared_fails(tmp_path):
+    from attnknn_lib.base.errors import AttnKNNError
+    from attnknn_lib.workflow.jobs import check_outputs
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "a.json").write_text("{}")
+    check_outputs(tmp_path, ["results/a.json"], "job", "toy")
+    with pytest.raises(AttnKNNError, match="did not write results/b.json"):
+        check_outputs(tmp_path, ["results/a.json", "results/b.json"], "job", "toy")
+    (tmp_path / "results" / "c.tex").write_text("")
+    with pytest.raises(AttnKNNError, match="wrote results/c.tex, which it does not declare"):
+        check_outputs(tmp_path, ["results/a.json"], "job", "toy")
+
+
+@pytest.mark.slow
+def test_an_eighth_experiment_is_one_package_and_one_notebook(tmp_path):
+    """A copy of the repository plus tests/fixtures/toy_experiment (a package and a notebook), no other
+    edit: the catalog, the profiles, the plan, the workflow, the report, the README's table of
+    experiments and the import contracts all take it in."""
+    copy = tmp_path / "repo"
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
+                            text=True, check=True).stdout.split("\n")
+    for rel in filter(None, listed):
+        if (REPO / rel).is_file() and not rel.startswith(("results/", "figures/", "paper/main.pdf")):
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, copy / rel)
+    toy = REPO / "tests" / "fixtures" / "toy_experiment"
+    shutil.copytree(toy / "toy", copy / "attnknn_lib" / "experiments" / "toy")
+    shutil.copy2(toy / "08_toy.ipynb", copy / "notebooks" / "08_toy.ipynb")
+    env = {**os.environ, "PYTHONPATH": str(copy), "ATTNKNN_ARTIFACTS": str(tmp_path / "artifacts")}
+
+    def py(*args: str) -> str:
+        proc = subprocess.run([sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc.stdout
+
+    listing = py("-c", "from attnknn_lib.experiments import catalog; from attnknn_lib.report.compose import "
+                       "experiments_table as t; print(list(catalog.experiments())); "
+                       "print(t(catalog.experiments().values()))")
+    assert "'attention_study', 'toy']" in listing and "| `08_toy` | does a new experiment" in listing
+    assert "08_toy.ipynb" in py("-m", "attnknn_lib.workflow.jobs", "parameters")  # its cell from its Config
+    out = tmp_path / "out"
+    py("-m", "attnknn_lib.workflow.cli", "--profile", "smoke", "--only", "toy", "--no-pdf", "--no-paper",
+       "--out", str(out))
+    record = read_json(out / "results" / "toy_iris.json")
+    assert record["results"]["mean"] == 2.5  # the smoke values declared with it
+    for rel in ("results/tables/toy_iris.tex", "figures/toy_iris.pdf", "figures/toy_iris.png",
+                "results/notebooks/08_toy.ipynb"):
+        assert (out / rel).exists(), rel
+    assert "\\newcommand{\\ToyIrisMean}{2.50}" in (out / "results" / "macros.tex").read_text()
+    lint = subprocess.run([str(BIN / "lint-imports"), "--no-cache"], cwd=copy, env=env, capture_output=True, text=True)
+    assert lint.returncode == 0 and "0 broken" in lint.stdout, lint.stdout[-2000:]
+
+
+def test_readme_table_of_experiments_is_generated_from_the_declarations():
+    from attnknn_lib.experiments import catalog
+    from attnknn_lib.report.compose import experiments_table
+    from attnknn_lib.report.readme import EXPERIMENTS_END, EXPERIMENTS_START
+
+    text = (REPO / "README.md").read_text()
+    block = text.split(EXPERIMENTS_START, 1)[1].split(EXPERIMENTS_END, 1)[0].strip()
+    assert block == experiments_table(catalog.experiments().values()), "stale: ./run_all.sh rewrites it"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from experiment_api import api
 
 from attnknn_lib.experiments.attention_study.measure import gallery_queries
 from attnknn_lib.knn.headroom import (
@@ -13,9 +14,9 @@ from attnknn_lib.knn.headroom import (
     consistency_weights,
     flip_detection,
     headroom,
+    label_recall,
     loo_agreement,
     rank_weights,
-    recall_at_k,
     vote_gap,
 )
 from attnknn_lib.models.neighbour_heads import (
@@ -35,8 +36,8 @@ TARGET = np.array([0, 2, 0, 1])
 
 
 def test_headroom_counts_recall_agreement_and_the_fixable_share_by_vote_gap():
-    assert recall_at_k(LABELS, TARGET, 5).tolist() == [True, True, False, True]
-    assert recall_at_k(LABELS, TARGET, 1).tolist() == [True, True, False, False]
+    assert label_recall(LABELS, TARGET, 5).tolist() == [True, True, False, True]
+    assert label_recall(LABELS, TARGET, 1).tolist() == [True, True, False, False]
     assert vote_gap(LABELS, TARGET, 3, 5).tolist() == [1, 0, 5, 0]
     h = headroom(LABELS, TARGET, 3, 5)
     assert h["recall"] == 0.75 and h["uniform_accuracy"] == 0.25
@@ -100,7 +101,7 @@ def test_findings_state_a_seed_level_difference_with_its_interval_and_verdict():
 
 
 def test_the_parameters_table_shows_own_knobs_and_only_changed_recipe_knobs():
-    from attnknn_lib.experiments import noise
+    noise = api("noise")
     from attnknn_lib.experiments.shared import parameters_frame, parameters_markdown
 
     default = parameters_frame(noise.Config())
@@ -118,7 +119,7 @@ def _committed(name: str) -> dict:
 
 
 def test_the_answer_compares_adaptive_k_with_its_best_fixed_k_and_states_the_end_to_end_control():
-    from attnknn_lib.experiments import attention_study
+    attention_study = api("attention_study")
 
     record = _committed("attention_study_fashion_mnist")
     kv = record["results"]["summary"]["settings"]["asymmetric/0.4"]["variants"]["16"]
@@ -147,7 +148,7 @@ def test_the_end_to_end_reading_follows_the_effective_k():
 
 
 def test_the_long_tail_answer_reads_the_strongest_imbalance_with_and_without_the_prior_correction():
-    from attnknn_lib.experiments import long_tail
+    long_tail = api("long_tail")
 
     record = _committed("long_tail_fashion_mnist")
     (line,) = long_tail.answer_lines([record])

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from experiment_api import api
 
 from attnknn_lib.base import runtime
 from attnknn_lib.base.errors import AttnKNNError, ConfigError, CorruptFileError
@@ -168,14 +169,14 @@ def test_cuda_without_a_gpu_falls_back_to_cpu_with_one_warning(monkeypatch, caps
 
 
 def test_a_training_spec_edited_by_hand_is_refused_in_one_line(tmp_path):
-    from attnknn_lib.experiments import main as main_exp
+    main_exp = api("main")
 
     run = main_exp.runs(main_exp.Config(datasets="iris", primary="iris", seeds="0"))[0]
     spec = run.write_spec(tmp_path / "runs")
     record = read_json(spec)
     record["train"]["epochs"] = 2
     spec.write_text(json.dumps(record))
-    proc = subprocess.run([sys.executable, "-m", "attnknn_lib.training.job", str(spec), "--artifacts", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "attnknn_lib.training.train_one", str(spec), "--artifacts", str(tmp_path)],
                           capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()

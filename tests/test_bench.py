@@ -6,9 +6,10 @@ import json
 
 import numpy as np
 import pytest
+from experiment_api import api
 
 from attnknn_lib.base.timing import record_time
-from attnknn_lib.experiments import REGISTRY as EXPERIMENTS
+from attnknn_lib.experiments import catalog
 from attnknn_lib.knn.votes import vote
 from attnknn_lib.workflow import bench
 from attnknn_lib.workflow.plan import TIMES
@@ -46,7 +47,7 @@ def test_stage_times_come_from_the_job_records_and_fall_back_to_provenance(tmp_p
     assert st["notebook attention_study"]["own_training_seconds"] is None
     assert st["notebook main"]["own_training_jobs"] > 0  # main's models are shared, its controls are not
     assert st["notebook theory"]["seconds"] is None and st["paper"]["seconds"] is None
-    assert st["pdf"]["seconds"] == 8.0 and st["pdf"]["missing"] == len(EXPERIMENTS) - 1
+    assert st["pdf"]["seconds"] == 8.0 and st["pdf"]["missing"] == len(catalog.names()) - 1
     assert st["training"]["seconds"] is None and st["training"]["missing"] == st["training"]["jobs"] > 0
     assert out["total_seconds"] == pytest.approx(160.0) and out["complete"] is False
 
@@ -68,7 +69,7 @@ def test_bench_refuses_bad_options_in_one_line(capsys):
 
 
 def test_an_experiments_own_training_jobs_count_towards_its_budget(tmp_path):
-    from attnknn_lib.experiments import attention_study
+    attention_study = api("attention_study")
     from attnknn_lib.workflow.profiles import resolve
 
     times = tmp_path / TIMES

@@ -8,12 +8,15 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from experiment_api import api
 
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.timing import loglog_fit
-from attnknn_lib.experiments import efficiency, theory
 from attnknn_lib.knn.index_costs import IndexSetting, build, recall_at_k, unit_vectors
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention
+
+efficiency = api("efficiency")
+theory = api("theory")
 
 
 def test_recall_counts_shared_ids_whatever_their_order_and_padding_as_a_miss():

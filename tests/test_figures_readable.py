@@ -8,11 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
+from experiment_api import api
 
-from attnknn_lib.experiments import long_tail, noise
 from attnknn_lib.experiments.efficiency import views as efficiency
 from attnknn_lib.experiments.theory import views as theory
 from attnknn_lib.report.figures import plt
+
+long_tail = api("long_tail")
+noise = api("noise")
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 

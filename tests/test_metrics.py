@@ -101,13 +101,12 @@ def test_bootstrap_point_estimates_equal_the_plain_metrics():
         assert ci[name]["low"] <= ci[name]["high"]
 
 
-def test_bootstrap_of_ten_thousand_samples_is_fast():
-    import time
-
+def test_bootstrap_of_ten_thousand_samples_brackets_every_metric():
+    """The size the experiments bootstrap (its time is measured by ./run_all.sh bench, not here)."""
     p, y = _random_probs(n=10000, c=10, seed=3)
-    start = time.perf_counter()
-    bootstrap_ci(p, y, n_boot=1000)
-    assert time.perf_counter() - start < 10
+    ci = bootstrap_ci(p, y, n_boot=1000)
+    for name, fn in METRICS.items():
+        assert ci[name]["low"] <= fn(p, y) <= ci[name]["high"], name
 
 
 def test_bad_shapes_are_named():

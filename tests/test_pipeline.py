@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from experiment_api import api
 
-from attnknn_lib.experiments import REGISTRY as EXPERIMENTS
+from attnknn_lib.experiments import catalog
 from attnknn_lib.workflow.cli import main as pipeline_main
+
+EXPERIMENTS = catalog.experiments()
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -89,6 +92,10 @@ def test_the_cpu_profile_is_the_defaults_and_profiles_name_only_known_parameters
         assert set(prof["recipe"]) <= {f.name for f in fields(Recipe)}, name
         for exp, params in prof["experiments"].items():
             assert set(params) <= {f.name for f in fields(EXPERIMENTS[exp].Config)}, (name, exp)
+    for exp in EXPERIMENTS.values():  # each experiment's own values per profile, declared with it
+        for name, params in exp.profiles.items():
+            assert name in available_profiles(), (exp.name, name)
+            assert set(params) <= {f.name for f in fields(exp.Config)} - {"profile"}, (exp.name, name)
     resolved = resolve("cpu", None, [])
     for exp, params in resolved.items():
         assert params == {**defaults(EXPERIMENTS[exp].Config), "profile": "cpu"}
@@ -98,7 +105,7 @@ def test_the_cpu_profile_is_the_defaults_and_profiles_name_only_known_parameters
 def test_committed_notebooks_are_clean_and_their_parameters_cell_is_generated_from_the_config(name):
     from attnknn_lib.base.knobs import parameters_cell
 
-    nb = json.loads((REPO / "notebooks" / EXPERIMENTS[name].NOTEBOOK).read_text())
+    nb = json.loads((REPO / "notebooks" / EXPERIMENTS[name].notebook).read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(not c.get("outputs") and not c.get("execution_count") for c in code), "committed with outputs"
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
@@ -122,10 +129,10 @@ def _findings_cell(nb: dict) -> dict:
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
 def test_notebooks_have_a_title_end_with_findings_and_keep_code_lines_inside_the_pdf(name):
-    nb = json.loads((REPO / "notebooks" / EXPERIMENTS[name].NOTEBOOK).read_text())
+    nb = json.loads((REPO / "notebooks" / EXPERIMENTS[name].notebook).read_text())
     assert nb["metadata"].get("title"), "the PDF would be titled with the file name"
     _findings_cell(nb)
-    assert hasattr(EXPERIMENTS[name], "findings")
+    assert hasattr(api(name), "findings")
     for c in nb["cells"]:
         if c["cell_type"] == "code" and "parameters" not in c["metadata"].get("tags", []):
             for line in "".join(c["source"]).splitlines():
@@ -134,7 +141,7 @@ def test_notebooks_have_a_title_end_with_findings_and_keep_code_lines_inside_the
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
 def test_each_committed_executed_notebook_ends_with_its_generated_findings(name):
-    executed = REPO / "results" / "notebooks" / EXPERIMENTS[name].NOTEBOOK
+    executed = REPO / "results" / "notebooks" / EXPERIMENTS[name].notebook
     nb = json.loads(executed.read_text())
     outputs = _findings_cell(nb)["outputs"]
     text = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in outputs)
@@ -145,7 +152,7 @@ def test_each_committed_executed_notebook_ends_with_its_generated_findings(name)
 def test_findings_read_numbers_and_verdict_words_from_the_committed_records(name):
     import glob
 
-    mod = EXPERIMENTS[name]
+    mod = api(name)
     records = [json.loads(Path(f).read_text()) for f in sorted(glob.glob(str(REPO / "results" / f"{name}_*.json")))]
     assert records
     text = mod.findings(records) if name == "main" else mod.findings(records[0])
@@ -157,7 +164,7 @@ def test_findings_read_numbers_and_verdict_words_from_the_committed_records(name
 def test_papermill_reads_every_parameter_of_the_cell():
     from papermill.translators import PythonTranslator
 
-    nb = json.loads((REPO / "notebooks" / EXPERIMENTS["main"].NOTEBOOK).read_text())
+    nb = json.loads((REPO / "notebooks" / EXPERIMENTS["main"].notebook).read_text())
     cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
     inferred = PythonTranslator.inspect({"source": "".join(cell["source"])})
     names = {p.name for p in inferred}

@@ -12,12 +12,19 @@ import pandas as pd
 import pytest
 
 from attnknn_lib.base.files import write_json
-from attnknn_lib.experiments import write_macros
+from attnknn_lib.experiments import catalog
+from attnknn_lib.report.compose import compose, write_report
 from attnknn_lib.report.macros import macro_name
+from attnknn_lib.report.records import read_records
 from attnknn_lib.report.tables import booktabs, fmt
 
 REPO = Path(__file__).resolve().parent.parent
 
+
+
+def write_macros(files, path):
+    """The report job's path: records of ``files``, composed from every declared experiment's views."""
+    return write_report(compose(read_records(files), catalog.experiments().values()), path)
 
 def _entry(acc: float) -> dict:
     m = {k: {"value": v, "low": v - 0.01, "high": v + 0.01} for k, v in
@@ -118,12 +125,10 @@ def test_the_widest_tables_fit_the_papers_text_width_unscaled(tmp_path):
 
 
 def test_readme_results_block_is_regenerated_from_json(tmp_path):
-    from attnknn_lib.experiments import update_readme
-
     files = [write_json(tmp_path / "main_iris.json", _record("iris", "iris"))]
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- results:start -->\nold\n<!-- results:end -->\nrest\n")
-    assert update_readme(readme, files)
+    write_report(compose(read_records(files), catalog.experiments().values()), tmp_path / "macros.tex", readme)
     text = readme.read_text()
     assert "old" not in text and text.startswith("intro\n") and text.endswith("rest\n")
     row = [ln for ln in text.splitlines() if ln.startswith("| Iris (")][0]  # "(N seeds)" or "(N splits)"
@@ -306,22 +311,21 @@ def test_experiments_other_than_main_get_dataset_free_names_for_the_paper():
     from attnknn_lib.report.macros import dataset_free, record_macros
 
     made = {"NoiseCifarOneZeroTrainedSymmetricMaxAttnknnAcc": "80.00", "NoiseCifarOneZeroSource": "x"}
-    out = dataset_free("noise", "cifar10", made)
+    out = dataset_free("noise", "cifar10", made, "noise_cifar10")
     assert out["NoiseTrainedSymmetricMaxAttnknnAcc"] == "80.00" and out["NoiseSource"] == "x"
     assert out["NoiseName"] == "CIFAR-10" and out["NoiseFile"].endswith("noise_cifar10")
     record = {"experiment": "main", "dataset": "iris"}
-    assert "MainAcc" not in record_macros([record], lambda r: {"MainIrisAcc": "1"}, "01_main.ipynb", aliases=False)
+    file = "results/{}.json".format
+    assert "MainAcc" not in record_macros([record], lambda r: {"MainIrisAcc": "1"}, "01_main.ipynb", file, aliases=False)
     assert "NoiseAcc" in record_macros([{"experiment": "noise", "dataset": "iris"}], lambda r: {"NoiseIrisAcc": "1"},
-                                       "03_noise.ipynb")
+                                       "03_noise.ipynb", file)
 
 
 def test_the_report_modules_name_no_experiment():
     """Adding an experiment never means editing the generic report: its views live with it."""
-    from attnknn_lib.experiments import REGISTRY
-
     for f in (REPO / "attnknn_lib" / "report").glob("*.py"):
         text = f.read_text()
-        for name in REGISTRY:
+        for name in catalog.names():
             assert f'"{name}"' not in text and f"'{name}'" not in text, f"{f.name} names the experiment {name!r}"
 
 

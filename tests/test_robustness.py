@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from experiment_api import api
 
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.knobs import float_csv
 from attnknn_lib.data.spec import DataSpec
 from attnknn_lib.evaluation.methods import MethodProbs
 from attnknn_lib.evaluation.metrics import per_class_accuracy
-from attnknn_lib.experiments import k_sweep, long_tail, noise
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.knn.votes import knn_probs, prior_correction
+
+k_sweep = api("k_sweep")
+long_tail = api("long_tail")
+noise = api("noise")
 
 
 def test_class_balanced_voting_divides_each_vote_by_its_memory_share():

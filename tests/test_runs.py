@@ -67,7 +67,8 @@ def test_every_module_training_imports_is_in_the_training_fingerprint():
     import ast
     from pathlib import Path
 
-    from attnknn_lib.base.provenance import PACKAGE_DIR, TRAINING_EXEMPT, TRAINING_SOURCES
+    from attnknn_lib.base.provenance import PACKAGE_DIR
+    from attnknn_lib.training.runs import TRAINING_EXEMPT, TRAINING_SOURCES
 
     def imports(rel: str) -> set[str]:
         tree = ast.parse((PACKAGE_DIR / rel).read_text())

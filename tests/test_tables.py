@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from experiment_api import api
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = sorted((ROOT / "results" / "tables").glob("*.tex"))
@@ -120,7 +121,7 @@ def _record(name: str) -> dict:
 
 def _frames():
     """(id, callable) for every frame a notebook displays, built from a committed record."""
-    from attnknn_lib.experiments import attention_study, efficiency, k_sweep, long_tail, main, noise, theory
+    main = api("main")
     from attnknn_lib.report.tables import methods_frame, plain_frame
 
     def ablation(rec):
@@ -130,16 +131,16 @@ def _frames():
     out = [(f"main.{f}[{d}]", d, getattr(main, f)) for d in ("fashion_mnist", "iris") for f in
            ("summary_frame", "paired_frame", "tuning_frame", "training_frame") if hasattr(main, f)]
     out.append(("main.ablation", "fashion_mnist", ablation))
-    spec = {k_sweep: ("summary_frame", "advantage_frame", "tuning_frame"),
-            noise: ("summary_frame", "weights_frame"),
-            long_tail: ("summary_frame", "tuning_frame"),
-            efficiency: ("summary_frame", "index_frame", "slopes_frame", "throughput_frame", "cost_frame",
-                         "training_frame"),
-            theory: ("table_frame", "summary_frame", "geometry_frame", "fits_frame"),
-            attention_study: ("headroom_frame", "ceilings_frame", "diagnostics_frame", "variants_frame",
-                              "best_variant_frame", "end_to_end_frame")}
-    for mod, names in spec.items():
-        exp = mod.__name__.rsplit(".", 1)[-1]
+    spec = {"k_sweep": ("summary_frame", "advantage_frame", "tuning_frame"),
+            "noise": ("summary_frame", "weights_frame"),
+            "long_tail": ("summary_frame", "tuning_frame"),
+            "efficiency": ("summary_frame", "index_frame", "slopes_frame", "throughput_frame", "cost_frame",
+                           "training_frame"),
+            "theory": ("table_frame", "summary_frame", "geometry_frame", "fits_frame"),
+            "attention_study": ("headroom_frame", "ceilings_frame", "diagnostics_frame", "variants_frame",
+                                "best_variant_frame", "end_to_end_frame")}
+    for exp, names in spec.items():
+        mod = api(exp)
         out += [(f"{exp}.{f}", None, (lambda fn: lambda rec: plain_frame(fn(rec)))(getattr(mod, f)))
                 for f in names if hasattr(mod, f)]
     return out

@@ -8,7 +8,6 @@ import torch.nn.functional as F
 
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.knn.topk import (
-    TopKAttention,
     prefix_outputs,
     sampled_tail_attention,
     tail_mass,
@@ -77,41 +76,10 @@ def test_sampled_tail_is_exact_without_a_tail_and_closer_than_top_k_on_average()
     assert torch.allclose(sampled.sum(-1), torch.ones(200, dtype=torch.float64))
 
 
-def test_module_equals_dense_multi_head_attention_when_k_covers_every_key():
-    torch.manual_seed(0)
-    x, ctx = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
-    m = TopKAttention(16, 4, k=7)
-    ref = torch.nn.MultiheadAttention(16, 4, batch_first=True, bias=True)
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([m.q_proj.weight, m.k_proj.weight, m.v_proj.weight]))
-        ref.in_proj_bias.copy_(torch.cat([m.q_proj.bias, m.k_proj.bias, m.v_proj.bias]))
-        ref.out_proj.weight.copy_(m.out_proj.weight)
-        ref.out_proj.bias.copy_(m.out_proj.bias)
-    expected = ref(x, ctx, ctx, need_weights=False)[0]
-    assert torch.allclose(m(x, ctx), expected, atol=1e-5)
-    dense = TopKAttention(16, 4, k=None)
-    dense.load_state_dict(m.state_dict())
-    assert torch.allclose(dense(x, ctx), expected, atol=1e-5)
-    m.k = 2  # now each query mixes only two values: a different output
-    assert not torch.allclose(m(x, ctx), expected, atol=1e-3)
-
-
-def test_module_top_1_returns_the_value_of_the_best_key():
-    torch.manual_seed(0)
-    m = TopKAttention(8, 1, k=1)
-    x = torch.randn(1, 3, 8)
-    with torch.no_grad():
-        q, k = m.q_proj(x), m.k_proj(x)
-        best = (q @ k.transpose(1, 2)).argmax(-1)  # (1, 3)
-        expected = m.out_proj(m.v_proj(x)[0, best[0]])
-    assert torch.allclose(m(x)[0], expected, atol=1e-6)
-
-
 @pytest.mark.parametrize("call", [lambda: topk_weights(torch.zeros(2, 5), 0),
                                   lambda: topk_weights(torch.zeros(2, 5), 6),
                                   lambda: sampled_tail_attention(torch.zeros(2, 5), torch.eye(5), 2, 0),
-                                  lambda: TopKAttention(10, 3),
-                                  lambda: TopKAttention(8, 2, k=0)])
+                                  lambda: topk_attention(torch.zeros(2, 3), torch.zeros(4, 3), torch.eye(4), 0)])
 def test_bad_arguments_are_refused_in_one_line(call):
     with pytest.raises(ConfigError):
         call()

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from experiment_api import api
 
-from attnknn_lib.experiments import k_sweep
 from attnknn_lib.workflow.reproducibility import record_view
+
+k_sweep = api("k_sweep")
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = ["--profile", "smoke", "--only", "main", "-p", "datasets=iris", "-p", "primary=iris", "--no-pdf", "--no-paper"]
@@ -121,9 +123,8 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
         assert f"\\newcommand{{\\{name}}}" in macros, name
     assert not (out / ".attnknn" / "staging").exists() or not any((out / ".attnknn" / "staging").iterdir())
 
-    start = time.perf_counter()
-    again = run_all("--profile", "smoke", "--out", str(out))
-    assert again.returncode == 0 and time.perf_counter() - start < 60
+    again = run_all("--profile", "smoke", "--out", str(out))  # its time: ./run_all.sh bench
+    assert again.returncode == 0
     assert jobs_started(again.stdout + again.stderr) == [] and "Nothing to be done" in again.stdout + again.stderr
 
     status = run_all("status", "--profile", "smoke", "--out", str(out))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
 import platform
 import subprocess
 import time
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -33,13 +35,62 @@ def git_commit(repo: Path = PACKAGE_DIR.parent) -> dict:
     return {"commit": "unknown", "dirty": None}
 
 
-def code_fingerprint() -> str:
-    """SHA-256 (16 hex) over the library's source files: changes whenever the code does."""
+def code_fingerprint(files: Iterable[Path] | None = None) -> str:
+    """SHA-256 (16 hex) over source files (their names relative to the library and their bytes;
+    default: every file of the library): changes whenever one of them does."""
     h = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+    for path in sorted(PACKAGE_DIR.rglob("*.py") if files is None else files):
         h.update(str(path.relative_to(PACKAGE_DIR)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
+
+
+def source_fingerprint(files: Iterable[Path]) -> str:
+    """SHA-256 (16 hex) over the bytes of ``files``, in the order given."""
+    h = hashlib.sha256()
+    for path in files:
+        h.update(Path(path).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _module_file(dotted: str) -> Path | None:
+    """The library file of a dotted module name (``attnknn_lib.a.b``), or None if it is not one."""
+    parts = dotted.split(".")
+    if parts[0] != PACKAGE_DIR.name:
+        return None
+    base = PACKAGE_DIR.joinpath(*parts[1:])
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imports(source: str) -> set[str]:
+    """The dotted names a source imports (``from m import n`` gives m and m.n: n may be a module)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+def imported_files(modules: Iterable[str] = (), sources: Iterable[str] = ()) -> list[Path]:
+    """The library files that ``modules`` (dotted names) and the code ``sources`` import, directly
+    or through each other, with the packages' ``__init__`` files they run: a static read of the
+    import statements (what decides the code a notebook runs)."""
+    todo = [name for src in sources for name in _imports(src)] + list(modules)
+    seen: set[Path] = set()
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
+            path = _module_file(".".join(parts[:i]))
+            if path is not None and path not in seen:
+                seen.add(path)
+                todo += list(_imports(path.read_text()))
+    return sorted(seen)
 
 
 def config_fingerprint(config: dict) -> str:
@@ -123,24 +174,3 @@ class Provenance:
             "wall_seconds": round(time.perf_counter() - self._t0, 2),
         }
 
-
-# modules whose source decides a trained model (the data enters through its fingerprint); files,
-# not folders, so that a new module (an attention variant trained elsewhere) does not retrain every
-# model. A test checks that every module the training loops import is here or in TRAINING_EXEMPT.
-TRAINING_SOURCES = ("models/__init__.py", "models/attention.py", "models/backbones.py", "models/classifiers.py",
-                    "models/embedder.py", "models/losses.py", "data/transforms.py", "data/label_noise.py",
-                    "data/imbalance.py", "data/spec.py", "knn/bank.py", "knn/votes.py", "evaluation/inference.py",
-                    "evaluation/metrics.py", "training/loops.py", "training/runs.py", "base/runtime.py")
-# imported by training but cannot change a model: messages, progress bars, files, and the dataset
-# loader (whose output is fingerprinted as data)
-TRAINING_EXEMPT = ("base/errors.py", "base/progress.py", "base/files.py", "base/paths.py", "base/provenance.py",
-                   "base/knobs.py", "data/registry.py", "training/cache.py")
-
-
-def training_code_fingerprint() -> str:
-    h = hashlib.sha256()
-    for name in TRAINING_SOURCES:
-        path = PACKAGE_DIR / name
-        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            h.update(f.read_bytes())
-    return h.hexdigest()[:16]

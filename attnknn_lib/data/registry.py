@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from attnknn_lib.base.errors import ConfigError, DataNotFoundError, check_choice, check_range
+from attnknn_lib.base.files import atomic_write
 from attnknn_lib.base.paths import REPO_ROOT
 
 DEFAULT_FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
@@ -160,11 +161,9 @@ def _ensure_fashion_raw(root: Path) -> str | None:
     if not all((system / f"{f}.gz").exists() for f in MNIST_FILES):
         return None
     raw.mkdir(parents=True, exist_ok=True)
-    for f in MNIST_FILES:
-        tmp = raw / f"{f}.tmp{os.getpid()}"
-        with gzip.open(system / f"{f}.gz", "rb") as src, open(tmp, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        os.replace(tmp, raw / f)  # atomic: a half-written file never has the final name
+    for f in MNIST_FILES:  # atomic: a half-written file never has the final name
+        with gzip.open(system / f"{f}.gz", "rb") as src:
+            atomic_write(raw / f, lambda dst, src=src: shutil.copyfileobj(src, dst))
     return f"{system} (unpacked to {raw})"
 
 

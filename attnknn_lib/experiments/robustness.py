@@ -15,6 +15,7 @@ from attnknn_lib.base.knobs import int_csv, knob
 from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
 from attnknn_lib.data.spec import DataSpec, load_base, prepare
 from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.declaration import Artifacts
 from attnknn_lib.experiments.shared import ExperimentConfig
 from attnknn_lib.report.findings import difference_text, seed_difference
 
@@ -111,11 +112,11 @@ def bank_cells(cfg: RobustnessConfig, paths, device, specs: Callable[[int], dict
     return cells
 
 
-def run_settings(cfg: RobustnessConfig, paths, experiment: str, *, bank_specs: Callable[[int], dict[str, DataSpec]],
+def run_settings(cfg: RobustnessConfig, paths, artifacts: Artifacts, *, bank_specs: Callable[[int], dict[str, DataSpec]],
                  memory: Callable, trained_specs: Callable[[int], dict[str, DataSpec]], evaluate, summarise,
                  about: dict[str, dict], **fields) -> dict:
     """Both settings of a robustness experiment: cells per condition and seed, their summaries
-    (``summarise(per_seed)``), written as ``results/<experiment>_<dataset>.json``. ``about`` gives
+    (``summarise(per_seed)``), written as the experiment's declared record. ``about`` gives
     each setting's description and grid entries; ``fields`` are the results' own grid entries.
     Returns the record."""
     device, prov, clock = core.begin(cfg)
@@ -130,7 +131,7 @@ def run_settings(cfg: RobustnessConfig, paths, experiment: str, *, bank_specs: C
     results = {"dataset": prepared.dataset.summary(), "class_names": list(prepared.dataset.class_names), **fields,
                "k": cfg.k, "settings": settings,
                "timings": {"seconds": clock()}}
-    return core.write_record(paths, experiment, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()},
+    return core.write_record(paths, artifacts, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()},
                              results)[1]
 
 

@@ -1,14 +1,7 @@
 """What every experiment does the same way.
 
-An experiment is a module under :mod:`attnknn_lib.experiments` with
-
-* ``NAME`` and ``NOTEBOOK`` (``notebooks/<NOTEBOOK>``), ``Config`` (a frozen dataclass extending
-  :class:`~attnknn_lib.training.recipe.ExperimentConfig` with only its own knobs);
-* ``runs(cfg) -> list[TrainingRun]``: the models it needs (the workflow trains them as jobs);
-* ``outputs(cfg) -> list[str]``: the files it writes, relative to the output root;
-* the analysis functions its notebook calls.
-
-This module holds the shared steps: the data spec of a dataset under the recipe, loading (or,
+An experiment is a package under :mod:`attnknn_lib.experiments` that declares itself once
+(:mod:`attnknn_lib.experiments.declaration`). This module holds the shared steps: the data spec of a dataset under the recipe, loading (or,
 when a notebook runs alone, training) a run's model, embedding the splits into a memory bank with
 the labels the experiment says, and writing one result record through one atomic helper.
 """
@@ -35,6 +28,7 @@ from attnknn_lib.data.transforms import to_tensor, tta_views
 from attnknn_lib.evaluation.inference import embed as embed_rows
 from attnknn_lib.evaluation.methods import Embedded, MethodProbs, attnknn_method, cnn_methods, embed_all, knn_methods
 from attnknn_lib.evaluation.metrics import METRICS
+from attnknn_lib.experiments.declaration import Artifacts
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
 from attnknn_lib.report.macros import source_note
 from attnknn_lib.training.cache import load_or_train
@@ -82,7 +76,7 @@ def trained_pair(recipe: Recipe, prepared: Prepared, seed: int, paths: Paths, de
     return models["attnknn"][0], models["attnknn"][1], models["cnn"][1]
 
 
-def embed(model, prepared: Prepared, n_views: int, k_max: int, device, bank_labels: np.ndarray | None = None
+def embed_views(model, prepared: Prepared, n_views: int, k_max: int, device, bank_labels: np.ndarray | None = None
           ) -> Embedded:
     """Embed train (the bank, labelled with ``bank_labels``: the prepared training labels by
     default, i.e. noisy where the experiment made them noisy), and val / test under TTA views."""
@@ -185,23 +179,20 @@ def aggregate_seeds(per_seed: dict[str, dict[str, dict]]) -> dict:
     return out
 
 
-def output_context(record: dict, notebook: str, experiment: str) -> tuple[dict, str, str, str]:
+def output_context(record: dict, notebook: str, artifacts: Artifacts) -> tuple[dict, str, str, str]:
     """What every ``write_outputs`` starts from: (results, dataset name, dataset title, the caption's
     source note naming the notebook and the results JSON)."""
     d = record["dataset"]
-    return record["results"], d, REGISTRY[d].title, source_note(notebook, experiment, d)
+    return record["results"], d, REGISTRY[d].title, source_note(notebook, artifacts.record_file(d))
 
 
-def result_path(paths: Paths, experiment: str, dataset: str | None = None) -> Path:
-    return paths.results / (f"{experiment}_{dataset}.json" if dataset else f"{experiment}.json")
-
-
-def write_record(paths: Paths, experiment: str, dataset: str | None, cfg, prov: Provenance,
+def write_record(paths: Paths, artifacts: Artifacts, dataset: str | None, cfg, prov: Provenance,
                  data_fingerprints: dict[str, str], results: dict) -> tuple[Path, dict]:
-    """``results/<experiment>[_<dataset>].json`` = {experiment, dataset, profile, config, provenance, results}."""
-    record = {"experiment": experiment, "dataset": dataset, "profile": cfg.profile, "config": cfg.to_dict(),
+    """The record (the declared ``results/<experiment>_<dataset>.json``) = {experiment, dataset,
+    profile, config, provenance, results}."""
+    record = {"experiment": artifacts.name, "dataset": dataset, "profile": cfg.profile, "config": cfg.to_dict(),
               "provenance": prov.record(data_fingerprints), "results": results}
-    return write_json(result_path(paths, experiment, dataset), record), record
+    return write_json(artifacts.record_path(paths, dataset), record), record
 
 
 def timer() -> Callable[[], float]:

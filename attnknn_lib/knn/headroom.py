@@ -19,10 +19,10 @@ from scipy.stats import rankdata
 
 from attnknn_lib.knn.votes import uniform_weights, vote
 
-MARGINS = (1, 2, 4)  # votes the true class is behind, for the fixable split
+VOTE_GAPS = (1, 2, 4)  # votes the true class is behind, for the fixable split
 
 
-def recall_at_k(labels: np.ndarray, target: np.ndarray, k: int) -> np.ndarray:
+def label_recall(labels: np.ndarray, target: np.ndarray, k: int) -> np.ndarray:
     """(N,) bool: the true label is among the first k neighbour labels (N, K >= k)."""
     return (labels[:, :k] == np.asarray(target)[:, None]).any(axis=1)
 
@@ -42,7 +42,7 @@ def headroom(labels: np.ndarray, target: np.ndarray, num_classes: int, k: int) -
     lab = labels[:, :k]
     y = np.asarray(target)
     correct = vote(uniform_weights(lab.shape), lab, num_classes).argmax(axis=1) == y
-    recall = recall_at_k(labels, y, k)
+    recall = label_recall(labels, y, k)
     agree = (lab == lab[:, :1]).all(axis=1)
     fixable = recall & ~correct
     gap = vote_gap(labels, y, num_classes, k)
@@ -50,7 +50,7 @@ def headroom(labels: np.ndarray, target: np.ndarray, num_classes: int, k: int) -
             "all_agree_right": float((agree & (lab[:, 0] == y)).mean()),
             "all_agree_wrong": float((agree & (lab[:, 0] != y)).mean()),
             "fixable": float(fixable.mean()),
-            "fixable_within": {str(m): float((fixable & (gap <= m)).mean()) for m in MARGINS}}
+            "fixable_within": {str(m): float((fixable & (gap <= m)).mean()) for m in VOTE_GAPS}}
 
 
 def captured(accuracy: float, uniform_accuracy: float, recall: float) -> float | None:

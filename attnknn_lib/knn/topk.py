@@ -26,10 +26,7 @@ exact samples from the softmax, is not implemented here.
 
 from __future__ import annotations
 
-import math
-
 import torch
-from torch import nn
 
 from attnknn_lib.base.errors import ConfigError
 
@@ -55,8 +52,14 @@ def topk_weights(scores: torch.Tensor, k: int | None = None) -> torch.Tensor:
 
 def topk_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, k: int | None = None,
                    scale: float = 1.0) -> torch.Tensor:
-    """a_k(q) for each query: query (B, D), keys (n, D), values (n, C) -> (B, C)."""
-    return topk_weights(scale * query @ keys.T, k) @ values
+    """a_k(q) = sum_{j in top-k(s)} softmax(s_top)_j v_j with scores s = scale q.K^T, for each query:
+    query (B, D), keys (n, D), values (n, C) -> (B, C); k = None (or n) is dense softmax attention.
+    Only the k kept values are gathered, so the cost past the scores is O(B k C), not O(B n C)."""
+    scores = scale * query @ keys.T  # (B, n)
+    if k is None or k == scores.shape[-1]:
+        return scores.softmax(-1) @ values  # (B, C)
+    top = scores.topk(_check_k(k, scores.shape[-1]), dim=-1)  # values, indices: (B, k)
+    return torch.einsum("bk,bkc->bc", top.values.softmax(-1), values[top.indices])  # values[...]: (B, k, C)
 
 
 def tail_mass(scores: torch.Tensor, k: int) -> torch.Tensor:
@@ -121,32 +124,3 @@ def sampled_tail_attention(scores: torch.Tensor, values: torch.Tensor, k: int, n
     rows = torch.cat([order[:, :k], order.gather(-1, pos)], dim=1)
     return _weighted_sum(w, rows, values, num_classes) / w.sum(-1, keepdim=True)
 
-
-class TopKAttention(nn.Module):
-    """Multi-head attention in which each query attends to its k highest-scoring keys only (the
-    hard top-k of KVT; ``k = None``: standard dense attention).
-
-    x (B, Nq, D) attends to ``context`` (B, Nk, D) (default: x itself); per head h,
-    out_h = topk_weights(<W_q x, W_k c>_h / sqrt(D / H), k) @ W_v c, then the output projection.
-    """
-
-    def __init__(self, dim: int, heads: int, k: int | None = None):
-        super().__init__()
-        if heads < 1 or dim % heads:
-            raise ConfigError(f"dim={dim} must be a positive multiple of heads={heads}")
-        if k is not None and k < 1:
-            raise ConfigError(f"k={k!r} is out of range; allowed: >= 1 or None (dense)")
-        self.dim, self.heads, self.k = dim, heads, k
-        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(dim, dim) for _ in range(4))
-
-    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
-        c = x if context is None else context
-        (b, nq, d), nk, h = x.shape, c.shape[1], self.heads
-
-        def split(t: torch.Tensor, n: int) -> torch.Tensor:
-            return t.view(b, n, h, d // h).transpose(1, 2)  # (B, H, n, d/H)
-
-        q, k, v = split(self.q_proj(x), nq), split(self.k_proj(c), nk), split(self.v_proj(c), nk)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(d // h)  # (B, H, Nq, Nk)
-        out = topk_weights(scores, min(self.k, nk) if self.k else None) @ v  # (B, H, Nq, d/H)
-        return self.out_proj(out.transpose(1, 2).reshape(b, nq, d))

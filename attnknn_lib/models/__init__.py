@@ -2,7 +2,7 @@
 
 from attnknn_lib.models.attention import AttentionConfig, MultiHeadNeighborAttention
 from attnknn_lib.models.backbones import BACKBONES, MLP, ResNet18CIFAR, SmallCNN, build_backbone
-from attnknn_lib.models.classifiers import AttnKNN, AttnKNNOutput, CNNClassifier, attend, vote
+from attnknn_lib.models.classifiers import AttnKNN, AttnKNNOutput, CNNClassifier, attend, weighted_vote
 from attnknn_lib.models.embedder import Embedder, ProjectionHead
 
 
@@ -20,5 +20,5 @@ def build_cnn(backbone: str, input_shape: tuple[int, ...], num_classes: int, pre
 
 
 __all__ = ["AttentionConfig", "MultiHeadNeighborAttention", "BACKBONES", "MLP", "ResNet18CIFAR", "SmallCNN",
-           "build_backbone", "AttnKNN", "AttnKNNOutput", "attend", "CNNClassifier", "vote", "Embedder", "ProjectionHead",
+           "build_backbone", "AttnKNN", "AttnKNNOutput", "attend", "CNNClassifier", "weighted_vote", "Embedder", "ProjectionHead",
            "build_attnknn", "build_cnn"]

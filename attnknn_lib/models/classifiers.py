@@ -20,7 +20,7 @@ class AttnKNNOutput(NamedTuple):
     embedding: torch.Tensor  # (B, D) unit-norm query embedding
 
 
-def vote(weights: torch.Tensor, neighbor_labels: torch.Tensor, num_classes: int) -> torch.Tensor:
+def weighted_vote(weights: torch.Tensor, neighbor_labels: torch.Tensor, num_classes: int) -> torch.Tensor:
     """p(c) = sum_j w_j [y_j = c]: weights (B, K), labels (B, K) -> (B, C), differentiable in w."""
     out = weights.new_zeros(weights.shape[0], num_classes)
     return out.scatter_add_(1, neighbor_labels, weights)  # (B, C)
@@ -36,7 +36,7 @@ def attend(attention: MultiHeadNeighborAttention, query_emb: torch.Tensor, neigh
     """
     sq_dist = (2.0 - 2.0 * (neighbor_emb @ query_emb.unsqueeze(-1)).squeeze(-1)).clamp_min(0.0)  # (B, K)
     weights, head_weights = attention(query_emb, neighbor_emb, sq_dist, neighbor_labels)
-    return AttnKNNOutput(vote(weights, neighbor_labels, attention.cfg.num_classes), weights, head_weights, query_emb)
+    return AttnKNNOutput(weighted_vote(weights, neighbor_labels, attention.cfg.num_classes), weights, head_weights, query_emb)
 
 
 class AttnKNN(nn.Module):

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnknn_lib.models.attention import MultiHeadNeighborAttention
-from attnknn_lib.models.classifiers import vote
+from attnknn_lib.models.classifiers import weighted_vote
 
 
 class Neighbourhood(NamedTuple):
@@ -58,11 +58,11 @@ class BlindAttention(nn.Module):
 
     def forward(self, nb: Neighbourhood) -> tuple[torch.Tensor, torch.Tensor]:
         weights, _ = self.attention(nb.query, nb.neighbours, nb.sq_dist, nb.labels)
-        return vote(weights, nb.labels, self.num_classes), weights
+        return weighted_vote(weights, nb.labels, self.num_classes), weights
 
 
 class LabelAwareAttention(nn.Module):
-    """s_j = MLP(d_j, rank_j / K, a_j, loo_j) + <W q, E[y_j]> / sqrt(d); w = softmax(s); p = vote(w).
+    """s_j = MLP(d_j, rank_j / K, a_j, loo_j) + <W q, E[y_j]> / sqrt(d); w = softmax(s); p = weighted_vote(w).
 
     The last layers start at zero, so training starts from the uniform vote and every departure
     from it is learned."""
@@ -84,7 +84,7 @@ class LabelAwareAttention(nn.Module):
         scores = self.features(feats).squeeze(-1)
         scores = scores + (self.label(nb.labels) * self.query(nb.query).unsqueeze(1)).sum(-1) / math.sqrt(self.label_dim)
         weights = scores.softmax(-1)
-        return vote(weights, nb.labels, self.num_classes), weights
+        return weighted_vote(weights, nb.labels, self.num_classes), weights
 
 
 class NeighbourReadout(nn.Module):

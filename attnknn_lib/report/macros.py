@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 
 from attnknn_lib.base.files import write_text
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.report.tables import latex_escape, sd_text
+from attnknn_lib.training.recipe import Recipe
 
 PATH_MARK = "\x00path:"  # values that are file paths: written verbatim (underscores kept)
 DIGITS = {"0": "Zero", "1": "One", "2": "Two", "3": "Three", "4": "Four", "5": "Five", "6": "Six", "7": "Seven",
@@ -86,10 +88,10 @@ def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
     return out
 
 
-def source_note(notebook: str, experiment: str, dataset: str) -> str:
+def source_note(notebook: str, record_file: str) -> str:
     """A caption's pointer to its notebook and result file, e.g. Notebook \\texttt{02\\_k\\_sweep}, ..."""
     return (f"Notebook \\texttt{{{latex_escape(notebook.removesuffix('.ipynb'))}}}, "
-            f"\\texttt{{results/{latex_escape(f'{experiment}_{dataset}')}.json}}")
+            f"\\texttt{{{latex_escape(record_file)}}}")
 
 
 def pct(x: float) -> str:
@@ -97,29 +99,50 @@ def pct(x: float) -> str:
     return f"{100 * x:.2f}"
 
 
-def dataset_free(experiment: str, dataset: str, macros: dict[str, str]) -> dict[str, str]:
+def dataset_free(experiment: str, dataset: str, macros: dict[str, str], file_stem: str) -> dict[str, str]:
     """Dataset-free names (``\\NoiseFashionMnistTrained...`` -> ``\\NoiseTrained...``, plus
     ``\\NoiseName`` and ``\\NoiseFile``), so the paper's text builds under every profile, whatever
     dataset the profile runs the experiment on."""
     prefix, short = macro_name(experiment, dataset), macro_name(experiment)
     out = {short + k[len(prefix):]: v for k, v in macros.items() if k.startswith(prefix)}
     out[macro_name(experiment, "Name")] = REGISTRY[dataset].title
-    out[macro_name(experiment, "File")] = PATH_MARK + f"{experiment}_{dataset}"  # figures/<File>.pdf, tables/<File>.tex
+    out[macro_name(experiment, "File")] = PATH_MARK + file_stem  # figures/<File>.pdf, tables/<File>.tex
     return out
 
 
 def record_macros(records: list[dict], build: Callable[[dict], dict[str, str]], notebook: str,
-                  aliases: bool = True) -> dict[str, str]:
+                  record_file: Callable[[str], str], aliases: bool = True) -> dict[str, str]:
     """An experiment's macros over its records (one per dataset): ``build(record)``, the caption note
     ``\\<Experiment><Dataset>Source`` naming the notebook and results file (every figure caption in
-    the paper points to its code in one hop) and, with ``aliases``, the :func:`dataset_free` names."""
+    the paper points to its code in one hop) and, with ``aliases``, the :func:`dataset_free` names.
+    ``record_file(dataset)`` is the record's path relative to the output root (the experiment's
+    declared name for it)."""
     out: dict[str, str] = {}
     for record in records:
         name, ds = record["experiment"], record["dataset"]
-        made = {**build(record), macro_name(name, ds, "Source"): PATH_MARK + source_note(notebook, name, ds)}
+        file = record_file(ds)
+        made = {**build(record), macro_name(name, ds, "Source"): PATH_MARK + source_note(notebook, file)}
         out.update(made)
         if aliases:
-            out.update(dataset_free(name, ds, made))
+            out.update(dataset_free(name, ds, made, Path(file).stem))
+    return out
+
+
+CONFIG_KNOBS = ("k", "epochs", "tabular_epochs", "n_boot", "embed_dim", "num_heads", "mixup_alpha",
+                "contrastive_weight", "entropy_weight", "tta_views", "hold_frac", "final_lr_frac")
+
+
+def config_macros(config: dict) -> dict[str, str]:
+    """The paper-wide ``\\Config...`` macros from a record's config (the recipe every experiment of a
+    run shares): its knobs, and the attention's and training's fixed settings derived from it."""
+    out = {macro_name("config", key): f"{config[key]:,}" if key == "n_boot" else f"{config[key]:g}"
+           for key in CONFIG_KNOBS if key in config}  # records of older code lack the newer knobs
+    recipe = Recipe(**{f.name: config[f.name] for f in fields(Recipe) if f.name in config})
+    att, train = recipe.attention_config(num_classes=2), recipe.train_config("image", seed=0)
+    out["ConfigTauMin"], out["ConfigTauMax"] = f"{att.tau_min:g}", f"{att.tau_max:g}"
+    out["ConfigContrastiveTemperature"] = f"{train.contrastive_temperature:g}"
+    out["ConfigGradClip"] = f"{train.grad_clip:g}"
+    out["ConfigValPercent"] = f"{100 * recipe.val_fraction:g}"
     return out
 
 

@@ -1,8 +1,9 @@
 """The README's generated results block: the lines each experiment writes, assembled in sections.
 
-Each experiment module gives ``README_SECTION`` (a heading, or None for lines that lead the block)
-and ``readme_lines(records)``; :func:`results_block` groups them under their headings and
-:func:`update_readme` writes the block between the README's markers. No experiment is named here.
+Each experiment's views give a section heading (or None for lines that lead the block) and
+``readme_lines(records)``; :func:`results_block` groups them under their headings and
+:func:`replace_block` writes a block between the README's markers (:mod:`.compose` assembles them).
+No experiment is named here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ README_END = "<!-- results:end -->"
 ANSWER_START = "<!-- answer:start -->"  # the README's first lines: the answer, generated
 ANSWER_END = "<!-- answer:end -->"
 EMPTY = "(no results yet: run ./run_all.sh)"
+EXPERIMENTS_START = "<!-- experiments:start -->"  # the table of experiments, from their declarations
+EXPERIMENTS_END = "<!-- experiments:end -->"
 LAYOUT_START = "<!-- layout:start -->"
 LAYOUT_END = "<!-- layout:end -->"
 PACKAGE = Path(__file__).resolve().parents[1]  # attnknn_lib/
@@ -53,11 +56,6 @@ def replace_block(path: str | Path, start: str, end: str, body: str) -> bool:
     _, tail = rest.split(end, 1)
     write_text(path, f"{head}{start}\n{body}\n{end}{tail}")
     return True
-
-
-def update_readme(readme: str | Path, body: str) -> bool:
-    """Replace the block between the results markers of ``readme``; False if it has no markers."""
-    return replace_block(readme, README_START, README_END, body)
 
 
 def _summary(path: Path) -> str:

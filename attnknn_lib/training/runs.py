@@ -4,7 +4,7 @@ A :class:`TrainingRun` is a
 data spec, a model kind (``attnknn`` or ``cnn``), its model and training configs and the seed;
 its :attr:`~TrainingRun.id` hashes all of that plus the source of the training code, so a run
 trains once and every experiment and notebook that needs it finds it in the model cache
-(:mod:`attnknn_lib.training.cache`). ``python -m attnknn_lib.training.job`` trains one run (a workflow job).
+(:mod:`attnknn_lib.training.cache`). ``python -m attnknn_lib.training.train_one`` trains one run (a workflow job).
 """
 
 from __future__ import annotations
@@ -15,11 +15,28 @@ from pathlib import Path
 
 from attnknn_lib.base.errors import check_choice
 from attnknn_lib.base.files import write_text
-from attnknn_lib.base.provenance import config_fingerprint, training_code_fingerprint
+from attnknn_lib.base.provenance import PACKAGE_DIR, config_fingerprint, source_fingerprint
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import DataSpec
 
 MODEL_KINDS = ("attnknn", "cnn")
+
+# library files whose source decides a trained model (the data enters through its fingerprint);
+# files, not folders, so that a new module (an attention variant trained elsewhere) does not retrain
+# every model. A test checks that every module the training loops import is here or in TRAINING_EXEMPT.
+TRAINING_SOURCES = ("models/__init__.py", "models/attention.py", "models/backbones.py", "models/classifiers.py",
+                    "models/embedder.py", "models/losses.py", "data/transforms.py", "data/label_noise.py",
+                    "data/imbalance.py", "data/spec.py", "knn/bank.py", "knn/votes.py", "evaluation/inference.py",
+                    "evaluation/metrics.py", "training/loops.py", "training/runs.py", "base/runtime.py")
+# imported by training but cannot change a model: messages, progress bars, files, and the dataset
+# loader (whose output is fingerprinted as data)
+TRAINING_EXEMPT = ("base/errors.py", "base/progress.py", "base/files.py", "base/paths.py", "base/provenance.py",
+                   "base/knobs.py", "data/registry.py", "training/cache.py")
+
+
+def training_code_fingerprint() -> str:
+    """The fingerprint of :data:`TRAINING_SOURCES` (part of every run id)."""
+    return source_fingerprint(PACKAGE_DIR / name for name in TRAINING_SOURCES)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,9 @@ from attnknn_lib.base.runtime import channels_last, set_threads, to_device
 from attnknn_lib.base.timing import median_seconds
 from attnknn_lib.data.transforms import BatchAugment
 from attnknn_lib.evaluation.inference import embed
-from attnknn_lib.experiments import REGISTRY, efficiency
+from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.efficiency.config import Config as EfficiencyConfig
+from attnknn_lib.experiments.efficiency.measure import gemm_yardstick
 from attnknn_lib.knn.index_costs import unit_vectors
 from attnknn_lib.knn.votes import distance_weights, vote
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention, attend, build_attnknn, build_cnn
@@ -89,8 +91,8 @@ def search_vs_gemm(cfg: BenchConfig) -> dict:
     """Exact batched search (FAISS Flat L2 and IP) in GFLOP/s against a square fp32 GEMM."""
 
     bank, queries = unit_vectors(cfg.bank, cfg.dim, seed=0), unit_vectors(cfg.queries, cfg.dim, seed=1)
-    eff = efficiency.Config(gemm_size=cfg.gemm_size, repeats=cfg.repeats, recall_k=10)
-    return efficiency.gemm_yardstick(eff, bank, queries)
+    eff = EfficiencyConfig(gemm_size=cfg.gemm_size, repeats=cfg.repeats, recall_k=10)
+    return gemm_yardstick(eff, bank, queries)
 
 
 def votes(cfg: BenchConfig) -> dict:
@@ -254,7 +256,8 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
         return rec["seconds"]
 
     resolved = resolve("cpu", None, [])
-    by_exp = {n: {r.id for r in REGISTRY[n].runs(REGISTRY[n].Config(**p))} for n, p in resolved.items()}
+    declared = catalog.experiments()
+    by_exp = {n: {r.id for r in declared[n].runs(declared[n].Config(**p))} for n, p in resolved.items()}
     run_ids = set().union(*by_exp.values())
 
     def train_seconds(rid: str) -> float | None:
@@ -272,7 +275,8 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
     for name in resolved:
         s, source = timed("notebook", name), "job"
         if s is None:  # the notebook's compute: its results' provenance (the last record written is the longest)
-            records = [read_json(f) for f in sorted((root / "results").glob(f"{name}_*.json"))]
+            declared_records = declared[name].artifacts.files(declared[name].Config(**resolved[name]), "record")
+            records = [read_json(root / f) for f in declared_records if (root / f).exists()]
             walls = [r["provenance"]["wall_seconds"] for r in records
                      if r.get("profile") == "cpu" and r.get("experiment") == name]
             s, source = (max(walls), "provenance") if walls else (None, "none")
@@ -282,7 +286,7 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
         stages[f"notebook {name}"] = {"seconds": s, "source": source, "own_training_jobs": len(own),
                                       "own_training_seconds": sum(x for x in own_s if x is not None)
                                       if all(x is not None for x in own_s) else None}
-    pdfs = [timed("pdf", Path(REGISTRY[n].NOTEBOOK).stem) for n in resolved]
+    pdfs = [timed("pdf", Path(declared[n].notebook).stem) for n in resolved]
     stages["pdf"] = {"seconds": sum(p for p in pdfs if p is not None) if any(p is not None for p in pdfs) else None,
                      "jobs": len(pdfs),
                      "missing": sum(p is None for p in pdfs)}

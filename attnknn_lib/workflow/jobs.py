@@ -35,10 +35,8 @@ from attnknn_lib.base.files import read_json, write_text
 from attnknn_lib.base.knobs import parameters_cell
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.timing import record_time
-from attnknn_lib.experiments import REGISTRY as EXPERIMENTS
-from attnknn_lib.experiments import answer_block, readme_block, report_macros
-from attnknn_lib.report.macros import write_macros
-from attnknn_lib.report.readme import ANSWER_END, ANSWER_START, replace_block, update_readme
+from attnknn_lib.experiments import catalog
+from attnknn_lib.report.compose import compose, write_report
 from attnknn_lib.report.records import read_records
 from attnknn_lib.workflow.plan import NOTEBOOK_DIR, STATE, TIMES, result_files
 
@@ -47,8 +45,8 @@ from attnknn_lib.workflow.plan import NOTEBOOK_DIR, STATE, TIMES, result_files
 def write_parameter_cells(repo: Path = REPO_ROOT) -> list[Path]:
     """Regenerate the ``parameters`` cell of every experiment notebook under ``repo/notebooks``."""
     changed = []
-    for exp in EXPERIMENTS.values():
-        path = repo / "notebooks" / exp.NOTEBOOK
+    for exp in catalog.experiments().values():
+        path = repo / "notebooks" / exp.notebook
         nb = json.loads(path.read_text())
         cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
         source = parameters_cell(exp.Config).splitlines(keepends=True)
@@ -82,14 +80,24 @@ def run_notebook(plan: dict, name: str) -> None:
     nb["metadata"].get("papermill", {}).update({"input_path": f"notebooks/{exp['notebook']}",
                                                 "output_path": exp["executed"]})
     executed.write_text(json.dumps(nb, indent=1) + "\n")
-    missing = [o for o in exp["outputs"] if not (staging / o).exists()]
-    if missing:
-        raise AttnKNNError(f"notebook {exp['notebook']} did not write {', '.join(missing)} (declared by "
-                           f"attnknn_lib.experiments.{name}.outputs)")
+    check_outputs(staging, exp["outputs"] + [exp["executed"]], f"notebook {exp['notebook']}", name)
     for rel in exp["outputs"] + [exp["executed"]]:  # all present: now move them in, each rename atomic
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / rel, root / rel)
     shutil.rmtree(staging, ignore_errors=True)
+
+
+def check_outputs(folder: Path, declared: list[str], job: str, experiment: str) -> None:
+    """A job's outputs are what its experiment declares: one line naming a declared file it did not
+    write, or a file it wrote that is not declared (the job's outputs then stay in staging)."""
+    written = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")}
+    missing = sorted(set(declared) - written)
+    extra = sorted(written - set(declared))
+    where = f"(declared in attnknn_lib/experiments/{experiment}/config.py, ARTIFACTS)"
+    if missing:
+        raise AttnKNNError(f"{job} did not write {', '.join(missing)} {where}")
+    if extra:
+        raise AttnKNNError(f"{job} wrote {', '.join(extra)}, which it does not declare {where}")
 
 
 def export_pdf(notebook: Path) -> Path:
@@ -114,12 +122,9 @@ def report(plan: dict) -> Path:
     """Macros and the README block from the plan's result files (and the same profile's other
     experiments' results already on disk: see :func:`result_files`)."""
 
-    records = read_records(result_files(plan))
-    path = write_macros(report_macros(records), Path(plan["root"]) / "results" / "macros.tex")
-    if plan["readme"]:
-        replace_block(Path(plan["repo"]) / "README.md", ANSWER_START, ANSWER_END, answer_block(records))
-        update_readme(Path(plan["repo"]) / "README.md", readme_block(records))
-    return path
+    report_ = compose(read_records(result_files(plan)), catalog.experiments().values())
+    return write_report(report_, Path(plan["root"]) / "results" / "macros.tex",
+                        Path(plan["repo"]) / "README.md" if plan["readme"] else None)
 
 
 def build_paper(plan: dict) -> Path:

@@ -4,14 +4,16 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from attnknn_lib.base.errors import CorruptFileError
 from attnknn_lib.base.files import read_json, write_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
-from attnknn_lib.base.provenance import code_fingerprint
-from attnknn_lib.experiments import REGISTRY
+from attnknn_lib.base.provenance import PACKAGE_DIR, code_fingerprint, imported_files
+from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.declaration import Experiment
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 
@@ -22,24 +24,36 @@ STATE = ".attnknn"  # bookkeeping under the output root: plan, staging folders, 
 TIMES = f"{STATE}/times"
 
 
+def notebook_code(exp: Experiment) -> str:
+    """The fingerprint of the code a notebook job runs: the library files its experiment package and
+    its notebook import, directly or not (editing another experiment, or a docstring of a module it
+    does not import, reruns nothing)."""
+    nb = json.loads((NOTEBOOK_DIR / exp.notebook).read_text())
+    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    return code_fingerprint(imported_files([f"{PACKAGE_DIR.name}.experiments.{exp.name}"], cells))
+
+
 def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -> dict:
     """The plan of ``resolved`` ({experiment: params}); writes the run specs under the artifacts folder."""
 
     plan = {"repo": str(REPO_ROOT), "root": str(paths.root), "artifacts": str(paths.artifacts.resolve()),
-            "python": sys.executable, "code": code_fingerprint(), "pdf": pdf, "paper": paper,
+            "python": sys.executable, "pdf": pdf, "paper": paper,
             "readme": paths.root == REPO_ROOT, "experiments": {}, "runs": {}}
     for name, params in resolved.items():
-        mod = REGISTRY[name]
-        cfg = mod.Config(**params)
-        runs = mod.runs(cfg)
+        exp = catalog.get(name)
+        cfg = exp.Config(**params)
+        runs = exp.runs(cfg)
         for run in runs:
             run.write_spec(paths.artifacts / "runs")
             plan["runs"][run.id] = run.label
-        executed = f"results/notebooks/{Path(mod.NOTEBOOK).stem}.ipynb"
-        plan["experiments"][name] = {"notebook": mod.NOTEBOOK, "params": params, "outputs": mod.outputs(cfg),
-                                     "executed": executed, "runs": [r.id for r in runs],
+        executed = f"results/notebooks/{Path(exp.notebook).stem}.ipynb"
+        plan["experiments"][name] = {"notebook": exp.notebook, "params": params, "outputs": exp.outputs(cfg),
+                                     "executed": executed, "runs": [r.id for r in runs], "code": notebook_code(exp),
                                      # timings in the results: the job runs alone, on every core
-                                     "timed": bool(getattr(mod, "TIMED", False))}
+                                     "timed": bool(exp.timed)}
+    # the report reads every experiment's views: it reruns when any experiment's code changes
+    plan["report_code"] = code_fingerprint(imported_files(
+        [f"{PACKAGE_DIR.name}.experiments.{n}" for n in catalog.names()] + [f"{PACKAGE_DIR.name}.report.compose"]))
     return plan
 
 
@@ -74,7 +88,7 @@ def result_files(plan: dict) -> list[Path]:
             continue
         except OSError:
             continue
-        if isinstance(record, dict) and record.get("experiment") in REGISTRY and \
+        if isinstance(record, dict) and record.get("experiment") in catalog.names() and \
                 record.get("experiment") not in plan["experiments"] and record.get("profile") in profiles:
             files.append(f)
     return files

@@ -1,4 +1,7 @@
-"""Profiles and parameters: ``configs/<profile>.yaml`` over the config defaults, then ``-p key=value``.
+"""Profiles and parameters: the config defaults, then the profile's values, then ``-p key=value``.
+
+A profile's values are the shared recipe in ``configs/<profile>.yaml`` and each experiment's own
+knobs declared with it (``profiles=`` of its declaration), which a section of the YAML file overrides.
 
 Everything the user typed is checked here before any work: an unknown profile, experiment or
 parameter, a value of the wrong type or out of range, missing data or weights stop the run with
@@ -16,7 +19,7 @@ from attnknn_lib.base.knobs import coerce
 from attnknn_lib.base.paths import REPO_ROOT
 from attnknn_lib.data.registry import REGISTRY as DATASETS
 from attnknn_lib.data.registry import local_sources, training_rows
-from attnknn_lib.experiments import REGISTRY as EXPERIMENTS
+from attnknn_lib.experiments import catalog
 from attnknn_lib.models.backbones import imagenet_weights_path
 
 CONFIG_DIR = REPO_ROOT / "configs"
@@ -51,7 +54,6 @@ def load_profile(name: str) -> dict:
 def parse_overrides(items: list[str], selected: list[str]) -> dict[str, dict]:
     """``key=value`` (every selected experiment that has ``key``) or ``experiment.key=value``.
     Values stay strings here; :func:`attnknn_lib.training.recipe.coerce` reads them as the field's type."""
-    registry = EXPERIMENTS
     out: dict[str, dict] = {name: {} for name in selected}
     for item in items:
         if "=" not in item:
@@ -63,11 +65,11 @@ def parse_overrides(items: list[str], selected: list[str]) -> dict[str, dict]:
         targets = [target] if target else selected
         hit = False
         for name in targets:
-            if param in {f.name for f in fields(registry[name].Config)} and param != "profile":
+            if param in {f.name for f in fields(catalog.get(name).Config)} and param != "profile":
                 out[name][param] = raw
                 hit = True
         if not hit:
-            allowed = sorted({f.name for n in targets for f in fields(registry[n].Config)} - {"profile"})
+            allowed = sorted({f.name for n in targets for f in fields(catalog.get(n).Config)} - {"profile"})
             raise ConfigError(f"-p {item!r}: unknown parameter {param!r}; allowed: {', '.join(allowed)}")
     return out
 
@@ -75,25 +77,26 @@ def parse_overrides(items: list[str], selected: list[str]) -> dict[str, dict]:
 def resolve(profile: str, only: list[str] | None, overrides: list[str]) -> dict[str, dict]:
     """The validated notebook parameters of every selected experiment: {experiment: params}
     (defaults, then the profile's recipe and experiment blocks, then ``-p``)."""
-    registry = EXPERIMENTS
     prof = load_profile(profile)
-    runnable = [n for n, m in registry.items() if (REPO_ROOT / "notebooks" / m.NOTEBOOK).exists()]
+    declared = catalog.experiments()
+    runnable = [n for n, e in declared.items() if (REPO_ROOT / "notebooks" / e.notebook).exists()]
     selected = runnable if not only else only
     for name in selected:
         if name not in runnable:
             raise ConfigError(f"experiment {name!r} is not allowed; choose one of: {', '.join(runnable)}")
-    unknown = set(prof["experiments"]) - set(registry)
+    unknown = set(prof["experiments"]) - set(declared)
     if unknown:
         raise ConfigError(f"configs/{profile}.yaml: unknown experiment(s) {sorted(unknown)}")
     extra = parse_overrides(overrides, selected)
     out = {}
     for name in selected:
-        cls = registry[name].Config
+        cls = declared[name].Config
         names = {f.name for f in fields(cls)}
         params = {k: v for k, v in prof["recipe"].items() if k in names}
         bad = set(prof["recipe"]) - names
         if bad:
             raise ConfigError(f"configs/{profile}.yaml: unknown recipe parameter(s) {sorted(bad)}")
+        params.update(declared[name].profiles.get(profile) or {})
         params.update(prof["experiments"].get(name) or {})
         try:
             params = coerce(cls, params)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from attnknn_lib.experiments import REGISTRY
+from attnknn_lib.experiments import catalog
 
 # fields that hold clock readings (or whether a model came from the cache) in every experiment
 TIMING_KEYS = frozenset({"started", "wall_seconds", "seconds", "train_seconds", "timings", "loaded_from_cache"})
@@ -25,7 +25,7 @@ def is_timing_key(key: str) -> bool:
 
 def comparable(obj: Any, timed: tuple[str, ...] = (), _path: str = "") -> Any:
     """``obj`` without timing fields: the keys of :data:`TIMING_KEYS`, keys ending in a time unit,
-    and the dotted paths of ``timed`` (``*`` matches one key; an experiment's ``TIMED`` lists the
+    and the dotted paths of ``timed`` (``*`` matches one key; an experiment's declared ``timed`` lists the
     sections that are measurements of time, e.g. ``"results.gemm"``)."""
     if isinstance(obj, dict):
         out = {}
@@ -41,7 +41,7 @@ def comparable(obj: Any, timed: tuple[str, ...] = (), _path: str = "") -> Any:
 
 
 def record_view(record: dict) -> dict:
-    """:func:`comparable` of a results record, with its experiment's ``TIMED`` paths."""
+    """:func:`comparable` of a results record, with its experiment's declared ``timed`` paths."""
 
-    mod = REGISTRY.get(record.get("experiment"))
-    return comparable(record, tuple(getattr(mod, "TIMED", ())))
+    name = record.get("experiment")
+    return comparable(record, catalog.get(name).timed if name in catalog.names() else ())

@@ -1,41 +1,44 @@
-"""Attention study: the headroom of any reweighting of the k neighbours, diagnostics of the prototype
-attention, and attention variants trained on the frozen embedding.
+"""Attention study (notebook ``07_attention_study``): can an attention over the k neighbours learn, and how much is there to win?
 
-``measure`` runs the analyses into a record; ``views`` turns a record into tables, figures,
-macros, README lines and the notebook's findings. The notebook (07) and the workflow use the names
-re-exported here.
+On main's trained Attn-KNN embedding (every seed, frozen), in four memory settings (clean labels;
+symmetric 30 %; asymmetric c -> c + 1 30 % and 40 %, noise in the memory's labels only, validation
+and test labels clean), and on the memory of Attn-KNN retrained on a long-tailed subset (its own
+embedding; the long-tail experiment's models, :func:`long_tail_runs`):
+
+1. **Headroom** per k: recall@k (the ceiling of any convex reweighting), the uniform vote, the
+   shares whose k neighbours all agree, the fixable share split by the vote gap
+   (:mod:`attnknn_lib.knn.headroom`); two ceilings tuned on validation and scored on test: the best
+   geometry-only rule (uniform / distance / cosine / rank decay, and k) and the best label-aware
+   rule (keep the neighbours whose own neighbours back their label).
+2. **Diagnostics** of the prototype attention as main trained it (its per-epoch history): the share
+   of training queries whose vote carries a gradient against the same share on validation and
+   test, the entropy term's gradient over the NLL's, the spread of scores within a neighbourhood,
+   per-head entropy against the entropy of the averaged weights, temperatures.
+3. **Variants** trained on the frozen neighbourhoods (:mod:`attnknn_lib.models.neighbour_heads`,
+   :mod:`attnknn_lib.training.head_fitting`; training queries never retrieve themselves), each against the
+   tuned kNN rule at the same k with seed-level verdicts (:mod:`attnknn_lib.evaluation.verdicts`),
+   its effective k, the share of the fixable headroom it captured, and under noise its
+   flipped/clean weight ratio and the AUROC of its weight for "this neighbour is flipped". The
+   variant with the best validation accuracy is the setting's "best variant".
 """
 
-from attnknn_lib.experiments.attention_study.measure import (  # noqa: F401 - the experiment's interface
-    NAME,
-    NOTEBOOK,
-    VARIANTS,
-    Config,
-    ceilings,
-    diagnostics,
-    end_to_end_runs,
-    headroom_table,
-    long_tail_runs,
-    long_tail_setting,
-    outputs,
-    parse_setting,
-    run,
-    runs,
-)
-from attnknn_lib.experiments.attention_study.views import (  # noqa: F401 - the experiment's interface
-    README_SECTION,
-    answer_lines,
-    best_variant_frame,
-    ceilings_frame,
-    diagnostics_frame,
-    end_to_end_frame,
-    end_to_end_reading,
-    findings,
-    gallery_figure,
-    gradient_shares,
-    headroom_frame,
-    macros,
-    readme_lines,
-    variants_frame,
-    write_outputs,
+from attnknn_lib.experiments.attention_study import measure, views
+from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, NOTEBOOK, Config
+from attnknn_lib.experiments.declaration import Experiment, Views
+
+EXPERIMENT = Experiment(
+    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
+    views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Can the attention learn? (attention study)",
+                answer_lines=views.answer_lines),
+    question=("can an attention over the k neighbours learn, and how much is there to win: headroom of any "
+              "reweighting per k on a clean memory, noisy ones and a long-tailed one; diagnostics of the prototype "
+              "attention during training; eight attention variants trained on the frozen embedding, each against the "
+              "tuned kNN rule with seed-level verdicts; Attn-KNN retrained end to end without the entropy bonus; a "
+              "neighbour gallery"),
+    models="main's + 3 retrained without the entropy bonus",
+    profiles={"smoke": {"seeds": "0,1", "settings": "clean,symmetric/0.3,asymmetric/0.3,asymmetric/0.4",
+                        "variant_settings": "clean,symmetric/0.3,asymmetric/0.3,asymmetric/0.4",
+                        "long_tail_seeds": 0, "long_tail_max_train": 0, "long_tail_epochs": 1,
+                        "headroom_ks": "1,5,16", "variant_ks": "5,16", "train_queries": 1000, "head_epochs": 1,
+                        "n_boot": 100}},
 )

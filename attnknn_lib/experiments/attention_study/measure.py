@@ -1,26 +1,4 @@
-"""Attention study (notebook ``07_attention_study``): can an attention over the k neighbours learn, and how much is there to win?
-
-On main's trained Attn-KNN embedding (every seed, frozen), in four memory settings (clean labels;
-symmetric 30 %; asymmetric c -> c + 1 30 % and 40 %, noise in the memory's labels only, validation
-and test labels clean), and on the memory of Attn-KNN retrained on a long-tailed subset (its own
-embedding; the long-tail experiment's models, :func:`long_tail_runs`):
-
-1. **Headroom** per k: recall@k (the ceiling of any convex reweighting), the uniform vote, the
-   shares whose k neighbours all agree, the fixable share split by the vote gap
-   (:mod:`attnknn_lib.knn.headroom`); two ceilings tuned on validation and scored on test: the best
-   geometry-only rule (uniform / distance / cosine / rank decay, and k) and the best label-aware
-   rule (keep the neighbours whose own neighbours back their label).
-2. **Diagnostics** of the prototype attention as main trained it (its per-epoch history): the share
-   of training queries whose vote carries a gradient against the same share on validation and
-   test, the entropy term's gradient over the NLL's, the spread of scores within a neighbourhood,
-   per-head entropy against the entropy of the averaged weights, temperatures.
-3. **Variants** trained on the frozen neighbourhoods (:mod:`attnknn_lib.models.neighbour_heads`,
-   :mod:`attnknn_lib.training.heads`; training queries never retrieve themselves), each against the
-   tuned kNN rule at the same k with seed-level verdicts (:mod:`attnknn_lib.evaluation.verdicts`),
-   its effective k, the share of the fixable headroom it captured, and under noise its
-   flipped/clean weight ratio and the AUROC of its weight for "this neighbour is flipped". The
-   variant with the best validation accuracy is the setting's "best variant".
-"""
+"""attention_study: the training runs it needs and the analysis that writes its record."""
 
 from __future__ import annotations
 
@@ -29,22 +7,21 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from attnknn_lib.base.errors import ConfigError, check_choice, check_range
+from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.files import write_npz
-from attnknn_lib.base.knobs import csv, int_csv, knob
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.progress import bar
 from attnknn_lib.base.runtime import seed_everything
-from attnknn_lib.data.label_noise import NOISE_KINDS, inject_label_noise
-from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
+from attnknn_lib.data.label_noise import inject_label_noise
+from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import prepare
 from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID, Embedded, MethodProbs, best_baseline, knn_methods, score
 from attnknn_lib.evaluation.metrics import accuracy, nll, paired_bootstrap_diff
-from attnknn_lib.evaluation.verdicts import MARGINS, seed_level
+from attnknn_lib.evaluation.verdicts import seed_level
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, VARIANTS, Config, parse_setting
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
 from attnknn_lib.knn.headroom import (
     captured,
@@ -64,109 +41,12 @@ from attnknn_lib.models.neighbour_heads import (
     QueryOnly,
     k_ladder,
 )
-from attnknn_lib.training.heads import Neighbourhoods, predict, train_head
+from attnknn_lib.training.head_fitting import Neighbourhoods, predict, train_head
 
-NAME = "attention_study"
-NOTEBOOK = "07_attention_study.ipynb"
-VARIANTS = {  # name -> (label, what it tests)
-    "blind_bonus": ("label-blind, entropy bonus +0.01", "the prototype's attention and loss"),
-    "blind_none": ("label-blind, no entropy term", "the bonus pulls the weights to uniform"),
-    "blind_penalty": ("label-blind, entropy penalty", "weights pushed away from uniform"),
-    "blind_heldout": ("label-blind, held-out queries", "training neighbourhoods purer than test ones"),
-    "label_aware": ("label-aware scores", "scores that can see labels and their consistency"),
-    "readout": ("TabR-style readout", "values and an MLP readout, not a vote"),
-    "query_only": ("query alone (readout's control)", "what the readout gets without neighbours"),
-    "adaptive_k": ("adaptive k (mixture over k)", "a per-query k against the best fixed k"),
-}
 ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blind_heldout": 0.01}
 DECAYS = (1.0, 2.0, 4.0, 8.0, 16.0)  # rank-decay lengths of the geometry-only ceiling
 THRESHOLDS = (0.25, 0.5, 0.75)  # leave-one-out agreement thresholds of the label-aware ceiling
 COMPARED = (("accuracy", "raw"), ("ece", "calibrated"), ("nll", "calibrated"))
-
-
-@dataclass(frozen=True)
-class Config(ExperimentConfig):
-    """The attention study's knobs on top of the shared recipe (which names main's models)."""
-
-    dataset: str = knob("fashion_mnist", "dataset whose trained main models are studied")
-    seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "seeds of main's models (comma-separated)")
-    settings: tuple[str, ...] = knob(("clean", "symmetric/0.3", "asymmetric/0.3", "asymmetric/0.4"),
-                                     "memory settings: clean or kind/rate (noise in the memory's labels)")
-    headroom_ks: tuple[int, ...] = knob((1, 3, 5, 10, 16, 32, 64), "k of the headroom table")
-    variant_ks: tuple[int, ...] = knob((5, 16), "k at which the variants are trained")
-    variant_settings: tuple[str, ...] = knob(("clean", "symmetric/0.3", "asymmetric/0.3", "asymmetric/0.4"),
-                                             "settings in which the variants are trained (a subset of settings)")
-    variants: tuple[str, ...] = knob(tuple(VARIANTS), "variants to train")
-    train_queries: int = knob(8000, "training queries per variant (a seeded subset of the memory)")
-    head_epochs: int = knob(4, "epochs per variant")
-    head_batch_size: int = knob(128, "training queries per step of a variant")
-    head_lr: float = knob(0.01, "AdamW learning rate of the variants (high: the weights must be able to leave uniform)")
-    loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
-    noise_seed: int = knob(0, "seed of the memory's noise draw")
-    long_tail_ratio: float = knob(0.01, "a memory of Attn-KNN retrained on a long-tailed subset with this imbalance "
-                                        "ratio, as in the long-tail experiment (0: none)")
-    long_tail_seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of the long-tailed models (among seeds)")
-    long_tail_max_train: int = knob(10000, "training rows before the imbalance (0 keeps the recipe's); the "
-                                           "long-tail experiment's default, so its models are shared")
-    long_tail_epochs: int = knob(2, "epochs of the long-tailed models (0 keeps the recipe's); the long-tail "
-                                    "experiment's default")
-    end_to_end_seeds: int = knob(3, "Attn-KNN retrained end to end without the entropy bonus for the first n "
-                                    "seeds, all if fewer (training jobs of the workflow; 0: none)")
-    n_boot: int = knob(200, "bootstrap resamples for the intervals")
-    margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
-    margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
-    margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("seeds", "headroom_ks", "variant_ks", "long_tail_seeds"):
-            object.__setattr__(self, name, int_csv(name, getattr(self, name)))
-        for name in ("settings", "variant_settings", "variants"):
-            object.__setattr__(self, name, csv(getattr(self, name)))
-        check_choice("dataset", self.dataset, DATASET_NAMES)
-        for s in self.settings:
-            parse_setting(s)
-        for s in self.variant_settings:
-            check_choice("variant_settings", s, self.settings)
-        for v in self.variants:
-            check_choice("variants", v, tuple(VARIANTS))
-        for name in ("headroom_ks", "variant_ks"):
-            if not getattr(self, name) or min(getattr(self, name)) < 1:
-                raise ConfigError(f"{name}={getattr(self, name)!r} is not allowed; give positive integers")
-        for name in ("train_queries", "head_epochs", "head_batch_size", "loo_k", "n_boot"):
-            check_range(name, getattr(self, name), 1, None)
-        check_range("end_to_end_seeds", self.end_to_end_seeds, 0, None)
-        check_range("long_tail_ratio", self.long_tail_ratio, 0.0, 1.0, high_inclusive=False)
-        for name in ("long_tail_max_train", "long_tail_epochs"):
-            check_range(name, getattr(self, name), 0, None)
-        if self.long_tail_ratio and not set(self.long_tail_seeds) <= set(self.seeds):
-            raise ConfigError(f"long_tail_seeds={','.join(map(str, self.long_tail_seeds))} is not allowed; give "
-                              f"seeds among seeds={','.join(map(str, self.seeds))}")
-        for name in ("head_lr", "margin_accuracy", "margin_ece", "margin_nll"):
-            check_range(name, getattr(self, name), 0.0, None)
-
-    def margin(self, metric: str) -> float:
-        return getattr(self, f"margin_{metric}")
-
-    @property
-    def k_max(self) -> int:
-        """The most neighbours any part reads (adaptive k mixes up to the largest headroom k)."""
-        return max(*self.headroom_ks, *self.variant_ks)
-
-
-def parse_setting(setting: str) -> tuple[str, float]:
-    """'clean' -> ('none', 0); 'asymmetric/0.4' -> ('asymmetric', 0.4); else one clear error."""
-    if setting == "clean":
-        return "none", 0.0
-    kind, _, rate = setting.partition("/")
-    try:
-        r = float(rate)
-    except ValueError:
-        r = -1.0
-    if kind not in NOISE_KINDS or not 0 < r < 1:
-        raise ConfigError(f"setting={setting!r} is not allowed; give clean or kind/rate with kind in "
-                          f"{', '.join(NOISE_KINDS)} and 0 < rate < 1, e.g. asymmetric/0.4")
-    return kind, r
 
 
 def runs(cfg: Config):
@@ -213,17 +93,6 @@ def end_to_end_runs(cfg: Config):
                            kinds=("attnknn",))
 
 
-def outputs(cfg: Config) -> list[str]:
-    d = cfg.dataset
-    out = [f"results/{NAME}_{d}.json"]
-    out += [f"results/tables/{NAME}_{d}_{t}.tex" for t in ("headroom", "variants", "best", "diagnostics")]
-    drawn = ("headroom", "diagnostics", "variants") + (("gallery",) if cfg.variant_settings else ())
-    out += [f"figures/{NAME}_{d}_{f}.{ext}" for f in drawn for ext in ("pdf", "png")]
-    return out
-
-
-# ----------------------------------------------------------------------------- one memory setting
-
 @dataclass
 class Memory:
     """The frozen memory of one seed under one setting: its labels, which were flipped, and the
@@ -257,8 +126,6 @@ def memory_setting(frozen, clean_labels: np.ndarray, self_nb: Neighbors, val_nb:
     return Memory(torch.from_numpy(frozen.train), labels, np.asarray(flipped, bool), train,
                   hoods(frozen.val, val_nb, val_y), hoods(frozen.test, test_nb, test_y))
 
-
-# ----------------------------------------------------------------------------- headroom and ceilings
 
 def _rule_probs(rule: str, param: float | None, hoods: Neighbourhoods, k: int, num_classes: int) -> np.ndarray:
     lab, d = hoods.labels[:, :k], hoods.sq_dist[:, :k]
@@ -294,8 +161,6 @@ def headroom_table(mem: Memory, ks: tuple[int, ...], num_classes: int) -> dict:
     """Per k: :func:`~attnknn_lib.knn.headroom.headroom` on the test queries."""
     return {str(k): headroom(mem.test.labels, mem.test.target, num_classes, k) for k in ks}
 
-
-# ----------------------------------------------------------------------------- variants
 
 def build_variant(name: str, cfg: Config, num_classes: int, k: int) -> torch.nn.Module:
     if name.startswith("blind"):
@@ -423,8 +288,6 @@ def best_fixed_k(cfg: Config, mem: Memory, adaptive_test: tuple[np.ndarray, np.n
                                          ("calibrated", adaptive_test[1], fixed_cal))}}
 
 
-# ----------------------------------------------------------------------------- long-tailed memory
-
 def long_tail_entry(cfg: Config, paths: Paths, run_, seed: int) -> dict:
     """Headroom, ceilings and variants on the memory of a model retrained on the long-tailed subset
     (its own frozen embedding; clean labels; validation and test as in every setting)."""
@@ -445,8 +308,6 @@ def long_tail_entry(cfg: Config, paths: Paths, run_, seed: int) -> dict:
             "variants": {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks))
                          for k in cfg.variant_ks if k <= k_max}}
 
-
-# ----------------------------------------------------------------------------- end to end, without the bonus
 
 END_TO_END = {"prototype": "prototype recipe (entropy bonus +0.01)", "no_bonus": "same, no entropy bonus"}
 
@@ -487,8 +348,6 @@ def end_to_end(cfg: Config, paths: Paths, prepared, models: dict, seed: int) -> 
                                          seed=seed) for i, split in enumerate(("raw", "calibrated"))}
     return out
 
-
-# ----------------------------------------------------------------------------- neighbour gallery
 
 # variants whose weights are over the same k neighbours as the uniform vote (the gallery's best variant)
 GALLERY_VARIANTS = ("blind_bonus", "blind_none", "blind_penalty", "blind_heldout", "label_aware", "readout")
@@ -552,8 +411,6 @@ def gallery_key(setting: str, rule: str) -> str:
     return f"{setting.replace('/', '_')}_{rule.replace(' ', '_')}"
 
 
-# ----------------------------------------------------------------------------- diagnostics
-
 DIAG_KEYS = ("diag_gradient_share", "train_entropy", "diag_head_entropy", "diag_score_spread",
              "diag_entropy_grad_ratio", "val_accuracy")
 
@@ -566,8 +423,6 @@ def diagnostics(history: list[dict], hoods: dict[str, Neighbourhoods], k: int) -
     shares = {s: float(vote_has_gradient(h.labels[:, :k], h.target).mean()) for s, h in hoods.items()}
     return {"per_epoch": per_epoch, "gradient_share": shares}
 
-
-# ----------------------------------------------------------------------------- the run
 
 def _train_rows(n: int, size: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).permutation(n)[:min(size, n)])
@@ -636,10 +491,8 @@ def run(cfg: Config, paths: Paths) -> dict:
                                                                "class_names": list(ds.class_names),
                                                                "cases": gallery_cases},
                "timings": {"seconds": clock()}}
-    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+    return core.write_record(paths, ARTIFACTS, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
 
-
-# ----------------------------------------------------------------------------- over seeds
 
 def _mean_sd(values: list[float | None]) -> dict:
     v = np.array([x for x in values if x is not None], dtype=np.float64)
@@ -744,4 +597,3 @@ def summarise_end_to_end(cfg: Config, per_seed: dict) -> dict:
         "accuracy": _mean_sd([e["no_bonus_minus_prototype"]["raw"]["accuracy"]["value"] for e in per_seed.values()]),
         "verdicts": seed_verdicts(cfg, [e["no_bonus_minus_prototype"] for e in per_seed.values()])}
     return out
-

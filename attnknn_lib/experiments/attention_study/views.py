@@ -5,15 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnknn_lib.base.files import write_text
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.verdicts import VERDICTS
+from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, NOTEBOOK, VARIANTS
 from attnknn_lib.experiments.attention_study.measure import (
     END_TO_END,
-    NAME,
-    NOTEBOOK,
-    VARIANTS,
     gallery_key,
     gallery_path,
 )
@@ -377,10 +374,10 @@ def _fewer_seeds(res: dict) -> str:
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    res, d, title, src = output_context(record, NOTEBOOK, NAME)
+    res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     seeds = ", ".join(map(str, res["seeds"])) + _fewer_seeds(res)
     cfg = record["config"]
-    out = {"headroom": write_text(paths.tables / f"{NAME}_{d}_headroom.tex", booktabs(
+    out = {"headroom": ARTIFACTS.write_table(paths, "headroom", d, booktabs(
         headroom_frame(record, latex=True),
         f"{title}: how much any reweighting of the k neighbours can gain (\\% of test queries, mean over seeds "
         f"{seeds}; main's Attn-KNN embedding, noise in the memory's labels only; a long-tailed memory uses the "
@@ -388,7 +385,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"among the k; agree: all k neighbours carry one label; fixable: the true label is among the k but the "
         f"uniform vote misses it; $\\le m$ votes: fixable with the true class at most m votes behind. {src}.",
         "tab:study-headroom")),
-        "variants": write_text(paths.tables / f"{NAME}_{d}_variants.tex", booktabs(
+        "variants": ARTIFACTS.write_table(paths, "variants", d, booktabs(
             variants_frame(record, latex=True),
             f"{title}: attention variants trained on the frozen embedding, against the kNN rule tuned on "
             f"validation at the same k (seeds {seeds}); rows: memory, k: variant. Blind: the prototype's label-blind attention with an "
@@ -400,7 +397,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"Adaptive k $-$ best fixed k: the mixture over k against the uniform vote at the one k of its ladder "
             f"chosen on validation (in brackets). {src}.",
             "tab:study-variants", escape_index=True, colsep="2.5pt")),
-        "best": write_text(paths.tables / f"{NAME}_{d}_best.tex", booktabs(
+        "best": ARTIFACTS.write_table(paths, "best", d, booktabs(
             best_variant_frame(record, latex=True),
             f"{title}: the best attention found, per memory setting at $k={cfg['k']}$ (seeds {seeds}): the "
             f"prototype's design (label-blind head with the entropy bonus) and the variant chosen on validation "
@@ -408,7 +405,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"with the query-only control; noise in the memory's labels only, validation and test labels clean. "
             f"Differences with 95\\% seed-level $t$ intervals (accuracy) and verdicts B / W / E / ?; ECE after "
             f"calibration. {src}.", "tab:study-best", escape_index=True)),
-        "diagnostics": write_text(paths.tables / f"{NAME}_{d}_diagnostics.tex", booktabs(
+        "diagnostics": ARTIFACTS.write_table(paths, "diagnostics", d, booktabs(
             diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
             f"{title}: the prototype attention during main's training, per epoch (mean over seeds "
             f"{', '.join(map(str, res['seeds']))}). "
@@ -422,15 +419,11 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         with np.load(gallery_path(paths, d)) as images:
             drawn.append(("gallery", gallery_figure(record, dict(images))))
     for name, fig in drawn:
-        out[name + "_figure"] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}_{name}")[0]
+        out[name + "_figure"] = ARTIFACTS.save_figure(paths, name + "_figure", d, fig)
     return out
 
 
 # ----------------------------------------------------------------------------- macros, README, findings
-
-def _headline(res: dict, setting: str, k: str) -> dict | None:
-    return ((res["summary"]["settings"].get(setting) or {}).get("variants") or {}).get(k)
-
 
 def study_macros(record: dict) -> dict[str, str]:
     """Headroom at k (clean and each noise setting), the ceilings, the chosen variant per setting
@@ -531,11 +524,10 @@ def end_to_end_reading(e2e: dict, k: int) -> str:
     return "the weights leave uniform with and without the bonus"
 
 
-README_SECTION = "Can the attention learn? (attention study)"
 
 
 def macros(records: list[dict]) -> dict[str, str]:
-    return record_macros(records, study_macros, NOTEBOOK)
+    return record_macros(records, study_macros, NOTEBOOK, ARTIFACTS.record_file)
 
 
 def findings(record: dict) -> str:

@@ -1,39 +1,31 @@
-"""Efficiency: index build and search time, per-query attention overhead, memory, training time.
+"""Efficiency (notebook ``05_efficiency``): what the memory bank and the vote cost.
 
-``measure`` runs the measurements into a record; ``views`` turns a record into figures, tables,
-macros and README lines. The notebook (05) and the workflow use the names re-exported here.
+* FAISS indexes (Flat L2, Flat IP, HNSW over efConstruction x efSearch, IVF-Flat over nprobe) on
+  the real embeddings of main's model: build time, search time per query batched and one query
+  at a time, recall@k against exact search, bytes per stored vector and the bank size at which
+  each stops fitting in this machine's RAM (computed, not run).
+* The same indexes on synthetic unit vectors from n = 10^3 up to the profile's largest n, with
+  power-law slopes fitted on log-log axes.
+* This machine's fp32 GEMM throughput, measured in the same run: exact batched search is a GEMM
+  plus a top-k, so its achieved FLOP rate over the GEMM's is the yardstick (``flat_search_over_gemm``).
+  FAISS Flat against the torch matmul + top-k the training step uses, at the sizes each serves.
+* Where one prediction's time goes: embedding forward pass, search, attention vote, against the
+  distance vote (and the CNN's forward pass as a reference); training seconds per epoch of
+  Attn-KNN and of the CNN from main's training histories.
 """
 
-from attnknn_lib.experiments.efficiency.measure import (  # noqa: F401 - the experiment's interface
-    NAME,
-    NOTEBOOK,
-    STAGES,
-    TIMED,
-    Config,
-    add_memory_limits,
-    gemm_yardstick,
-    measure_indexes,
-    outputs,
-    prediction_costs,
-    run,
-    runs,
-    search_engines,
-    synthetic_scaling,
-    training_times,
-)
-from attnknn_lib.experiments.efficiency.views import (  # noqa: F401 - the experiment's interface
-    README_SECTION,
-    cost_frame,
-    figure,
-    findings,
-    index_frame,
-    macros,
-    readme_lines,
-    s_range,
-    scaling_figure,
-    slopes_frame,
-    summary_frame,
-    throughput_frame,
-    training_frame,
-    write_outputs,
+from attnknn_lib.experiments.declaration import Experiment, Views
+from attnknn_lib.experiments.efficiency import measure, views
+from attnknn_lib.experiments.efficiency.config import ARTIFACTS, NAME, NOTEBOOK, TIMED, Config
+
+EXPERIMENT = Experiment(
+    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS, timed=TIMED,
+    views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Cost and theory"),
+    question="FAISS Flat / HNSW / IVF on the real embeddings and on synthetic unit vectors up to n = 10^5 (build, search "
+             "batched and one query at a time, recall@10, bytes per vector, log-log slopes); exact search against this "
+             "machine's GEMM; where one prediction's time goes; training s/epoch",
+    models="main's",
+    profiles={"smoke": {"seeds": "0,1", "ef_construction": 40, "ef_search": "16,64", "nprobe": "1,8", "queries": 500,
+                        "single_queries": 50, "synthetic_sizes": "1000,3000,10000", "synthetic_queries": 200,
+                        "repeats": 1, "gemm_size": 1024}},
 )

@@ -1,38 +1,21 @@
-"""Efficiency (notebook ``05_efficiency``): what the memory bank and the vote cost.
-
-* FAISS indexes (Flat L2, Flat IP, HNSW over efConstruction x efSearch, IVF-Flat over nprobe) on
-  the real embeddings of main's model: build time, search time per query batched and one query
-  at a time, recall@k against exact search, bytes per stored vector and the bank size at which
-  each stops fitting in this machine's RAM (computed, not run).
-* The same indexes on synthetic unit vectors from n = 10^3 up to the profile's largest n, with
-  power-law slopes fitted on log-log axes.
-* This machine's fp32 GEMM throughput, measured in the same run: exact batched search is a GEMM
-  plus a top-k, so its achieved FLOP rate over the GEMM's is the yardstick (``flat_search_over_gemm``).
-  FAISS Flat against the torch matmul + top-k the training step uses, at the sizes each serves.
-* Where one prediction's time goes: embedding forward pass, search, attention vote, against the
-  distance vote (and the CNN's forward pass as a reference); training seconds per epoch of
-  Attn-KNN and of the CNN from main's training histories.
-"""
+"""efficiency: the training runs it needs and the analysis that writes its record."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from attnknn_lib.base.errors import ConfigError, check_choice, check_range
-from attnknn_lib.base.knobs import int_csv, knob
+from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.progress import bar
 from attnknn_lib.base.timing import loglog_fit, median_seconds, total_ram_bytes
-from attnknn_lib.data.registry import DATASET_NAMES
 from attnknn_lib.data.spec import prepare
 from attnknn_lib.data.transforms import to_tensor
 from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.experiments.efficiency.config import ARTIFACTS, Config
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.index_costs import (
     IndexSetting,
@@ -45,74 +28,15 @@ from attnknn_lib.knn.index_costs import (
 )
 from attnknn_lib.knn.votes import distance_weights, vote
 
-NAME = "efficiency"
-NOTEBOOK = "05_efficiency.ipynb"
 # result sections that measure time (left out when two runs are compared: reproducibility.record_view)
-TIMED = ("results.gemm", "results.search_engines", "results.prediction", "results.training",
-         "results.synthetic.by_index.*.fit", "results.default_hnsw.speedup_over_flat_single")
 STAGES = {"embed": "embedding forward pass", "search": "exact search (Flat L2)", "attention": "attention vote",
           "distance": "distance vote", "cnn": "CNN forward pass (reference)"}
-
-
-@dataclass(frozen=True)
-class Config(ExperimentConfig):
-    """The efficiency experiment's own knobs on top of the shared recipe (which names main's models)."""
-
-    dataset: str = knob("fashion_mnist", "dataset whose trained main models are measured")
-    seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of main's models: the first one's embeddings are indexed, all give training times")
-    recall_k: int = knob(10, "neighbours per query for recall@k and the index timings")
-    hnsw_m: int = knob(32, "HNSW graph degree M")
-    ef_construction: tuple[int, ...] = knob((40, 200), "HNSW efConstruction values (comma-separated)")
-    ef_search: tuple[int, ...] = knob((16, 32, 64, 128, 256), "HNSW efSearch values (comma-separated)")
-    nprobe: tuple[int, ...] = knob((1, 2, 4, 8, 16, 32, 64), "IVF-Flat nprobe values (comma-separated)")
-    queries: int = knob(2000, "test queries for the batched timings and recall")
-    single_queries: int = knob(200, "queries timed one at a time")
-    synthetic_sizes: tuple[int, ...] = knob((1000, 3000, 10000, 30000, 100000), "bank sizes n of the synthetic unit vectors")
-    synthetic_queries: int = knob(1000, "queries on the synthetic banks")
-    repeats: int = knob(3, "timed repeats (the median is reported)")
-    gemm_size: int = knob(2048, "side of the square fp32 GEMM that measures this machine's throughput")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("seeds", "ef_construction", "ef_search", "nprobe", "synthetic_sizes"):
-            object.__setattr__(self, name, int_csv(name, getattr(self, name)))
-        check_choice("dataset", self.dataset, DATASET_NAMES)
-        for name in ("recall_k", "hnsw_m", "queries", "single_queries", "synthetic_queries", "repeats", "gemm_size"):
-            check_range(name, getattr(self, name), 1, None)
-        for name in ("ef_construction", "ef_search", "nprobe"):
-            if min(getattr(self, name)) < 1:
-                raise ConfigError(f"{name}={','.join(map(str, getattr(self, name)))} is not allowed; every value must be >= 1")
-        if min(self.synthetic_sizes) < 2 * max(self.recall_k, 39):
-            raise ConfigError(f"synthetic_sizes={','.join(map(str, self.synthetic_sizes))} is not allowed; every n must "
-                              f"be >= {2 * max(self.recall_k, 39)} (twice recall_k and IVF's 39 points per list)")
-
-    def default_hnsw(self) -> IndexSetting:
-        """The memory bank's HNSW setting (MemoryBank's defaults with this M)."""
-        return IndexSetting("hnsw", m=self.hnsw_m)
-
-    def settings(self) -> list[IndexSetting]:
-        """Every index setting measured on the real embeddings."""
-        out = [IndexSetting("flat_l2"), IndexSetting("flat_ip")]
-        out += [IndexSetting("hnsw", m=self.hnsw_m, ef_construction=c, ef_search=s)
-                for c in self.ef_construction for s in self.ef_search]
-        out += [IndexSetting("ivf_flat", nprobe=p) for p in self.nprobe]
-        return out
 
 
 def runs(cfg: Config):
     """Main's Attn-KNN and CNN runs of the dataset (shared with main: trained once)."""
     return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds)
 
-
-def outputs(cfg: Config) -> list[str]:
-    d = cfg.dataset
-    return [f"results/{NAME}_{d}.json", f"results/tables/{NAME}_{d}_indexes.tex", f"results/tables/{NAME}_{d}_costs.tex",
-            f"results/tables/{NAME}_{d}_throughput.tex",
-            f"figures/{NAME}_{d}.pdf", f"figures/{NAME}_{d}.png", f"figures/{NAME}_{d}_scaling.pdf",
-            f"figures/{NAME}_{d}_scaling.png"]
-
-
-# ----------------------------------------------------------------------------- measurements
 
 def measure_indexes(cfg: Config, bank: np.ndarray, queries: np.ndarray, settings: list[IndexSetting],
                     single: int) -> list[dict]:
@@ -301,9 +225,4 @@ def run(cfg: Config, paths: Paths) -> dict:
                                 "speedup_over_flat_single": flat["single_us"] / default["single_us"]},
                "gemm": gemm, "search_engines": engines, "prediction": prediction,
                "training": training_times(histories), "synthetic": synthetic, "timings": {"seconds": clock()}}
-    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
-
-
-# ----------------------------------------------------------------------------- views of the record
-
-
+    return core.write_record(paths, ARTIFACTS, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]

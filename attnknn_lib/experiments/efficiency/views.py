@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnknn_lib.base.files import write_text
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.efficiency.measure import NAME, NOTEBOOK, STAGES
+from attnknn_lib.experiments.efficiency.config import ARTIFACTS, NAME, NOTEBOOK
+from attnknn_lib.experiments.efficiency.measure import STAGES
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
@@ -178,26 +178,26 @@ def throughput_frame(record: dict) -> pd.DataFrame:
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    res, d, title, src = output_context(record, NOTEBOOK, NAME)
+    res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     tr = res["training"]
     where = (f"{res['threads']} CPU threads, bank of {res['n_bank']:,} embeddings ($d = {res['dim']}$) of main's model "
              f"(seed {res['seed']}), {res['queries']:,} test queries; medians of {record['config']['repeats']} timings")
-    out = {"indexes": write_text(paths.tables / f"{NAME}_{d}_indexes.tex", booktabs(
+    out = {"indexes": ARTIFACTS.write_table(paths, "indexes", d, booktabs(
         index_frame(record), f"{title}: FAISS indexes as memory banks. Recall against exact search; bytes of the "
         f"serialised index per vector; RAM limit: the largest bank (millions of vectors) that fits in this machine's "
         f"{res['ram_bytes'] / 2 ** 30:.0f} GiB of RAM with the bank's own copy of the vectors (computed, not run). "
         f"{where}. {src}.", f"tab:{NAME}-indexes"))}
-    out["costs"] = write_text(paths.tables / f"{NAME}_{d}_costs.tex", booktabs(
+    out["costs"] = ARTIFACTS.write_table(paths, "costs", d, booktabs(
         cost_frame(record), f"{title}: where the time of one prediction goes ($k = {res['k']}$); shares of Attn-KNN's "
         f"time (embedding + search + attention vote). Training seconds per epoch (median over "
         f"{tr['attnknn']['runs']} runs): Attn-KNN {tr['attnknn']['seconds_per_epoch']:.1f}, CNN "
         f"{tr['cnn']['seconds_per_epoch']:.1f} (ratio {tr['attnknn_over_cnn']:.2f}). {where}. {src}.",
         f"tab:{NAME}-costs"))
-    out["throughput"] = write_text(paths.tables / f"{NAME}_{d}_throughput.tex", booktabs(
+    out["throughput"] = ARTIFACTS.write_table(paths, "throughput", d, booktabs(
         throughput_frame(record), f"{title}: exact search against this machine's fp32 GEMM throughput, measured in the "
         f"same run (FLOPs $= 2Bnd$; the top-k is extra work). {where}. {src}.", f"tab:{NAME}-throughput"))
-    for name, fig in ((f"{NAME}_{d}", figure(record)), (f"{NAME}_{d}_scaling", scaling_figure(record))):
-        out[name] = figures.save_figure(fig, paths.figures, name)[0]
+    out["figure"] = ARTIFACTS.save_figure(paths, "figure", d, figure(record))
+    out["scaling"] = ARTIFACTS.save_figure(paths, "scaling", d, scaling_figure(record))
     return out
 
 
@@ -270,12 +270,11 @@ def efficiency_macros(record: dict) -> dict[str, str]:
     return out
 
 
-README_SECTION = "Cost and theory"
 
 
 def macros(records: list[dict]) -> dict[str, str]:
     """Every macro of this experiment, with caption sources and dataset-free aliases."""
-    return record_macros(records, efficiency_macros, NOTEBOOK)
+    return record_macros(records, efficiency_macros, NOTEBOOK, ARTIFACTS.record_file)
 
 
 def _bullet(res: dict, title: str) -> str:

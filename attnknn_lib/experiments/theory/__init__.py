@@ -1,39 +1,32 @@
-"""Theory: error against k, embedding-norm stability, learned temperatures, top-k truncation.
+"""Theory (notebook ``06_theory``): what the classic results and top-k attention say about our models.
 
-``measure`` runs the analyses into a record; ``views`` turns a record into figures, tables,
-macros and README lines. The notebook (06) and the workflow use the names re-exported here.
+* Error rate and NLL of uniform kNN and Attn-KNN against k (k = round(sqrt(n)) marked), with the
+  Cover-Hart 1-NN bound drawn from a Bayes-error *proxy*: the error of the ensemble of main's CNNs
+  (an upper estimate of the Bayes error, so the line is a reference, not a bound).
+* Embedding geometry across training, from main's training histories: norms before the L2
+  normalisation, per-head temperatures, attention entropy per epoch; and how far the trained
+  attention's weights are from uniform on the test set (KL to uniform, effective number of
+  neighbours exp(H)).
+* Top-k attention as an approximation of dense softmax attention ("kNN Attention Demystified",
+  Haris, ICLR 2025): queries = test embeddings, keys = the memory's embeddings, values = one-hot
+  labels; the error of keeping the top k against k, with the bound 2 x the dropped softmax mass,
+  and the same with sampled tail rows (:mod:`attnknn_lib.knn.topk`); then Attn-KNN's own
+  vote, which *is* top-k softmax attention with labels as values, truncated to its k nearest
+  neighbours against the same scores over the whole memory. Last, the cost of dense against top-k
+  attention as n grows (synthetic unit vectors).
 """
 
-from attnknn_lib.experiments.theory.measure import (  # noqa: F401 - the experiment's interface
-    METHODS,
-    NAME,
-    NOTEBOOK,
-    TIMED,
-    Config,
-    attention_costs,
-    attnknn_truncation,
-    cover_hart_bound,
-    error_fit,
-    geometry,
-    k_curves,
-    outputs,
-    run,
-    runs,
-    softmax_truncation,
-    truncation_ks,
-    weight_spread,
-)
-from attnknn_lib.experiments.theory.views import (  # noqa: F401 - the experiment's interface
-    README_SECTION,
-    findings,
-    fits_frame,
-    geometry_figure,
-    geometry_frame,
-    k_figure,
-    macros,
-    readme_lines,
-    summary_frame,
-    table_frame,
-    topk_figure,
-    write_outputs,
+from attnknn_lib.experiments.declaration import Experiment, Views
+from attnknn_lib.experiments.theory import measure, views
+from attnknn_lib.experiments.theory.config import ARTIFACTS, NAME, NOTEBOOK, TIMED, Config
+
+EXPERIMENT = Experiment(
+    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS, timed=TIMED,
+    views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Cost and theory"),
+    question="error and NLL against k with sqrt(n) and the Cover-Hart line (CNN-ensemble error as the Bayes proxy); norms, "
+             "temperatures and attention entropy across training; top-k vs dense softmax attention on real embeddings, for "
+             "Attn-KNN's own scores, and their cost against n",
+    models="main's",
+    profiles={"smoke": {"seeds": "0,1", "k_values": "1,5,20,100", "temperatures": "0.05,0.2", "truncation_queries": 200,
+                        "cost_sizes": "1000,3000,10000", "cost_queries": 200, "repeats": 1}},
 )

@@ -1,36 +1,16 @@
-"""Theory (notebook ``06_theory``): what the classic results and top-k attention say about our models.
-
-* Error rate and NLL of uniform kNN and Attn-KNN against k (k = round(sqrt(n)) marked), with the
-  Cover-Hart 1-NN bound drawn from a Bayes-error *proxy*: the error of the ensemble of main's CNNs
-  (an upper estimate of the Bayes error, so the line is a reference, not a bound).
-* Embedding geometry across training, from main's training histories: norms before the L2
-  normalisation, per-head temperatures, attention entropy per epoch; and how far the trained
-  attention's weights are from uniform on the test set (KL to uniform, effective number of
-  neighbours exp(H)).
-* Top-k attention as an approximation of dense softmax attention ("kNN Attention Demystified",
-  Haris, ICLR 2025): queries = test embeddings, keys = the memory's embeddings, values = one-hot
-  labels; the error of keeping the top k against k, with the bound 2 x the dropped softmax mass,
-  and the same with sampled tail rows (:mod:`attnknn_lib.knn.topk`); then Attn-KNN's own
-  vote, which *is* top-k softmax attention with labels as values, truncated to its k nearest
-  neighbours against the same scores over the whole memory. Last, the cost of dense against top-k
-  attention as n grows (synthetic unit vectors).
-"""
+"""theory: the training runs it needs and the analysis that writes its record."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from attnknn_lib.base.errors import ConfigError, check_choice, check_range
-from attnknn_lib.base.knobs import float_csv, int_csv, knob
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.progress import bar
 from attnknn_lib.base.timing import loglog_fit, median_seconds
-from attnknn_lib.data.registry import DATASET_NAMES
 from attnknn_lib.data.spec import prepare
 from attnknn_lib.data.transforms import to_tensor
 from attnknn_lib.evaluation.inference import attnknn_probs, head_norms
@@ -38,59 +18,19 @@ from attnknn_lib.evaluation.inference import embed as embed_rows
 from attnknn_lib.evaluation.methods import method_labels
 from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.experiments.theory.config import ARTIFACTS, Config
 from attnknn_lib.knn.index_costs import IndexSetting, build, unit_vectors
-from attnknn_lib.knn.topk import prefix_outputs, sampled_tail_attention, tail_masses
+from attnknn_lib.knn.topk import prefix_outputs, sampled_tail_attention, tail_masses, topk_attention
 from attnknn_lib.knn.votes import uniform_weights, vote, weight_entropy
 from attnknn_lib.models import MultiHeadNeighborAttention
 
-NAME = "theory"
-NOTEBOOK = "06_theory.ipynb"
-TIMED = ("results.cost",)  # the measured cost of dense vs top-k attention (reproducibility.record_view)
 METHODS = method_labels("uniform", "attnknn", attnknn="Attn-KNN (as trained)")
-
-
-@dataclass(frozen=True)
-class Config(ExperimentConfig):
-    """The theory notebook's own knobs on top of the shared recipe (which names main's models)."""
-
-    dataset: str = knob("fashion_mnist", "dataset whose trained main models are analysed")
-    seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of main's models (comma-separated)")
-    k_values: tuple[int, ...] = knob((1, 2, 5, 10, 20, 50, 100, 200, 500), "k of the error and NLL curves (round(sqrt(n)) is added)")
-    temperatures: tuple[float, ...] = knob((0.03, 0.1, 0.3), "softmax temperatures T of the plain attention (scores q.k / T)")
-    truncation_queries: int = knob(500, "test queries for the truncation errors (dense attention over the whole memory)")
-    tail_seed: int = knob(0, "seed of the sampled tail rows")
-    cost_sizes: tuple[int, ...] = knob((1000, 3000, 10000, 30000), "memory sizes n of the cost comparison")
-    cost_queries: int = knob(500, "queries of the cost comparison")
-    repeats: int = knob(3, "timed repeats (the median is reported)")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("seeds", "k_values", "cost_sizes"):
-            object.__setattr__(self, name, int_csv(name, getattr(self, name)))
-        object.__setattr__(self, "temperatures", float_csv("temperatures", self.temperatures, 1e-3, 100.0))
-        check_choice("dataset", self.dataset, DATASET_NAMES)
-        if min(self.k_values) < 1:
-            raise ConfigError(f"k_values={','.join(map(str, self.k_values))} is not allowed; every k must be >= 1")
-        if min(self.cost_sizes) < 4:
-            raise ConfigError(f"cost_sizes={','.join(map(str, self.cost_sizes))} is not allowed; every n must be >= 4")
-        for name in ("truncation_queries", "cost_queries", "repeats"):
-            check_range(name, getattr(self, name), 1, None)
 
 
 def runs(cfg: Config):
     """Main's Attn-KNN and CNN runs of the dataset (shared with main: trained once)."""
     return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds)
 
-
-def outputs(cfg: Config) -> list[str]:
-    d = cfg.dataset
-    return [f"results/{NAME}_{d}.json", f"results/tables/{NAME}_{d}.tex", f"figures/{NAME}_{d}_k.pdf",
-            f"figures/{NAME}_{d}_k.png", f"figures/{NAME}_{d}_geometry.pdf", f"figures/{NAME}_{d}_geometry.png",
-            f"figures/{NAME}_{d}_topk.pdf", f"figures/{NAME}_{d}_topk.png"]
-
-
-# ----------------------------------------------------------------------------- pure pieces
 
 def cover_hart_bound(bayes_error: float, num_classes: int) -> float:
     """Asymptotic 1-NN error bound (Cover and Hart, 1967): R <= R* (2 - C R* / (C - 1))  (<= 2 R*)."""
@@ -120,8 +60,6 @@ def error_fit(ks: list[int], errors: list[float], n: int) -> dict:
     fit = loglog_fit([k for k, _ in pts], [e for _, e in pts])
     return {**fit, "k_range": [pts[0][0], pts[-1][0]] if pts else None}
 
-
-# ----------------------------------------------------------------------------- measurements
 
 def k_curves(model, emb, test_emb: np.ndarray, test_y: np.ndarray, ks: list[int],
              num_classes: int) -> dict[str, dict[str, list[float]]]:
@@ -192,6 +130,9 @@ def attnknn_truncation(attention: MultiHeadNeighborAttention, memory: torch.Tens
     return {"error": e, "accuracy": [acc[k] for k in ks], "fit": error_fit(ks, e, len(memory))}
 
 
+COST_TEMPERATURE = 0.1  # softmax temperature of the timed attention (its value does not change the cost)
+
+
 def attention_costs(cfg: Config, dim: int, num_classes: int) -> dict:
     """µs per query of dense softmax attention over n memory rows, top-k attention with an exact
     top-k (the same scores, then the k largest), and top-k attention over an HNSW index's k
@@ -208,15 +149,14 @@ def attention_costs(cfg: Config, dim: int, num_classes: int) -> dict:
         q_np = queries.numpy()
 
         def dense():
-            return (queries @ mem.T / 0.1).softmax(-1) @ onehot
+            return topk_attention(queries, mem, onehot, None, scale=1 / COST_TEMPERATURE)
 
         def exact():
-            top = (queries @ mem.T / 0.1).topk(k, dim=-1)
-            return (top.values.softmax(-1).unsqueeze(-1) * onehot[top.indices]).sum(1)
+            return topk_attention(queries, mem, onehot, k, scale=1 / COST_TEMPERATURE)
 
         def hnsw():
             d, idx = index.search(q_np, k)
-            w = torch.from_numpy((1.0 - d / 2.0) / 0.1).softmax(-1)  # cos = 1 - |q - x|^2 / 2
+            w = torch.from_numpy((1.0 - d / 2.0) / COST_TEMPERATURE).softmax(-1)  # cos = 1 - |q - x|^2 / 2
             return (w.unsqueeze(-1) * onehot[torch.from_numpy(idx)]).sum(1)
 
         with torch.no_grad():
@@ -293,9 +233,4 @@ def run(cfg: Config, paths: Paths) -> dict:
         "timings": {"seconds": clock()}}
     att = results["truncation"]["attnknn"]
     att["fit"] = error_fit(tks, att["error"], n)
-    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
-
-
-# ----------------------------------------------------------------------------- views of the record
-
-
+    return core.write_record(paths, ARTIFACTS, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]

@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnknn_lib.base.files import write_text
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.experiments.shared import output_context
-from attnknn_lib.experiments.theory.measure import METHODS, NAME, NOTEBOOK
-from attnknn_lib.report import figures
+from attnknn_lib.experiments.theory.config import ARTIFACTS, NAME, NOTEBOOK
+from attnknn_lib.experiments.theory.measure import METHODS
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.macros import macro_name, pct, record_macros
 from attnknn_lib.report.readme import per_dataset
@@ -217,16 +216,16 @@ def table_frame(record: dict) -> pd.DataFrame:
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    res, d, title, src = output_context(record, NOTEBOOK, NAME)
+    res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     seeds = ", ".join(map(str, res["seeds"]))
-    out = {"table": write_text(paths.tables / f"{NAME}_{d}.tex", booktabs(
+    out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(
         table_frame(record), f"{title}: the theory notebook's numbers (main's models, seeds {seeds}; profile "
         f"\\texttt{{{record['profile']}}}). The Bayes proxy is the error of the ensemble of main's CNNs, an upper "
         f"estimate of the Bayes error. L1 errors: mean over {res['truncation']['queries']} test queries of the "
         f"distance between the top-$k$ and the dense output (class distributions); slopes: log-log fits against "
         f"$k$ or $n$. {src}.", f"tab:{NAME}", column_format="lr", escape_index=False))}
     for suffix, fig in (("k", k_figure(record)), ("geometry", geometry_figure(record)), ("topk", topk_figure(record))):
-        out[suffix] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}_{suffix}")[0]
+        out[suffix] = ARTIFACTS.save_figure(paths, suffix, d, fig)
     return out
 
 
@@ -299,12 +298,11 @@ def theory_macros(record: dict) -> dict[str, str]:
     return out
 
 
-README_SECTION = "Cost and theory"
 
 
 def macros(records: list[dict]) -> dict[str, str]:
     """Every macro of this experiment, with caption sources and dataset-free aliases."""
-    return record_macros(records, theory_macros, NOTEBOOK)
+    return record_macros(records, theory_macros, NOTEBOOK, ARTIFACTS.record_file)
 
 
 def _bullet(res: dict, title: str) -> str:

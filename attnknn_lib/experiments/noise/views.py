@@ -1,192 +1,26 @@
-"""Label noise (notebook ``03_noise``): do the kNN rules and the CNN keep their accuracy when labels are wrong?
-
-Symmetric noise (a flipped label moves to any other class) and asymmetric noise (c -> c + 1) at
-each rate, in two settings:
-
-* ``bank``: noise only in the memory-bank labels; main's models, trained on clean labels, are
-  unchanged (the prototype's setting). The CNN does not use the bank, so only its calibrator
-  (fitted on the noisy validation labels) changes.
-* ``trained``: Attn-KNN and the CNN retrained on the noisy training labels (a training subset and
-  fewer epochs where the profile says so), with the bank labelled the same way.
-
-In both, validation labels are noisy too (the user's labels are), so every knob, the best
-baseline and every calibrator are chosen on noisy labels; the test labels are clean. For each
-rule the weight it puts on flipped neighbours is compared with the weight on clean ones:
-``ratio = mean weight of a flipped neighbour / mean weight of a clean neighbour`` over the test
-queries' k neighbours (uniform voting: 1 by construction; below 1: the rule down-weights them).
-"""
+"""noise: tables, figures, macros, README lines and findings read off its record."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from attnknn_lib.base.errors import ConfigError, check_choice, check_range
-from attnknn_lib.base.files import write_text
-from attnknn_lib.base.knobs import csv, float_csv, knob
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.data.spec import DataSpec, load_base, prepare
-from attnknn_lib.evaluation.inference import attnknn_probs
-from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, method_labels, score
-from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.noise.config import ARTIFACTS, LABELS, NAME, NOTEBOOK
 from attnknn_lib.experiments.robustness import (
     SETTING_NAMES,
-    RobustnessConfig,
     cell_difference,
     cell_sentence,
-    run_settings,
 )
 from attnknn_lib.experiments.shared import output_context
-from attnknn_lib.knn.votes import (
-    cosine_from_sq_dist,
-    cosine_weights,
-    distance_weights,
-    effective_neighbours,
-    uniform_weights,
-)
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import mean_pct, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, error_bars, fmt_mean_sd, num
 
-NAME = "noise"
-NOTEBOOK = "03_noise.ipynb"
-SETTINGS = {"bank": "noise in the memory bank only (models trained on clean labels)",
-            "trained": "models retrained on the noisy labels"}
-LABELS = method_labels("uniform", "distance", "cosine", "best_baseline", "attnknn", "cnn")
-WEIGHTED = ("attnknn", "distance", "cosine", "uniform")  # rules whose neighbour weights are compared
-
-
-@dataclass(frozen=True)
-class Config(RobustnessConfig):
-    """Label-noise knobs on top of the shared recipe and the robustness settings."""
-
-    kinds: tuple[str, ...] = knob(NOISE_KINDS, "noise kinds: symmetric, asymmetric (c to c+1)")
-    rates: tuple[float, ...] = knob((0.0, 0.1, 0.2, 0.3, 0.4), "noise rates of setting bank")
-    retrain_rates: tuple[float, ...] = knob((0.0, 0.2, 0.4), "noise rates of setting trained (each costs 3 seeds x 2 kinds x 2 models)")
-    noise_seed: int = knob(0, "seed of the noise draw (the same flips for every model)")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "kinds", csv(self.kinds, "noise kinds, e.g. symmetric,asymmetric"))
-        object.__setattr__(self, "rates", float_csv("rates", self.rates, 0.0, 0.95))
-        object.__setattr__(self, "retrain_rates", float_csv("retrain_rates", self.retrain_rates, 0.0, 0.95))
-        if not self.kinds:
-            raise ConfigError(f"kinds='' is empty; give one or both of: {', '.join(NOISE_KINDS)}")
-        for kind in self.kinds:
-            check_choice("kinds", kind, NOISE_KINDS)
-        check_range("noise_seed", self.noise_seed, 0, None)
-
-    def conditions(self, spec: DataSpec, rates: tuple[float, ...]):
-        """seed -> {"kind/rate": the noisy ``spec``}: the same flips for every seed and model."""
-        return lambda seed: {f"{kind}/{rate:g}": self.noisy(spec, kind, rate) for kind, rate in _grid(self, rates)}
-
-    def noisy(self, spec: DataSpec, kind: str, rate: float) -> DataSpec:
-        """``spec`` with this noise in the training and validation labels (rate 0: unchanged)."""
-        if rate == 0:
-            return spec
-        return replace(spec, noise=kind, noise_rate=rate, noisy_val=True, prep_seed=self.noise_seed)
-
-
-def _grid(cfg: Config, rates: tuple[float, ...]) -> list[tuple[str, float]]:
-    """(kind, rate) pairs; rate 0 once (kind 'none'), whatever the kinds."""
-    out = [("none", 0.0)] if 0.0 in rates else []
-    return out + [(kind, r) for kind in cfg.kinds for r in rates if r > 0]
-
-
-def runs(cfg: Config):
-    """Main's Attn-KNN and CNN (setting bank) and the models retrained on noisy labels."""
-    return cfg.runs_for(cfg.conditions(cfg.retrain_spec(), cfg.retrain_rates))
-
-
-def outputs(cfg: Config) -> list[str]:
-    d = cfg.dataset
-    return [f"results/{NAME}_{d}.json", f"results/tables/{NAME}_{d}.tex", f"results/tables/{NAME}_{d}_weights.tex",
-            f"figures/{NAME}_{d}.pdf", f"figures/{NAME}_{d}.png", f"figures/{NAME}_{d}_weights.pdf",
-            f"figures/{NAME}_{d}_weights.png"]
-
-
-# ----------------------------------------------------------------------------- analysis
-
-def flipped_weight_ratio(weights: np.ndarray, flipped: np.ndarray) -> dict:
-    """Mean weight of flipped vs clean neighbours. weights, flipped: (B, k) (a weight per
-    neighbour; whether that neighbour's bank label was flipped). Returns the ratio of the two
-    means, the share of the total weight on flipped neighbours, the share of flipped neighbours,
-    and the mean effective number of neighbours exp(H(w)) (k for uniform weights)."""
-    w, f = np.asarray(weights, dtype=np.float64), np.asarray(flipped, dtype=bool)
-    out = {"flipped_share_of_neighbours": float(f.mean()), "weight_share_on_flipped": float(w[f].sum() / w.sum()),
-           "effective_neighbours": float(effective_neighbours(w).mean())}
-    out["ratio"] = float(w[f].mean() / w[~f].mean()) if f.any() and (~f).any() else float("nan")
-    return out
-
-
-def _weights(methods: dict[str, MethodProbs], attention, emb, k: int) -> dict[str, np.ndarray]:
-    """Each rule's (N_test, k) neighbour weights on the test queries, with its tuned knob."""
-    nb = emb.neighbors[("test", "original")]
-    d = nb.sq_dist[:, :k]
-    return {"attnknn": attnknn_probs(attention, emb.bank, emb.test["original"], k, neighbors=nb)[1],
-            "distance": distance_weights(np.sqrt(np.maximum(d, 0.0)), methods["distance"].info["param"]),
-            "cosine": cosine_weights(cosine_from_sq_dist(d), methods["cosine"].info["param"]),
-            "uniform": uniform_weights(d.shape)}
-
-
-def evaluate(cfg: Config, emb, prepared, attention, cnn: MethodProbs, seed: int) -> dict:
-    """Every method on one (possibly noisy) bank: scored, the best baseline, the weight ratios."""
-    ds = prepared.dataset
-    methods = core.vote_methods(emb, prepared, attention, cfg.k, cnn)
-    scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
-    best = best_baseline(methods, ds.val.y, scored)
-    scored["best_baseline"] = {**scored[best], "info": {"rule": best}}
-    for m in scored:
-        scored[m]["label"] = LABELS[m]
-    flipped = prepared.flipped[emb.neighbors[("test", "original")].indices[:, :cfg.k]]  # (N_test, k)
-    ratios = {m: flipped_weight_ratio(w, flipped) for m, w in _weights(methods, attention, emb, cfg.k).items()}
-    return {"methods": scored, "best_baseline": best, "weights": ratios}
-
-
-def _summarise(per_seed: dict[str, dict]) -> dict:
-    """Means over seeds of one (setting, kind, rate) cell."""
-    seeds = list(per_seed)
-    ratios = {m: [per_seed[s]["weights"][m]["ratio"] for s in seeds] for m in WEIGHTED}
-    eff = {m: float(np.mean([per_seed[s]["weights"][m]["effective_neighbours"] for s in seeds])) for m in WEIGHTED}
-    return {"summary": core.aggregate_seeds({s: per_seed[s]["methods"] for s in seeds}),
-            "best_baseline": [per_seed[s]["best_baseline"] for s in seeds],
-            "weight_ratio": {m: {"mean": float(np.mean(v)), "values": v} for m, v in ratios.items()},
-            "effective_neighbours": eff,
-            "flipped_share_of_neighbours": float(np.mean([per_seed[s]["weights"]["uniform"]
-                                                          ["flipped_share_of_neighbours"] for s in seeds]))}
-
-
-class _RelabelledBank:
-    """Noise changes labels only: search main's bank once per seed, then relabel it per condition."""
-
-    def __init__(self, cfg: Config):
-        self.k, self.labels = cfg.k, prepare(cfg.main_spec(), load_base(cfg.main_spec())).dataset.train.y
-        self.frozen, self.bank = None, None
-
-    def __call__(self, frozen, noisy):
-        if frozen is not self.frozen:
-            self.frozen, self.bank = frozen, core.bank_of(frozen, self.labels, self.k)
-        return core.relabel(self.bank, noisy.dataset.train.y)
-
-
-def run(cfg: Config, paths: Paths) -> dict:
-    """Both settings; writes ``results/noise_<dataset>.json`` and returns its record."""
-    return run_settings(
-        cfg, paths, NAME, bank_specs=cfg.conditions(cfg.main_spec(), cfg.rates),
-        memory=_RelabelledBank(cfg), evaluate=evaluate, summarise=_summarise,
-        trained_specs=cfg.conditions(cfg.retrain_spec(), cfg.retrain_rates),
-        about={"bank": {"description": SETTINGS["bank"], "rates": list(cfg.rates)},
-               "trained": {"description": SETTINGS["trained"], "rates": list(cfg.retrain_rates)}},
-        kinds=list(cfg.kinds))
-
-
-# ----------------------------------------------------------------------------- views of the record
 
 def _curve(setting: dict, kind: str, method: str, split: str, metric: str, scale: float):
     """(rates, means, s.d.) of one method along one kind of noise (rate 0 shared by the kinds)."""
@@ -295,26 +129,26 @@ def weights_frame(record: dict) -> pd.DataFrame:
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    res, d, title, src = output_context(record, NOTEBOOK, NAME)
+    res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
     how = (f"bank: noise only in the memory-bank (and validation) labels of main's models, seeds "
            f"{', '.join(map(str, bank['seeds']))}")
     if trained:
         how += (f"; retrained: Attn-KNN and CNN trained on the noisy labels ({trained['n_train_before_change'] or 'all'} training "
                 f"rows, {trained['epochs']} epochs, seeds {', '.join(map(str, trained['seeds']))})")
-    out = {"table": write_text(paths.tables / f"{NAME}_{d}.tex", booktabs(
+    out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(
         table_frame(record),
         f"{title}: test accuracy (\\%, clean test labels; mean $\\pm$ s.d.\\ over seeds) under label noise. {how}. "
         f"Symmetric (symm.) flips go to any other class, asymmetric (asym.) ones from $c$ to $c+1$; validation labels "
         f"are noisy too, and every knob and the best kNN rule are chosen on them. Profile "
         f"\\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
-    out["weights"] = write_text(paths.tables / f"{NAME}_{d}_weights.tex", booktabs(
+    out["weights"] = ARTIFACTS.write_table(paths, "weights", d, booktabs(
         weights_frame(record),
         f"{title}: mean weight a rule gives a test query's neighbour whose label was flipped, divided by the mean "
         f"weight of a clean neighbour ($k = {res['k']}$; uniform voting: 1; below 1: flipped neighbours are "
         f"down-weighted), Attn-KNN's effective number of neighbours $\\exp(H(w))$ (uniform: $k$), and the share of flipped neighbours. {src}.", f"tab:{NAME}-weights"))
-    for name, fig in ((f"{NAME}_{d}", figure(record)), (f"{NAME}_{d}_weights", weights_figure(record))):
-        out[name] = figures.save_figure(fig, paths.figures, name)[0]
+    out["figure"] = ARTIFACTS.save_figure(paths, "figure", d, figure(record))
+    out["weights_figure"] = ARTIFACTS.save_figure(paths, "weights_figure", d, weights_figure(record))
     return out
 
 
@@ -379,12 +213,9 @@ def _closest(keys, target: float) -> str:
     return min(keys, key=lambda k: abs(float(k.split("/")[-1]) - target))
 
 
-README_SECTION = "Robustness"
-
-
 def macros(records: list[dict]) -> dict[str, str]:
     """Every macro of this experiment, with caption sources and dataset-free aliases."""
-    return record_macros(records, noise_macros, NOTEBOOK)
+    return record_macros(records, noise_macros, NOTEBOOK, ARTIFACTS.record_file)
 
 
 def readme_lines(records: list[dict]) -> list[str]:

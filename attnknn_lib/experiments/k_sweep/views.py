@@ -1,186 +1,22 @@
-"""k-sweep (notebook ``02_k_sweep``): how each voting rule depends on the number of neighbours k.
-
-On main's trained Attn-KNN models (every seed), with the memory bank of its embedding: uniform,
-distance and cosine kNN (tau and T tuned on validation at each k) and Attn-KNN, at every k of the
-grid plus k = round(sqrt(n)). Attn-KNN is evaluated twice: as trained (its attention saw k = the
-recipe's k), and with a fresh attention trained at that k on the frozen embedding, so the curves
-separate "more neighbours" from "attention trained for them". Per k: test metrics raw and
-calibrated (mean +- s.d. over seeds, per-seed bootstrap intervals), and the paired difference
-Attn-KNN minus the best baseline (chosen on validation at that k), pooled over seeds.
-"""
+"""k_sweep: tables, figures, macros, README lines and findings read off its record."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
-from attnknn_lib.base.errors import ConfigError, check_choice, check_range
-from attnknn_lib.base.files import write_text
-from attnknn_lib.base.knobs import int_csv, knob
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.base.progress import bar
-from attnknn_lib.base.runtime import seed_everything
-from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
-from attnknn_lib.data.spec import prepare
-from attnknn_lib.evaluation.calibration import Calibrator
-from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_baseline, method_labels, score
-from attnknn_lib.evaluation.metrics import paired_bootstrap_diff
+from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.verdicts import VERDICTS
-from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.shared import ExperimentConfig, output_context
-from attnknn_lib.models import MultiHeadNeighborAttention
+from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, NAME, NOTEBOOK
+from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import difference_text, seed_difference, seeds_text
 from attnknn_lib.report.macros import macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, error_bars, fmt, fmt_mean_sd, num
-from attnknn_lib.training.loops import train_attention_head
 
-NAME = "k_sweep"
-NOTEBOOK = "02_k_sweep.ipynb"
-LABELS = method_labels("uniform", "distance", "cosine", "attnknn", "attnknn_retrained", attnknn="Attn-KNN (as trained)")
-COMPARED = ("attnknn", "attnknn_retrained")  # each minus the best baseline at the same k
-
-
-@dataclass(frozen=True)
-class Config(ExperimentConfig):
-    """The k-sweep's own knobs on top of the shared recipe (which names main's models)."""
-
-    dataset: str = knob("fashion_mnist", "dataset whose trained main models are swept")
-    seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of main's models (comma-separated)")
-    k_values: tuple[int, ...] = knob((1, 3, 5, 10, 20, 50), "neighbour counts (comma-separated)")
-    sqrt_k: bool = knob(True, "add k as round(sqrt(training rows)), marked in the figure")
-    retrain: bool = knob(True, "also train a fresh attention at each k on the frozen embedding")
-    retrain_seeds: int = knob(3, "how many of the seeds (the first ones) get the attention retrained")
-    head_epochs: int = knob(1, "epochs of each retrained attention")
-    n_boot: int = knob(200, "bootstrap resamples for the 95 % intervals")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "seeds", int_csv("seeds", self.seeds))
-        object.__setattr__(self, "k_values", int_csv("k_values", self.k_values))
-        check_choice("dataset", self.dataset, DATASET_NAMES)
-        if min(self.k_values) < 1:
-            raise ConfigError(f"k_values={','.join(map(str, self.k_values))} is not allowed; every k must be >= 1")
-        check_range("retrain_seeds", self.retrain_seeds, 1, len(self.seeds))
-        check_range("head_epochs", self.head_epochs, 1, None)
-        check_range("n_boot", self.n_boot, 1, None)
-
-
-def runs(cfg: Config):
-    """Main's Attn-KNN runs of the dataset (shared with main: trained once)."""
-    return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds, kinds=("attnknn",))
-
-
-def outputs(cfg: Config) -> list[str]:
-    d = cfg.dataset
-    return [f"results/{NAME}_{d}.json", f"results/tables/{NAME}_{d}.tex", f"results/tables/{NAME}_{d}_calibration.tex",
-            f"figures/{NAME}_{d}.pdf", f"figures/{NAME}_{d}.png"]
-
-
-def k_grid(cfg: Config, n_train: int) -> tuple[list[int], int | None]:
-    """The sorted k values (with round(sqrt(n)) when asked) and that k; one line if one is too big
-    for the bank (a training query's neighbours exclude itself: k <= n - 2)."""
-    k_sqrt = int(round(math.sqrt(n_train))) if cfg.sqrt_k else None
-    ks = sorted(set(cfg.k_values) | ({k_sqrt} if k_sqrt else set()))
-    if ks[-1] > n_train - 2:
-        raise ConfigError(f"k_values: k={ks[-1]} is out of range; allowed: 1..{n_train - 2} for {n_train} training rows")
-    return ks, k_sqrt
-
-
-def _retrained(cfg: Config, emb, val, val_y, k: int, num_classes: int, seed: int, train_nb) -> tuple[MethodProbs, dict]:
-    """A fresh attention trained at k on the frozen embedding (the training queries' neighbours
-    exclude themselves), evaluated at k."""
-    seed_everything(seed)
-    head = MultiHeadNeighborAttention(cfg.attention_config(num_classes))
-    res = train_attention_head(head, emb.bank, val, val_y, k, epochs=cfg.head_epochs, seed=seed,
-                               train_neighbors=train_nb, val_neighbors=emb.neighbors[("val", "original")],
-                               progress=False)
-    info = {"history": res.history, "best_epoch": res.best_epoch, "seconds": round(res.seconds, 2),
-            "temperatures": res.model.temperatures().tolist()}
-    return attnknn_method(res.model, emb, k), info
-
-
-def run(cfg: Config, paths: Paths) -> dict:
-    """Every seed and k; writes ``results/k_sweep_<dataset>.json`` and returns its record."""
-
-    device, prov, clock = core.begin(cfg)
-    prepared = prepare(core.data_spec(cfg, cfg.dataset))
-    ds = prepared.dataset
-    ks, k_sqrt = k_grid(cfg, len(ds.train))
-    per_seed: dict[str, dict] = {}
-    test_probs: dict[int, dict[str, list]] = {k: {} for k in ks}  # k -> key -> [(raw, calibrated) per seed]
-    for i, seed in enumerate(cfg.seeds):
-        run_ = core.model_runs(cfg, prepared.spec, (seed,), kinds=("attnknn",))[0]
-        result, cached = core.trained(run_, paths, prepared)
-        model = result.model.to(device)
-        frozen = core.frozen_embeddings(run_, model, prepared, paths, device)
-        emb = core.bank_of(frozen, ds.train.y, max(ks))
-        retrain = cfg.retrain and i < cfg.retrain_seeds
-        train_nb = emb.bank.search_excluding(frozen.train, max(ks), np.arange(len(ds.train))) if retrain else None
-        seed_out = {"loaded_from_cache": cached, "by_k": {}}
-        for k in bar(ks, desc=f"seed {seed}: k"):
-            methods = core.vote_methods(emb, prepared, model.attention, k)
-            head = None
-            if retrain:
-                methods["attnknn_retrained"], head = _retrained(cfg, emb, frozen.val, ds.val.y, k, ds.num_classes,
-                                                                seed, train_nb)
-            scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
-            for m in scored:
-                scored[m]["label"] = LABELS[m]
-            best = best_baseline(methods, ds.val.y, scored)
-            seed_out["by_k"][str(k)] = {"methods": scored, "best_baseline": best, "retrained_attention": head}
-            for key in (best, *COMPARED):
-                if key in methods:
-                    cal = Calibrator(**scored[key]["calibrator"])
-                    name = "best baseline" if key == best else key
-                    test_probs[k].setdefault(name, []).append((methods[key].test, cal.apply(methods[key].test)))
-        per_seed[str(seed)] = seed_out
-    summary = {str(k): core.aggregate_seeds({s: per_seed[s]["by_k"][str(k)]["methods"] for s in per_seed}) for k in ks}
-    paired = {str(k): _paired(test_probs[k], ds.test.y, cfg.n_boot) for k in ks}
-    results = {"dataset": ds.summary(), "seeds": list(cfg.seeds), "k_values": ks, "k_sqrt": k_sqrt,
-               "training_k": cfg.k, "summary": summary, "paired": paired, "advantage": _advantage(paired),
-               "per_seed": per_seed, "timings": {"seconds": clock()}}
-    return core.write_record(paths, NAME, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
-
-
-def _paired(probs: dict[str, list], labels: np.ndarray, n_boot: int) -> dict:
-    """Each compared method minus the best baseline, pooled over the seeds that have it."""
-    out = {}
-    base = probs["best baseline"]
-    for m in COMPARED:
-        if m not in probs:
-            continue
-        a = probs[m]
-        out[m] = {split: paired_bootstrap_diff([p[j] for p in a], [p[j] for p in base[:len(a)]], labels,
-                                               n_boot=n_boot, seed=0) for j, split in enumerate(("raw", "calibrated"))}
-        out[m]["n_seeds"] = len(a)
-    return out
-
-
-def _advantage(paired: dict) -> dict:
-    """For each compared method: the k where its accuracy gain over the best baseline is largest,
-    and the k where its calibrated NLL gain is largest (differences pooled over seeds). k = 1 is
-    left out: one neighbour gets all the weight under every rule, so the difference is 0 there."""
-    out = {}
-    for m in COMPARED:
-        ks = [k for k in paired if m in paired[k] and int(k) > 1]
-        if not ks:
-            continue
-        acc = {k: paired[k][m]["raw"]["accuracy"] for k in ks}
-        nll = {k: paired[k][m]["calibrated"]["nll"] for k in ks}
-        k_acc = max(ks, key=lambda k: acc[k]["value"])
-        k_nll = min(ks, key=lambda k: nll[k]["value"])
-        k_abs = max(ks, key=lambda k: abs(acc[k]["value"]))
-        out[m] = {"accuracy": {"k": int(k_acc), **acc[k_acc]}, "nll_calibrated": {"k": int(k_nll), **nll[k_nll]},
-                  "largest_accuracy_difference": {"k": int(k_abs), **acc[k_abs]}}
-    return out
-
-
-# ----------------------------------------------------------------------------- views of the record
 
 def _series(record: dict, method: str, split: str, metric: str, scale: float = 1.0):
     res = record["results"]
@@ -251,7 +87,7 @@ def table_frame(record: dict, split: str = "test_raw", metric: str = "accuracy")
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    res, d, title, src = output_context(record, NOTEBOOK, NAME)
+    res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     seeds = ", ".join(map(str, res["seeds"]))
     retrained = res["paired"][str(res["k_values"][0])].get("attnknn_retrained", {}).get("n_seeds", 0)
     note = (f"Mean $\\pm$ s.d.\\ over seeds {seeds} of main's models (profile \\texttt{{{record['profile']}}}); "
@@ -259,15 +95,15 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"at each $k$ on the frozen embedding (\"Attn.\\ at $k$\", {retrained} seed(s)); $\\Delta$: Attn-KNN minus "
             f"the best baseline chosen on validation at that $k$, paired on the test points, pooled over seeds, 95\\% "
             f"bootstrap interval.")
-    out = {"table": write_text(paths.tables / f"{NAME}_{d}.tex", booktabs(
+    out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(
         table_frame(record), f"{title}: test accuracy (\\%) against $k$. {note} {src}.", f"tab:{NAME}",
         escape_index=False))}
-    out["calibration"] = write_text(paths.tables / f"{NAME}_{d}_calibration.tex", booktabs(
+    out["calibration"] = ARTIFACTS.write_table(paths, "calibration", d, booktabs(
         table_frame(record, "test_calibrated", "ece"),
         f"{title}: test ECE after the post-hoc calibrator fitted on validation, against $k$. {note} {src}.",
         f"tab:{NAME}-calibration", escape_index=False))
     fig = figure(record)
-    out["figure"] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}")[0]
+    out["figure"] = ARTIFACTS.save_figure(paths, "figure", d, fig)
     return out
 
 
@@ -316,12 +152,9 @@ def k_sweep_macros(record: dict) -> dict[str, str]:
     return out
 
 
-README_SECTION = "Robustness"
-
-
 def macros(records: list[dict]) -> dict[str, str]:
     """Every macro of this experiment, with caption sources and dataset-free aliases."""
-    return record_macros(records, k_sweep_macros, NOTEBOOK)
+    return record_macros(records, k_sweep_macros, NOTEBOOK, ARTIFACTS.record_file)
 
 
 def readme_lines(records: list[dict]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Train one run into the model cache: ``python -m attnknn_lib.training.job SPEC.json [--artifacts DIR]``.
+"""Train one run into the model cache: ``python -m attnknn_lib.training.train_one SPEC.json [--artifacts DIR]``.
 
 ``SPEC.json`` is a run spec written by the workflow (``<artifacts>/runs/<run id>.json``). The
 model lands in ``<artifacts>/models/<run id>/`` atomically; progress goes to the terminal. Errors
@@ -22,7 +22,7 @@ from attnknn_lib.training.runs import TrainingRun
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.training.job", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.training.train_one", description=__doc__.split("\n\n")[0])
     ap.add_argument("spec", help="run spec JSON (artifacts/runs/<id>.json)")
     ap.add_argument("--artifacts", default=None, help="artifacts folder (default: the spec's grandparent)")
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: every core)")

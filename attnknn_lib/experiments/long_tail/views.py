@@ -1,167 +1,24 @@
-"""Long tail (notebook ``04_long_tail``): the rules on a class-imbalanced memory.
-
-The training rows are subsampled with the exponential profile (the class of rank r keeps
-n_max * ratio^(r/(C-1)) rows; ratio = smallest / largest class; which class gets which rank is drawn
-per model seed, so the tail is not always the same classes) in two settings: ``bank`` (main's models, the memory bank
-built from the imbalanced subset) and ``trained`` (Attn-KNN and the CNN retrained on the imbalanced
-subset). Validation and test stay balanced, so every knob is tuned for balanced accuracy. A
-standard remedy is added as a reference: a prior correction (each class's vote divided by its
-share of the memory to the power beta, the post-hoc logit adjustment of Menon et al. 2021; for the
-CNN the same correction of its softmax), beta chosen on validation, on the best kNN baseline, Attn-KNN and the CNN. Per-class
-test accuracy is reported against the class's size in the memory, and as head / middle / tail
-thirds of the classes by size.
-"""
+"""long_tail: tables, figures, macros, README lines and findings read off its record."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from attnknn_lib.base.errors import check_range
-from attnknn_lib.base.files import write_text
-from attnknn_lib.base.knobs import float_csv, knob
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.data.spec import DataSpec
-from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, method_labels, score
-from attnknn_lib.evaluation.metrics import accuracy, nll, per_class_accuracy
-from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.long_tail.config import ARTIFACTS, BETAS, LABELS, NAME, NOTEBOOK, REMEDIED
 from attnknn_lib.experiments.robustness import (
     SETTING_NAMES,
-    RobustnessConfig,
     cell_difference,
     cell_sentence,
-    run_settings,
 )
 from attnknn_lib.experiments.shared import output_context
-from attnknn_lib.knn.votes import prior_correction
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, fmt_mean_sd, num
-
-NAME = "long_tail"
-NOTEBOOK = "04_long_tail.ipynb"
-BETAS = (0.0, 0.25, 0.5, 0.75, 1.0)
-LABELS = method_labels("uniform", "distance", "cosine", "best_baseline", "attnknn", "cnn", "best_baseline_balanced",
-                       "attnknn_balanced", "cnn_balanced")
-REMEDIED = {"best_baseline_balanced": "best_baseline", "attnknn_balanced": "attnknn", "cnn_balanced": "cnn"}
-GROUPS = ("head", "middle", "tail")
-
-
-@dataclass(frozen=True)
-class Config(RobustnessConfig):
-    """Long-tail knobs on top of the shared recipe and the robustness settings."""
-
-    ratios: tuple[float, ...] = knob((1.0, 0.1, 0.01), "imbalance ratios, smallest over largest class (1 is balanced)")
-    imbalance_seed: int = knob(0, "seed offset of the subsample: models of seed s get class order and rows of seed offset + s")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "ratios", float_csv("ratios", self.ratios, 1e-4, 1.0))
-        check_range("imbalance_seed", self.imbalance_seed, 0, None)
-
-    def imbalanced(self, spec: DataSpec, ratio: float, seed: int) -> DataSpec:
-        """``spec`` imbalanced at ``ratio``, with the class order and rows drawn for model seed ``seed``."""
-        return spec if ratio == 1 else replace(spec, imbalance=ratio, prep_seed=self.imbalance_seed + seed)
-
-    def conditions(self, spec: DataSpec):
-        """seed -> {ratio key: the imbalanced ``spec`` of that seed}."""
-        return lambda seed: {f"{r:g}": self.imbalanced(spec, r, seed) for r in self.ratios}
-
-
-def runs(cfg: Config):
-    """Main's Attn-KNN and CNN (setting bank) and the models retrained on each imbalanced subset."""
-    return cfg.runs_for(cfg.conditions(cfg.retrain_spec()))
-
-
-def outputs(cfg: Config) -> list[str]:
-    d = cfg.dataset
-    return [f"results/{NAME}_{d}.json", f"results/tables/{NAME}_{d}.tex", f"figures/{NAME}_{d}.pdf",
-            f"figures/{NAME}_{d}.png"]
-
-
-# ----------------------------------------------------------------------------- analysis
-
-def tune_beta(probs: MethodProbs, prior: np.ndarray, val_labels: np.ndarray) -> MethodProbs:
-    """Prior-corrected version of a method, beta chosen on validation (highest accuracy; ties: lower NLL)."""
-    curve = {b: (accuracy(prior_correction(probs.val, prior, b), val_labels),
-                 -nll(prior_correction(probs.val, prior, b), val_labels)) for b in BETAS}
-    beta = max(BETAS, key=lambda b: curve[b])
-    return MethodProbs(prior_correction(probs.val, prior, beta), prior_correction(probs.test, prior, beta),
-                       {"beta": beta, "val_accuracy_curve": {str(b): v[0] for b, v in curve.items()}})
-
-
-def class_groups(sizes: np.ndarray) -> dict[str, list[int]]:
-    """Classes sorted by their size in the memory (largest first), split into head / middle / tail thirds."""
-    order = np.argsort(-np.asarray(sizes), kind="stable")
-    return {g: [int(c) for c in part] for g, part in zip(GROUPS, np.array_split(order, len(GROUPS)))}
-
-
-def evaluate(cfg: Config, emb, prepared, attention, cnn: MethodProbs, seed: int) -> dict:
-    """Every method and remedy on one (possibly imbalanced) bank: scored, with per-class accuracy."""
-    ds = prepared.dataset
-    sizes = np.bincount(prepared.dataset.train.y, minlength=ds.num_classes)
-    prior = sizes / sizes.sum()
-    methods = core.vote_methods(emb, prepared, attention, cfg.k, cnn)
-    scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
-    best = best_baseline(methods, ds.val.y, scored)
-    scored["best_baseline"] = {**scored[best], "info": {**scored[best]["info"], "rule": best}}
-    methods["best_baseline"] = methods[best]
-    remedies = {name: tune_beta(methods[base], prior, ds.val.y) for name, base in REMEDIED.items()}
-    methods.update(remedies)
-    scored.update(score(remedies, ds, n_boot=cfg.n_boot, seed=seed))
-    groups = class_groups(sizes)
-    for m, entry in scored.items():
-        entry["label"] = LABELS[m]
-        acc_c = per_class_accuracy(methods[m].test, ds.test.y, ds.num_classes)
-        entry["per_class_accuracy"] = acc_c.tolist()
-        entry["group_accuracy"] = {g: float(np.nanmean(acc_c[idx])) for g, idx in groups.items()}
-    return {"methods": scored, "best_baseline": best, "class_sizes": sizes.tolist(), "groups": groups,
-            "by_size": [int(c) for c in np.argsort(-sizes, kind="stable")]}
-
-
-def _summarise(per_seed: dict[str, dict]) -> dict:
-    seeds = list(per_seed)
-    methods = per_seed[seeds[0]]["methods"]
-    return {"summary": core.aggregate_seeds({s: per_seed[s]["methods"] for s in seeds}),
-            "best_baseline": [per_seed[s]["best_baseline"] for s in seeds],
-            # the class order is drawn per seed, so sizes per class and the head / middle / tail
-            # groups are kept per seed; by rank (largest first) the sizes are averaged over seeds
-            "class_sizes_by_seed": {s: per_seed[s]["class_sizes"] for s in seeds},
-            "groups_by_seed": {s: per_seed[s]["groups"] for s in seeds},
-            "class_order": {s: per_seed[s]["by_size"] for s in seeds},
-            # the r-th largest class's accuracy, averaged over seeds (the class order differs per seed)
-            "size_ranked_sizes": np.mean([sorted(per_seed[s]["class_sizes"], reverse=True) for s in seeds], 0).tolist(),
-            "size_ranked_accuracy": {m: np.mean([np.asarray(per_seed[s]["methods"][m]["per_class_accuracy"])
-                                                 [per_seed[s]["by_size"]] for s in seeds], 0).tolist()
-                                     for m in methods},
-            "group_accuracy": {m: {g: float(np.mean([per_seed[s]["methods"][m]["group_accuracy"][g] for s in seeds]))
-                                   for g in GROUPS} for m in methods},
-            "beta": {m: [per_seed[s]["methods"][m]["info"]["beta"] for s in seeds] for m in REMEDIED}}
-
-
-def _subset_bank(cfg: Config):
-    """The memory of an imbalanced subset: main's frozen embedding of the subset's training rows."""
-    return lambda frozen, sub: core.bank_of(frozen, sub.dataset.train.y, cfg.k,
-                                            rows=core.rows_of(frozen, sub.dataset.train.ids))
-
-
-def run(cfg: Config, paths: Paths) -> dict:
-    """Both settings; writes ``results/long_tail_<dataset>.json`` and returns its record."""
-    return run_settings(
-        cfg, paths, NAME, bank_specs=cfg.conditions(cfg.main_spec()),
-        memory=_subset_bank(cfg), evaluate=evaluate, summarise=_summarise,
-        trained_specs=cfg.conditions(cfg.retrain_spec()),
-        about={"bank": {"description": "memory bank built from the imbalanced subset; main's models"},
-               "trained": {"description": "models retrained on the imbalanced subset"}},
-        ratios=list(cfg.ratios), betas=list(BETAS))
-
-
-# ----------------------------------------------------------------------------- views of the record
 
 FIGURE_METHODS = ("uniform", "best_baseline", "attnknn", "cnn", "best_baseline_balanced", "attnknn_balanced")
 
@@ -241,14 +98,14 @@ def table_frame(record: dict) -> pd.DataFrame:
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
-    res, d, title, src = output_context(record, NOTEBOOK, NAME)
+    res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
     how = f"bank only: main's models (seeds {', '.join(map(str, bank['seeds']))}), memory = the imbalanced subset"
     if trained:
         how += (f"; retrained: Attn-KNN and CNN trained on the imbalanced subset of "
                 f"{trained['n_train_before_change'] or 'all'} training rows ({trained['epochs']} epochs, seeds "
                 f"{', '.join(map(str, trained['seeds']))})")
-    out = {"table": write_text(paths.tables / f"{NAME}_{d}.tex", booktabs(
+    out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(
         table_frame(record),
         f"{title} with a long-tailed training set (exponential profile; ratio = smallest / largest class; balanced "
         f"validation and test). {how}. Head / tail: mean accuracy of the third of the classes largest / smallest in the "
@@ -256,7 +113,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"validation from {{{', '.join(f'{b:g}' for b in BETAS)}}} (for the CNN the same correction of its "
         f"softmax). Mean $\\pm$ s.d.\\ over seeds (the class order drawn per seed). Profile \\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
     fig = figure(record)
-    out["figure"] = figures.save_figure(fig, paths.figures, f"{NAME}_{d}")[0]
+    out["figure"] = ARTIFACTS.save_figure(paths, "figure", d, fig)
     return out
 
 
@@ -312,12 +169,9 @@ def long_tail_macros(record: dict) -> dict[str, str]:
     return out
 
 
-README_SECTION = "Robustness"
-
-
 def macros(records: list[dict]) -> dict[str, str]:
     """Every macro of this experiment, with caption sources and dataset-free aliases."""
-    return record_macros(records, long_tail_macros, NOTEBOOK)
+    return record_macros(records, long_tail_macros, NOTEBOOK, ARTIFACTS.record_file)
 
 
 def readme_lines(records: list[dict]) -> list[str]:

@@ -1,0 +1,116 @@
+"""attention_study: its name, notebook, config and output names (the declaration reads them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attnknn_lib.base.errors import ConfigError, check_choice, check_range
+from attnknn_lib.base.knobs import csv, int_csv, knob
+from attnknn_lib.data.label_noise import NOISE_KINDS
+from attnknn_lib.data.registry import DATASET_NAMES
+from attnknn_lib.evaluation.verdicts import MARGINS
+from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
+from attnknn_lib.experiments.shared import ExperimentConfig
+
+NAME = "attention_study"
+NOTEBOOK = "07_attention_study.ipynb"
+VARIANTS = {  # name -> (label, what it tests)
+    "blind_bonus": ("label-blind, entropy bonus +0.01", "the prototype's attention and loss"),
+    "blind_none": ("label-blind, no entropy term", "the bonus pulls the weights to uniform"),
+    "blind_penalty": ("label-blind, entropy penalty", "weights pushed away from uniform"),
+    "blind_heldout": ("label-blind, held-out queries", "training neighbourhoods purer than test ones"),
+    "label_aware": ("label-aware scores", "scores that can see labels and their consistency"),
+    "readout": ("TabR-style readout", "values and an MLP readout, not a vote"),
+    "query_only": ("query alone (readout's control)", "what the readout gets without neighbours"),
+    "adaptive_k": ("adaptive k (mixture over k)", "a per-query k against the best fixed k"),
+}
+
+ARTIFACTS = Artifacts(NAME, (
+    record(), *(table(t, f"_{t}") for t in ("headroom", "variants", "best", "diagnostics")),
+    *(figure(f"{f}_figure", f"_{f}") for f in ("headroom", "diagnostics", "variants")),
+    figure("gallery_figure", "_gallery", when=lambda cfg: bool(cfg.variant_settings))))
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    """The attention study's knobs on top of the shared recipe (which names main's models)."""
+
+    dataset: str = knob("fashion_mnist", "dataset whose trained main models are studied")
+    seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "seeds of main's models (comma-separated)")
+    settings: tuple[str, ...] = knob(("clean", "symmetric/0.3", "asymmetric/0.3", "asymmetric/0.4"),
+                                     "memory settings: clean or kind/rate (noise in the memory's labels)")
+    headroom_ks: tuple[int, ...] = knob((1, 3, 5, 10, 16, 32, 64), "k of the headroom table")
+    variant_ks: tuple[int, ...] = knob((5, 16), "k at which the variants are trained")
+    variant_settings: tuple[str, ...] = knob(("clean", "symmetric/0.3", "asymmetric/0.3", "asymmetric/0.4"),
+                                             "settings in which the variants are trained (a subset of settings)")
+    variants: tuple[str, ...] = knob(tuple(VARIANTS), "variants to train")
+    train_queries: int = knob(8000, "training queries per variant (a seeded subset of the memory)")
+    head_epochs: int = knob(4, "epochs per variant")
+    head_batch_size: int = knob(128, "training queries per step of a variant")
+    head_lr: float = knob(0.01, "AdamW learning rate of the variants (high: the weights must be able to leave uniform)")
+    loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
+    noise_seed: int = knob(0, "seed of the memory's noise draw")
+    long_tail_ratio: float = knob(0.01, "a memory of Attn-KNN retrained on a long-tailed subset with this imbalance "
+                                        "ratio, as in the long-tail experiment (0: none)")
+    long_tail_seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of the long-tailed models (among seeds)")
+    long_tail_max_train: int = knob(10000, "training rows before the imbalance (0 keeps the recipe's); the "
+                                           "long-tail experiment's default, so its models are shared")
+    long_tail_epochs: int = knob(2, "epochs of the long-tailed models (0 keeps the recipe's); the long-tail "
+                                    "experiment's default")
+    end_to_end_seeds: int = knob(3, "Attn-KNN retrained end to end without the entropy bonus for the first n "
+                                    "seeds, all if fewer (training jobs of the workflow; 0: none)")
+    n_boot: int = knob(200, "bootstrap resamples for the intervals")
+    margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
+    margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
+    margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("seeds", "headroom_ks", "variant_ks", "long_tail_seeds"):
+            object.__setattr__(self, name, int_csv(name, getattr(self, name)))
+        for name in ("settings", "variant_settings", "variants"):
+            object.__setattr__(self, name, csv(getattr(self, name)))
+        check_choice("dataset", self.dataset, DATASET_NAMES)
+        for s in self.settings:
+            parse_setting(s)
+        for s in self.variant_settings:
+            check_choice("variant_settings", s, self.settings)
+        for v in self.variants:
+            check_choice("variants", v, tuple(VARIANTS))
+        for name in ("headroom_ks", "variant_ks"):
+            if not getattr(self, name) or min(getattr(self, name)) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)!r} is not allowed; give positive integers")
+        for name in ("train_queries", "head_epochs", "head_batch_size", "loo_k", "n_boot"):
+            check_range(name, getattr(self, name), 1, None)
+        check_range("end_to_end_seeds", self.end_to_end_seeds, 0, None)
+        check_range("long_tail_ratio", self.long_tail_ratio, 0.0, 1.0, high_inclusive=False)
+        for name in ("long_tail_max_train", "long_tail_epochs"):
+            check_range(name, getattr(self, name), 0, None)
+        if self.long_tail_ratio and not set(self.long_tail_seeds) <= set(self.seeds):
+            raise ConfigError(f"long_tail_seeds={','.join(map(str, self.long_tail_seeds))} is not allowed; give "
+                              f"seeds among seeds={','.join(map(str, self.seeds))}")
+        for name in ("head_lr", "margin_accuracy", "margin_ece", "margin_nll"):
+            check_range(name, getattr(self, name), 0.0, None)
+
+    def margin(self, metric: str) -> float:
+        return getattr(self, f"margin_{metric}")
+
+    @property
+    def k_max(self) -> int:
+        """The most neighbours any part reads (adaptive k mixes up to the largest headroom k)."""
+        return max(*self.headroom_ks, *self.variant_ks)
+
+
+def parse_setting(setting: str) -> tuple[str, float]:
+    """'clean' -> ('none', 0); 'asymmetric/0.4' -> ('asymmetric', 0.4); else one clear error."""
+    if setting == "clean":
+        return "none", 0.0
+    kind, _, rate = setting.partition("/")
+    try:
+        r = float(rate)
+    except ValueError:
+        r = -1.0
+    if kind not in NOISE_KINDS or not 0 < r < 1:
+        raise ConfigError(f"setting={setting!r} is not allowed; give clean or kind/rate with kind in "
+                          f"{', '.join(NOISE_KINDS)} and 0 < rate < 1, e.g. asymmetric/0.4")
+    return kind, r

@@ -1,0 +1,200 @@
+"""The declaration of an experiment: one :class:`Experiment` object per experiment package.
+
+An experiment is a package ``attnknn_lib/experiments/<name>/`` of one shape:
+
+* ``config.py``: ``NAME``, ``NOTEBOOK``, the frozen ``Config`` dataclass (its own knobs on top of
+  the shared recipe) and ``ARTIFACTS``, the only place its output file names are spelled;
+* ``measure.py``: ``runs(cfg)`` (the training runs it needs) and ``run(cfg, paths)`` (the analysis,
+  which writes its result record);
+* ``views.py``: what is read off a record (tables, figures, macros, README lines, findings);
+* ``__init__.py``: ``EXPERIMENT = Experiment(...)``, read by the workflow, the report, the tests
+  and the profiles (:mod:`attnknn_lib.experiments.catalog` finds it; nothing lists experiments by hand).
+
+Adding an experiment is one such package and one notebook (``notebooks/<NOTEBOOK>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attnknn_lib.base.files import write_text
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.report import figures
+
+KINDS = ("record", "table", "figure")
+SCOPES = ("dataset", "primary", "experiment")
+FIGURE_FORMATS = ("pdf", "png")  # every figure is written in both (report.figures.save_figure)
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output of an experiment, by the key its writers and notebook use.
+
+    ``kind``: a results ``record`` (``results/<name>_<dataset>.json``), a LaTeX ``table``
+    (``results/tables/<stem>.tex``) or a ``figure`` (``figures/<stem>.pdf`` and ``.png``).
+    ``scope``: one per dataset of the config, one for its primary dataset only, or one per
+    experiment (no dataset in the name). ``suffix`` follows the stem (``_calibration``);
+    ``when(cfg)`` says whether this config writes it (default: always)."""
+
+    key: str
+    kind: str
+    suffix: str = ""
+    scope: str = "dataset"
+    when: Callable[[Any], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS or self.scope not in SCOPES:
+            raise ValueError(f"output {self.key!r}: kind {self.kind!r} / scope {self.scope!r}; allowed kinds "
+                             f"{', '.join(KINDS)}, scopes {', '.join(SCOPES)}")
+
+
+def record(key: str = "record") -> Output:
+    return Output(key, "record")
+
+
+def table(key: str, suffix: str = "", scope: str = "dataset", when=None) -> Output:
+    return Output(key, "table", suffix, scope, when)
+
+
+def figure(key: str, suffix: str = "", scope: str = "dataset", when=None) -> Output:
+    return Output(key, "figure", suffix, scope, when)
+
+
+def _one_dataset(cfg) -> tuple[str, ...]:
+    return (cfg.dataset,)
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """Every file an experiment writes, relative to the output root: the only place the names are
+    spelled. ``files(cfg)`` is what the workflow expects of the notebook job (a job that writes
+    one more or one less fails); writers and notebooks ask for a path by key."""
+
+    name: str
+    outputs: tuple[Output, ...]
+    datasets: Callable[[Any], tuple[str, ...]] = _one_dataset
+    primary: Callable[[Any], str] | None = None  # the dataset of "primary" outputs (default: the first)
+
+    def __post_init__(self) -> None:
+        keys = [o.key for o in self.outputs]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"experiment {self.name}: an output key is declared twice in {keys}")
+
+    def output(self, key: str) -> Output:
+        for o in self.outputs:
+            if o.key == key:
+                return o
+        raise KeyError(f"experiment {self.name} declares no output {key!r}; declared: "
+                       f"{', '.join(o.key for o in self.outputs)}")
+
+    def stem(self, key: str, dataset: str | None = None) -> str:
+        """The file name without folder and extension, e.g. ``k_sweep_fashion_mnist_calibration``."""
+        o = self.output(key)
+        if o.scope == "experiment":
+            return f"{self.name}{o.suffix}"
+        if dataset is None:
+            raise ValueError(f"output {key!r} of {self.name} is named per dataset: give the dataset")
+        return f"{self.name}_{dataset}{o.suffix}"
+
+    def relative(self, key: str, dataset: str | None = None, ext: str = "png") -> str:
+        """The path of one output relative to the output root (figures: the ``ext`` file)."""
+        o, stem = self.output(key), self.stem(key, dataset)
+        if o.kind == "record":
+            return f"results/{stem}.json"
+        if o.kind == "table":
+            return f"results/tables/{stem}.tex"
+        return f"figures/{stem}.{ext}"
+
+    def path(self, paths: Paths, key: str, dataset: str | None = None, ext: str = "png") -> Path:
+        """The output's path under ``paths`` (figures: the ``ext`` file)."""
+        return paths.root / self.relative(key, dataset, ext)
+
+    @property
+    def record_key(self) -> str:
+        return next(o.key for o in self.outputs if o.kind == "record")
+
+    def png(self, paths: Paths, key: str, dataset: str | None = None) -> str:
+        """The PNG of figure ``key``, as a string (for a notebook's ``Image``)."""
+        return str(self.path(paths, key, dataset, "png"))
+
+    def record_path(self, paths: Paths, dataset: str | None = None) -> Path:
+        return self.path(paths, self.record_key, dataset)
+
+    def record_file(self, dataset: str | None = None) -> str:
+        """``results/<name>_<dataset>.json``, relative to the output root (captions cite it)."""
+        return self.relative(self.record_key, dataset)
+
+    def write_table(self, paths: Paths, key: str, dataset: str | None, text: str) -> Path:
+        """Write the LaTeX table ``key`` atomically."""
+        if self.output(key).kind != "table":
+            raise ValueError(f"output {key!r} of {self.name} is not a table")
+        return write_text(self.path(paths, key, dataset), text)
+
+    def save_figure(self, paths: Paths, key: str, dataset: str | None, fig) -> Path:
+        """Write the figure ``key`` as PDF and PNG atomically and close it; returns the PDF's path."""
+        if self.output(key).kind != "figure":
+            raise ValueError(f"output {key!r} of {self.name} is not a figure")
+        return figures.save_figure(fig, paths.figures, self.stem(key, dataset))[0]
+
+    def primary_dataset(self, cfg) -> str:
+        return self.primary(cfg) if self.primary else self.datasets(cfg)[0]
+
+    def files(self, cfg, kind: str | None = None) -> list[str]:
+        """Every file this config writes (of ``kind`` only, if given), relative to the output root."""
+        out = []
+        for o in self.outputs:
+            if o.when is not None and not o.when(cfg) or kind not in (None, o.kind):
+                continue
+            scope = {"dataset": self.datasets(cfg), "primary": (self.primary_dataset(cfg),),
+                     "experiment": (None,)}[o.scope]
+            for d in scope:
+                exts = FIGURE_FORMATS if o.kind == "figure" else ("",)
+                out += [self.relative(o.key, d, ext) for ext in exts]
+        return out
+
+
+    def written(self, paths: Paths, cfg, kind: str = "table") -> list[Path]:
+        """The paths of this config's outputs of one kind (figures: the PNGs), e.g. for a notebook's
+        list of the tables it wrote."""
+        return [paths.root / f for f in self.files(cfg, kind) if not f.endswith(".pdf")]
+
+
+@dataclass(frozen=True)
+class Views:
+    """What the report reads off an experiment's records (all of one profile)."""
+
+    macros: Callable[[list[dict]], dict[str, str]]  # the paper's numbers
+    readme_lines: Callable[[list[dict]], list[str]]  # the README results block
+    readme_section: str | None = None  # its heading there (None: the lines lead the block)
+    answer_lines: Callable[[list[dict]], list[str]] | None = None  # the README's first lines, if any
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment, declared once (see the module docstring)."""
+
+    name: str
+    notebook: str  # file name under notebooks/
+    Config: type
+    runs: Callable[[Any], list]  # cfg -> the training runs it needs (jobs of the workflow)
+    run: Callable[[Any, Paths], dict]  # (cfg, paths) -> its result record, written
+    views: Views
+    artifacts: Artifacts
+    question: str  # the README's experiments table: what it asks
+    models: str  # ... and which models it uses
+    # the record's sections that are measurements of time ("results.gemm"; "*" matches one key): a
+    # timed experiment's notebook job runs alone, on every core, and reruns compare without them
+    timed: tuple[str, ...] = ()
+    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # knob values per profile
+
+    def __post_init__(self) -> None:
+        if self.artifacts.name != self.name:
+            raise ValueError(f"experiment {self.name}: its artifacts are named {self.artifacts.name!r}")
+        if not any(o.kind == "record" for o in self.artifacts.outputs):
+            raise ValueError(f"experiment {self.name} declares no results record")
+
+    def outputs(self, cfg) -> list[str]:
+        return self.artifacts.files(cfg)

@@ -1,0 +1,124 @@
+"""k_sweep: the training runs it needs and the analysis that writes its record."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.base.progress import bar
+from attnknn_lib.base.runtime import seed_everything
+from attnknn_lib.data.spec import prepare
+from attnknn_lib.evaluation.calibration import Calibrator
+from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_baseline, score
+from attnknn_lib.evaluation.metrics import paired_bootstrap_diff
+from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, Config
+from attnknn_lib.models import MultiHeadNeighborAttention
+from attnknn_lib.training.loops import train_attention_head
+
+
+def runs(cfg: Config):
+    """Main's Attn-KNN runs of the dataset (shared with main: trained once)."""
+    return core.model_runs(cfg, core.data_spec(cfg, cfg.dataset), cfg.seeds, kinds=("attnknn",))
+
+
+def k_grid(cfg: Config, n_train: int) -> tuple[list[int], int | None]:
+    """The sorted k values (with round(sqrt(n)) when asked) and that k; one line if one is too big
+    for the bank (a training query's neighbours exclude itself: k <= n - 2)."""
+    k_sqrt = int(round(math.sqrt(n_train))) if cfg.sqrt_k else None
+    ks = sorted(set(cfg.k_values) | ({k_sqrt} if k_sqrt else set()))
+    if ks[-1] > n_train - 2:
+        raise ConfigError(f"k_values: k={ks[-1]} is out of range; allowed: 1..{n_train - 2} for {n_train} training rows")
+    return ks, k_sqrt
+
+
+def _retrained(cfg: Config, emb, val, val_y, k: int, num_classes: int, seed: int, train_nb) -> tuple[MethodProbs, dict]:
+    """A fresh attention trained at k on the frozen embedding (the training queries' neighbours
+    exclude themselves), evaluated at k."""
+    seed_everything(seed)
+    head = MultiHeadNeighborAttention(cfg.attention_config(num_classes))
+    res = train_attention_head(head, emb.bank, val, val_y, k, epochs=cfg.head_epochs, seed=seed,
+                               train_neighbors=train_nb, val_neighbors=emb.neighbors[("val", "original")],
+                               progress=False)
+    info = {"history": res.history, "best_epoch": res.best_epoch, "seconds": round(res.seconds, 2),
+            "temperatures": res.model.temperatures().tolist()}
+    return attnknn_method(res.model, emb, k), info
+
+
+def run(cfg: Config, paths: Paths) -> dict:
+    """Every seed and k; writes ``results/k_sweep_<dataset>.json`` and returns its record."""
+
+    device, prov, clock = core.begin(cfg)
+    prepared = prepare(core.data_spec(cfg, cfg.dataset))
+    ds = prepared.dataset
+    ks, k_sqrt = k_grid(cfg, len(ds.train))
+    per_seed: dict[str, dict] = {}
+    test_probs: dict[int, dict[str, list]] = {k: {} for k in ks}  # k -> key -> [(raw, calibrated) per seed]
+    for i, seed in enumerate(cfg.seeds):
+        run_ = core.model_runs(cfg, prepared.spec, (seed,), kinds=("attnknn",))[0]
+        result, cached = core.trained(run_, paths, prepared)
+        model = result.model.to(device)
+        frozen = core.frozen_embeddings(run_, model, prepared, paths, device)
+        emb = core.bank_of(frozen, ds.train.y, max(ks))
+        retrain = cfg.retrain and i < cfg.retrain_seeds
+        train_nb = emb.bank.search_excluding(frozen.train, max(ks), np.arange(len(ds.train))) if retrain else None
+        seed_out = {"loaded_from_cache": cached, "by_k": {}}
+        for k in bar(ks, desc=f"seed {seed}: k"):
+            methods = core.vote_methods(emb, prepared, model.attention, k)
+            head = None
+            if retrain:
+                methods["attnknn_retrained"], head = _retrained(cfg, emb, frozen.val, ds.val.y, k, ds.num_classes,
+                                                                seed, train_nb)
+            scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
+            for m in scored:
+                scored[m]["label"] = LABELS[m]
+            best = best_baseline(methods, ds.val.y, scored)
+            seed_out["by_k"][str(k)] = {"methods": scored, "best_baseline": best, "retrained_attention": head}
+            for key in (best, *COMPARED):
+                if key in methods:
+                    cal = Calibrator(**scored[key]["calibrator"])
+                    name = "best baseline" if key == best else key
+                    test_probs[k].setdefault(name, []).append((methods[key].test, cal.apply(methods[key].test)))
+        per_seed[str(seed)] = seed_out
+    summary = {str(k): core.aggregate_seeds({s: per_seed[s]["by_k"][str(k)]["methods"] for s in per_seed}) for k in ks}
+    paired = {str(k): _paired(test_probs[k], ds.test.y, cfg.n_boot) for k in ks}
+    results = {"dataset": ds.summary(), "seeds": list(cfg.seeds), "k_values": ks, "k_sqrt": k_sqrt,
+               "training_k": cfg.k, "summary": summary, "paired": paired, "advantage": _advantage(paired),
+               "per_seed": per_seed, "timings": {"seconds": clock()}}
+    return core.write_record(paths, ARTIFACTS, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+
+
+def _paired(probs: dict[str, list], labels: np.ndarray, n_boot: int) -> dict:
+    """Each compared method minus the best baseline, pooled over the seeds that have it."""
+    out = {}
+    base = probs["best baseline"]
+    for m in COMPARED:
+        if m not in probs:
+            continue
+        a = probs[m]
+        out[m] = {split: paired_bootstrap_diff([p[j] for p in a], [p[j] for p in base[:len(a)]], labels,
+                                               n_boot=n_boot, seed=0) for j, split in enumerate(("raw", "calibrated"))}
+        out[m]["n_seeds"] = len(a)
+    return out
+
+
+def _advantage(paired: dict) -> dict:
+    """For each compared method: the k where its accuracy gain over the best baseline is largest,
+    and the k where its calibrated NLL gain is largest (differences pooled over seeds). k = 1 is
+    left out: one neighbour gets all the weight under every rule, so the difference is 0 there."""
+    out = {}
+    for m in COMPARED:
+        ks = [k for k in paired if m in paired[k] and int(k) > 1]
+        if not ks:
+            continue
+        acc = {k: paired[k][m]["raw"]["accuracy"] for k in ks}
+        nll = {k: paired[k][m]["calibrated"]["nll"] for k in ks}
+        k_acc = max(ks, key=lambda k: acc[k]["value"])
+        k_nll = min(ks, key=lambda k: nll[k]["value"])
+        k_abs = max(ks, key=lambda k: abs(acc[k]["value"]))
+        out[m] = {"accuracy": {"k": int(k_acc), **acc[k_acc]}, "nll_calibrated": {"k": int(k_nll), **nll[k_nll]},
+                  "largest_accuracy_difference": {"k": int(k_abs), **acc[k_abs]}}
+    return out

@@ -1,0 +1,44 @@
+"""long_tail: its name, notebook, config and output names (the declaration reads them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from attnknn_lib.base.errors import check_range
+from attnknn_lib.base.knobs import float_csv, knob
+from attnknn_lib.data.spec import DataSpec
+from attnknn_lib.evaluation.methods import method_labels
+from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
+from attnknn_lib.experiments.robustness import (
+    RobustnessConfig,
+)
+
+NAME = "long_tail"
+NOTEBOOK = "04_long_tail.ipynb"
+BETAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+LABELS = method_labels("uniform", "distance", "cosine", "best_baseline", "attnknn", "cnn", "best_baseline_balanced",
+                       "attnknn_balanced", "cnn_balanced")
+REMEDIED = {"best_baseline_balanced": "best_baseline", "attnknn_balanced": "attnknn", "cnn_balanced": "cnn"}
+GROUPS = ("head", "middle", "tail")
+ARTIFACTS = Artifacts(NAME, (record(), table("table"), figure("figure")))
+
+
+@dataclass(frozen=True)
+class Config(RobustnessConfig):
+    """Long-tail knobs on top of the shared recipe and the robustness settings."""
+
+    ratios: tuple[float, ...] = knob((1.0, 0.1, 0.01), "imbalance ratios, smallest over largest class (1 is balanced)")
+    imbalance_seed: int = knob(0, "seed offset of the subsample: models of seed s get class order and rows of seed offset + s")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "ratios", float_csv("ratios", self.ratios, 1e-4, 1.0))
+        check_range("imbalance_seed", self.imbalance_seed, 0, None)
+
+    def imbalanced(self, spec: DataSpec, ratio: float, seed: int) -> DataSpec:
+        """``spec`` imbalanced at ``ratio``, with the class order and rows drawn for model seed ``seed``."""
+        return spec if ratio == 1 else replace(spec, imbalance=ratio, prep_seed=self.imbalance_seed + seed)
+
+    def conditions(self, spec: DataSpec):
+        """seed -> {ratio key: the imbalanced ``spec`` of that seed}."""
+        return lambda seed: {f"{r:g}": self.imbalanced(spec, r, seed) for r in self.ratios}

@@ -1,0 +1,118 @@
+"""main: its name, notebook, config and output names (the declaration reads them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from attnknn_lib.base.errors import ConfigError, check_choice, check_range
+from attnknn_lib.base.knobs import csv, int_csv, knob
+from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
+from attnknn_lib.data.spec import DataSpec
+from attnknn_lib.evaluation.methods import (
+    K_ENSEMBLE,
+)
+from attnknn_lib.evaluation.verdicts import MARGINS
+from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
+from attnknn_lib.experiments.shared import ExperimentConfig
+
+NAME = "main"
+NOTEBOOK = "01_main.ipynb"
+# attention variants of the ablation: name -> switches on top of the main configuration
+ABLATIONS: dict[str, dict] = {
+    "default": {},
+    "no_distance_bias": {"distance_bias": False},
+    "fixed_temperature": {"learn_temperature": False},
+    "label_bias": {"label_bias": True},
+    "prototypes": {"prototypes": True},
+    "neighbor_self_attention": {"neighbor_self_attention": True},
+    "all_components": {"label_bias": True, "prototypes": True, "neighbor_self_attention": True},
+}
+RELIABILITY_METHODS = ("uniform", "distance", "attnknn", "attnknn_tta", "cnn")
+SUMMARY_METHODS = ("uniform", "distance", "cosine", "attnknn", "attnknn_tta", "cnn")
+COMPARISONS = {"attnknn_vs_best_baseline": ("attnknn", "best baseline"), "attnknn_vs_cnn": ("attnknn", "cnn")}
+ARTIFACTS = Artifacts(NAME, (
+    record(), table("table"), figure("reliability", "_reliability"),  # per dataset
+    table("paired", "_paired", "primary"), table("seeds", "_seeds", "primary"),
+    figure("curves", "_curves", "primary"), figure("confusion", "_confusion", "primary"),
+    table("ablation", "_ablation", "primary", when=lambda cfg: cfg.ablation),
+    table("replay", "_replay", "primary", when=lambda cfg: cfg.replay),
+    table("summary", "_summary", "experiment"),  # every dataset in one table
+), datasets=lambda cfg: cfg.datasets, primary=lambda cfg: cfg.primary)
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    """The main experiment's own knobs on top of the shared recipe."""
+
+    datasets: tuple[str, ...] = knob(("fashion_mnist", "digits", "iris", "wine", "breast_cancer"),
+                                     "comma-separated dataset names")
+    primary: str = knob("fashion_mnist", "dataset of the ablation, training curves and confusion matrix")
+    seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "training seeds (comma-separated)")
+    tta_views: int = knob(6, "test-time augmentation views, 1 to 6")
+    n_boot: int = knob(1000, "bootstrap resamples for the 95 % intervals")
+    ablation: bool = knob(True, "ablate the attention components on the primary dataset (first seed)")
+    ablation_epochs: int = knob(2, "epochs per ablation variant")
+    mixup_control: float = knob(0.2, "MixUp alpha of a control CNN on the primary dataset (0: no control)")
+    control_seeds: int = knob(3, "the control CNN is trained for the first n seeds")
+    replay: bool = knob(True, "prototype replay on the primary dataset's first seed: re-introduce its defects one at a time")
+    small_data_splits: int = knob(10, "tabular data sets: stratified hold-out splits, each with its own split and "
+                                      "model seed (0: the seeds on one split)")
+    margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences (0.0025 is 0.25 pp)")
+    margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
+    margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "datasets", csv(self.datasets))
+        object.__setattr__(self, "seeds", int_csv("seeds", self.seeds))
+        if not self.datasets:
+            raise ConfigError("datasets='' is empty; give at least one of: " + ", ".join(DATASET_NAMES))
+        for name in self.datasets:
+            check_choice("dataset", name, DATASET_NAMES)
+        check_choice("primary", self.primary, self.datasets)
+        check_range("tta_views", self.tta_views, 1, 6)
+        check_range("ablation_epochs", self.ablation_epochs, 1, None)
+        check_range("n_boot", self.n_boot, 1, None)
+        check_range("k", self.k, 1, max(K_ENSEMBLE))
+        check_range("control_seeds", self.control_seeds, 1, None)
+        check_range("small_data_splits", self.small_data_splits, 0, None)
+        for name in ("mixup_control", "margin_accuracy", "margin_ece", "margin_nll"):
+            check_range(name, getattr(self, name), 0.0, None)
+
+    def margin(self, metric: str) -> float:
+        """The declared equivalence margin of a metric (the config's, else the library's)."""
+        return getattr(self, f"margin_{metric}", MARGINS[metric])
+
+
+    def replicates(self, name: str) -> list[tuple[int, DataSpec]]:
+        """(model seed, data) of each replicate of dataset ``name``: the seeds on one fixed split for
+        image data; for tabular data (tens to hundreds of test points), ``small_data_splits``
+        stratified hold-out splits, split r with split seed r and model seed r, so the comparison
+        counts the split's sampling error (:func:`~attnknn_lib.evaluation.verdicts.split_level`)."""
+        if REGISTRY[name].kind == "image" or not self.small_data_splits:
+            return [(s, core.data_spec(self, name)) for s in self.seeds]
+        return [(r, core.data_spec(self, name, split_seed=r)) for r in range(self.small_data_splits)]
+
+    def by_splits(self, name: str) -> bool:
+        return REGISTRY[name].kind != "image" and bool(self.small_data_splits)
+
+    def replay_runs(self):
+        """The replay's two Attn-KNN runs on the primary dataset's first seed, otherwise the recipe's
+        run: one trained with self-matches (the prototype's defect), and one that keeps every
+        epoch's weights, so the replay can choose the checkpoint on test (the other defect that
+        needs training). The second trains like the recipe's run; only what it saves differs."""
+        if not self.replay:
+            return []
+        run = core.model_runs(self, core.data_spec(self, self.primary), self.seeds[:1], kinds=("attnknn",))[0]
+        return [replace(run, train={**run.train, "exclude_self": False}),
+                replace(run, train={**run.train, "keep_epochs": True})]
+
+    def control_runs(self):
+        """The control CNN's runs: the recipe with ``mixup_control`` as its MixUp alpha, on the
+        primary dataset, first ``control_seeds`` seeds; none if that is the recipe's own alpha."""
+        if not self.mixup_control or self.mixup_control == self.mixup_alpha:
+            return []
+        recipe = replace(self.recipe(), mixup_alpha=self.mixup_control)
+        return core.model_runs(recipe, core.data_spec(self, self.primary), self.seeds[:self.control_seeds],
+                               kinds=("cnn",))

@@ -1,0 +1,269 @@
+"""main: the training runs it needs and the analysis that writes its record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from attnknn_lib.base.files import write_npz
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.base.runtime import seed_everything
+from attnknn_lib.data.spec import prepare
+from attnknn_lib.data.transforms import tta_views
+from attnknn_lib.evaluation.calibration import Calibrator, fit_calibrator
+from attnknn_lib.evaluation.methods import (
+    K_ENSEMBLE,
+    METHOD_LABELS,
+    MethodProbs,
+    attnknn_method,
+    attnknn_methods,
+    best_baseline,
+    cnn_methods,
+    knn_methods,
+    score,
+)
+from attnknn_lib.evaluation.metrics import METRICS, accuracy, paired_bootstrap_diff
+from attnknn_lib.evaluation.verdicts import HIGHER_IS_BETTER, seed_level, split_level, verdict
+from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, Config
+from attnknn_lib.knn.votes import softmax_rows, vote
+from attnknn_lib.models import MultiHeadNeighborAttention
+from attnknn_lib.training.convergence import plateau
+from attnknn_lib.training.loops import train_attention_head
+
+
+def runs(cfg: Config):
+    """Attn-KNN and CNN for every dataset and seed, and the control CNN."""
+    return [r for name in cfg.datasets for seed, spec in cfg.replicates(name) for r in core.model_runs(cfg, spec, (seed,))] \
+        + cfg.control_runs() + cfg.replay_runs()
+
+
+@dataclass
+class DatasetRun:
+    """Everything one dataset produced: the JSON record plus what the figures need (first seed)."""
+
+    dataset: object
+    record: dict
+    methods: dict[str, MethodProbs]  # first seed
+    histories: dict[str, list[dict]]  # first seed
+
+
+def run_ablation(cfg: Config, ds, emb, seed: int) -> dict:
+    """Attention variants trained on the frozen Attn-KNN embedding; each scored like the main methods."""
+    base = cfg.attention_config(ds.num_classes)
+    methods, extra = {}, {}
+    train_nb = emb.bank.search_excluding(emb.bank.embeddings, cfg.k, np.arange(len(emb.bank)))  # shared by all
+    for name, switches in ABLATIONS.items():
+        seed_everything(seed)
+        att = MultiHeadNeighborAttention(replace(base, **switches))
+        res = train_attention_head(att, emb.bank, emb.val["original"], ds.val.y, cfg.k, epochs=cfg.ablation_epochs,
+                                   seed=seed, train_neighbors=train_nb,
+                                   val_neighbors=emb.neighbors[("val", "original")], progress=False)
+        probs = attnknn_method(res.model, emb, cfg.k)
+        methods[name] = MethodProbs(probs.val, probs.test, {"switches": switches})
+        extra[name] = {"history": res.history, "best_epoch": res.best_epoch, "seconds": res.seconds,
+                       "temperatures": res.model.temperatures().tolist()}
+    scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
+    for name in scored:
+        scored[name]["label"] = name.replace("_", " ")
+        scored[name]["training"] = extra[name]
+    return scored
+
+
+REPLAY_ROWS = {  # defect -> its table row, on the first seed (the prototype ran one)
+    "one_seed": "first seed only",
+    "self_matches": "+ self-matches in training",
+    "test_checkpoint": "+ checkpoint chosen on test",
+    "untuned_baseline": "+ untuned distance baseline",
+    "raw_calibration": "+ no calibration",
+    "tta_attnknn_only": "+ TTA for Attn-KNN only",
+}
+VERDICT_SHORT = {"better": "better", "worse": "worse", "equivalent": "equiv.", "inconclusive": "incon."}
+
+
+def _single_run(cfg: Config, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], labels: np.ndarray,
+                seed: int, calibrated: bool = True) -> dict:
+    """Attn-KNN minus a baseline on one run, read the way a single run is read: accuracy raw,
+    ECE and NLL calibrated (raw when ``calibrated`` is off), each with its paired bootstrap
+    interval over test points and the verdict that interval gives against the margins."""
+    raw = paired_bootstrap_diff([a[0]], [b[0]], labels, n_boot=cfg.n_boot, seed=seed)
+    cal = paired_bootstrap_diff([a[1]], [b[1]], labels, n_boot=cfg.n_boot, seed=seed) if calibrated else raw
+    out = {}
+    for metric, d in (("accuracy", raw["accuracy"]), ("ece", cal["ece"]), ("nll", cal["nll"])):
+        out[metric] = {**d, "margin": cfg.margin(metric), "n_seeds": 1,
+                       "verdict": verdict(d["low"], d["high"], cfg.margin(metric), HIGHER_IS_BETTER[metric], 2)}
+    return out
+
+
+def prototype_replay(cfg: Config, prepared, paths: Paths, device, seed: int, methods: dict[str, MethodProbs],
+                     scored: dict, best: str, emb) -> dict:
+    """The prototype's defects re-introduced one at a time on the first seed (issue: prototype
+    replay), each row Attn-KNN minus its baseline as one run would report it."""
+    ds = prepared.dataset
+    y = ds.test.y
+
+    def pair(name: str) -> tuple[np.ndarray, np.ndarray]:
+        return methods[name].test, Calibrator(**scored[name]["calibrator"]).apply(methods[name].test)
+
+    def fitted(p: MethodProbs) -> tuple[np.ndarray, np.ndarray]:
+        return p.test, fit_calibrator(p.val, ds.val.y).apply(p.test)
+
+    def against_tuned_rule(model) -> tuple[dict, str]:
+        """Attn-KNN of ``model`` minus the best kNN rule (chosen on validation) on its own embedding."""
+        e = core.embed_views(model, prepared, 1, cfg.k, device)
+        rules = knn_methods(e, ds, cfg.k)
+        base = best_baseline(rules, ds.val.y, score({r: rules[r] for r in ("uniform", "distance", "cosine")},
+                                                    ds, n_boot=1, seed=seed))
+        return _single_run(cfg, fitted(attnknn_method(model.attention, e, cfg.k)), fitted(rules[base]), y, seed), base
+
+    rows = {"one_seed": _single_run(cfg, pair("attnknn"), pair(best), y, seed)}
+    self_run, epochs_run = cfg.replay_runs()
+    rows["self_matches"], best_self = against_tuned_rule(core.trained(self_run, paths, prepared)[0].model.to(device))
+    rows["test_checkpoint"], checkpoint = test_checkpoint(cfg, prepared, paths, device, epochs_run, against_tuned_rule)
+    nb = {s: emb.neighbors[(s, "original")] for s in ("val", "test")}
+    untuned = MethodProbs(*(vote(softmax_rows(-nb[s].sq_dist[:, :cfg.k]), nb[s].labels[:, :cfg.k], ds.num_classes)
+                            for s in ("val", "test")))
+    rows["untuned_baseline"] = _single_run(cfg, pair("attnknn"), fitted(untuned), y, seed)
+    rows["raw_calibration"] = _single_run(cfg, pair("attnknn"), pair(best), y, seed, calibrated=False)
+    if "attnknn_tta" in methods:
+        rows["tta_attnknn_only"] = _single_run(cfg, pair("attnknn_tta"), pair(best), y, seed)
+    return {"seed": seed, "baseline": best, "self_matches_baseline": best_self, "checkpoint": checkpoint, "rows": rows}
+
+
+def test_checkpoint(cfg: Config, prepared, paths: Paths, device, run, against_tuned_rule) -> tuple[dict, dict]:
+    """The prototype's checkpoint rule: of ``run``'s epochs (it keeps their weights), the one whose
+    Attn-KNN vote is most accurate on *test* (ties: the earlier epoch). Returns its row (Attn-KNN
+    minus the tuned rule on that epoch's embedding) and what was chosen: both epochs and every
+    epoch's test accuracy, which is read here for this row alone."""
+    result = core.trained(run, paths, prepared)[0]
+    model = result.model.to(device)
+    test_acc = []
+    for state in result.epoch_states:
+        model.load_state_dict(state)
+        model.eval()
+        probs = attnknn_method(model.attention, core.embed_views(model, prepared, 1, cfg.k, device), cfg.k).test
+        test_acc.append(float(accuracy(probs, prepared.dataset.test.y)))
+    chosen = int(np.argmax(test_acc))  # first maximum: the earlier epoch wins a tie
+    model.load_state_dict(result.epoch_states[chosen])
+    model.eval()
+    row, _ = against_tuned_rule(model)
+    return row, {"test_selected_epoch": chosen + 1, "val_selected_epoch": result.best_epoch,
+                 "epoch_test_accuracy": test_acc}
+
+
+def _paired(cfg: Config, test_probs: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]],
+            labels: dict[str, np.ndarray], sizes: tuple[int, int] | None = None) -> dict:
+    """Attn-KNN minus the best baseline (chosen on validation per seed) and minus the CNN, raw and
+    calibrated: per seed (paired-bootstrap 95 % intervals over test points) and over seeds.
+
+    On one fixed split (``sizes`` None): pooled over seeds too, and the seed-level interval (t
+    interval over the per-seed differences plus the test set's bootstrap variance); with resampled
+    splits (``sizes`` = (n_test, n_train) of a split), every seed has its own test points: the
+    corrected resampled t interval (:func:`~attnknn_lib.evaluation.verdicts.split_level`). Verdicts
+    against the declared margins (:mod:`attnknn_lib.evaluation.verdicts`)."""
+    out = {}
+    for name, (a, b) in COMPARISONS.items():
+        entry = {"a": a, "b": b, "per_seed": {}, "replication": "seeds" if sizes is None else "splits"}
+        for cal_i, split in enumerate(("raw", "calibrated")):
+            pa = {s: test_probs[s][a][cal_i] for s in test_probs}
+            pb = {s: test_probs[s][b][cal_i] for s in test_probs}
+            for s in test_probs:
+                entry["per_seed"].setdefault(s, {})[split] = paired_bootstrap_diff(
+                    [pa[s]], [pb[s]], labels[s], n_boot=cfg.n_boot, seed=int(s))
+            per = {m: [entry["per_seed"][s][split][m]["value"] for s in test_probs] for m in METRICS}
+            if sizes is not None:
+                entry.setdefault("seed_level", {})[split] = {
+                    m: split_level(per[m], sizes[0], sizes[1], m, margin=cfg.margin(m)) for m in per}
+                continue
+            first = next(iter(labels.values()))
+            pooled = paired_bootstrap_diff(list(pa.values()), list(pb.values()), first, n_boot=cfg.n_boot, seed=0)
+            entry.setdefault("pooled", {})[split] = pooled
+            entry.setdefault("seed_level", {})[split] = {
+                m: seed_level(per[m], pooled[m]["se"], m, margin=cfg.margin(m)) for m in pooled}
+        out[name] = entry
+    return out
+
+
+def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
+    """Every seed of one dataset: load the models, evaluate, aggregate, compare; save the arrays."""
+    device, prov, clock = core.begin(cfg)
+    k_max = max(cfg.k, max(K_ENSEMBLE))
+    per_seed, test_probs, labels, fingerprints, first, replay = {}, {}, {}, {}, None, None
+    for seed, spec in cfg.replicates(name):
+        prepared = prepare(spec)
+        ds = prepared.dataset
+        fingerprints[str(seed)] = prepared.fingerprint()
+        views = tta_views(ds, cfg.tta_views)
+        models, cached = {}, {}
+        for run in core.model_runs(cfg, prepared.spec, (seed,)):
+            models[run.kind], cached[run.kind] = core.trained(run, paths, prepared)
+        attn, cnn = models["attnknn"].model.to(device), models["cnn"].model.to(device)
+        emb = core.embed_views(attn, prepared, cfg.tta_views, k_max, device)
+        methods = {**knn_methods(emb, ds, cfg.k), **attnknn_methods(attn.attention, emb, cfg.k),
+                   **cnn_methods(cnn, ds, views, device=device)}
+        for run in (cfg.control_runs() if name == cfg.primary else []):
+            if run.seed == seed:
+                control = core.trained(run, paths, prepared)[0].model.to(device)
+                methods["cnn_mixup"] = core.cnn_method(control, prepared, device)
+        methods = {m: methods[m] for m in METHOD_LABELS if m in methods}
+        scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
+        best = best_baseline(methods, ds.val.y, scored)
+        ablation = None
+        if cfg.ablation and name == cfg.primary and seed == cfg.seeds[0]:
+            ablation = run_ablation(cfg, ds, emb, seed)
+        if cfg.replay and name == cfg.primary and seed == cfg.seeds[0]:
+            replay = prototype_replay(cfg, prepared, paths, device, seed, methods, scored, best, emb)
+        per_seed[str(seed)] = {
+            "methods": scored, "best_baseline": best, "ablation": ablation,
+            "training": {kind: {"history": r.history, "best_epoch": r.best_epoch, "seconds": r.seconds,
+                                "plateau": plateau(r.history, r.best_epoch),
+                                "loaded_from_cache": cached[kind]} for kind, r in models.items()},
+            "temperatures": attn.attention.temperatures().tolist(),
+        }
+        test_probs[str(seed)], labels[str(seed)] = {}, ds.test.y
+        for key, m in (("attnknn", "attnknn"), ("best baseline", best), ("cnn", "cnn")):
+            cal = Calibrator(**scored[m]["calibrator"])  # the one score() fitted on validation
+            test_probs[str(seed)][key] = (methods[m].test, cal.apply(methods[m].test))
+        _save_arrays(name, seed, ds, methods, emb, paths)
+        if first is None:
+            first = DatasetRun(ds, {}, methods, {k: r.history for k, r in models.items()})
+    sizes = (len(ds.test), len(ds.train)) if cfg.by_splits(name) else None
+    results = {
+        "dataset": ds.summary(),
+        "seeds": [seed for seed, _ in cfg.replicates(name)],
+        "replication": "seeds" if sizes is None else f"{len(per_seed)} stratified hold-out splits (split seed = model seed)",
+        "summary": core.aggregate_seeds({s: d["methods"] for s, d in per_seed.items()}),
+        "paired": _paired(cfg, test_probs, labels, sizes),
+        "replay": replay,
+        "per_seed": per_seed,
+        "model_configs": {"attention": cfg.attention_config(ds.num_classes).to_dict(),
+                          "train": cfg.train_config(ds.kind, cfg.seeds[0]).to_dict(),
+                          "backbone": cfg.backbone(ds.kind)[0]},
+        "timings": {"seconds": clock()},
+    }
+    fp = {name: prepared.fingerprint()}
+    if sizes is not None:  # one data fingerprint per split; the name keeps the first's
+        fp = {name: next(iter(fingerprints.values())), **{f"{name} split {s}": f for s, f in fingerprints.items()}}
+    _, record = core.write_record(paths, ARTIFACTS, name, cfg, prov, fp, results)
+    first.record = record
+    return first
+
+
+def _save_arrays(name: str, seed: int, ds, methods: dict[str, MethodProbs], emb, paths: Paths) -> None:
+    """Per-method probabilities (val and test, raw) with labels, and the memory / query embeddings."""
+    # float64: a broken tie is 1e-9 ahead (knn.votes.break_ties), which float32 would round away
+    probs = {f"{split}_{m}": getattr(p, split).astype(np.float64) for m, p in methods.items()
+             for split in ("val", "test")}
+    write_npz(paths.artifacts / f"main_{name}_s{seed}_probs.npz", val_labels=ds.val.y, test_labels=ds.test.y,
+              val_ids=ds.val.ids, test_ids=ds.test.ids, **probs)
+    write_npz(paths.artifacts / f"main_{name}_s{seed}_embeddings.npz", memory=emb.bank.embeddings,
+              memory_labels=emb.bank.labels, memory_ids=ds.train.ids, val=emb.val["original"],
+              test=emb.test["original"], val_labels=ds.val.y, test_labels=ds.test.y)
+
+
+def run(cfg: Config, paths: Paths) -> dict[str, DatasetRun]:
+    """Every dataset of ``cfg``, the primary one first (the notebook runs them in this order, with
+    its narrative between): {dataset: its run, whose record is written}."""
+    order = [cfg.primary] + [d for d in cfg.datasets if d != cfg.primary]
+    return {name: run_dataset(cfg, name, paths) for name in order}

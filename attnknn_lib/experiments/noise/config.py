@@ -1,0 +1,61 @@
+"""noise: its name, notebook, config and output names (the declaration reads them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from attnknn_lib.base.errors import ConfigError, check_choice, check_range
+from attnknn_lib.base.knobs import csv, float_csv, knob
+from attnknn_lib.data.label_noise import NOISE_KINDS
+from attnknn_lib.data.spec import DataSpec
+from attnknn_lib.evaluation.methods import method_labels
+from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
+from attnknn_lib.experiments.robustness import (
+    RobustnessConfig,
+)
+
+NAME = "noise"
+NOTEBOOK = "03_noise.ipynb"
+SETTINGS = {"bank": "noise in the memory bank only (models trained on clean labels)",
+            "trained": "models retrained on the noisy labels"}
+LABELS = method_labels("uniform", "distance", "cosine", "best_baseline", "attnknn", "cnn")
+WEIGHTED = ("attnknn", "distance", "cosine", "uniform")  # rules whose neighbour weights are compared
+ARTIFACTS = Artifacts(NAME, (record(), table("table"), table("weights", "_weights"), figure("figure"),
+                             figure("weights_figure", "_weights")))
+
+
+def _grid(cfg: Config, rates: tuple[float, ...]) -> list[tuple[str, float]]:
+    """(kind, rate) pairs; rate 0 once (kind 'none'), whatever the kinds."""
+    out = [("none", 0.0)] if 0.0 in rates else []
+    return out + [(kind, r) for kind in cfg.kinds for r in rates if r > 0]
+
+
+@dataclass(frozen=True)
+class Config(RobustnessConfig):
+    """Label-noise knobs on top of the shared recipe and the robustness settings."""
+
+    kinds: tuple[str, ...] = knob(NOISE_KINDS, "noise kinds: symmetric, asymmetric (c to c+1)")
+    rates: tuple[float, ...] = knob((0.0, 0.1, 0.2, 0.3, 0.4), "noise rates of setting bank")
+    retrain_rates: tuple[float, ...] = knob((0.0, 0.2, 0.4), "noise rates of setting trained (each costs 3 seeds x 2 kinds x 2 models)")
+    noise_seed: int = knob(0, "seed of the noise draw (the same flips for every model)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "kinds", csv(self.kinds, "noise kinds, e.g. symmetric,asymmetric"))
+        object.__setattr__(self, "rates", float_csv("rates", self.rates, 0.0, 0.95))
+        object.__setattr__(self, "retrain_rates", float_csv("retrain_rates", self.retrain_rates, 0.0, 0.95))
+        if not self.kinds:
+            raise ConfigError(f"kinds='' is empty; give one or both of: {', '.join(NOISE_KINDS)}")
+        for kind in self.kinds:
+            check_choice("kinds", kind, NOISE_KINDS)
+        check_range("noise_seed", self.noise_seed, 0, None)
+
+    def conditions(self, spec: DataSpec, rates: tuple[float, ...]):
+        """seed -> {"kind/rate": the noisy ``spec``}: the same flips for every seed and model."""
+        return lambda seed: {f"{kind}/{rate:g}": self.noisy(spec, kind, rate) for kind, rate in _grid(self, rates)}
+
+    def noisy(self, spec: DataSpec, kind: str, rate: float) -> DataSpec:
+        """``spec`` with this noise in the training and validation labels (rate 0: unchanged)."""
+        if rate == 0:
+            return spec
+        return replace(spec, noise=kind, noise_rate=rate, noisy_val=True, prep_seed=self.noise_seed)

@@ -1,0 +1,81 @@
+"""One report from the result records of one profile: the paper's macros and the README's blocks.
+
+The experiments' views (their declarations' ``views``) build the parts; this module assembles
+them in the order it is given (the catalog's notebook order), adds the paper-wide config macros
+and writes the files. The workflow's report job and the tests call the same two functions:
+:func:`compose`, then :func:`write_report`. No experiment is named here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from attnknn_lib.report import macros as macro_file
+from attnknn_lib.report import readme
+
+
+class ExperimentViews(Protocol):  # what compose reads of a declaration (experiments.declaration)
+    name: str
+    notebook: str
+    question: str
+    models: str
+
+    @property
+    def views(self) -> Views: ...
+
+
+class Views(Protocol):
+    macros: Callable[[list[dict]], dict[str, str]]
+    readme_lines: Callable[[list[dict]], list[str]]
+    readme_section: str | None
+    answer_lines: Callable[[list[dict]], list[str]] | None
+
+
+@dataclass(frozen=True)
+class Report:
+    macros: dict[str, str]  # results/macros.tex
+    answer: str  # the README's first lines
+    results: str  # the README's results block
+    experiments: str  # the README's table of experiments
+
+
+def experiments_table(experiments: Iterable[ExperimentViews]) -> str:
+    """The README's table of experiments, from their declarations."""
+    lines = ["| notebook | question | models |", "| --- | --- | --- |"]
+    lines += [f"| `{Path(e.notebook).stem}` | {e.question} | {e.models} |" for e in experiments]
+    return "\n".join(lines)
+
+
+def compose(records: list[dict], experiments: Iterable[ExperimentViews]) -> Report:
+    """The report of ``records`` (all of one profile: see :func:`~attnknn_lib.report.records.read_records`)."""
+    experiments = list(experiments)
+    by_name = {e.name: [r for r in records if r.get("experiment") == e.name] for e in experiments}
+    macros: dict[str, str] = {}
+    if records:  # the recipe every experiment of the run shares, from the first in notebook order
+        first = next(by_name[e.name][0] for e in experiments if by_name[e.name])
+        macros.update(macro_file.config_macros(first["config"]))
+    sections, answer = [], []
+    for e in experiments:
+        recs = by_name[e.name]
+        if not recs:
+            continue
+        macros.update(e.views.macros(recs))
+        sections.append((e.views.readme_section, e.views.readme_lines(recs)))
+        if e.views.answer_lines is not None:
+            answer += e.views.answer_lines(recs)
+    profile = records[0]["profile"] if records else ""
+    return Report(macros, "\n".join(answer) if answer else readme.EMPTY, readme.results_block(sections, profile),
+                  experiments_table(experiments))
+
+
+def write_report(report: Report, macros_path: str | Path, readme_path: str | Path | None = None) -> Path:
+    """``results/macros.tex`` and, when given a README, its generated blocks (each atomically)."""
+    path = macro_file.write_macros(report.macros, macros_path)
+    if readme_path is not None:
+        readme.replace_block(readme_path, readme.ANSWER_START, readme.ANSWER_END, report.answer)
+        readme.replace_block(readme_path, readme.README_START, readme.README_END, report.results)
+        readme.replace_block(readme_path, readme.EXPERIMENTS_START, readme.EXPERIMENTS_END, report.experiments)
+    return path
