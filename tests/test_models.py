@@ -16,7 +16,7 @@ from attnknn_lib.models import (
     build_attnknn,
     build_backbone,
     build_cnn,
-    vote,
+    weighted_vote,
 )
 
 B, K, D, C = 5, 7, 16, 4
@@ -99,10 +99,10 @@ def test_attention_config_rejects_bad_values_with_the_value_named():
         AttentionConfig(num_classes=3, tau_init=3.0)
 
 
-def test_vote_puts_each_weight_on_its_neighbours_label():
+def test_weighted_vote_puts_each_weight_on_its_neighbours_label():
     w = torch.tensor([[0.5, 0.3, 0.2]])
     y = torch.tensor([[2, 0, 2]])
-    torch.testing.assert_close(vote(w, y, 3), torch.tensor([[0.3, 0.0, 0.7]]))
+    torch.testing.assert_close(weighted_vote(w, y, 3), torch.tensor([[0.3, 0.0, 0.7]]))
 
 
 @pytest.mark.parametrize("backbone,shape,feat", [("small_cnn", (1, 28, 28), 256), ("small_cnn", (3, 32, 32), 256),
@@ -130,7 +130,7 @@ def test_attnknn_returns_unit_embeddings_and_a_vote_that_trains_the_embedder():
     out = model(x, nb, y)
     assert out.probs.shape == (B, C) and out.weights.shape == (B, K) and out.embedding.shape == (B, 32)
     torch.testing.assert_close(out.embedding.norm(dim=-1), torch.ones(B))
-    torch.testing.assert_close(out.probs, vote(out.weights, y, C))
+    torch.testing.assert_close(out.probs, weighted_vote(out.weights, y, C))
     target = y[:, 0]
     loss = F.nll_loss(out.probs.clamp_min(1e-8).log(), target)
     loss.backward()
