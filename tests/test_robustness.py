@@ -36,7 +36,7 @@ def test_class_balanced_voting_divides_each_vote_by_its_memory_share():
 
 @pytest.mark.parametrize("prior,beta,message", [
     (np.array([0.5, 0.5, 0.0]), 0.5, "prior must be (2,)"),
-    (np.array([0.5, 0.5]), 1.5, "beta=1.5 is out of range"),
+    (np.array([0.5, 0.5]), 11.0, "beta=11.0 is out of range"),
 ])
 def test_class_balanced_voting_refuses_bad_input(prior, beta, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -18,7 +18,7 @@ ties:      when several classes share the largest vote (within TIE_TOL), the cla
 prior correction (a remedy for long-tailed memories, applied to any rule's probabilities; the
            post-hoc logit adjustment of Menon et al. 2021 with the memory's class shares as prior):
            p'(c | q) = p(c | q) / pi_c^beta / sum_c' p(c' | q) / pi_c'^beta
-           pi_c the share of class c in the memory, beta in [0, 1] tuned on validation
+           pi_c the share of class c in the memory, beta >= 0 tuned on validation
 
 For unit vectors ||q - n||^2 = 2 - 2s, so a softmax over *squared* distances would be the cosine
 rule with T = tau / 2; the distance rule therefore uses the plain Euclidean distance (as in the
@@ -33,6 +33,7 @@ from attnknn_lib.base.errors import ConfigError
 
 RULES = ("uniform", "distance", "cosine")
 TIE_TOL = 1e-12  # votes closer than this count as tied (sums of equal weights differ by rounding)
+MAX_BETA = 10.0  # beyond this, every vote goes to the rarest class present (a bound, not a tuning grid)
 TIE_EPS = 1e-9  # what the tie's winner gets: decides argmax, moves NLL / ECE by at most ~1e-9
 
 
@@ -157,16 +158,42 @@ def prior_correction(probs: np.ndarray, prior: np.ndarray, beta: float) -> np.nd
     """p'(c) = p(c) pi_c^-beta / sum_c' p(c') pi_c'^-beta for probs (B, C) and class shares prior (C,).
 
     beta = 0 leaves the probabilities unchanged; beta = 1 divides each class's vote by its share
-    of the memory (every class then counts as if the memory were balanced). A class absent from
+    of the memory (every class then counts as if the memory were balanced); beta > 1 favours rare
+    classes further (it can pay when the rare classes' neighbours are also sparser). A class absent from
     the memory (pi_c = 0) gets no vote anyway and stays at 0.
     """
     probs = np.asarray(probs, dtype=np.float64)
     prior = np.asarray(prior, dtype=np.float64)
     if prior.shape != probs.shape[1:] or (prior < 0).any():
         raise ConfigError(f"prior must be {probs.shape[1:]} non-negative class shares; got shape {prior.shape}")
-    if not 0.0 <= beta <= 1.0:
-        raise ConfigError(f"beta={beta!r} is out of range; allowed: 0..1")
+    if not 0.0 <= beta <= MAX_BETA:
+        raise ConfigError(f"beta={beta!r} is out of range; allowed: 0..{MAX_BETA:g}")
     scale = np.where(prior > 0, np.maximum(prior, 1e-12) ** -beta, 0.0)  # (C,)
     p = probs * scale
     total = p.sum(axis=1, keepdims=True)
     return np.where(total > 0, p / np.where(total > 0, total, 1.0), probs)
+
+
+
+def prefix_class_scores(weights: np.ndarray, labels: np.ndarray, ks, num_classes: int) -> np.ndarray:
+    """S_k(c) = sum_{j <= k} w_j [y_j = c] for every k of ``ks``: weights and labels (N, K),
+    nearest first -> (L, N, C) for the L values of ``ks`` (each in 1..K, any order).
+
+    Normalised over c, S_k is the vote of the first k neighbours with those weights. One weighted
+    bincount gives the class sums of each block of neighbours between consecutive k, and a
+    cumulative sum over the blocks gives every prefix, so all L votes cost about one.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    ks = np.asarray(list(ks), dtype=np.int64)
+    if weights.shape != labels.shape or weights.ndim != 2:
+        raise ConfigError(f"weights {weights.shape} and labels {labels.shape} must both be (N, K)")
+    if ks.size == 0 or ks.min() < 1 or ks.max() > weights.shape[1]:
+        raise ConfigError(f"ks must lie in 1..{weights.shape[1]} (neighbours given); got {ks.tolist()}")
+    order = np.unique(ks)  # sorted, distinct
+    n, width, blocks = weights.shape[0], int(order[-1]), len(order)
+    block = np.searchsorted(order, np.arange(1, width + 1))  # (width,) block of each neighbour rank
+    flat = ((np.arange(n)[:, None] * blocks + block[None, :]) * num_classes + labels[:, :width]).ravel()
+    sums = np.bincount(flat, weights=weights[:, :width].ravel(), minlength=n * blocks * num_classes)
+    prefix = np.cumsum(sums.reshape(n, blocks, num_classes), axis=1)  # (N, blocks, C)
+    return prefix[:, np.searchsorted(order, ks), :].transpose(1, 0, 2)

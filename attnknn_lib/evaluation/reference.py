@@ -1,0 +1,192 @@
+"""The strongest rule that learns nothing: a neighbour vote with every non-learned knob tuned on
+validation, the reference every learned method is compared with.
+
+One configuration is (rule, temperature, k, consistency threshold, prior exponent):
+
+    w_j     = 1 (uniform), exp(-(r_j - r_1) / tau) (distance), exp((s_j - s_1) / T) (cosine)
+    keep_j  = [loo_j >= theta]   (theta None: every neighbour votes; a row where none passes
+                                  falls back to all of them)
+    S_k(c)  = sum_{j <= k} keep_j w_j [y_j = c],    p_k = S_k / sum_c S_k(c)
+    p'(c)   = p_k(c) pi_c^-beta / sum_c' p_k(c') pi_c'^-beta      (pi: the memory's class shares)
+
+r_j is the Euclidean distance of the j-th nearest neighbour, s_j = 1 - r_j^2 / 2 its cosine
+similarity, loo_j the share of that memory row's own nearest rows (itself excluded) that carry
+its label (:func:`attnknn_lib.knn.headroom.loo_agreement`). Subtracting the nearest neighbour's
+distance (or similarity) leaves every p_k unchanged and keeps the weights from underflowing.
+
+Selection: the highest validation accuracy (ties between classes broken by the nearest tied
+neighbour, :func:`attnknn_lib.knn.votes.break_ties`), then the lower validation NLL. Every S_k of
+one (rule, temperature, theta) comes from one cumulative sum over the neighbours, so the whole
+grid costs little more than its largest k.
+
+A memory whose class shares differ by less than :data:`BALANCED` (largest over smallest) gets no
+prior correction: its correction would reweight the classes by less than the vote's own noise, and
+skipping it saves nine tenths of the grid. Grids are extended where the choice sits on an open edge: the temperatures by factors of 2.5 past
+either end, beta by 0.5 past its largest value, each up to :data:`MAX_EXTENSIONS` times. k cannot
+be extended past the neighbours searched: a choice at the largest k searched is reported in
+``edges``, and the caller searches more neighbours and tunes again. Bounded ends (k = 1, beta = 0,
+theta) are not edges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID
+from attnknn_lib.evaluation.metrics import accuracy, nll
+from attnknn_lib.knn.votes import MAX_BETA, RULES, break_ties, prefix_class_scores, prior_correction
+
+K_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048)
+THETAS = (None, 0.25, 0.5, 0.75)  # consistency filter thresholds (None: off)
+BETAS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)  # prior-correction exponents
+MAX_EXTENSIONS = 3  # times a grid is extended past an open edge
+BALANCED = 1.5  # largest / smallest class share below which the prior exponent is not tuned
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """What the reference reads of a split's queries: their K nearest memory rows, nearest first."""
+
+    labels: np.ndarray  # (N, K) memory labels of the neighbours
+    sq_dist: np.ndarray  # (N, K) squared Euclidean distances
+    loo: np.ndarray  # (N, K) leave-one-out label agreement of each neighbour (memory row)
+
+    @property
+    def k_max(self) -> int:
+        return self.labels.shape[1]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One configuration of the reference rule, and how it did on validation."""
+
+    rule: str
+    param: float | None  # tau (distance) or T (cosine); None for uniform
+    k: int
+    theta: float | None
+    beta: float
+    val_accuracy: float = float("nan")
+    val_nll: float = float("nan")
+
+    def label(self) -> str:
+        parts = [self.rule + (f" {self.param:g}" if self.param is not None else ""), f"k={self.k}"]
+        if self.theta is not None:
+            parts.append(f"filter {self.theta:g}")
+        if self.beta:
+            parts.append(f"prior^{self.beta:g}")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _weights(rule: str, param: float | None, sq_dist: np.ndarray) -> np.ndarray:
+    """Unnormalised weights (N, K): the softmax numerators, shifted by the nearest neighbour's."""
+    d = np.asarray(sq_dist, dtype=np.float64)
+    if rule == "uniform":
+        return np.ones_like(d)
+    if rule == "distance":
+        r = np.sqrt(np.maximum(d, 0.0))
+        return np.exp(-(r - r[:, :1]) / param)
+    s = 1.0 - d / 2.0
+    return np.exp((s - s[:, :1]) / param)
+
+
+def reference_probs(choice: Choice, hood: Neighbourhood, prior: np.ndarray, num_classes: int) -> np.ndarray:
+    """Probabilities (N, C) of one configuration on one split (see the module docstring)."""
+    if choice.k > hood.k_max:
+        raise ConfigError(f"k={choice.k} is out of range; allowed: 1..{hood.k_max} (neighbours searched)")
+    return _probs(hood, choice.rule, choice.param, choice.theta, [choice.k], prior, num_classes,
+                  (choice.beta,))[0][choice.beta]
+
+
+def _probs(hood: Neighbourhood, rule: str, param: float | None, theta: float | None, ks: list[int],
+           prior: np.ndarray, num_classes: int, betas: tuple[float, ...] | None = None) -> list[dict[float, np.ndarray]]:
+    """For each k of ``ks``: {beta: probabilities (N, C)} of (rule, param, theta)."""
+    w = _weights(rule, param, hood.sq_dist[:, :max(ks)])
+    lab = hood.labels[:, :max(ks)]
+    scores = prefix_class_scores(w, lab, ks, num_classes)  # (L, N, C)
+    if theta is not None:
+        kept = prefix_class_scores(w * (hood.loo[:, :max(ks)] >= theta), lab, ks, num_classes)
+        empty = kept.sum(axis=2, keepdims=True) <= 0
+        scores = np.where(empty, scores, kept)  # no neighbour passes: all of them vote
+    p = scores / scores.sum(axis=2, keepdims=True)
+    betas = betas if betas is not None else (0.0,)
+    out = []
+    for i, k in enumerate(ks):
+        out.append({b: break_ties(prior_correction(p[i], prior, b) if b else p[i], lab[:, :k]) for b in betas})
+    return out
+
+
+def _extend(grid: tuple[float, ...], best: float, factor: float) -> tuple[float, ...] | None:
+    """The grid extended past the end that ``best`` sits on (by ``factor``), or None if it is inside."""
+    if best == max(grid):
+        return tuple(sorted(set(grid) | {max(grid) * factor}))
+    if best == min(grid):
+        return tuple(sorted(set(grid) | {min(grid) / factor}))
+    return None
+
+
+def _search(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_classes: int, grids: dict[str, tuple],
+            betas: tuple[float, ...], thetas: tuple, ks: list[int], done: set,
+            best: tuple[Choice, tuple] | None) -> tuple[Choice, tuple]:
+    """The best of ``best`` and every configuration of the grids not in ``done`` (which grows)."""
+    for rule in RULES:
+        for param in grids[rule]:
+            for theta in thetas:
+                todo = [b for b in betas if (rule, param, theta, ks[-1], b) not in done]
+                if not todo:
+                    continue
+                for k, by_beta in zip(ks, _probs(val, rule, param, theta, ks, prior, num_classes, tuple(todo))):
+                    for beta, p in by_beta.items():
+                        done.add((rule, param, theta, k, beta))
+                        acc = accuracy(p, target)
+                        if best is not None and acc < best[1][0]:
+                            continue
+                        key = (acc, -nll(p, target))
+                        if best is None or key > best[1]:
+                            best = (Choice(rule, param, k, theta, beta, key[0], -key[1]), key)
+    return best
+
+
+def tune_reference(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_classes: int,
+                   ks: tuple[int, ...] = K_LADDER, thetas: tuple = THETAS,
+                   betas: tuple[float, ...] = BETAS) -> dict:
+    """The best configuration on validation, with the grids extended past open edges.
+
+    Returns {"choice": :class:`Choice`, "configs": configurations scored (the tuning budget),
+    "edges": knobs whose choice still sits on an open edge ("k" when it is the largest k searched),
+    "grids": the final grids}. ``prior`` (C,) is the memory's class shares."""
+    target = np.asarray(target)
+    prior = np.asarray(prior, dtype=np.float64)
+    present = prior[prior > 0]
+    if present.size and present.max() / present.min() < BALANCED:
+        betas = (0.0,)
+    k_list = sorted({k for k in ks if k <= val.k_max} | ({val.k_max} if val.k_max < max(ks) else set()))
+    grids = {"uniform": (None,), "distance": tuple(TAU_GRID), "cosine": tuple(T_GRID)}
+    done: set = set()
+    best = None
+    for _ in range(MAX_EXTENSIONS + 1):
+        best = _search(val, target, prior, num_classes, grids, betas, thetas, k_list, done, best)
+        choice, grown = best[0], False
+        if choice.rule != "uniform":
+            wider = _extend(grids[choice.rule], choice.param, 2.5)
+            if wider is not None:
+                grids[choice.rule], grown = wider, True
+        if 0 < choice.beta == max(betas) and choice.beta + 0.5 <= MAX_BETA:
+            betas, grown = tuple(betas) + (max(betas) + 0.5,), True
+        if not grown:
+            break
+    edges = []
+    if choice.k == k_list[-1]:
+        edges.append("k")
+    if choice.rule != "uniform" and _extend(grids[choice.rule], choice.param, 2.5) is not None:
+        edges.append("tau" if choice.rule == "distance" else "T")
+    if choice.beta == max(betas) and choice.beta > 0:
+        edges.append("beta")
+    return {"choice": choice, "configs": len(done), "edges": edges,
+            "grids": {"k": k_list, "tau": list(grids["distance"]), "T": list(grids["cosine"]),
+                      "theta": list(thetas), "beta": list(betas)}}

@@ -1,0 +1,86 @@
+"""The strongest non-learned reference: its votes equal the library's rules, its choice is the best
+on validation, and a choice on an open edge of a grid extends the grid or is reported."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnknn_lib.evaluation.metrics import accuracy
+from attnknn_lib.evaluation.reference import Choice, Neighbourhood, reference_probs, tune_reference
+from attnknn_lib.knn.votes import knn_probs, prefix_class_scores, prior_correction, vote
+
+
+def _hood(n: int = 400, k: int = 64, c: int = 3, noise: float = 0.35, seed: int = 0):
+    """Queries whose true class holds the majority of their neighbours, each neighbour's label
+    flipped with probability ``noise``: the more neighbours vote, the better."""
+    rng = np.random.default_rng(seed)
+    target = rng.integers(0, c, n)
+    labels = np.where(rng.random((n, k)) < noise, rng.integers(0, c, (n, k)), target[:, None])
+    sq = np.sort(rng.random((n, k)) * 2, axis=1)
+    loo = rng.random((n, k))
+    return Neighbourhood(labels, sq, loo), target
+
+
+def test_prefix_scores_are_the_votes_of_the_first_k_neighbours():
+    hood, _ = _hood()
+    w = np.random.default_rng(1).random(hood.labels.shape)
+    s = prefix_class_scores(w, hood.labels, [1, 5, 64], 3)  # (L, N, C)
+    for i, k in enumerate([1, 5, 64]):
+        np.testing.assert_allclose(s[i] / s[i].sum(1, keepdims=True),
+                                   vote(w[:, :k] / w[:, :k].sum(1, keepdims=True), hood.labels[:, :k], 3), atol=1e-8)
+
+
+@pytest.mark.parametrize("rule, param", [("uniform", None), ("distance", 0.2), ("cosine", 0.07)])
+def test_reference_probabilities_equal_the_library_rules(rule, param):
+    hood, _ = _hood()
+    prior = np.array([0.5, 0.3, 0.2])
+    got = reference_probs(Choice(rule, param, 16, None, 0.0), hood, prior, 3)
+    np.testing.assert_allclose(got, knn_probs(rule, hood.sq_dist, hood.labels, 3, param, 16), atol=1e-8)
+    corrected = reference_probs(Choice(rule, param, 16, None, 1.5), hood, prior, 3)
+    expected = prior_correction(knn_probs(rule, hood.sq_dist, hood.labels, 3, param, 16), prior, 1.5)
+    assert accuracy(corrected, np.zeros(len(corrected), int)) == accuracy(expected, np.zeros(len(expected), int))
+
+
+def test_the_filter_drops_neighbours_whose_own_neighbours_disagree_and_falls_back_when_none_pass():
+    labels = np.array([[0, 1, 1], [2, 2, 0]])
+    hood = Neighbourhood(labels, np.zeros((2, 3)), np.array([[0.9, 0.1, 0.2], [0.0, 0.1, 0.2]]))
+    p = reference_probs(Choice("uniform", None, 3, 0.5, 0.0), hood, np.full(3, 1 / 3), 3)
+    assert p[0].argmax() == 0  # only the first neighbour passes
+    assert p[1].argmax() == 2  # none passes: all three vote
+
+
+def test_tuning_picks_the_best_validation_accuracy_and_flags_the_largest_k_searched():
+    hood, target = _hood(k=64, noise=0.6)  # so noisy that every added neighbour helps
+    out = tune_reference(hood, target, np.full(3, 1 / 3), 3)
+    choice = out["choice"]
+    assert choice.k == 64 and "k" in out["edges"]
+    assert choice.val_accuracy == accuracy(reference_probs(choice, hood, np.full(3, 1 / 3), 3), target)
+    assert out["configs"] > 1000  # rules x temperatures x k x filters x priors
+    brute = max(accuracy(knn_probs("uniform", hood.sq_dist, hood.labels, 3, None, k), target) for k in (1, 8, 32))
+    assert choice.val_accuracy >= brute
+
+
+def test_a_prior_exponent_on_the_edge_of_its_grid_extends_it():
+    rng = np.random.default_rng(3)
+    n, k = 600, 24
+    target = rng.integers(0, 2, n)  # balanced queries, a memory where class 0 is 9x more common
+    labels = np.where(rng.random((n, k)) < 0.75, 0, target[:, None])
+    hood = Neighbourhood(labels, np.sort(rng.random((n, k)), 1), np.ones((n, k)))
+    out = tune_reference(hood, target, np.array([0.9, 0.1]), 2)
+    assert out["choice"].beta > 0
+    assert max(out["grids"]["beta"]) > out["choice"].beta or "beta" in out["edges"]
+
+
+def test_a_balanced_memory_tunes_no_prior_exponent():
+    hood, target = _hood(k=16)
+    out = tune_reference(hood, target, np.array([0.36, 0.33, 0.31]), 3)
+    assert out["grids"]["beta"] == [0.0] and out["choice"].beta == 0.0
+
+
+def test_a_temperature_on_the_end_of_its_grid_extends_the_grid():
+    from attnknn_lib.evaluation.reference import _extend
+
+    assert _extend((0.1, 1.0), 1.0, 2.5) == (0.1, 1.0, 2.5)
+    assert _extend((0.1, 1.0), 0.1, 2.5) == (0.04, 0.1, 1.0)
+    assert _extend((0.1, 0.5, 1.0), 0.5, 2.5) is None
