@@ -84,3 +84,26 @@ def test_a_temperature_on_the_end_of_its_grid_extends_the_grid():
     assert _extend((0.1, 1.0), 1.0, 2.5) == (0.1, 1.0, 2.5)
     assert _extend((0.1, 1.0), 0.1, 2.5) == (0.04, 0.1, 1.0)
     assert _extend((0.1, 0.5, 1.0), 0.5, 2.5) is None
+
+
+def test_the_reference_searches_more_neighbours_while_its_choice_is_the_largest_k():
+    from attnknn_lib.evaluation.reference import reference_method
+
+    rng = np.random.default_rng(0)
+    memory_y = rng.integers(0, 2, 3000)
+    memory = rng.normal(size=(3000, 2)) * 0.05 + memory_y[:, None]  # two tight clusters
+    memory_labels = np.where(rng.random(3000) < 0.45, 1 - memory_y, memory_y)  # nearly half flipped
+    queries = {"val": rng.integers(0, 2, 300), "test": rng.integers(0, 2, 200)}
+    points = {s: rng.normal(size=(len(y), 2)) * 0.05 + y[:, None] for s, y in queries.items()}
+    searched = []
+
+    def search(split: str, k: int):
+        searched.append((split, k))
+        sq = ((points[split][:, None, :] - memory[None]) ** 2).sum(-1)
+        rows = np.argsort(sq, axis=1)[:, :k]
+        return rows, np.take_along_axis(sq, rows, 1)
+
+    ref = reference_method(search, memory_labels, np.ones(3000), queries["val"], 2, k_start=16)
+    assert [k for s, k in searched if s == "val"][:3] == [16, 32, 64]  # every extra neighbour helped
+    assert ref.info["k_searched"] > 16 and ref.info["choice"]["k"] > 16
+    assert ref.test.shape == (200, 2) and accuracy(ref.test, queries["test"]) > 0.8

@@ -30,12 +30,13 @@ theta) are not edges.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from attnknn_lib.base.errors import ConfigError
-from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID
+from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID, MethodProbs
 from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.knn.votes import MAX_BETA, RULES, break_ties, prefix_class_scores, prior_correction
 
@@ -44,6 +45,7 @@ THETAS = (None, 0.25, 0.5, 0.75)  # consistency filter thresholds (None: off)
 BETAS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)  # prior-correction exponents
 MAX_EXTENSIONS = 3  # times a grid is extended past an open edge
 BALANCED = 1.5  # largest / smallest class share below which the prior exponent is not tuned
+REFERENCE_K = 256  # neighbours searched first; doubled while the choice sits at the largest k
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class Choice:
         if self.theta is not None:
             parts.append(f"filter {self.theta:g}")
         if self.beta:
-            parts.append(f"prior^{self.beta:g}")
+            parts.append(f"prior {self.beta:g}")
         return ", ".join(parts)
 
     def to_dict(self) -> dict:
@@ -190,3 +192,37 @@ def tune_reference(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, nu
     return {"choice": choice, "configs": len(done), "edges": edges,
             "grids": {"k": k_list, "tau": list(grids["distance"]), "T": list(grids["cosine"]),
                       "theta": list(thetas), "beta": list(betas)}}
+
+
+Search = Callable[[str, int], tuple[np.ndarray, np.ndarray]]  # (split, k) -> memory rows, squared distances
+
+
+def reference_method(search: Search, memory_labels: np.ndarray, loo: np.ndarray, val_y: np.ndarray,
+                     num_classes: int, k_start: int = REFERENCE_K) -> MethodProbs:
+    """The tuned reference on one memory: validation and test probabilities, and in ``info`` the
+    choice, its label, the configurations scored, the open edges left and the neighbours searched.
+
+    ``search(split, k)`` returns the k nearest memory rows of the split's queries ("val" or
+    "test") with their squared distances; ``memory_labels`` (M,) are the labels the vote reads
+    (noisy ones under label noise), ``loo`` (M,) each row's leave-one-out agreement, ``val_y`` the
+    validation targets. Neighbours are searched to ``k_start`` and doubled while the choice sits
+    at the largest k searched, up to the whole memory; test is searched once, to the chosen k."""
+    memory_labels = np.asarray(memory_labels, dtype=np.int64)
+    loo = np.asarray(loo, dtype=np.float64)
+    m = len(memory_labels)
+    prior = np.bincount(memory_labels, minlength=num_classes) / m
+    k = min(k_start, m)
+    while True:
+        rows, sq = search("val", k)
+        hood = Neighbourhood(memory_labels[rows], sq, loo[rows])
+        tuned = tune_reference(hood, val_y, prior, num_classes)
+        if "k" not in tuned["edges"] or k >= m:
+            break
+        k = min(2 * k, m)
+    choice = tuned["choice"]
+    val_p = reference_probs(choice, hood, prior, num_classes)
+    rows, sq = search("test", choice.k)
+    test_p = reference_probs(choice, Neighbourhood(memory_labels[rows], sq, loo[rows]), prior, num_classes)
+    info = {"choice": choice.to_dict(), "label": choice.label(), "configs": tuned["configs"],
+            "edges": tuned["edges"], "k_searched": k, "grids": tuned["grids"]}
+    return MethodProbs(val_p, test_p, info)

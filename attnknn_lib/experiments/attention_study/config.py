@@ -8,6 +8,7 @@ from attnknn_lib.base.errors import ConfigError, check_choice, check_range
 from attnknn_lib.base.knobs import csv, int_csv, knob
 from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.registry import DATASET_NAMES
+from attnknn_lib.evaluation.reference import REFERENCE_K
 from attnknn_lib.evaluation.verdicts import MARGINS
 from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
 from attnknn_lib.experiments.shared import ExperimentConfig
@@ -26,7 +27,7 @@ VARIANTS = {  # name -> (label, what it tests)
 }
 
 ARTIFACTS = Artifacts(NAME, (
-    record(), *(table(t, f"_{t}") for t in ("headroom", "variants", "best", "diagnostics")),
+    record(), *(table(t, f"_{t}") for t in ("headroom", "variants", "best", "reference", "diagnostics")),
     *(figure(f"{f}_figure", f"_{f}") for f in ("headroom", "diagnostics", "variants")),
     figure("gallery_figure", "_gallery", when=lambda cfg: bool(cfg.variant_settings))))
 
@@ -49,7 +50,9 @@ class Config(ExperimentConfig):
     head_batch_size: int = knob(128, "training queries per step of a variant")
     head_lr: float = knob(0.01, "AdamW learning rate of the variants (high: the weights must be able to leave uniform)")
     loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
-    noise_seed: int = knob(0, "seed of the memory's noise draw")
+    noise_seed: int = knob(0, "seed offset of the memory's noise draw: seed s draws with offset + s")
+    reference_k: int = knob(REFERENCE_K, "neighbours searched for the strongest non-learned rule, doubled while its "
+                                         "chosen k is the largest searched")
     long_tail_ratio: float = knob(0.01, "a memory of Attn-KNN retrained on a long-tailed subset with this imbalance "
                                         "ratio, as in the long-tail experiment (0: none)")
     long_tail_seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of the long-tailed models (among seeds)")
@@ -80,7 +83,7 @@ class Config(ExperimentConfig):
         for name in ("headroom_ks", "variant_ks"):
             if not getattr(self, name) or min(getattr(self, name)) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is not allowed; give positive integers")
-        for name in ("train_queries", "head_epochs", "head_batch_size", "loo_k", "n_boot"):
+        for name in ("train_queries", "head_epochs", "head_batch_size", "loo_k", "n_boot", "reference_k"):
             check_range(name, getattr(self, name), 1, None)
         check_range("end_to_end_seeds", self.end_to_end_seeds, 0, None)
         check_range("long_tail_ratio", self.long_tail_ratio, 0.0, 1.0, high_inclusive=False)

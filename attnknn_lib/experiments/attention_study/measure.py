@@ -19,6 +19,7 @@ from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID, Embedded, MethodProbs, best_baseline, knn_methods, score
 from attnknn_lib.evaluation.metrics import accuracy, nll, paired_bootstrap_diff
+from attnknn_lib.evaluation.reference import Search, reference_method
 from attnknn_lib.evaluation.verdicts import seed_level
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, VARIANTS, Config, parse_setting
@@ -101,6 +102,7 @@ class Memory:
     embeddings: torch.Tensor  # (M, D)
     labels: np.ndarray  # (M,) possibly noisy
     flipped: np.ndarray  # (M,) bool
+    loo: np.ndarray  # (M,) leave-one-out label agreement of each row under these labels
     train: Neighbourhoods
     val: Neighbourhoods
     test: Neighbourhoods
@@ -108,11 +110,12 @@ class Memory:
 
 def memory_setting(frozen, clean_labels: np.ndarray, self_nb: Neighbors, val_nb: Neighbors, test_nb: Neighbors,
                    val_y: np.ndarray, test_y: np.ndarray, train_rows: np.ndarray, setting: str, num_classes: int,
-                   cfg: Config) -> Memory:
-    """The memory's labels under ``setting`` and every split's neighbourhoods with those labels."""
+                   cfg: Config, seed: int) -> Memory:
+    """The memory's labels under ``setting`` (seed ``seed`` draws its own flips) and every split's
+    neighbourhoods with those labels."""
     kind, rate = parse_setting(setting)
     if rate:
-        labels, flipped = inject_label_noise(clean_labels, rate, num_classes, kind, seed=cfg.noise_seed)
+        labels, flipped = inject_label_noise(clean_labels, rate, num_classes, kind, seed=cfg.noise_seed + seed)
     else:
         labels, flipped = np.asarray(clean_labels), np.zeros(len(clean_labels), dtype=bool)
     labels = np.asarray(labels, dtype=np.int64)
@@ -123,7 +126,7 @@ def memory_setting(frozen, clean_labels: np.ndarray, self_nb: Neighbors, val_nb:
                               loo[nb.indices].astype(np.float32), np.asarray(target, dtype=np.int64))
 
     train = hoods(frozen.train, self_nb, labels).take(train_rows)
-    return Memory(torch.from_numpy(frozen.train), labels, np.asarray(flipped, bool), train,
+    return Memory(torch.from_numpy(frozen.train), labels, np.asarray(flipped, bool), loo, train,
                   hoods(frozen.val, val_nb, val_y), hoods(frozen.test, test_nb, test_y))
 
 
@@ -222,11 +225,36 @@ def _baseline(mem: Memory, k: int, num_classes: int, ds) -> tuple[str, dict[str,
     return best_baseline(methods, ds.val.y), methods
 
 
+def searcher(bank: MemoryBank, queries: dict[str, np.ndarray]) -> Search:
+    """``search(split, k)`` over one embedding's memory, each split searched once at its widest k
+    (the labels differ between settings, the geometry does not)."""
+    cache: dict[str, Neighbors] = {}
+
+    def search(split: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if split not in cache or cache[split].indices.shape[1] < k:
+            cache[split] = bank.search(queries[split], k)
+        nb = cache[split]
+        return nb.indices[:, :k], nb.sq_dist[:, :k]
+    return search
+
+
+def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> tuple[dict, tuple]:
+    """The strongest non-learned rule on this memory (:func:`~attnknn_lib.evaluation.reference.
+    reference_method`: rule, temperature, k, consistency filter and prior exponent tuned on
+    validation), scored once on test; and its test probabilities raw and calibrated."""
+    ref = reference_method(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k)
+    scored = score({"reference": ref}, ds, n_boot=cfg.n_boot, seed=seed)["reference"]
+    entry = {**ref.info, "val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
+             "test_calibrated": scored["test_calibrated"]}
+    return entry, (ref.test, Calibrator(**scored["calibrator"]).apply(ref.test))
+
+
 def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bool,
-              keep: dict | None = None) -> dict:
-    """Every variant at k in one setting and seed, scored against the tuned kNN rule at k.
-    ``keep`` (a dict) receives each variant's test weights, test probabilities and validation
-    accuracy, for the neighbour gallery."""
+              keep: dict | None = None, reference: tuple | None = None) -> dict:
+    """Every variant at k in one setting and seed, scored against the tuned kNN rule at k and,
+    given ``reference`` (its test probabilities raw and calibrated), against the strongest
+    non-learned rule. ``keep`` (a dict) receives each variant's test weights, test probabilities
+    and validation accuracy, for the neighbour gallery."""
     c = ds.num_classes
     best, rules = _baseline(mem, k, c, ds)
     methods = {"baseline": rules[best]}
@@ -262,6 +290,10 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
             entry["diff"] = {split: paired_bootstrap_diff([probs[name][i]], [probs["baseline"][i]], ds.test.y,
                                                           n_boot=cfg.n_boot, seed=seed)
                              for i, split in enumerate(("raw", "calibrated"))}
+        if reference is not None:
+            entry["diff_reference"] = {split: paired_bootstrap_diff([probs[name][i]], [reference[i]], ds.test.y,
+                                                                    n_boot=cfg.n_boot, seed=seed)
+                                       for i, split in enumerate(("raw", "calibrated"))}
         out["methods"][name] = entry
     if "adaptive_k" in methods:
         out["methods"]["adaptive_k"]["fixed_k"] = best_fixed_k(cfg, mem, probs["adaptive_k"], extra["adaptive_k"]["k"],
@@ -301,11 +333,14 @@ def long_tail_entry(cfg: Config, paths: Paths, run_, seed: int) -> dict:
     self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k), np.arange(len(frozen.train)))
     val_nb, test_nb = bank.search(frozen.val, k_max), bank.search(frozen.test, k_max)
     mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y,
-                         _train_rows(len(frozen.train), cfg.train_queries, seed), "clean", ds.num_classes, cfg)
+                         _train_rows(len(frozen.train), cfg.train_queries, seed), "clean", ds.num_classes, cfg, seed)
     ks = tuple(k for k in cfg.headroom_ks if k <= k_max)
+    reference, ref_probs = reference_entry(cfg, mem, searcher(bank, {"val": frozen.val, "test": frozen.test}), ds,
+                                           seed)
     return {"headroom": headroom_table(mem, ks, ds.num_classes), "ceilings": ceilings(mem, ks, ds.num_classes),
-            "flipped_share": 0.0, "memory_size": len(frozen.train), "run": run_.id,
-            "variants": {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks))
+            "flipped_share": 0.0, "memory_size": len(frozen.train), "run": run_.id, "reference": reference,
+            "variants": {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
+                                           reference=ref_probs)
                          for k in cfg.variant_ks if k <= k_max}}
 
 
@@ -448,17 +483,20 @@ def run(cfg: Config, paths: Paths) -> dict:
         self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k), np.arange(len(frozen.train)))
         val_nb, test_nb = bank.search(frozen.val, k_max), bank.search(frozen.test, k_max)
         rows = _train_rows(len(frozen.train), cfg.train_queries, seed)
+        search = searcher(bank, {"val": frozen.val, "test": frozen.test})
         settings, arrays = {}, {}
         for setting in cfg.settings:
             mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y, rows, setting,
-                                 c, cfg)
+                                 c, cfg, seed)
             entry = {"headroom": headroom_table(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
                      "ceilings": ceilings(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
                      "flipped_share": float(mem.flipped.mean())}
+            entry["reference"], ref_probs = reference_entry(cfg, mem, search, ds, seed)
             if setting in cfg.variant_settings:
                 kept: dict = {}
                 entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
-                                                       keep=kept if k == k_gallery and seed == cfg.seeds[0] else None)
+                                                       keep=kept if k == k_gallery and seed == cfg.seeds[0] else None,
+                                                       reference=ref_probs)
                                      for k in cfg.variant_ks if k <= k_max}
                 if kept:
                     cases, images = gallery(mem, kept, setting, k_gallery, ds)
@@ -523,6 +561,14 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
             s_out["ceilings"][fam] = {"test_accuracy": _mean_sd([r["test_accuracy"] for r in rows]),
                                       "choices": [f"{r['rule']} {r['param'] if r['param'] is not None else ''} k={r['k']}"
                                                   .replace("  ", " ") for r in rows]}
+        if "reference" in entry:
+            refs = [per_seed[s]["settings"][setting]["reference"] for s in seeds]
+            s_out["reference"] = {"accuracy": _mean_sd([r["test_raw"]["accuracy"]["value"] for r in refs]),
+                                  "ece_calibrated": _mean_sd([r["test_calibrated"]["ece"]["value"] for r in refs]),
+                                  "nll_calibrated": _mean_sd([r["test_calibrated"]["nll"]["value"] for r in refs]),
+                                  "choices": [r["label"] for r in refs], "configs": [r["configs"] for r in refs],
+                                  "edges": sorted({e for r in refs for e in r["edges"]}),
+                                  "k_searched": [r["k_searched"] for r in refs]}
         if "variants" in entry:
             s_out["variants"] = {}
             for k in entry["variants"]:
@@ -537,6 +583,8 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                              "accuracy": _mean_sd([m["test_raw"]["accuracy"]["value"] for m in ms]),
                              "ece_calibrated": _mean_sd([m["test_calibrated"]["ece"]["value"] for m in ms]),
                              "nll_calibrated": _mean_sd([m["test_calibrated"]["nll"]["value"] for m in ms])}
+                    if "diff_reference" in ms[0]:
+                        m_out["verdicts_reference"] = seed_verdicts(cfg, [m["diff_reference"] for m in ms])
                     if name != "baseline":
                         m_out["effective_k"] = _mean_sd([m["effective_k"] for m in ms])
                         m_out["captured"] = _mean_sd([m["captured"] for m in ms])

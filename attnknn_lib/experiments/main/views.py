@@ -71,7 +71,7 @@ def _diff_frame(paired: dict) -> pd.DataFrame:
     cols = (("$\\Delta$ Acc. (pp)", "raw", "accuracy"), ("$\\Delta$ ECE", "raw", "ece"),
             ("$\\Delta$ ECE (cal.)", "calibrated", "ece"), ("$\\Delta$ NLL (cal.)", "calibrated", "nll"))
     for _name, entry in paired.items():
-        label = f"$-$ {'best baseline' if entry['b'] == 'best baseline' else 'CNN'}"  # short: the table fits unscaled
+        label = f"$-$ {'best kNN' if entry['b'] == 'best baseline' else 'CNN'}"  # short: the table fits unscaled
         for s, d in entry["per_seed"].items():
             rows[f"{label}, seed {s}"] = {c: fmt(d[split][m], m, signed=True) for c, split, m in cols}
         over = entry["seed_level"]

@@ -37,7 +37,8 @@ class Config(RobustnessConfig):
     kinds: tuple[str, ...] = knob(NOISE_KINDS, "noise kinds: symmetric, asymmetric (c to c+1)")
     rates: tuple[float, ...] = knob((0.0, 0.1, 0.2, 0.3, 0.4), "noise rates of setting bank")
     retrain_rates: tuple[float, ...] = knob((0.0, 0.2, 0.4), "noise rates of setting trained (each costs 3 seeds x 2 kinds x 2 models)")
-    noise_seed: int = knob(0, "seed of the noise draw (the same flips for every model)")
+    noise_seed: int = knob(0, "seed offset of the noise draw: seed s flips the labels drawn with offset + s "
+                              "(the same flips for both models of a seed)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -51,11 +52,11 @@ class Config(RobustnessConfig):
         check_range("noise_seed", self.noise_seed, 0, None)
 
     def conditions(self, spec: DataSpec, rates: tuple[float, ...]):
-        """seed -> {"kind/rate": the noisy ``spec``}: the same flips for every seed and model."""
-        return lambda seed: {f"{kind}/{rate:g}": self.noisy(spec, kind, rate) for kind, rate in _grid(self, rates)}
+        """seed -> {"kind/rate": the noisy ``spec``}: each seed draws its own flips, shared by its models."""
+        return lambda seed: {f"{kind}/{rate:g}": self.noisy(spec, kind, rate, seed) for kind, rate in _grid(self, rates)}
 
-    def noisy(self, spec: DataSpec, kind: str, rate: float) -> DataSpec:
+    def noisy(self, spec: DataSpec, kind: str, rate: float, seed: int) -> DataSpec:
         """``spec`` with this noise in the training and validation labels (rate 0: unchanged)."""
         if rate == 0:
             return spec
-        return replace(spec, noise=kind, noise_rate=rate, noisy_val=True, prep_seed=self.noise_seed)
+        return replace(spec, noise=kind, noise_rate=rate, noisy_val=True, prep_seed=self.noise_seed + seed)
