@@ -59,15 +59,32 @@ def _run_cli(*args: str, out: Path) -> tuple[int, str]:
     (["-p", "long_tail.ratios=0"], "ratios='0' is not allowed; give comma-separated numbers in [0.0001, 1]"),
     (["-p", "lr=fast"], "lr='fast' has the wrong type; allowed: float"),
 ])
-def test_bad_input_stops_with_one_line_before_any_work(args, message, tmp_path, monkeypatch):
+def test_bad_input_stops_with_one_line_before_any_work(args, message, tmp_path, monkeypatch, capsys):
+    """The check run_all.sh runs first (``cli --validate``), in this process: one case below goes
+    through run_all.sh itself."""
     monkeypatch.setenv("ATTNKNN_DATA_ROOT", str(tmp_path / "empty"))
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))  # no cached ImageNet weights
+    out = tmp_path / "out"
+    assert pipeline_main(["--validate", *args, "--out", str(out)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
+    assert not out.exists()  # nothing was written
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-p", "k=0"], "k=0 is out of range"),
+    (["--profile", "smoke", "-p", "image_backbone=resnet18_cifar", "-p", "pretrained=true"],
+     "pretrained=True needs the ImageNet ResNet18 weights at "),
+])
+def test_run_all_stops_on_bad_input_with_one_line_before_any_work(args, message, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNKNN_DATA_ROOT", str(tmp_path / "empty"))
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
     out = tmp_path / "out"
     code, err = _run_cli(*args, out=out)
     assert code == 2
     lines = [ln for ln in err.strip().splitlines() if not ln.startswith("[run_all]")]
     assert len(lines) == 1 and message in lines[0], err
-    assert not out.exists()  # nothing was written
+    assert not out.exists()
 
 
 def test_list_prints_the_resolved_parameters_and_reads_numbers_and_booleans(capsys):
