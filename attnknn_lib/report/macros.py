@@ -18,6 +18,7 @@ from pathlib import Path
 
 from attnknn_lib.base.files import write_text
 from attnknn_lib.data.registry import REGISTRY
+from attnknn_lib.evaluation.metrics import N_BINS
 from attnknn_lib.report.tables import latex_escape, sd_text
 from attnknn_lib.training.recipe import Recipe
 
@@ -75,8 +76,8 @@ def signed(value: float, decimals: int) -> str:
 
 def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
     """A seed-level difference A - B (``d[split][metric]`` from :func:`~attnknn_lib.evaluation.verdicts.seed_level`):
-    value and 95 % interval (accuracy in points, ECE / NLL as they are), the declared margin and
-    the ``...Verdict`` phrase (better than / worse than / equivalent to / inconclusive against)."""
+    value and 95 % interval (accuracy in points, ECE / NLL as they are), the interval's half-width
+    (what the seeds can resolve), the declared margin and the ``...Verdict`` phrase (better than / worse than / equivalent to / inconclusive against)."""
     out = {}
     for split, tag in (("raw", ""), ("calibrated", "Cal")):
         for metric, name, scale, dec in (("accuracy", "Acc", 100, 2), ("ece", "Ece", 1, 4), ("nll", "Nll", 1, 3)):
@@ -84,6 +85,10 @@ def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
                 out[macro_name(*prefix, name + tag + word)] = signed(None if e[part] is None else scale * e[part], dec)
             out[macro_name(*prefix, name + tag, "Margin")] = f"{scale * e['margin']:.{dec}f}"
+            if e["low"] is not None and e["high"] is not None:  # what the seeds resolve: the interval's half-width
+                out[macro_name(*prefix, name + tag, "Half Width")] = f"{scale * (e['high'] - e['low']) / 2:.{dec}f}"
+                # the largest reduction of the metric (a gain for ECE and NLL) the interval leaves possible
+                out[macro_name(*prefix, name + tag, "Gain Bound")] = f"{max(0.0, -scale * e['low']):.{dec}f}"
             out[macro_name(*prefix, name + tag, "Verdict")] = VERDICT_PHRASES[e["verdict"]]
     return out
 
@@ -143,6 +148,7 @@ def config_macros(config: dict) -> dict[str, str]:
     out["ConfigContrastiveTemperature"] = f"{train.contrastive_temperature:g}"
     out["ConfigGradClip"] = f"{train.grad_clip:g}"
     out["ConfigValPercent"] = f"{100 * recipe.val_fraction:g}"
+    out["ConfigEceBins"] = str(N_BINS)
     return out
 
 

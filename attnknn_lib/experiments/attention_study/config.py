@@ -23,7 +23,7 @@ VARIANTS = {  # name -> (label, what it tests)
     "label_aware": ("label-aware scores", "scores that can see labels and their consistency"),
     "readout": ("TabR-style readout", "values and an MLP readout, not a vote"),
     "query_only": ("query alone (readout's control)", "what the readout gets without neighbours"),
-    "adaptive_k": ("adaptive k (mixture over k)", "a per-query k against the best fixed k"),
+    "adaptive_k": ("learned mixture over k", "a per-query k against the best fixed k (not main's adaptive k)"),
 }
 
 ARTIFACTS = Artifacts(NAME, (

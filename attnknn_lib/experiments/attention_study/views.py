@@ -24,7 +24,7 @@ from attnknn_lib.report.tables import booktabs, num, sd_text
 VERDICT_MARK = {"better": "B", "worse": "W", "equivalent": "E", "inconclusive": "?"}
 SHORT = {"baseline": "tuned kNN", "blind_bonus": "blind, +H bonus", "blind_none": "blind, no H term",
          "blind_penalty": "blind, H penalty", "blind_heldout": "blind, held-out", "label_aware": "label-aware",
-         "readout": "readout", "query_only": "query only", "adaptive_k": "adaptive k"}  # the LaTeX table's row names
+         "readout": "readout", "query_only": "query only", "adaptive_k": "k-mixture"}  # the LaTeX table's row names
 SETTING_TITLES = {"clean": "clean memory"}
 
 
@@ -162,9 +162,9 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                 if "fixed_k" in m:  # adaptive k against its own reference, the best single k of its ladder
                     f = m["fixed_k"]
                     ks = sorted(set(f["k"]))
-                    fixed_name = f"adaptive k − best fixed k ({'/'.join(map(str, ks))})"
+                    fixed_name = f"k-mixture − best fixed k ({'/'.join(map(str, ks))})"
                     if latex:
-                        fixed_name = f"adaptive $-$ fixed k ({'/'.join(map(str, ks))})"
+                        fixed_name = f"k-mixture $-$ fixed k ({'/'.join(map(str, ks))})"
                     rows[f"{where}: {fixed_name}"] = {
                         f"acc. ({pc})": f"{100 * f['accuracy']['mean']:.2f}" if latex else
                         f"{100 * f['accuracy']['mean']:.2f} ± {sd_text(f['accuracy']['std'], 100, 2)}",
@@ -433,7 +433,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"B / W / E / ? = better / worse / equivalent / inconclusive against margins of "
             f"{100 * cfg['margin_accuracy']:g} pp and {cfg['margin_ece']:g} ECE (NLL: in the notebook). "
             f"Captured: share of the fixable headroom won over the uniform vote. * chosen on validation. "
-            f"Adaptive k $-$ best fixed k: the mixture over k against the uniform vote at the one k of its ladder "
+            f"k-mixture $-$ fixed k: the learned mixture over k against the uniform vote at the one k of its ladder "
             f"chosen on validation (in brackets). {src}.",
             "tab:study-variants", escape_index=True, colsep="2.5pt")),
         "best": ARTIFACTS.write_table(paths, "best", d, booktabs(
@@ -549,6 +549,11 @@ def study_macros(record: dict) -> dict[str, str]:
         if weight is not None:  # after its weight in the loss: what the optimiser sees
             out[macro_name(NAME, ds, "Entropy Grad Ratio Weighted")] = f"{weight * np.mean(ratio):.4f}"
     out[macro_name(NAME, ds, "Seeds")] = str(len(res["seeds"]))
+    if "reference_k" in record["config"]:
+        out[macro_name(NAME, ds, "Reference K")] = str(record["config"]["reference_k"])
+    answer = plain_answer(record)
+    if answer:
+        out[macro_name(NAME, ds, "Plain Answer")] = answer
     e2e = res["summary"].get("end_to_end")
     if e2e:
         out[macro_name(NAME, ds, "End To End Seeds")] = str(len(e2e["seeds"]))
@@ -587,6 +592,36 @@ def end_to_end_reading(e2e: dict, k: int) -> str:
 
 
 
+def plain_answer(record: dict) -> str | None:
+    """The study's answer in one plain sentence, chosen by the verdicts: whether the head chosen on
+    validation at the experiment's k beats the strongest rule that learns nothing in any memory
+    setting, and whether attention trained end to end leaves uniform weights. None for a record
+    from before the reference."""
+    res, k = record["results"], str(record["config"]["k"])
+    verdicts = {}
+    for setting, s in res["summary"]["settings"].items():
+        kv = (s.get("variants") or {}).get(k)
+        if kv and kv.get("chosen") and kv["methods"][kv["chosen"]].get("verdicts_reference"):
+            verdicts[setting] = kv["methods"][kv["chosen"]]["verdicts_reference"]["accuracy"]["verdict"]
+    if not verdicts:
+        return None
+    wins = [setting_title(st) for st, v in verdicts.items() if v == "better"]
+    counts = ", ".join(f"{n} {w}" for w in VERDICTS if (n := list(verdicts.values()).count(w)))
+    if wins:
+        text = (f"In part: the head chosen on validation beats the strongest rule that learns nothing on "
+                f"{' and '.join(wins)}, and not on the other {len(verdicts) - len(wins)} memories")
+    else:
+        text = (f"No: in none of {len(verdicts)} memory settings does the attention head chosen on validation "
+                f"beat the strongest rule that learns nothing ({counts})")
+    e2e = res["summary"].get("end_to_end")
+    if e2e:
+        keff = e2e["models"]["no_bonus"]["effective_k"]["mean"]
+        stays = keff >= UNIFORM_SHARE * int(k)
+        text += (f", and attention trained end to end {'stays uniform' if stays else 'leaves uniform weights'} "
+                 f"(effective k {keff:.2f} of {k}, without the entropy bonus)")
+    return text + "."
+
+
 def macros(records: list[dict]) -> dict[str, str]:
     return record_macros(records, study_macros, NOTEBOOK, ARTIFACTS.record_file)
 
@@ -595,7 +630,8 @@ def findings(record: dict) -> str:
     """The notebook's answer in a few sentences, every number and verdict word read from the record."""
     res = record["results"]
     k = str(record["config"]["k"])
-    lines = []
+    answer = plain_answer(record)
+    lines = [f"**{answer}**", ""] if answer else []
     for setting, s in res["summary"]["settings"].items():
         h = s["headroom"].get(k)
         if not h:
@@ -635,7 +671,7 @@ def findings(record: dict) -> str:
             fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")
             if fixed:
                 f = fixed["verdicts"]
-                lines.append(f"  - adaptive k against the uniform vote at its best single k (k = "
+                lines.append(f"  - the learned mixture over k against the uniform vote at its best single k (k = "
                              f"{'/'.join(map(str, sorted(set(fixed['k']))))}, chosen on validation per seed): "
                              f"{signed(100 * f['accuracy']['value'], 2)} pp ({f['accuracy']['verdict']}; calibrated "
                              f"ECE {f['ece']['verdict']}).")
@@ -736,13 +772,13 @@ def _verdict_of(kv: dict, name: str) -> str:
 
 
 def _against_fixed_k(kv: dict) -> str:
-    """'; adaptive k against the uniform vote at its best single k (k = 64): -0.01 pp, inconclusive'
+    """'; the learned mixture over k against the uniform vote at its best single k (k = 64): -0.01 pp, inconclusive'
     where adaptive k was trained (empty otherwise): whether its gain needs a per-query k at all."""
     fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")
     if not fixed:
         return ""
     v = fixed["verdicts"]["accuracy"]
-    return (f"; adaptive k against the uniform vote at its best single k (k = "
+    return (f"; the learned mixture over k against the uniform vote at its best single k (k = "
             f"{'/'.join(map(str, sorted(set(fixed['k']))))}, chosen on validation): {signed(100 * v['value'], 2)} pp, "
             f"**{v['verdict']}**")
 
@@ -765,7 +801,8 @@ def answer_lines(records: list[dict]) -> list[str]:
         return []
     res = records[0]["results"]
     k = str(records[0]["config"]["k"])
-    lines = []
+    answer = plain_answer(records[0])
+    lines = [f"- **The answer.** {answer}"] if answer else []
     for setting, s in res["summary"]["settings"].items():
         h = s["headroom"].get(k)
         if setting == "clean" and h:

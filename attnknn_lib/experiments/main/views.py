@@ -97,7 +97,8 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
     src = source_note(NOTEBOOK, ARTIFACTS.record_file(name))
     out = {"table": ARTIFACTS.write_table(paths, "table", name, booktabs(
         seed_frame(res["summary"]),
-        f"{title}: test metrics, mean $\\pm$ s.d.\\ {_over(res)}; {CAL_NOTE}. Profile "
+        f"{title}: test metrics, mean $\\pm$ s.d.\\ {_over(res)}{_control_note(res)}{_mlp_note(ds)}; {CAL_NOTE}. "
+        f"Profile "
         f"\\texttt{{{profile}}}. {src}.", "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}",
         escape_index=False))}
     first = str(res["seeds"][0])
@@ -145,6 +146,17 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
             f"{title}: attention components trained on the frozen Attn-KNN embedding of seed {first} "
             f"(test, 95\\% intervals; {CAL_NOTE}). {src}.", "tab:ablation-primary", escape_index=False))
     return out
+
+
+def _control_note(res: dict) -> str:
+    """'; the MixUp control CNN over seeds 0, 1, 2 only' where the control ran on fewer seeds."""
+    mix = [s for s, d in res["per_seed"].items() if "cnn_mixup" in d.get("methods", {})]
+    return f"; the MixUp control CNN over seeds {', '.join(mix)} only" if mix and len(mix) < len(res["per_seed"]) else ""
+
+
+def _mlp_note(ds) -> str:
+    """On a tabular set the network called CNN is a multilayer perceptron: the caption says so."""
+    return "; on this tabular set the ``CNN'' is a multilayer perceptron" if REGISTRY[ds.name].kind == "tabular" else ""
 
 
 def _over(res: dict) -> str:
@@ -316,6 +328,10 @@ def verdict_count_macros(records: list[dict]) -> dict[str, str]:
     counted = [r for r in records if not is_perfect(r)]
     out = {macro_name("main", "Perfect Count"): str(len(records) - len(counted)),
            macro_name("main", "Counted Datasets"): str(len(counted))}
+    tabular = [r for r in records if REGISTRY[r["dataset"]].kind == "tabular"]
+    if tabular:  # the paper says how small they are: "30 (iris), 114 (breast cancer)"
+        out[macro_name("main", "Tabular Test Sizes")] = ", ".join(
+            f"{r['results']['dataset']['n_test']} ({REGISTRY[r['dataset']].title.lower()})" for r in tabular)
     for name, tag in (("attnknn_vs_best_baseline", "Base"), ("attnknn_vs_cnn", "Cnn")):
         for split, cal in (("raw", ""), ("calibrated", "Cal")):
             for metric, mname in (("accuracy", "Acc"), ("ece", "Ece"), ("nll", "Nll")):
