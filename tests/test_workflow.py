@@ -20,7 +20,6 @@ from attnknn_lib.workflow.reproducibility import record_view
 k_sweep = api("k_sweep")
 
 REPO = Path(__file__).resolve().parent.parent
-TINY = ["--profile", "smoke", "--only", "main", "-p", "datasets=iris", "-p", "primary=iris", "--no-pdf", "--no-paper"]
 
 
 def run_all(*args: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -114,6 +113,10 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     assert theo["truncation"]["ks"][-1] == 3000 and theo["truncation"]["attnknn"]["error"][-1] < 1e-9
     assert all(len(g["norm_mean"]) == 1 for g in theo["geometry"]["per_seed"].values())  # one epoch per run
     assert (out / "paper" / "main.pdf").stat().st_size > 10_000
+    # iris replicates over the profile's stratified splits, each split with its own model seed
+    iris = json.loads((out / "results" / "main_iris.json").read_text())["results"]
+    assert iris["seeds"] == list(range(len(iris["per_seed"]))) and iris["paired"]["attnknn_vs_best_baseline"][
+        "replication"] == "splits"
     macros = (out / "results" / "macros.tex").read_text()
     assert "\\newcommand{\\PrimaryDiffBaseAcc}" in macros and "\\newcommand{\\MainIrisAttnknnAccSd}" in macros
     for name in ("KSweepFashionMnistAttnknnLargestDiffK", "NoiseFashionMnistTrainedSymmetricThreeZeroAttnknnAcc",
@@ -140,24 +143,15 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
         "train", "notebook", "pdf", "report", "paper"}  # every job recorded its wall time (./run_all.sh bench)
 
 
-@pytest.mark.slow
-def test_cluster_generic_executor_runs_the_workflow_through_a_submit_script(tmp_path):
-    profile = tmp_path / "fake_cluster"
-    profile.mkdir()
-    (profile / "config.yaml").write_text(
+def fake_cluster(folder: Path) -> Path:
+    """A workflow profile whose executor is cluster-generic with a submit script that runs each job
+    script in the background (tests/fixtures/fake_cluster/submit.sh): the path a cluster takes."""
+    folder.mkdir()
+    (folder / "config.yaml").write_text(
         "executor: cluster-generic\n"
         f"cluster-generic-submit-cmd: \"bash {REPO / 'tests' / 'fixtures' / 'fake_cluster' / 'submit.sh'}\"\n"
-        "jobs: 4\nlatency-wait: 10\n")
-    out = tmp_path / "out"
-    proc = run_all(*TINY, "-p", "seeds=0", "--out", str(out), "--workflow-profile", str(profile))
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-3000:]
-    assert "cluster-generic" in log or "Submitted job" in log
-    assert list((out / ".snakemake").rglob("snakejob.*.log")) or "Submitted job" in log
-    # one seed: iris replicates over the profile's stratified splits, each split with its own model seed
-    iris = json.loads((out / "results" / "main_iris.json").read_text())["results"]
-    assert iris["seeds"] == list(range(len(iris["per_seed"]))) and iris["paired"]["attnknn_vs_best_baseline"][
-        "replication"] == "splits"
+        "jobs: 2\nlatency-wait: 10\nseconds-between-status-checks: 1\n")
+    return folder
 
 
 def result_views(out: Path, names: str = "*") -> dict[str, dict]:
@@ -224,7 +218,8 @@ def test_an_interrupted_smoke_run_resumes_to_the_uninterrupted_results_bit_for_b
     """Ctrl-C and a lost node, in a training job and in a notebook job, then a corrupt model in the
     cache; resumed, the whole smoke profile gives the uninterrupted run's results, every test-set
     probability bit for bit. The resumed run starts from an empty cache for every experiment but
-    main, so this is also the second run that shows the same profile and seed give the same numbers."""
+    main, so this is also the second run that shows the same profile and seed give the same numbers;
+    it runs through the cluster-generic executor, as a cluster would."""
     out = tmp_path / "interrupted"
     args = [*SMOKE_MAIN, "--out", str(out)]
     for when, sig, wait in (("rule train:", signal.SIGINT, 2.0), ("rule train:", signal.SIGKILL, 2.0),
@@ -236,8 +231,11 @@ def test_an_interrupted_smoke_run_resumes_to_the_uninterrupted_results_bit_for_b
     victim = next(p for p in (out / "artifacts" / "models").iterdir() if (p / "model.pt").exists())
     (victim / "model.pt").write_bytes((victim / "model.pt").read_bytes()[:200])
     corrupted = (victim / "model.pt").stat().st_mtime
-    again = run_all("--profile", "smoke", "--no-pdf", "--no-paper", "--out", str(out))
+    # resumed through a cluster executor (a submit script, jobs run detached): the workflow a cluster runs
+    again = run_all("--profile", "smoke", "--no-pdf", "--no-paper", "--out", str(out),
+                    "--workflow-profile", str(fake_cluster(tmp_path / "fake_cluster")))
     assert again.returncode == 0, again.stderr[-3000:]
+    assert "Submitted job" in again.stdout + again.stderr
     assert_nothing_truncated(out)  # the truncated model.pt was replaced by a retrained, loadable one
     assert (victim / "model.pt").stat().st_mtime > corrupted
     a, b = result_views(smoke_run[0]), result_views(out)
