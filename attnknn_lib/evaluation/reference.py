@@ -167,13 +167,15 @@ def tune_reference(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, nu
     present = prior[prior > 0]
     if present.size and present.max() / present.min() < BALANCED:
         betas = (0.0,)
-    k_list = sorted({k for k in ks if k <= val.k_max} | ({val.k_max} if val.k_max < max(ks) else set()))
+    k_list = sorted({k for k in ks if k <= val.k_max} | {val.k_max})  # the widest k searched is always scored
     grids = {"uniform": (None,), "distance": tuple(TAU_GRID), "cosine": tuple(T_GRID)}
     done: set = set()
     best = None
-    for _ in range(MAX_EXTENSIONS + 1):
+    for round_ in range(MAX_EXTENSIONS + 1):
         best = _search(val, target, prior, num_classes, grids, betas, thetas, k_list, done, best)
         choice, grown = best[0], False
+        if round_ == MAX_EXTENSIONS:
+            break  # no more growth: an edge still open is reported below
         if choice.rule != "uniform":
             wider = _extend(grids[choice.rule], choice.param, 2.5)
             if wider is not None:
@@ -219,6 +221,8 @@ def reference_method(search: Search, memory_labels: np.ndarray, loo: np.ndarray,
         if "k" not in tuned["edges"] or k >= m:
             break
         k = min(2 * k, m)
+    if k >= m and "k" in tuned["edges"]:
+        tuned["edges"].remove("k")  # every memory row votes: that end is bounded
     choice = tuned["choice"]
     val_p = reference_probs(choice, hood, prior, num_classes)
     rows, sq = search("test", choice.k)

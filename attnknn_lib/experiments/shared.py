@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 
 from attnknn_lib.base.files import write_json, write_npz
 from attnknn_lib.base.knobs import knob
@@ -108,8 +109,16 @@ def frozen_embeddings(run: TrainingRun, model, prepared: Prepared, paths: Paths,
                     return Frozen(z["train"], z["val"], z["test"], z["train_ids"])
         except Exception:  # an unreadable cache file is recomputed below
             pass
-    emb = {s: embed_rows(model.embedder, to_tensor(ds, getattr(ds, s)), 1024, device, desc=f"embed {s}")
-           for s in ("train", "val", "test")}
+    # one thread, whatever the job's: the cache is shared by every job that reads this model, and a
+    # float sum split over more threads differs in its last bits, so the first job to get here (an
+    # order the scheduler decides) would otherwise decide every later job's numbers
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        emb = {s: embed_rows(model.embedder, to_tensor(ds, getattr(ds, s)), 1024, device, desc=f"embed {s}")
+               for s in ("train", "val", "test")}
+    finally:
+        torch.set_num_threads(threads)
     write_npz(path, compress=False, data_fingerprint=np.array(fp), train_ids=ds.train.ids, **emb)
     return Frozen(emb["train"], emb["val"], emb["test"], ds.train.ids)
 

@@ -609,7 +609,8 @@ def plain_answer(record: dict) -> str | None:
     counts = ", ".join(f"{n} {w}" for w in VERDICTS if (n := list(verdicts.values()).count(w)))
     if wins:
         text = (f"In part: the head chosen on validation beats the strongest rule that learns nothing on "
-                f"{' and '.join(wins)}, and not on the other {len(verdicts) - len(wins)} memories")
+                f"{' and '.join(wins)}" + (f", and not on the other {len(verdicts) - len(wins)} memories"
+                                           if len(wins) < len(verdicts) else ""))
     else:
         text = (f"No: in none of {len(verdicts)} memory settings does the attention head chosen on validation "
                 f"beat the strongest rule that learns nothing ({counts})")
