@@ -147,12 +147,34 @@ def test_the_end_to_end_reading_follows_the_effective_k():
     assert "with and without" in end_to_end_reading(e2e(9.0, 10.0), 16)
 
 
-def test_the_long_tail_answer_reads_the_strongest_imbalance_with_and_without_the_prior_correction():
-    long_tail = api("long_tail")
+def _verdict(value: float, verdict: str) -> dict:
+    return {"value": value, "low": value - 0.002, "high": value + 0.002, "verdict": verdict}
 
-    record = _committed("long_tail_fashion_mnist")
-    (line,) = long_tail.answer_lines([record])
-    cell = record["results"]["settings"]["trained"]["curves"]["0.01"]["summary"]
-    assert "imbalance ratio 0.01" in line
-    for m in ("best_baseline", "best_baseline_balanced", "attnknn", "attnknn_balanced"):
-        assert f"{100 * cell[m]['test_raw']['accuracy']['mean']:.2f} %" in line
+
+def test_the_readme_answer_is_at_most_six_bullets_against_the_strongest_rule_then_an_eight_line_glossary():
+    from attnknn_lib.experiments.attention_study.views import answer_lines
+
+    three = {m: _verdict(v, w) for m, v, w in (("accuracy", -0.001, "equivalent"), ("ece", 0.0004, "inconclusive"),
+                                                 ("nll", 0.002, "equivalent"))}
+    kv = {"chosen": "label_aware", "methods": {"label_aware": {"verdicts_reference": three}},
+          "learnable": {"verdicts": {"accuracy": _verdict(0.004, "better")}}}
+    settings = {"clean": {"seeds": [0, 1, 2], "attnknn": {"verdicts_reference": three}, "variants": {"16": kv}},
+                "symmetric/0.3": {"seeds": [0, 1, 2], "variants": {"16": kv}},
+                "asymmetric/0.4": {"seeds": [0, 1, 2], "variants": {"16": kv}},
+                "long_tail/0.01": {"seeds": [0, 1], "variants": {"16": kv}}}
+    e2e = {"seeds": [0, 1], "models": {"no_bonus": {"effective_k": {"mean": 15.99}},
+                                       "prototype": {"effective_k": {"mean": 15.98}}}}
+    record = {"dataset": "fashion_mnist", "config": {"k": 16, "margin_accuracy": 0.0025, "margin_ece": 0.002,
+                                                     "margin_nll": 0.01, "variants": ["label_aware", "query_only"]},
+              "results": {"summary": {"settings": settings, "end_to_end": e2e}}}
+    lines = answer_lines([record])
+    bullets = lines[:lines.index("**Terms.**")]
+    bullets = [b for b in bullets if b]
+    glossary = [g for g in lines[lines.index("**Terms.**") + 1:] if g]
+    assert len(bullets) <= 6 and len(glossary) == 8
+    assert bullets[0].startswith("- **The answer.** No:")
+    for b in bullets[1:5]:
+        assert "strongest rule" in b and "**" in b
+    assert "-0.10 pp [-0.30, +0.10], **equivalent**" in bullets[1]
+    assert "symmetric 30 %" in bullets[3] and "asymmetric 40 %" in bullets[3]
+    assert "learnable headroom +0.40 pp [+0.20, +0.60], **better**" in bullets[2]

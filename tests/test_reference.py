@@ -107,3 +107,13 @@ def test_the_reference_searches_more_neighbours_while_its_choice_is_the_largest_
     assert [k for s, k in searched if s == "val"][:3] == [16, 32, 64]  # every extra neighbour helped
     assert ref.info["k_searched"] > 16 and ref.info["choice"]["k"] > 16
     assert ref.test.shape == (200, 2) and accuracy(ref.test, queries["test"]) > 0.8
+
+
+def test_the_label_filter_baseline_searches_only_its_corner_of_the_reference_space():
+    from attnknn_lib.evaluation.reference import FILTER
+    hood, target = _hood()
+    full = tune_reference(hood, target, np.full(3, 1 / 3), 3)
+    filt = tune_reference(hood, target, np.full(3, 1 / 3), 3, **FILTER)
+    assert filt["choice"].rule == "uniform" and filt["choice"].theta in FILTER["thetas"]
+    assert filt["configs"] < full["configs"]
+    assert filt["choice"].val_accuracy <= full["choice"].val_accuracy  # a subset of the reference's grid

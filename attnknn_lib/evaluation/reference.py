@@ -42,6 +42,9 @@ from attnknn_lib.knn.votes import MAX_BETA, RULES, break_ties, prefix_class_scor
 
 K_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048)
 THETAS = (None, 0.25, 0.5, 0.75)  # consistency filter thresholds (None: off)
+FILTER = {"rules": ("uniform",), "thetas": (0.25, 0.5, 0.75), "betas": (0.0,)}
+"""The label-filtering baseline in the style of Bahri et al. (ICML 2020): memory rows whose own
+neighbours do not back their label are dropped (threshold tuned), the rest vote uniformly (k tuned)."""
 BETAS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)  # prior-correction exponents
 MAX_EXTENSIONS = 3  # times a grid is extended past an open edge
 BALANCED = 1.5  # largest / smallest class share below which the prior exponent is not tuned
@@ -136,7 +139,7 @@ def _search(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_class
             betas: tuple[float, ...], thetas: tuple, ks: list[int], done: set,
             best: tuple[Choice, tuple] | None) -> tuple[Choice, tuple]:
     """The best of ``best`` and every configuration of the grids not in ``done`` (which grows)."""
-    for rule in RULES:
+    for rule in grids:
         for param in grids[rule]:
             for theta in thetas:
                 todo = [b for b in betas if (rule, param, theta, ks[-1], b) not in done]
@@ -156,7 +159,7 @@ def _search(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_class
 
 def tune_reference(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_classes: int,
                    ks: tuple[int, ...] = K_LADDER, thetas: tuple = THETAS,
-                   betas: tuple[float, ...] = BETAS) -> dict:
+                   betas: tuple[float, ...] = BETAS, rules: tuple[str, ...] = RULES) -> dict:
     """The best configuration on validation, with the grids extended past open edges.
 
     Returns {"choice": :class:`Choice`, "configs": configurations scored (the tuning budget),
@@ -168,7 +171,8 @@ def tune_reference(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, nu
     if present.size and present.max() / present.min() < BALANCED:
         betas = (0.0,)
     k_list = sorted({k for k in ks if k <= val.k_max} | {val.k_max})  # the widest k searched is always scored
-    grids = {"uniform": (None,), "distance": tuple(TAU_GRID), "cosine": tuple(T_GRID)}
+    grids = {r: g for r, g in (("uniform", (None,)), ("distance", tuple(TAU_GRID)), ("cosine", tuple(T_GRID)))
+             if r in rules}
     done: set = set()
     best = None
     for round_ in range(MAX_EXTENSIONS + 1):
@@ -192,7 +196,7 @@ def tune_reference(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, nu
     if choice.beta == max(betas) and choice.beta > 0:
         edges.append("beta")
     return {"choice": choice, "configs": len(done), "edges": edges,
-            "grids": {"k": k_list, "tau": list(grids["distance"]), "T": list(grids["cosine"]),
+            "grids": {"k": k_list, "tau": list(grids.get("distance", ())), "T": list(grids.get("cosine", ())),
                       "theta": list(thetas), "beta": list(betas)}}
 
 
@@ -200,14 +204,15 @@ Search = Callable[[str, int], tuple[np.ndarray, np.ndarray]]  # (split, k) -> me
 
 
 def reference_method(search: Search, memory_labels: np.ndarray, loo: np.ndarray, val_y: np.ndarray,
-                     num_classes: int, k_start: int = REFERENCE_K) -> MethodProbs:
+                     num_classes: int, k_start: int = REFERENCE_K, **space) -> MethodProbs:
     """The tuned reference on one memory: validation and test probabilities, and in ``info`` the
     choice, its label, the configurations scored, the open edges left and the neighbours searched.
 
     ``search(split, k)`` returns the k nearest memory rows of the split's queries ("val" or
     "test") with their squared distances; ``memory_labels`` (M,) are the labels the vote reads
     (noisy ones under label noise), ``loo`` (M,) each row's leave-one-out agreement, ``val_y`` the
-    validation targets. Neighbours are searched to ``k_start`` and doubled while the choice sits
+    validation targets; ``space`` narrows the search (``rules``, ``thetas``, ``betas`` of
+    :func:`tune_reference`). Neighbours are searched to ``k_start`` and doubled while the choice sits
     at the largest k searched, up to the whole memory; test is searched once, to the chosen k."""
     memory_labels = np.asarray(memory_labels, dtype=np.int64)
     loo = np.asarray(loo, dtype=np.float64)
@@ -217,7 +222,7 @@ def reference_method(search: Search, memory_labels: np.ndarray, loo: np.ndarray,
     while True:
         rows, sq = search("val", k)
         hood = Neighbourhood(memory_labels[rows], sq, loo[rows])
-        tuned = tune_reference(hood, val_y, prior, num_classes)
+        tuned = tune_reference(hood, val_y, prior, num_classes, **space)
         if "k" not in tuned["edges"] or k >= m:
             break
         k = min(2 * k, m)

@@ -65,6 +65,25 @@ def loo_agreement(neighbour_labels: np.ndarray, own_labels: np.ndarray) -> np.nd
     return (neighbour_labels == np.asarray(own_labels)[:, None]).mean(axis=1)
 
 
+def loo_agreement_without(query_rows: np.ndarray, neighbour_rows: np.ndarray, row_neighbours: np.ndarray,
+                          labels: np.ndarray, loo_k: int) -> np.ndarray:
+    """(N, K) leave-one-out agreement of each neighbour of N queries that are memory rows, with the
+    query itself left out too, so a training query's features never contain its own label.
+
+    Neighbour j of query q agrees by the share of j's ``loo_k`` nearest other rows, q excluded, that
+    carry j's label. ``row_neighbours`` (M, >= loo_k + 1) are every row's nearest other rows, nearest
+    first: dropping q (where it is among them) and keeping the first ``loo_k`` of the rest gives a
+    value from exactly ``loo_k`` rows, as for a query outside the memory (:func:`loo_agreement`)."""
+    q = np.asarray(query_rows)[:, None, None]  # (N, 1, 1)
+    nb = np.asarray(row_neighbours)[np.asarray(neighbour_rows)][:, :, :loo_k + 1]  # (N, K, loo_k + 1)
+    if nb.shape[2] < loo_k + 1:
+        raise ValueError(f"row_neighbours has {nb.shape[2]} columns; loo_k={loo_k} needs {loo_k + 1}")
+    keep = nb != q
+    keep &= np.cumsum(keep, axis=2) <= loo_k  # the first loo_k rows other than q
+    own = np.asarray(labels)[np.asarray(neighbour_rows)][:, :, None]
+    return ((np.asarray(labels)[nb] == own) & keep).sum(axis=2) / loo_k
+
+
 def rank_weights(shape: tuple[int, int], decay: float) -> np.ndarray:
     """w_j proportional to exp(-j / decay) for ranks j = 0..k-1 (nearest first), rows sum to 1."""
     w = np.exp(-np.arange(shape[1]) / decay)

@@ -44,3 +44,15 @@ def mean_pct(entry: dict) -> str:
 
 def seeds_text(n: int, what: str = "seed") -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def markdown_lists(lines: list[str]) -> str:
+    """The findings' lines as Markdown in which every list starts after a blank line (pandoc, which
+    exports the notebooks to PDF, runs a list into the paragraph above it otherwise)."""
+    out: list[str] = []
+    for line in lines:
+        item = line.lstrip().startswith("- ")
+        if item and out and out[-1].strip() and not out[-1].lstrip().startswith("- "):
+            out.append("")
+        out.append(line)
+    return "\n".join(out)

@@ -44,5 +44,5 @@ EXPERIMENT = Experiment(
                         "variant_settings": "clean,symmetric/0.3,asymmetric/0.3,asymmetric/0.4",
                         "long_tail_seeds": 0, "long_tail_max_train": 0, "long_tail_epochs": 1,
                         "headroom_ks": "1,5,16", "variant_ks": "16", "train_queries": 1000, "head_epochs": 1,
-                        "n_boot": 100}},
+                        "collapse_seeds": 1, "n_boot": 100}},
 )

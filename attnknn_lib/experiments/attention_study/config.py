@@ -21,13 +21,15 @@ VARIANTS = {  # name -> (label, what it tests)
     "blind_penalty": ("label-blind, entropy penalty", "weights pushed away from uniform"),
     "blind_heldout": ("label-blind, held-out queries", "training neighbourhoods purer than test ones"),
     "label_aware": ("label-aware scores", "scores that can see labels and their consistency"),
+    "label_aware_heldout": ("label-aware, held-out queries", "label-aware scores taught by clean labels"),
     "readout": ("TabR-style readout", "values and an MLP readout, not a vote"),
     "query_only": ("query alone (readout's control)", "what the readout gets without neighbours"),
     "adaptive_k": ("learned mixture over k", "a per-query k against the best fixed k (not main's adaptive k)"),
 }
 
 ARTIFACTS = Artifacts(NAME, (
-    record(), *(table(t, f"_{t}") for t in ("headroom", "variants", "best", "reference", "diagnostics")),
+    record(), *(table(t, f"_{t}") for t in ("headroom", "variants", "best", "reference", "learnable", "diagnostics")),
+    table("collapse", "_collapse", when=lambda cfg: bool(cfg.collapse_seeds) and "clean" in cfg.settings),
     *(figure(f"{f}_figure", f"_{f}") for f in ("headroom", "diagnostics", "variants")),
     figure("gallery_figure", "_gallery", when=lambda cfg: bool(cfg.variant_settings))))
 
@@ -62,6 +64,8 @@ class Config(ExperimentConfig):
                                     "experiment's default")
     end_to_end_seeds: int = knob(3, "Attn-KNN retrained end to end without the entropy bonus for the first n "
                                     "seeds, all if fewer (training jobs of the workflow; 0: none)")
+    collapse_seeds: int = knob(3, "seeds (the first n) of the sweep of what could hold the attention at uniform "
+                                  "weights (0: none)")
     n_boot: int = knob(200, "bootstrap resamples for the intervals")
     margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
     margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
@@ -86,6 +90,7 @@ class Config(ExperimentConfig):
         for name in ("train_queries", "head_epochs", "head_batch_size", "loo_k", "n_boot", "reference_k"):
             check_range(name, getattr(self, name), 1, None)
         check_range("end_to_end_seeds", self.end_to_end_seeds, 0, None)
+        check_range("collapse_seeds", self.collapse_seeds, 0, None)
         check_range("long_tail_ratio", self.long_tail_ratio, 0.0, 1.0, high_inclusive=False)
         for name in ("long_tail_max_train", "long_tail_epochs"):
             check_range(name, getattr(self, name), 0, None)

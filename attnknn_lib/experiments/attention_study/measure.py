@@ -17,9 +17,10 @@ from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import prepare
 from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs
+from attnknn_lib.evaluation.learnable import learned_rule
 from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID, Embedded, MethodProbs, best_baseline, knn_methods, score
 from attnknn_lib.evaluation.metrics import accuracy, nll, paired_bootstrap_diff
-from attnknn_lib.evaluation.reference import Search, reference_method
+from attnknn_lib.evaluation.reference import FILTER, Neighbourhood, Search, reference_method
 from attnknn_lib.evaluation.verdicts import seed_level
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, VARIANTS, Config, parse_setting
@@ -30,6 +31,7 @@ from attnknn_lib.knn.headroom import (
     flip_detection,
     headroom,
     loo_agreement,
+    loo_agreement_without,
     rank_weights,
 )
 from attnknn_lib.knn.votes import RULES, break_ties, effective_neighbours, knn_probs, vote, vote_has_gradient
@@ -44,7 +46,7 @@ from attnknn_lib.models.neighbour_heads import (
 )
 from attnknn_lib.training.head_fitting import Neighbourhoods, predict, train_head
 
-ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blind_heldout": 0.01}
+ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blind_heldout": 0.01}  # others: 0
 DECAYS = (1.0, 2.0, 4.0, 8.0, 16.0)  # rank-decay lengths of the geometry-only ceiling
 THRESHOLDS = (0.25, 0.5, 0.75)  # leave-one-out agreement thresholds of the label-aware ceiling
 COMPARED = (("accuracy", "raw"), ("ece", "calibrated"), ("nll", "calibrated"))
@@ -121,11 +123,15 @@ def memory_setting(frozen, clean_labels: np.ndarray, self_nb: Neighbors, val_nb:
     labels = np.asarray(labels, dtype=np.int64)
     loo = loo_agreement(labels[self_nb.indices[:, :cfg.loo_k]], labels)  # (M,)
 
-    def hoods(q: np.ndarray, nb: Neighbors, target: np.ndarray) -> Neighbourhoods:
+    def hoods(q: np.ndarray, nb: Neighbors, target: np.ndarray, agreement: np.ndarray | None = None) -> Neighbourhoods:
+        agreement = loo[nb.indices] if agreement is None else agreement
         return Neighbourhoods(q, nb.indices, nb.sq_dist.astype(np.float32), labels[nb.indices],
-                              loo[nb.indices].astype(np.float32), np.asarray(target, dtype=np.int64))
+                              agreement.astype(np.float32), np.asarray(target, dtype=np.int64))
 
-    train = hoods(frozen.train, self_nb, labels).take(train_rows)
+    # a training query is a memory row: its neighbours' agreement must not count its own label
+    sub = Neighbors(self_nb.indices[train_rows], self_nb.sq_dist[train_rows], None)
+    train = hoods(frozen.train[train_rows], sub, labels[train_rows],
+                  loo_agreement_without(train_rows, sub.indices, self_nb.indices, labels, cfg.loo_k))
     return Memory(torch.from_numpy(frozen.train), labels, np.asarray(flipped, bool), loo, train,
                   hoods(frozen.val, val_nb, val_y), hoods(frozen.test, test_nb, test_y))
 
@@ -168,7 +174,7 @@ def headroom_table(mem: Memory, ks: tuple[int, ...], num_classes: int) -> dict:
 def build_variant(name: str, cfg: Config, num_classes: int, k: int) -> torch.nn.Module:
     if name.startswith("blind"):
         return BlindAttention(MultiHeadNeighborAttention(cfg.attention_config(num_classes)))
-    if name == "label_aware":
+    if name in ("label_aware", "label_aware_heldout"):
         return LabelAwareAttention(num_classes, cfg.embed_dim)
     if name == "readout":
         return NeighbourReadout(num_classes, cfg.embed_dim)
@@ -187,23 +193,73 @@ def _fit(cfg: Config, name: str, train: Neighbourhoods, val: Neighbourhoods, mem
                       batch_size=cfg.head_batch_size, entropy_weight=ENTROPY.get(name, 0.0), seed=seed, name=name)
 
 
+COLLAPSE = {  # name -> (what changes, learning rate factor, attention config changes, q/k init scale)
+    "as trained": ("the prototype head without the entropy bonus", 1.0, {}, 1.0),
+    "lr / 10": ("learning rate divided by 10", 0.1, {}, 1.0),
+    "lr x 10": ("learning rate multiplied by 10", 10.0, {}, 1.0),
+    "sharp start": ("temperatures start at 0.1 instead of 0.5 (scores x 5)", 1.0, {"tau_init": 0.1}, 1.0),
+    "wide bounds": ("temperature bounds [0.005, 20], start 0.05 (scores x 10)", 1.0,
+                    {"tau_min": 0.005, "tau_max": 20.0, "tau_init": 0.05}, 1.0),
+    "large init": ("query and key projections initialised 4 x larger (scores x 16)", 1.0, {}, 4.0),
+    "all sharp": ("lr x 10, wide bounds and large init together", 10.0,
+                  {"tau_min": 0.005, "tau_max": 20.0, "tau_init": 0.05}, 4.0),
+}
+"""What could hold the label-blind attention at uniform weights, swept on the frozen clean memory."""
+
+
+def collapse_sweep(cfg: Config, mem: Memory, ds, seed: int, reference: tuple) -> dict:
+    """Per :data:`COLLAPSE` setting: the label-blind head (no entropy term) trained at k on the frozen
+    clean memory; its effective k on test, test accuracy, and paired differences to the reference."""
+    c, k = ds.num_classes, cfg.k
+    train, val = mem.train.take(np.arange(len(mem.train)), k), mem.val.take(np.arange(len(mem.val)), k)
+    test = mem.test.take(np.arange(len(mem.test)), k)
+    out = {}
+    for name, (_, lr_factor, changes, init) in COLLAPSE.items():
+        seed_everything(seed)
+        att = MultiHeadNeighborAttention(replace(cfg.attention_config(c), **changes))
+        with torch.no_grad():
+            for proj in (att.q_proj, att.k_proj):
+                proj.weight.mul_(init)
+        res = train_head(BlindAttention(att), train, val, mem.embeddings, c, epochs=cfg.head_epochs,
+                         lr=cfg.head_lr * lr_factor, batch_size=cfg.head_batch_size, entropy_weight=0.0, seed=seed,
+                         name=f"collapse {name}")
+        pv, _ = predict(res.model, val, mem.embeddings, c)
+        pt, wt = predict(res.model, test, mem.embeddings, c)
+        scored = score({"head": MethodProbs(pv, pt)}, ds, n_boot=cfg.n_boot, seed=seed)["head"]
+        cal = Calibrator(**scored["calibrator"]).apply(pt)
+        out[name] = {"effective_k": float(effective_neighbours(wt).mean()),
+                     "accuracy": scored["test_raw"]["accuracy"]["value"], "best_epoch": res.best_epoch,
+                     "temperatures": [float(t) for t in att.temperatures().detach()],
+                     "diff_reference": {split: paired_bootstrap_diff([p], [reference[i]], ds.test.y, n_boot=cfg.n_boot,
+                                                                     seed=seed)
+                                        for i, (split, p) in enumerate((("raw", pt), ("calibrated", cal)))}}
+    return out
+
+
+HELDOUT_SELECT = 0.2  # share of a held-out variant's training half that picks its epoch
+
+
 def train_variant(cfg: Config, name: str, mem: Memory, k: int, num_classes: int, seed: int) -> dict:
     """One variant at k: validation and test probabilities, test weights, training history.
 
-    ``blind_heldout`` trains on validation queries instead, cross-fitted: two halves, each model
-    trained on one and selected on the other; each half's validation probabilities come from the
-    model that did not train on it, the test probabilities are the two models' mean."""
+    Held-out variants (``*_heldout``) train on clean validation queries instead, cross-fitted: two
+    halves; each model trains on most of one half, picks its epoch on the rest of that half
+    (:data:`HELDOUT_SELECT`) and predicts the other half, so no validation prediction comes from a
+    model that trained on it or was selected on it; the test probabilities are the two models' mean."""
     val, test = mem.val.take(np.arange(len(mem.val)), k), mem.test.take(np.arange(len(mem.test)), k)
-    if name != "blind_heldout":
+    if not name.endswith("_heldout"):
         res = _fit(cfg, name, mem.train.take(np.arange(len(mem.train)), k), val, mem, num_classes, k, seed)
         pv, _ = predict(res.model, val, mem.embeddings, num_classes)
         pt, wt = predict(res.model, test, mem.embeddings, num_classes)
         return {"val": pv, "test": pt, "weights": wt, "history": [res.history], "best_epoch": [res.best_epoch]}
-    halves = np.array_split(np.random.default_rng(seed).permutation(len(val)), 2)
+    rng = np.random.default_rng(seed)
+    halves = np.array_split(rng.permutation(len(val)), 2)
     pv = np.zeros((len(val), num_classes))
     pts, wts, hist, best = [], [], [], []
     for a, b in ((0, 1), (1, 0)):
-        res = _fit(cfg, name, val.take(halves[a]), val.take(halves[b]), mem, num_classes, k, seed + a)
+        n_sel = max(1, int(round(HELDOUT_SELECT * len(halves[a]))))
+        fit_rows, sel_rows = halves[a][n_sel:], halves[a][:n_sel]
+        res = _fit(cfg, name, val.take(fit_rows), val.take(sel_rows), mem, num_classes, k, seed + a)
         pv[halves[b]] = predict(res.model, val.take(halves[b]), mem.embeddings, num_classes)[0]
         p, w = predict(res.model, test, mem.embeddings, num_classes)
         pts.append(p)
@@ -238,14 +294,36 @@ def searcher(bank: MemoryBank, queries: dict[str, np.ndarray]) -> Search:
     return search
 
 
+def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours: tuple[Neighbors, Neighbors], ds,
+                   seed: int, reference: tuple) -> dict:
+    """Main's Attn-KNN (its own attention vote at k on its own embedding) against the strongest
+    non-learned rule on that embedding: paired differences (accuracy raw, ECE and NLL calibrated)."""
+    pv, _ = attnknn_probs(attention, bank, frozen.val, cfg.k, neighbors=neighbours[0])
+    pt, wt = attnknn_probs(attention, bank, frozen.test, cfg.k, neighbors=neighbours[1])
+    scored = score({"attnknn": MethodProbs(pv, pt)}, ds, n_boot=cfg.n_boot, seed=seed)["attnknn"]
+    cal = Calibrator(**scored["calibrator"]).apply(pt)
+    return {"val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
+            "test_calibrated": scored["test_calibrated"], "effective_k": float(effective_neighbours(wt).mean()),
+            "diff_reference": {split: paired_bootstrap_diff([p], [reference[i]], ds.test.y, n_boot=cfg.n_boot,
+                                                            seed=seed)
+                               for i, (split, p) in enumerate((("raw", pt), ("calibrated", cal)))}}
+
+
 def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> tuple[dict, tuple]:
     """The strongest non-learned rule on this memory (:func:`~attnknn_lib.evaluation.reference.
     reference_method`: rule, temperature, k, consistency filter and prior exponent tuned on
     validation), scored once on test; and its test probabilities raw and calibrated."""
     ref = reference_method(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k)
-    scored = score({"reference": ref}, ds, n_boot=cfg.n_boot, seed=seed)["reference"]
+    filt = reference_method(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k, **FILTER)
+    both = score({"reference": ref, "filter": filt}, ds, n_boot=cfg.n_boot, seed=seed)
+    scored = both["reference"]
     entry = {**ref.info, "val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
-             "test_calibrated": scored["test_calibrated"]}
+             "test_calibrated": scored["test_calibrated"],
+             "filter": {"label": filt.info["label"], "edges": filt.info["edges"], "configs": filt.info["configs"],
+                        "val_accuracy": both["filter"]["val"]["accuracy"],
+                        "test_accuracy": both["filter"]["test_raw"]["accuracy"]["value"],
+                        "diff_reference": paired_bootstrap_diff([filt.test], [ref.test], ds.test.y, n_boot=cfg.n_boot,
+                                                                seed=seed)}}
     return entry, (ref.test, Calibrator(**scored["calibrator"]).apply(ref.test))
 
 
@@ -286,7 +364,10 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
                  "test_raw": scored[name]["test_raw"], "test_calibrated": scored[name]["test_calibrated"]}
         if name != "baseline":
             entry.update(extra[name])
-            entry["captured"] = captured(scored[name]["test_raw"]["accuracy"]["value"], uniform, recall)
+            kk = extra[name]["k"]  # each method's own neighbourhood (the k-mixture reads more than k)
+            own = headroom(mem.test.labels, ds.test.y, c, kk)
+            entry["captured"] = None if name == "query_only" else captured(  # the control reads no neighbour
+                scored[name]["test_raw"]["accuracy"]["value"], own["uniform_accuracy"], own["recall"])
             entry["diff"] = {split: paired_bootstrap_diff([probs[name][i]], [probs["baseline"][i]], ds.test.y,
                                                           n_boot=cfg.n_boot, seed=seed)
                              for i, split in enumerate(("raw", "calibrated"))}
@@ -295,10 +376,37 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
                                                                     n_boot=cfg.n_boot, seed=seed)
                                        for i, split in enumerate(("raw", "calibrated"))}
         out["methods"][name] = entry
+    if reference is not None:
+        out["learner"], out["learnable"] = learnable(cfg, mem, k, ds, seed, reference, out["methods"])
     if "adaptive_k" in methods:
         out["methods"]["adaptive_k"]["fixed_k"] = best_fixed_k(cfg, mem, probs["adaptive_k"], extra["adaptive_k"]["k"],
                                                                ds, seed)
     return out
+
+
+LEARNERS = ("gbm", "label_aware_heldout")  # the learners behind the learnable headroom (clean held-out targets)
+
+
+def learnable(cfg: Config, mem: Memory, k: int, ds, seed: int, reference: tuple, methods: dict) -> tuple[dict, dict]:
+    """The boosted-trees learner at k (:func:`~attnknn_lib.evaluation.learnable.learned_rule`, cross-fitted
+    on clean validation queries) against the reference; and the learnable headroom: the learner of
+    :data:`LEARNERS` with the best (out-of-fold) validation accuracy minus the reference, paired on test."""
+    c = ds.num_classes
+    prior = np.bincount(mem.labels, minlength=c) / len(mem.labels)
+    hood = {s: Neighbourhood(h.labels, h.sq_dist, h.loo) for s, h in (("val", mem.val), ("test", mem.test))}
+    fit = learned_rule(hood["val"], ds.val.y, hood["test"], prior, c, k, seed)
+    probs = MethodProbs(fit["val"], fit["test"])
+    scored = score({"gbm": probs}, ds, n_boot=cfg.n_boot, seed=seed)["gbm"]
+    cal = Calibrator(**scored["calibrator"]).apply(probs.test)
+    learner = {"val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
+               "test_calibrated": scored["test_calibrated"], "folds": fit["folds"], "configs": fit["configs"],
+               "features": fit["features"],
+               "diff_reference": {split: paired_bootstrap_diff([p], [reference[i]], ds.test.y, n_boot=cfg.n_boot,
+                                                               seed=seed)
+                                  for i, (split, p) in enumerate((("raw", probs.test), ("calibrated", cal)))}}
+    pool = {"gbm": learner, **{n: methods[n] for n in LEARNERS if n in methods}}
+    best = max(pool, key=lambda n: pool[n]["val_accuracy"])
+    return learner, {"learner": best, "diff_reference": pool[best]["diff_reference"]}
 
 
 def best_fixed_k(cfg: Config, mem: Memory, adaptive_test: tuple[np.ndarray, np.ndarray], k_max: int, ds,
@@ -330,7 +438,7 @@ def long_tail_entry(cfg: Config, paths: Paths, run_, seed: int) -> dict:
     frozen = core.frozen_embeddings(run_, model, prepared, paths, cpu)
     k_max = min(cfg.k_max, len(frozen.train) - 1)
     bank = MemoryBank().build(frozen.train, ds.train.y)
-    self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k), np.arange(len(frozen.train)))
+    self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k + 1), np.arange(len(frozen.train)))
     val_nb, test_nb = bank.search(frozen.val, k_max), bank.search(frozen.test, k_max)
     mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y,
                          _train_rows(len(frozen.train), cfg.train_queries, seed), "clean", ds.num_classes, cfg, seed)
@@ -385,7 +493,8 @@ def end_to_end(cfg: Config, paths: Paths, prepared, models: dict, seed: int) -> 
 
 
 # variants whose weights are over the same k neighbours as the uniform vote (the gallery's best variant)
-GALLERY_VARIANTS = ("blind_bonus", "blind_none", "blind_penalty", "blind_heldout", "label_aware", "readout")
+GALLERY_VARIANTS = ("blind_bonus", "blind_none", "blind_penalty", "blind_heldout", "label_aware", "label_aware_heldout",
+                    "readout")
 PROTOTYPE = "blind_bonus"  # the prototype's attention: label-blind scores, entropy bonus +0.01
 
 
@@ -480,7 +589,7 @@ def run(cfg: Config, paths: Paths) -> dict:
         trained = core.trained(run_, paths, prepared)[0]
         frozen = core.frozen_embeddings(run_, trained.model.to(cpu), prepared, paths, cpu)
         bank = MemoryBank().build(frozen.train, ds.train.y)
-        self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k), np.arange(len(frozen.train)))
+        self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k + 1), np.arange(len(frozen.train)))
         val_nb, test_nb = bank.search(frozen.val, k_max), bank.search(frozen.test, k_max)
         rows = _train_rows(len(frozen.train), cfg.train_queries, seed)
         search = searcher(bank, {"val": frozen.val, "test": frozen.test})
@@ -492,6 +601,11 @@ def run(cfg: Config, paths: Paths) -> dict:
                      "ceilings": ceilings(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
                      "flipped_share": float(mem.flipped.mean())}
             entry["reference"], ref_probs = reference_entry(cfg, mem, search, ds, seed)
+            if setting == "clean":  # main's Attn-KNN, trained end to end with clean labels
+                entry["attnknn"] = main_attention(cfg, trained.model.attention, bank, frozen, (val_nb, test_nb), ds,
+                                                  seed, ref_probs)
+                if seed in cfg.seeds[:cfg.collapse_seeds]:
+                    entry["collapse"] = collapse_sweep(cfg, mem, ds, seed, ref_probs)
             if setting in cfg.variant_settings:
                 kept: dict = {}
                 entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
@@ -569,6 +683,29 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                                   "choices": [r["label"] for r in refs], "configs": [r["configs"] for r in refs],
                                   "edges": sorted({e for r in refs for e in r["edges"]}),
                                   "k_searched": [r["k_searched"] for r in refs]}
+            if "attnknn" in entry:
+                ms = [per_seed[s]["settings"][setting]["attnknn"] for s in seeds]
+                s_out["attnknn"] = {"accuracy": _mean_sd([m["test_raw"]["accuracy"]["value"] for m in ms]),
+                                    "effective_k": _mean_sd([m["effective_k"] for m in ms]),
+                                    "verdicts_reference": seed_verdicts(cfg, [m["diff_reference"] for m in ms])}
+            with_sweep = [s for s in seeds if "collapse" in per_seed[s]["settings"][setting]]
+            if with_sweep:
+                sweeps = [per_seed[s]["settings"][setting]["collapse"] for s in with_sweep]
+                s_out["collapse"] = {"seeds": [int(s) for s in with_sweep], "settings": {
+                    name: {"what": COLLAPSE[name][0],
+                           "effective_k": _mean_sd([w[name]["effective_k"] for w in sweeps]),
+                           "accuracy": _mean_sd([w[name]["accuracy"] for w in sweeps]),
+                           "verdicts_reference": seed_verdicts(cfg, [w[name]["diff_reference"] for w in sweeps])}
+                    for name in sweeps[0]}}
+            if "filter" in refs[0]:
+                fs = [r["filter"] for r in refs]
+                s_out["reference"]["filter"] = {
+                    "accuracy": _mean_sd([f["test_accuracy"] for f in fs]), "choices": [f["label"] for f in fs],
+                    "edges": sorted({e for f in fs for e in f["edges"]}),
+                    "verdict_reference": seed_level([f["diff_reference"]["accuracy"]["value"] for f in fs],
+                                                    float(np.sqrt(np.mean([f["diff_reference"]["accuracy"]["se"] ** 2
+                                                                           for f in fs]))),
+                                                    "accuracy", margin=cfg.margin_accuracy)}
         if "variants" in entry:
             s_out["variants"] = {}
             for k in entry["variants"]:
@@ -601,6 +738,8 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                                                 "verdicts": seed_verdicts(cfg, [f["diff"] for f in fk])}
                     k_out["methods"][name] = m_out
                 variants = [n for n in k_out["methods"] if n != "baseline"]
+                if "learner" in runs_k[0]:
+                    k_out.update(summarise_learnable(cfg, runs_k, k_out["methods"]))
                 k_out["chosen"] = max(variants, key=lambda n: k_out["methods"][n]["val_accuracy"]["mean"]) \
                     if variants else None
                 s_out["variants"][k] = k_out
@@ -608,6 +747,28 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
     e2e = {s: per_seed[s]["end_to_end"] for s in all_seeds if "end_to_end" in per_seed[s]}
     if e2e:
         out["end_to_end"] = summarise_end_to_end(cfg, e2e)
+    return out
+
+
+def summarise_learnable(cfg: Config, runs_k: list[dict], methods: dict) -> dict:
+    """Over seeds at one k: the boosted-trees learner against the reference, the learnable headroom
+    (best learner minus the reference, seed-level), and per variant the share of it captured:
+    mean(variant - reference) / mean(best learner - reference), None when the headroom does not
+    establish a gain (seed-level verdict not "better": no room a learner could show)."""
+    ls = [r["learner"] for r in runs_k]
+    room = seed_verdicts(cfg, [r["learnable"]["diff_reference"] for r in runs_k])
+    out = {"learner": {"accuracy": _mean_sd([x["test_raw"]["accuracy"]["value"] for x in ls]),
+                       "val_accuracy": _mean_sd([x["val_accuracy"] for x in ls]),
+                       "configs": [x["configs"] for x in ls],
+                       "rounds": [f["rounds"] for x in ls for f in x["folds"]],
+                       "edges": sum(f["edge"] for x in ls for f in x["folds"]),
+                       "verdicts_reference": seed_verdicts(cfg, [x["diff_reference"] for x in ls])},
+           "learnable": {"learners": [r["learnable"]["learner"] for r in runs_k], "verdicts": room}}
+    head = room["accuracy"]["value"]
+    for name, m in methods.items():
+        if name != "baseline" and "verdicts_reference" in m and name != "query_only":
+            m["captured_learnable"] = (m["verdicts_reference"]["accuracy"]["value"] / head
+                                       if room["accuracy"]["verdict"] == "better" else None)
     return out
 
 

@@ -7,6 +7,7 @@ import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
+from attnknn_lib.evaluation.metrics import N_BINS
 from attnknn_lib.evaluation.verdicts import VERDICTS
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, NOTEBOOK, VARIANTS
 from attnknn_lib.experiments.attention_study.measure import (
@@ -17,6 +18,7 @@ from attnknn_lib.experiments.attention_study.measure import (
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
+from attnknn_lib.report.findings import markdown_lists, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, num, sd_text
@@ -24,6 +26,7 @@ from attnknn_lib.report.tables import booktabs, num, sd_text
 VERDICT_MARK = {"better": "B", "worse": "W", "equivalent": "E", "inconclusive": "?"}
 SHORT = {"baseline": "tuned kNN", "blind_bonus": "blind, +H bonus", "blind_none": "blind, no H term",
          "blind_penalty": "blind, H penalty", "blind_heldout": "blind, held-out", "label_aware": "label-aware",
+         "label_aware_heldout": "label-aware, held-out",
          "readout": "readout", "query_only": "query only", "adaptive_k": "k-mixture"}  # the LaTeX table's row names
 SETTING_TITLES = {"clean": "clean memory"}
 
@@ -111,10 +114,98 @@ def reference_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             "ECE cal.": f"{ref['ece_calibrated']['mean']:.4f}",
             "chosen on validation (per seed; alike once)": "; ".join(choices),
             "configs": f"{int(np.mean(ref['configs']))}",
-            "open edge": ", ".join(ref["edges"]) or "none"}
+            "open edge": ", ".join(ref["edges"]) or "none",
+            **({f"label filter ({pc})": _filter_cell(ref["filter"], latex)} if ref.get("filter") else {})}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "memory"
     return df
+
+
+def _bracket(v: dict, scale: float, dec: int) -> str:
+    """'[low, high]' of a seed-level difference, or '(one seed: no interval)' where there is none."""
+    if v.get("low") is None or v["low"] != v["low"]:
+        return "(one seed: no interval)"
+    return f"[{signed(scale * v['low'], dec)}, {signed(scale * v['high'], dec)}]"
+
+
+def _filter_cell(f: dict, latex: bool) -> str:
+    """The label-filtering baseline: its accuracy and its difference to the reference with the verdict."""
+    v = f["verdict_reference"]
+    mark = VERDICT_MARK[v["verdict"]] if latex else v["verdict"]
+    return f"{100 * f['accuracy']['mean']:.2f} ({signed(100 * v['value'], 2)} {mark})"
+
+
+def learnable_frame(record: dict, latex: bool = False) -> pd.DataFrame:
+    """Per setting and k at which variants were trained: recall@k, the reference, the boosted-trees
+    learner and the label-aware head trained on held-out queries (test accuracy, mean over seeds), the
+    learnable headroom (the learner with the better out-of-fold validation accuracy minus the
+    reference, seed-level interval and verdict) and the share of it the prototype's head and the
+    variant chosen on validation captured ("--": no headroom established, its verdict not "better")."""
+    pc = "\\%" if latex else "%"
+    rows = {}
+    for setting, s in record["results"]["summary"]["settings"].items():
+        for kk, kv in (s.get("variants") or {}).items():
+            if "learnable" not in kv:
+                continue
+            room = kv["learnable"]["verdicts"]["accuracy"]
+            held = kv["methods"].get("label_aware_heldout")
+
+            def cap(name: str) -> str:
+                m = kv["methods"].get(name) or {}
+                c = m.get("captured_learnable")
+                return "--" if c is None else f"{100 * c:.0f}"
+            label = f"{short_setting(setting) if latex else setting_title(setting)}, k = {kk}"
+            rows[label] = {
+                f"recall@k ({pc})": pct(s["headroom"][kk]["recall"]) if kk in s["headroom"] else "",
+                f"ref. ({pc})": pct(s["reference"]["accuracy"]["mean"]),
+                f"trees ({pc})": pct(kv["learner"]["accuracy"]["mean"]),
+                f"label-aware held-out ({pc})": pct(held["accuracy"]["mean"]) if held else "",
+                "learnable headroom (pp)": _diff_cell(room, 100, 2, latex),
+                f"proto. capt. ({pc})": cap("blind_bonus"),
+                f"chosen capt. ({pc})": cap(kv["chosen"])}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "memory, k"
+    return df
+
+
+def collapse_frame(record: dict, latex: bool = False) -> pd.DataFrame:
+    """The sweep of what could hold the label-blind attention at uniform weights (clean memory, k of
+    the experiment, no entropy term): per setting its effective k on test, its accuracy and its
+    difference to the reference with the verdict (mean over the sweep's seeds)."""
+    sweep = record["results"]["summary"]["settings"].get("clean", {}).get("collapse")
+    if not sweep:
+        return pd.DataFrame()
+    k = record["config"]["k"]
+    pc = "\\%" if latex else "%"
+    rows = {}
+    for name, e in sweep["settings"].items():
+        rows[name] = {"what changes": e["what"], f"effective k (of {k})": f"{e['effective_k']['mean']:.2f}",
+                      f"acc. ({pc})": pct(e["accuracy"]["mean"]),
+                      "vs ref. (pp)": _diff_cell(e["verdicts_reference"]["accuracy"], 100, 2, latex)}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "setting"
+    return df
+
+
+def collapse_reading(record: dict) -> str | None:
+    """One sentence on the sweep: which setting moved the weights furthest from uniform, by how much,
+    and whether that helped against the reference; None without a sweep."""
+    sweep = record["results"]["summary"]["settings"].get("clean", {}).get("collapse")
+    if not sweep:
+        return None
+    k = int(record["config"]["k"])
+    es = sweep["settings"]
+    name = min(es, key=lambda n: es[n]["effective_k"]["mean"])
+    keff = es[name]["effective_k"]["mean"]
+    v = es[name]["verdicts_reference"]["accuracy"]
+    moved = [n for n in es if es[n]["effective_k"]["mean"] < UNIFORM_SHARE * k]
+    if not moved:
+        return (f"none of the {len(es)} settings moves the weights from uniform (lowest effective k {keff:.2f} of {k}, "
+                f"{name}): the collapse is not an artefact of the learning rate, the temperature's bounds or the "
+                f"initialisation")
+    return (f"{len(moved)} of {len(es)} settings move the weights from uniform, furthest {name} (effective k "
+            f"{keff:.2f} of {k}), which is {signed(100 * v['value'], 2)} pp against the strongest rule "
+            f"({v['verdict']}): moving {'helps' if v['verdict'] == 'better' else 'does not help'}")
 
 
 def _diff_cell(v: dict, scale: float, dec: int, latex: bool, interval: bool = True) -> str:
@@ -454,7 +545,28 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"correction (probabilities divided by the memory's class shares to this power) chosen jointly on "
             f"validation, best accuracy then NLL; each grid is extended where the choice sits on its edge, k by "
             f"searching more neighbours. Configs: configurations scored per seed (the tuning budget). {src}.",
-            "tab:study-reference", column_format="lrrp{6.2cm}rl", escape_index=True)),
+            "tab:study-reference", column_format="lrrp{4.6cm}rlr", escape_index=True, colsep="3pt")),
+        "learnable": ARTIFACTS.write_table(paths, "learnable", d, booktabs(
+            learnable_frame(record, latex=True),
+            f"{title}: learnable headroom, per memory setting and k (seeds {seeds}). Two learners read only the "
+            f"k neighbours (labels, distances, ranks, their own neighbours' agreement) and are trained on clean "
+            f"held-out validation labels, cross-fitted in two halves (each fit on one half, tuned on a fifth of it, "
+            f"applied to the other): gradient-boosted trees on per-class neighbour features and the label-aware "
+            f"attention. Learnable headroom: the one with the better out-of-fold validation accuracy minus the "
+            f"strongest rule that learns nothing (ref.), with its 95\\% seed-level $t$ interval and verdict "
+            f"B / W / E / ? against a {100 * cfg['margin_accuracy']:g} pp margin. Capt.: the share of that "
+            f"headroom the prototype's head and the variant chosen on validation won over the reference "
+            f"(--: no headroom established). {src}.",
+            "tab:study-learnable", escape_index=True, colsep="3pt")),
+        **({"collapse": ARTIFACTS.write_table(paths, "collapse", d, booktabs(
+            collapse_frame(record, latex=True),
+            f"{title}: what could hold the label-blind attention at uniform weights. The prototype's head, "
+            f"without the entropy term, trained at $k={cfg['k']}$ on the frozen clean memory with one knob changed "
+            f"at a time (seeds {', '.join(map(str, res['summary']['settings']['clean']['collapse']['seeds']))}): "
+            f"effective k on test ($k$ = uniform weights), accuracy, and the difference to the strongest rule "
+            f"that learns nothing with its 95\\% seed-level $t$ interval and verdict B / W / E / ?. {src}.",
+            "tab:study-collapse", escape_index=True, column_format="lp{5.6cm}rrl", colsep="3pt"))}
+           if not collapse_frame(record).empty else {}),
         "diagnostics": ARTIFACTS.write_table(paths, "diagnostics", d, booktabs(
             diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
             f"{title}: the prototype attention during main's training, per epoch (mean over seeds "
@@ -498,6 +610,18 @@ def study_macros(record: dict) -> dict[str, str]:
         if s.get("reference"):
             out[macro_name(NAME, ds, tag, "Reference Acc")] = pct(s["reference"]["accuracy"]["mean"])
             out[macro_name(NAME, ds, tag, "Reference Choice")] = "; ".join(dict.fromkeys(s["reference"]["choices"]))
+            if s.get("attnknn"):  # main's Attn-KNN against the reference on its own embedding
+                for metric, dec, scale in (("accuracy", 2, 100), ("ece", 4, 1), ("nll", 4, 1)):
+                    v = s["attnknn"]["verdicts_reference"][metric]
+                    out[macro_name(NAME, ds, tag, "Attnknn Ref", metric)] = signed(scale * v["value"], dec)
+                    out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Interval")] = (
+                        _bracket(v, scale, dec))
+                    out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Verdict")] = VERDICT_PHRASES[v["verdict"]]
+            f = s["reference"].get("filter")
+            if f:
+                out[macro_name(NAME, ds, tag, "Filter Acc")] = pct(f["accuracy"]["mean"])
+                out[macro_name(NAME, ds, tag, "Filter Ref Acc")] = signed(100 * f["verdict_reference"]["value"], 2)
+                out[macro_name(NAME, ds, tag, "Filter Ref Verdict")] = VERDICT_PHRASES[f["verdict_reference"]["verdict"]]
         flipped = [d["settings"][setting]["flipped_share"] for d in res["per_seed"].values() if setting in d["settings"]]
         out[macro_name(NAME, ds, tag, "Flipped Percent")] = f"{100 * np.mean(flipped):.0f}"
         for kk, kv in (s.get("variants") or {}).items():
@@ -517,6 +641,13 @@ def study_macros(record: dict) -> dict[str, str]:
                         kv["methods"][name]["verdicts"]["accuracy"]["verdict"]]
                     out[macro_name(NAME, ds, tag, f"k{kk}", name, "Acc")] = signed(
                         100 * kv["methods"][name]["verdicts"]["accuracy"]["value"], 2)
+            if kv.get("learnable"):
+                room = kv["learnable"]["verdicts"]["accuracy"]
+                out[macro_name(NAME, ds, tag, f"k{kk}", "Learnable")] = signed(100 * room["value"], 2)
+                out[macro_name(NAME, ds, tag, f"k{kk}", "Learnable Interval")] = (
+                    _bracket(room, 100, 2))
+                out[macro_name(NAME, ds, tag, f"k{kk}", "Learnable Verdict")] = VERDICT_PHRASES[room["verdict"]]
+                out[macro_name(NAME, ds, tag, f"k{kk}", "Trees Acc")] = pct(kv["learner"]["accuracy"]["mean"])
             fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")
             if fixed:
                 out[macro_name(NAME, ds, tag, f"k{kk}", "Adaptive Fixed K")] = "/".join(map(str, sorted(set(fixed["k"]))))
@@ -557,6 +688,10 @@ def study_macros(record: dict) -> dict[str, str]:
     e2e = res["summary"].get("end_to_end")
     if e2e:
         out[macro_name(NAME, ds, "End To End Seeds")] = str(len(e2e["seeds"]))
+    sweep = collapse_reading(record)
+    if sweep:
+        out[macro_name(NAME, ds, "Collapse Reading")] = sweep
+        out[macro_name(NAME, ds, "Collapse Seeds")] = str(len(res["summary"]["settings"]["clean"]["collapse"]["seeds"]))
         for name, m in e2e["models"].items():
             tag = "No Bonus" if name == "no_bonus" else "Prototype"
             out[macro_name(NAME, ds, "End To End", tag, "Acc")] = pct(m["accuracy"]["mean"])
@@ -570,6 +705,89 @@ def study_macros(record: dict) -> dict[str, str]:
         out[macro_name(NAME, ds, "End To End Bonus Diff Acc")] = signed(100 * d["accuracy"]["value"], 2)
         out[macro_name(NAME, ds, "End To End Bonus Diff Verdict")] = VERDICT_PHRASES[d["accuracy"]["verdict"]]
     return out
+
+
+GLOSSARY = (
+    "- *pp*: percentage points of test accuracy; *[low, high]*: the 95 % interval over seeds (seed-level t "
+    "interval, the shared test set's bootstrap error included).",
+    "- *Strongest rule that learns nothing* (the reference): a neighbour vote whose weights (uniform, distance or "
+    "cosine), k, label filter and class-prior correction are all chosen on validation.",
+    "- *Better* / *worse*: the interval excludes zero on the good / bad side; *equivalent*: the whole interval lies "
+    "within the margin declared before the run ({margins}); *inconclusive*: none of these.",
+    "- *ECE*: expected calibration error over {bins} equal-width confidence bins; *NLL*: negative log-likelihood; "
+    "both after temperature scaling fitted on validation.",
+    "- *Chosen head*: the attention variant with the best validation accuracy among {n_heads} trained on the frozen "
+    "embedding (label-blind or label-aware scores, a readout, a mixture over k).",
+    "- *Learnable headroom*: the better of two learners that read only the k neighbours and learn from clean "
+    "held-out labels (boosted trees, label-aware attention), minus the reference.",
+    "- *Effective k*: 1 / sum of squared attention weights; it equals k when every neighbour weighs the same.",
+    "- *Memory*: the labelled training embeddings the neighbours come from; noise flips a share of its labels only.",
+)
+
+
+def _interval(v: dict, metric: str) -> str:
+    """'-0.12 pp [-0.30, +0.05], **inconclusive**' (accuracy in pp; ECE and NLL to 4 decimals)."""
+    scale, dec, unit = (100, 2, " pp") if metric == "accuracy" else (1, 4, "")
+    text = f"{signed(scale * v['value'], dec)}{unit}"
+    if _bracket(v, scale, dec):
+        text += f" {_bracket(v, scale, dec)}"
+    return f"{text}, **{v['verdict']}**"
+
+
+def _chosen_against_reference(kv: dict | None) -> dict | None:
+    if kv and kv.get("chosen"):
+        return (kv["methods"][kv["chosen"]].get("verdicts_reference") or {}).get("accuracy")
+    return None
+
+
+def answer_lines(records: list[dict]) -> list[str]:
+    """The README's answer: at most six bullets, each a method against the strongest rule that learns
+    nothing with its seed-level difference and verdict, then a glossary of eight lines (generated
+    from the study's record; an older record without Attn-KNN's own reference reads as before)."""
+    if not records:
+        return []
+    record = records[0]
+    res, cfg = record["results"], record["config"]
+    settings = res["summary"]["settings"]
+    clean = settings.get("clean") or {}
+    if "attnknn" not in clean:
+        return _legacy_lines(record)
+    k = str(cfg["k"])
+    answer = plain_answer(record)
+    lines = [f"- **The answer.** {answer}"] if answer else []
+    a = clean["attnknn"]["verdicts_reference"]
+    lines.append(f"- **Attn-KNN** ({REGISTRY[record['dataset']].title}, trained end to end, "
+                 f"{seeds_text(len(clean['seeds']))}) against the strongest rule that learns nothing on its own embedding: "
+                 f"accuracy {_interval(a['accuracy'], 'accuracy')}; ECE {_interval(a['ece'], 'ece')}; "
+                 f"NLL {_interval(a['nll'], 'nll')}.")
+    kv = (clean.get("variants") or {}).get(k)
+    v = _chosen_against_reference(kv)
+    if v:
+        room = (f"; learnable headroom {_interval(kv['learnable']['verdicts']['accuracy'], 'accuracy')}"
+                if kv.get("learnable") else "")
+        lines.append(f"- **The chosen head** on the clean memory (k = {k}, {variant_label(kv['chosen'])}) against "
+                     f"the strongest rule: {_interval(v, 'accuracy')}{room}.")
+    noisy = [f"{setting_title(st)} {_interval(v, 'accuracy')}" for st, s in settings.items()
+             if is_noise(st) and (v := _chosen_against_reference((s.get("variants") or {}).get(k)))]
+    if noisy:
+        lines.append("- **Noisy labels in the memory**, the chosen head against the strongest rule: "
+                     + "; ".join(noisy) + ".")
+    for setting, s in settings.items():
+        v = _chosen_against_reference((s.get("variants") or {}).get(k))
+        if setting.startswith("long_tail/") and v:
+            lines.append(f"- **Long-tailed memory** (imbalance ratio {setting.partition('/')[2]}, model retrained on "
+                         f"it, {seeds_text(len(s['seeds']))}), the chosen head against the strongest rule, which may "
+                         f"correct for class shares: {_interval(v, 'accuracy')}.")
+    e2e = res["summary"].get("end_to_end")
+    if e2e:
+        m = e2e["models"]
+        lines.append(f"- **Why the weights stay uniform**: trained end to end without the entropy bonus "
+                     f"({seeds_text(len(e2e['seeds']))}), effective k {m['no_bonus']['effective_k']['mean']:.2f} of {k} "
+                     f"({m['prototype']['effective_k']['mean']:.2f} with it): {end_to_end_reading(e2e, int(k))}.")
+    margins = f"{100 * cfg['margin_accuracy']:g} pp accuracy, {cfg['margin_ece']:g} ECE, {cfg['margin_nll']:g} NLL"
+    heads = len([v for v in cfg["variants"] if v != "query_only"])
+    glossary = [g.format(margins=margins, bins=N_BINS, n_heads=heads) for g in GLOSSARY]
+    return lines[:6] + ["", "**Terms.**", ""] + glossary
 
 
 UNIFORM_SHARE = 0.99  # effective k above this share of k reads as "still uniform" (15.84 of 16)
@@ -647,7 +865,12 @@ def findings(record: dict) -> str:
             f"label-aware {pct(s['ceilings']['label_aware']['test_accuracy']['mean'])} %."
             + (f" The strongest non-learned rule (every knob tuned on validation) gets "
                f"{pct(s['reference']['accuracy']['mean'])} % ({'; '.join(dict.fromkeys(s['reference']['choices']))})."
-               if s.get("reference") else ""))
+               if s.get("reference") else "")
+            + (f" Filtering the memory's labels by neighbour agreement, then voting (after Bahri et al., 2020): "
+               f"{pct(s['reference']['filter']['accuracy']['mean'])} %, "
+               f"{signed(100 * s['reference']['filter']['verdict_reference']['value'], 2)} pp against that rule "
+               f"({s['reference']['filter']['verdict_reference']['verdict']})."
+               if (s.get("reference") or {}).get("filter") else ""))
         for kk, kv in (s.get("variants") or {}).items():
             chosen = kv["chosen"]
             m = kv["methods"][chosen]
@@ -669,6 +892,15 @@ def findings(record: dict) -> str:
                     "accuracy: " + ", ".join(f"{variant_label(n)} {x['verdicts_reference']['accuracy']['verdict']}"
                                              for n, x in kv["methods"].items()
                                              if n != "baseline" and x.get("verdicts_reference")) + ".")
+            if kv.get("learnable"):
+                room = kv["learnable"]["verdicts"]["accuracy"]
+                cap = m.get("captured_learnable")
+                lines.append(
+                    f"  - learnable headroom at k = {kk} (the best learner on clean held-out labels minus the "
+                    f"strongest non-learned rule): {signed(100 * room['value'], 2)} pp "
+                    f"{_bracket(room, 100, 2)} ({room['verdict']}); "
+                    + (f"{variant_label(chosen)} captured {100 * cap:.0f} % of it."
+                       if cap is not None else "no established room for any head to capture."))
             fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")
             if fixed:
                 f = fixed["verdicts"]
@@ -687,6 +919,9 @@ def findings(record: dict) -> str:
             f"own tuned kNN rule {signed(100 * m['verdicts']['accuracy']['value'], 2)} pp "
             f"({m['verdicts']['accuracy']['verdict']}); minus the prototype recipe {signed(100 * d['value'], 2)} pp "
             f"({d['verdict']}).")
+    sweep = collapse_reading(record)
+    if sweep:
+        lines.append(f"- **What holds the weights at uniform**: {sweep}.")
     shares = gradient_shares(record)
     per = [d["diagnostics"]["per_epoch"] for d in res["per_seed"].values()]
     last = [p["diag_gradient_share"][-1] for p in per if p["diag_gradient_share"][-1] is not None]
@@ -694,7 +929,7 @@ def findings(record: dict) -> str:
     lines.append(f"- **Diagnostics**: in main's last training epoch the vote of {train} of training queries carried "
                  f"a gradient; on the trained embedding {100 * shares['val']:.1f} % of validation and "
                  f"{100 * shares['test']:.1f} % of test queries do (over {_seeds(res)}).")
-    return "\n".join(lines)
+    return markdown_lists(lines)
 
 
 def readme_lines(records: list[dict]) -> list[str]:
@@ -795,14 +1030,12 @@ def _against_reference(s: dict, kv: dict) -> str:
             f", {pct(s['reference']['accuracy']['mean'])} %): {signed(100 * v['value'], 2)} pp, **{v['verdict']}**")
 
 
-def answer_lines(records: list[dict]) -> list[str]:
-    """The README's lines on why: how much any reweighting could win on clean data, and what the
-    best variant did where the memory's labels are noisy (generated from the study's record)."""
-    if not records:
-        return []
-    res = records[0]["results"]
-    k = str(records[0]["config"]["k"])
-    answer = plain_answer(records[0])
+def _legacy_lines(record: dict) -> list[str]:
+    """The README's lines for a record from before Attn-KNN's own reference (an older committed
+    record still reads)."""
+    res = record["results"]
+    k = str(record["config"]["k"])
+    answer = plain_answer(record)
     lines = [f"- **The answer.** {answer}"] if answer else []
     for setting, s in res["summary"]["settings"].items():
         h = s["headroom"].get(k)

@@ -6,7 +6,7 @@ grid plus k = round(sqrt(n)). Attn-KNN is evaluated twice: as trained (its atten
 recipe's k), and with a fresh attention trained at that k on the frozen embedding, so the curves
 separate "more neighbours" from "attention trained for them". Per k: test metrics raw and
 calibrated (mean +- s.d. over seeds, per-seed bootstrap intervals), and the paired difference
-Attn-KNN minus the best baseline (chosen on validation at that k), pooled over seeds.
+Attn-KNN minus the best baseline (chosen on validation at that k), seed-level differences and intervals.
 """
 
 from attnknn_lib.experiments.declaration import Experiment, Views

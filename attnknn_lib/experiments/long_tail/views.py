@@ -15,7 +15,7 @@ from attnknn_lib.experiments.robustness import (
 )
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
-from attnknn_lib.report.findings import seeds_text
+from attnknn_lib.report.findings import markdown_lists, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, fmt_mean_sd, num
@@ -156,6 +156,9 @@ def long_tail_macros(record: dict) -> dict[str, str]:
                 out[macro_name(*prefix, m, "HeadAcc")] = pct(cell["group_accuracy"][m]["head"])
                 out[macro_name(*prefix, m, "TailAcc")] = pct(cell["group_accuracy"][m]["tail"])
         out[macro_name("long tail", ds, sname, "N Seeds")] = str(len(s["seeds"]))
+        if sname == "trained":  # the retrained models' budget, disclosed where their numbers appear
+            out[macro_name("long tail", ds, sname, "NTrain")] = str(s.get("n_train_before_change") or "all")
+            out[macro_name("long tail", ds, sname, "Epochs")] = str(s.get("epochs"))
         smallest = min(s["curves"], key=float)  # the grid's strongest imbalance, any grid
         exact = macro_name("long tail", ds, sname, smallest.replace(".", ""))
         for k, v in list(out.items()):
@@ -189,26 +192,6 @@ def readme_lines(records: list[dict]) -> list[str]:
     return per_dataset(records, bullet)
 
 
-def answer_lines(records: list[dict]) -> list[str]:
-    """The README's answer line on the long tail: at the strongest imbalance, with the models
-    retrained on the subset where they were, accuracy of the tuned kNN vote and of Attn-KNN, each
-    with and without the prior correction (the reference remedy for the attention study's
-    long-tailed memory)."""
-    lines = []
-    for record in records:
-        res = record["results"]
-        s = res["settings"].get("trained") or res["settings"]["bank"]
-        key = min(s["curves"], key=float)
-        acc = {m: 100 * v["test_raw"]["accuracy"]["mean"] for m, v in s["curves"][key]["summary"].items()}
-        title = REGISTRY[record["dataset"]].title or record["dataset"]
-        lines.append(f"- **Long-tailed training set** ({title}, imbalance ratio {key}, models "
-                     f"{'retrained on the subset' if s is res['settings'].get('trained') else 'unchanged'}): test "
-                     f"accuracy of the tuned kNN vote {acc['best_baseline']:.2f} %, with a prior correction (logit "
-                     f"adjustment, its exponent chosen on validation) {acc['best_baseline_balanced']:.2f} %; Attn-KNN "
-                     f"{acc['attnknn']:.2f} % without and {acc['attnknn_balanced']:.2f} % with it.")
-    return lines
-
-
 def findings(record: dict) -> str:
     """The notebook's answer: per setting, at the strongest imbalance, Attn-KNN against the best tuned
     kNN vote with and without the prior correction (seed-level verdicts), and the tail classes' accuracy."""
@@ -227,7 +210,7 @@ def findings(record: dict) -> str:
                   f"{100 * g['cnn']['tail']:.1f} %, corrected {100 * g['cnn_balanced']['tail']:.1f} %.", ""]
     lines.append("Intervals: t over the seeds' paired differences (no test-point bootstrap in this record); "
                  "margins as declared in `attnknn_lib.evaluation.verdicts.MARGINS`.")
-    return "\n".join(lines)
+    return markdown_lists(lines)
 
 
 def tuning_frame(record: dict) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from attnknn_lib.experiments.main.config import ARTIFACTS, NAME, NOTEBOOK, Confi
 EXPERIMENT = Experiment(
     name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
     # the main table leads the README's results block (no heading)
-    views=Views(macros=views.macros, readme_lines=views.readme_lines, answer_lines=views.answer_lines),
+    views=Views(macros=views.macros, readme_lines=views.readme_lines),
     question="Attn-KNN against tuned uniform / distance / cosine kNN and a CNN, five datasets (Fashion-MNIST: 5 "
              "seeds on one split; the four tabular sets: 10 stratified hold-out splits, each with its own model "
              "seed), seed- or split-level verdicts against declared margins, a CNN trained with MixUp as a "

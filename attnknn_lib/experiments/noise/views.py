@@ -16,7 +16,7 @@ from attnknn_lib.experiments.robustness import (
 )
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
-from attnknn_lib.report.findings import mean_pct, seeds_text
+from attnknn_lib.report.findings import markdown_lists, mean_pct, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, error_bars, fmt_mean_sd, num
@@ -254,4 +254,4 @@ def findings(record: dict) -> str:
         lines.append("")
     lines.append("Intervals: t over the seeds' paired differences (no test-point bootstrap in this record); "
                  "margins as declared in `attnknn_lib.evaluation.verdicts.MARGINS`.")
-    return "\n".join(lines)
+    return markdown_lists(lines)
