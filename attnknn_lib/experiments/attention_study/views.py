@@ -155,14 +155,15 @@ def learnable_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                 c = m.get("captured_learnable")
                 return "--" if c is None else f"{100 * c:.0f}"
             label = f"{short_setting(setting) if latex else setting_title(setting)}, k = {kk}"
+            u = "" if latex else f" ({pc})"  # the LaTeX table names its units in the caption, to fit the page
             rows[label] = {
-                f"recall@k ({pc})": pct(s["headroom"][kk]["recall"]) if kk in s["headroom"] else "",
-                f"ref. ({pc})": pct(s["reference"]["accuracy"]["mean"]),
-                f"trees ({pc})": pct(kv["learner"]["accuracy"]["mean"]),
-                f"label-aware held-out ({pc})": pct(held["accuracy"]["mean"]) if held else "",
-                "learnable headroom (pp)": _diff_cell(room, 100, 2, latex),
-                f"proto. capt. ({pc})": cap("blind_bonus"),
-                f"chosen capt. ({pc})": cap(kv["chosen"])}
+                f"recall@k{u}": pct(s["headroom"][kk]["recall"]) if kk in s["headroom"] else "",
+                f"ref.{u}": pct(s["reference"]["accuracy"]["mean"]),
+                f"trees{u}": pct(kv["learner"]["accuracy"]["mean"]),
+                ("l.-aware" if latex else f"label-aware held-out{u}"): pct(held["accuracy"]["mean"]) if held else "",
+                ("headroom (pp)" if latex else "learnable headroom (pp)"): _diff_cell(room, 100, 2, latex),
+                ("proto." if latex else f"proto. capt.{u}"): cap("blind_bonus"),
+                ("chosen" if latex else f"chosen capt.{u}"): cap(kv["chosen"])}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "memory, k"
     return df
@@ -548,14 +549,15 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             "tab:study-reference", column_format="lrrp{4.6cm}rlr", escape_index=True, colsep="3pt")),
         "learnable": ARTIFACTS.write_table(paths, "learnable", d, booktabs(
             learnable_frame(record, latex=True),
-            f"{title}: learnable headroom, per memory setting and k (seeds {seeds}). Two learners read only the "
+            f"{title}: learnable headroom, per memory setting and k (seeds {seeds}; test accuracy in \\%, "
+            f"recall@k in \\% of test queries, captured shares in \\%). Two learners read only the "
             f"k neighbours (labels, distances, ranks, their own neighbours' agreement) and are trained on clean "
             f"held-out validation labels, cross-fitted in two halves (each fit on one half, tuned on a fifth of it, "
-            f"applied to the other): gradient-boosted trees on per-class neighbour features and the label-aware "
-            f"attention. Learnable headroom: the one with the better out-of-fold validation accuracy minus the "
+            f"applied to the other): gradient-boosted trees on per-class neighbour features (trees) and the label-aware "
+            f"attention (l.-aware). Learnable headroom: the one with the better out-of-fold validation accuracy minus the "
             f"strongest rule that learns nothing (ref.), with its 95\\% seed-level $t$ interval and verdict "
             f"B / W / E / ? against a {100 * cfg['margin_accuracy']:g} pp margin. Capt.: the share of that "
-            f"headroom the prototype's head and the variant chosen on validation won over the reference "
+            f"headroom the prototype's head (proto.) and the variant chosen on validation (chosen) won over the reference "
             f"(--: no headroom established). {src}.",
             "tab:study-learnable", escape_index=True, colsep="3pt")),
         **({"collapse": ARTIFACTS.write_table(paths, "collapse", d, booktabs(
@@ -691,7 +693,7 @@ def study_macros(record: dict) -> dict[str, str]:
     sweep = collapse_reading(record)
     if sweep:
         out[macro_name(NAME, ds, "Collapse Reading")] = sweep
-        out[macro_name(NAME, ds, "Collapse Seeds")] = str(len(res["summary"]["settings"]["clean"]["collapse"]["seeds"]))
+        out[macro_name(NAME, ds, "Collapse Seeds")] = seeds_text(len(res["summary"]["settings"]["clean"]["collapse"]["seeds"]))
         for name, m in e2e["models"].items():
             tag = "No Bonus" if name == "no_bonus" else "Prototype"
             out[macro_name(NAME, ds, "End To End", tag, "Acc")] = pct(m["accuracy"]["mean"])
