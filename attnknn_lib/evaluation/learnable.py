@@ -8,7 +8,8 @@ per-neighbour features, one row per (query, class c) of the k neighbours, target
     rank share(c)   sum_j exp(-j / d) [y_j = c] / sum_j exp(-j / d), d in :data:`DECAYS`
     dist share(c)   softmax over -r_j / median_r of the neighbours, summed over c's
     filter share(c) uniform vote among neighbours with loo_j >= 0.5 (all when none passes)
-    first(c)        rank (0-based; k when absent) and distance over the nearest's of c's first neighbour
+    first(c)        rank (0-based; k when absent) of c's first neighbour, and its distance minus the
+                    nearest's over the median distance (-1 when absent)
     loo(c)          mean leave-one-out agreement of c's neighbours (0 when absent)
     prior(c)        c's share of the memory; and per query r_1 and the largest share at k
 
@@ -71,7 +72,7 @@ def class_features(hood: Neighbourhood, prior: np.ndarray, num_classes: int, k: 
     onehot = lab[:, :, None] == np.arange(num_classes)[None, None, :]  # (N, k, C)
     present = onehot.any(1)
     first = np.where(present, onehot.argmax(1), k).astype(np.float64)  # (N, C)
-    first_r = np.take_along_axis(r, np.minimum(first, k - 1).astype(np.int64), axis=1) / scale
+    first_r = (np.take_along_axis(r, np.minimum(first, k - 1).astype(np.int64), axis=1) - r[:, :1]) / scale
     feats.append(first[:, :, None])
     feats.append(np.where(present, first_r, -1.0)[:, :, None])
     loo_sum = (onehot * np.asarray(hood.loo[:, :k])[:, :, None]).sum(1)
@@ -93,24 +94,28 @@ def _probs(scores: np.ndarray, n: int, c: int) -> np.ndarray:
     return s / s.sum(1, keepdims=True)
 
 
-def _fit_one(x: np.ndarray, y: np.ndarray, sel_x: np.ndarray, sel_y: np.ndarray, seed: int) -> tuple:
+def _fit_one(x: np.ndarray, y: np.ndarray, sel_x: np.ndarray, sel_y: np.ndarray, sel_labels: np.ndarray,
+             seed: int) -> tuple:
     """The best (model, rounds, config, key) of :data:`GRID` over boosting rounds, picked on (sel_x, sel_y)
-    (accuracy, then lower NLL); rounds doubled while the best is the last one."""
+    (accuracy with ties broken as in every vote, then lower NLL); rounds doubled while the best is the
+    last one. Returns it, the rounds searched and the distinct (config, rounds) pairs scored."""
     n_sel, c = sel_x.shape[:2]
-    rounds, best, scored = ROUNDS, None, 0
+    rounds, done, best, scored = ROUNDS, 0, None, 0
     while True:
         for cfg in GRID:
             model = HistGradientBoostingClassifier(max_iter=rounds, early_stopping=False, random_state=seed,
                                                    **cfg).fit(*_rows(x, y))
             for it, sp in enumerate(model.staged_predict_proba(_rows(sel_x)), start=1):
-                p = _probs(sp[:, 1], n_sel, c)
+                if it <= done:  # scored in an earlier, shorter search: same model up to here
+                    continue
+                p = break_ties(_probs(sp[:, 1], n_sel, c), sel_labels)
                 key = (accuracy(p, sel_y), -nll(p, sel_y))
                 scored += 1
                 if best is None or key > best[3]:
                     best = (model, it, cfg, key)
         if best[1] < rounds or rounds >= MAX_ROUNDS:
             return best, rounds, scored
-        rounds *= 2
+        done, rounds = rounds, 2 * rounds
 
 
 def _predict(model, rounds: int, x: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -135,7 +140,8 @@ def learned_rule(val: Neighbourhood, val_y: np.ndarray, test: Neighbourhood, pri
     for a, b in ((0, 1), (1, 0)):
         n_sel = max(1, int(round(SELECT_SHARE * len(halves[a]))))
         fit, sel = halves[a][n_sel:], halves[a][:n_sel]
-        (model, rounds, cfg, _), searched, scored = _fit_one(xv[fit], val_y[fit], xv[sel], val_y[sel], seed + a)
+        (model, rounds, cfg, _), searched, scored = _fit_one(xv[fit], val_y[fit], xv[sel], val_y[sel],
+                                                            val.labels[sel, :k], seed + a)
         pv[halves[b]] = _predict(model, rounds, xv[halves[b]], val.labels[halves[b], :k])
         pts.append(_predict(model, rounds, xt, test.labels[:, :k]))
         folds.append({**cfg, "rounds": rounds, "rounds_searched": searched, "configs": scored,

@@ -36,7 +36,7 @@ EXPERIMENT = Experiment(
                 answer_lines=views.answer_lines),
     question=("can an attention over the k neighbours learn, and how much is there to win: headroom of any "
               "reweighting per k on a clean memory, noisy ones and a long-tailed one; diagnostics of the prototype "
-              "attention during training; eight attention variants trained on the frozen embedding, each against the "
+              "attention during training; nine attention variants trained on the frozen embedding, each against the "
               "tuned kNN rule with seed-level verdicts; Attn-KNN retrained end to end without the entropy bonus; a "
               "neighbour gallery"),
     models="main's + 3 retrained without the entropy bonus",

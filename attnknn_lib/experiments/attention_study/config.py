@@ -97,6 +97,9 @@ class Config(ExperimentConfig):
         if self.long_tail_ratio and not set(self.long_tail_seeds) <= set(self.seeds):
             raise ConfigError(f"long_tail_seeds={','.join(map(str, self.long_tail_seeds))} is not allowed; give "
                               f"seeds among seeds={','.join(map(str, self.seeds))}")
+        if self.k > self.k_max:
+            raise ConfigError(f"k={self.k} is not allowed here; give k <= {self.k_max}, the most neighbours the study "
+                              f"reads (the largest of headroom_ks and variant_ks)")
         for name in ("head_lr", "margin_accuracy", "margin_ece", "margin_nll"):
             check_range(name, getattr(self, name), 0.0, None)
 

@@ -690,10 +690,6 @@ def study_macros(record: dict) -> dict[str, str]:
     e2e = res["summary"].get("end_to_end")
     if e2e:
         out[macro_name(NAME, ds, "End To End Seeds")] = str(len(e2e["seeds"]))
-    sweep = collapse_reading(record)
-    if sweep:
-        out[macro_name(NAME, ds, "Collapse Reading")] = sweep
-        out[macro_name(NAME, ds, "Collapse Seeds")] = seeds_text(len(res["summary"]["settings"]["clean"]["collapse"]["seeds"]))
         for name, m in e2e["models"].items():
             tag = "No Bonus" if name == "no_bonus" else "Prototype"
             out[macro_name(NAME, ds, "End To End", tag, "Acc")] = pct(m["accuracy"]["mean"])
@@ -706,6 +702,10 @@ def study_macros(record: dict) -> dict[str, str]:
         d = e2e["no_bonus_minus_prototype"]["verdicts"]
         out[macro_name(NAME, ds, "End To End Bonus Diff Acc")] = signed(100 * d["accuracy"]["value"], 2)
         out[macro_name(NAME, ds, "End To End Bonus Diff Verdict")] = VERDICT_PHRASES[d["accuracy"]["verdict"]]
+    sweep = collapse_reading(record)
+    if sweep:
+        out[macro_name(NAME, ds, "Collapse Reading")] = sweep
+        out[macro_name(NAME, ds, "Collapse Seeds")] = seeds_text(len(res["summary"]["settings"]["clean"]["collapse"]["seeds"]))
     return out
 
 
@@ -719,7 +719,7 @@ GLOSSARY = (
     "- *ECE*: expected calibration error over {bins} equal-width confidence bins; *NLL*: negative log-likelihood; "
     "both after temperature scaling fitted on validation.",
     "- *Chosen head*: the attention variant with the best validation accuracy among {n_heads} trained on the frozen "
-    "embedding (label-blind or label-aware scores, a readout, a mixture over k).",
+    "embedding (label-blind or label-aware scores, a readout and its query-only control, a mixture over k).",
     "- *Learnable headroom*: the better of two learners that read only the k neighbours and learn from clean "
     "held-out labels (boosted trees, label-aware attention), minus the reference.",
     "- *Effective k*: 1 / sum of squared attention weights; it equals k when every neighbour weighs the same.",
@@ -787,7 +787,7 @@ def answer_lines(records: list[dict]) -> list[str]:
                      f"({seeds_text(len(e2e['seeds']))}), effective k {m['no_bonus']['effective_k']['mean']:.2f} of {k} "
                      f"({m['prototype']['effective_k']['mean']:.2f} with it): {end_to_end_reading(e2e, int(k))}.")
     margins = f"{100 * cfg['margin_accuracy']:g} pp accuracy, {cfg['margin_ece']:g} ECE, {cfg['margin_nll']:g} NLL"
-    heads = len([v for v in cfg["variants"] if v != "query_only"])
+    heads = len(cfg["variants"])
     glossary = [g.format(margins=margins, bins=N_BINS, n_heads=heads) for g in GLOSSARY]
     return lines[:6] + ["", "**Terms.**", ""] + glossary
 
@@ -901,8 +901,9 @@ def findings(record: dict) -> str:
                     f"  - learnable headroom at k = {kk} (the best learner on clean held-out labels minus the "
                     f"strongest non-learned rule): {signed(100 * room['value'], 2)} pp "
                     f"{_bracket(room, 100, 2)} ({room['verdict']}); "
-                    + (f"{variant_label(chosen)} captured {100 * cap:.0f} % of it."
-                       if cap is not None else "no established room for any head to capture."))
+                    + (f"{variant_label(chosen)} captured {100 * cap:.0f} % of it." if cap is not None else
+                       "the chosen variant reads no neighbour, so it captures none of it." if chosen == "query_only"
+                       else "no established room for any head to capture."))
             fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")
             if fixed:
                 f = fixed["verdicts"]

@@ -238,7 +238,8 @@ def advantage_frame(record: dict) -> pd.DataFrame:
             dec = 4 if key == "nll_calibrated" else 2
             rows[(LABELS[m], what.get(key, key))] = {
                 "k": int(e["k"]), "difference": f"{scale * e['value']:+.{dec}f}{unit}",
-                "95 % interval": f"[{scale * e['low']:+.{dec}f}, {scale * e['high']:+.{dec}f}]"}
+                "95 % interval": (f"[{scale * e['low']:+.{dec}f}, {scale * e['high']:+.{dec}f}]"
+                                  if e.get("low") is not None and e["low"] == e["low"] else "one seed: none")}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["method", "what"])
 
 
