@@ -118,22 +118,23 @@ def _committed(name: str) -> dict:
     return json.loads((Path(__file__).resolve().parents[1] / "results" / f"{name}.json").read_text())
 
 
-def test_the_answer_compares_adaptive_k_with_its_best_fixed_k_and_states_the_end_to_end_control():
+def test_the_committed_answer_reads_every_bullet_against_the_strongest_rule_and_states_the_end_to_end_control():
     attention_study = api("attention_study")
 
     record = _committed("attention_study_fashion_mnist")
-    kv = record["results"]["summary"]["settings"]["asymmetric/0.4"]["variants"]["16"]
-    fixed = kv["methods"]["adaptive_k"]["fixed_k"]
-    text = "\n".join(attention_study.answer_lines([record]))
-    assert f"best single k (k = {'/'.join(map(str, sorted(set(fixed['k']))))}" in text
-    assert f"**{fixed['verdicts']['accuracy']['verdict']}**" in text
+    lines = attention_study.answer_lines([record])
+    bullets = [b for b in lines[:lines.index("**Terms.**")] if b]
+    assert len(bullets) <= 6 and len([g for g in lines[lines.index("**Terms.**") + 1:] if g]) == 8
+    text = "\n".join(lines)
+    assert attention_study.plain_answer(record) in text
+    v = record["results"]["summary"]["settings"]["clean"]["attnknn"]["verdicts_reference"]["accuracy"]
+    assert f"accuracy {100 * v['value']:+.2f} pp" in text and f"**{v['verdict']}**" in text
     e2e = record["results"]["summary"]["end_to_end"]
     assert f"{e2e['models']['no_bonus']['effective_k']['mean']:.2f} of 16" in text
     assert attention_study.end_to_end_reading(e2e, 16) in text
     # the long-tailed memory has its own seeds, fewer than the study's
     lt = record["results"]["summary"]["settings"]["long_tail/0.01"]
     assert lt["seeds"] == record["config"]["long_tail_seeds"] and len(lt["seeds"]) < len(record["results"]["seeds"])
-
 
 def test_the_end_to_end_reading_follows_the_effective_k():
     from attnknn_lib.experiments.attention_study.views import end_to_end_reading
