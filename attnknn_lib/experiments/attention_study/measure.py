@@ -225,14 +225,10 @@ def collapse_sweep(cfg: Config, mem: Memory, ds, seed: int, reference: tuple) ->
                          name=f"collapse {name}")
         pv, _ = predict(res.model, val, mem.embeddings, c)
         pt, wt = predict(res.model, test, mem.embeddings, c)
-        scored = score({"head": MethodProbs(pv, pt)}, ds, n_boot=cfg.n_boot, seed=seed)["head"]
-        cal = Calibrator(**scored["calibrator"]).apply(pt)
+        scored, diff = against_reference(cfg, MethodProbs(pv, pt), ds, seed, reference)
         out[name] = {"effective_k": float(effective_neighbours(wt).mean()),
                      "accuracy": scored["test_raw"]["accuracy"]["value"], "best_epoch": res.best_epoch,
-                     "temperatures": [float(t) for t in att.temperatures().detach()],
-                     "diff_reference": {split: paired_bootstrap_diff([p], [reference[i]], ds.test.y, n_boot=cfg.n_boot,
-                                                                     seed=seed)
-                                        for i, (split, p) in enumerate((("raw", pt), ("calibrated", cal)))}}
+                     "temperatures": [float(t) for t in att.temperatures().detach()], "diff_reference": diff}
     return out
 
 
@@ -294,19 +290,25 @@ def searcher(bank: MemoryBank, queries: dict[str, np.ndarray]) -> Search:
     return search
 
 
+def against_reference(cfg: Config, probs: MethodProbs, ds, seed: int, reference: tuple) -> tuple[dict, dict]:
+    """One method scored (calibrator fitted on validation, test metrics raw and calibrated) and its
+    paired differences to the reference's test probabilities ``reference`` (raw, calibrated)."""
+    scored = score({"method": probs}, ds, n_boot=cfg.n_boot, seed=seed)["method"]
+    cal = Calibrator(**scored["calibrator"]).apply(probs.test)
+    return scored, {split: paired_bootstrap_diff([p], [reference[i]], ds.test.y, n_boot=cfg.n_boot, seed=seed)
+                    for i, (split, p) in enumerate((("raw", probs.test), ("calibrated", cal)))}
+
+
 def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours: tuple[Neighbors, Neighbors], ds,
                    seed: int, reference: tuple) -> dict:
     """Main's Attn-KNN (its own attention vote at k on its own embedding) against the strongest
     non-learned rule on that embedding: paired differences (accuracy raw, ECE and NLL calibrated)."""
     pv, _ = attnknn_probs(attention, bank, frozen.val, cfg.k, neighbors=neighbours[0])
     pt, wt = attnknn_probs(attention, bank, frozen.test, cfg.k, neighbors=neighbours[1])
-    scored = score({"attnknn": MethodProbs(pv, pt)}, ds, n_boot=cfg.n_boot, seed=seed)["attnknn"]
-    cal = Calibrator(**scored["calibrator"]).apply(pt)
+    scored, diff = against_reference(cfg, MethodProbs(pv, pt), ds, seed, reference)
     return {"val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
             "test_calibrated": scored["test_calibrated"], "effective_k": float(effective_neighbours(wt).mean()),
-            "diff_reference": {split: paired_bootstrap_diff([p], [reference[i]], ds.test.y, n_boot=cfg.n_boot,
-                                                            seed=seed)
-                               for i, (split, p) in enumerate((("raw", pt), ("calibrated", cal)))}}
+            "diff_reference": diff}
 
 
 def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> tuple[dict, tuple]:
@@ -396,14 +398,10 @@ def learnable(cfg: Config, mem: Memory, k: int, ds, seed: int, reference: tuple,
     hood = {s: Neighbourhood(h.labels, h.sq_dist, h.loo) for s, h in (("val", mem.val), ("test", mem.test))}
     fit = learned_rule(hood["val"], ds.val.y, hood["test"], prior, c, k, seed)
     probs = MethodProbs(fit["val"], fit["test"])
-    scored = score({"gbm": probs}, ds, n_boot=cfg.n_boot, seed=seed)["gbm"]
-    cal = Calibrator(**scored["calibrator"]).apply(probs.test)
+    scored, diff = against_reference(cfg, probs, ds, seed, reference)
     learner = {"val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
                "test_calibrated": scored["test_calibrated"], "folds": fit["folds"], "configs": fit["configs"],
-               "features": fit["features"],
-               "diff_reference": {split: paired_bootstrap_diff([p], [reference[i]], ds.test.y, n_boot=cfg.n_boot,
-                                                               seed=seed)
-                                  for i, (split, p) in enumerate((("raw", probs.test), ("calibrated", cal)))}}
+               "features": fit["features"], "diff_reference": diff}
     pool = {"gbm": learner, **{n: methods[n] for n in LEARNERS if n in methods}}
     best = max(pool, key=lambda n: pool[n]["val_accuracy"])
     return learner, {"learner": best, "diff_reference": pool[best]["diff_reference"]}
