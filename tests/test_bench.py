@@ -95,3 +95,21 @@ def test_the_runs_wall_time_spans_its_jobs_which_ran_side_by_side(tmp_path):
     assert out["total_seconds"] == pytest.approx(205.0)  # the sum of the job times
     assert out["wall_seconds"] == pytest.approx(105.0)  # from the first start to the last end
     assert out["over_budget"] == pytest.approx(105.0 / bench.CPU_BUDGET_S)
+
+
+def test_the_gpu_training_stage_plans_each_run_once_and_sums_per_group():
+    from attnknn_lib.workflow import training_stage
+
+    runs = training_stage.plan_runs("smoke")
+    assert runs and len({r.id for r in runs}) == len(runs)
+    rows = [{"label": "a", "kind": "cnn", "data": "iris", "max_train": 0, "seconds": 2.0, "best_epoch": 1,
+             "val_accuracy": 0.5},
+            {"label": "b", "kind": "cnn", "data": "iris", "max_train": 0, "seconds": 3.0, "best_epoch": 1,
+             "val_accuracy": 1.0},
+            {"label": "c", "kind": "attnknn", "data": "fashion_mnist", "max_train": 100, "seconds": 1.0,
+             "best_epoch": 1, "val_accuracy": 0.25}]
+    s = training_stage.summarise(rows, 4.0, "cpu", 2)
+    assert s["job_seconds"] == 6.0 and s["jobs"] == 3
+    assert list(s["groups"]) == ["iris cnn", "fashion_mnist attnknn (100 rows)"]
+    assert s["groups"]["iris cnn"] == {"jobs": 2, "seconds": 5.0, "val_accuracy": 0.75}
+    assert training_stage.main(["--workers", "0", "--out", "x.json"]) == 2

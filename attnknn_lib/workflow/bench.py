@@ -314,6 +314,9 @@ def run(cfg: BenchConfig, root: Path = REPO_ROOT) -> dict:
     out["training"] = training_throughput(cfg, out["search_vs_gemm"]["gemm_gflops"])
     out["training_in_cpu_run"] = run_throughput(root)
     out["cpu_run"] = cpu_stage_times(root)
+    gpu = root / "results" / "training_stage_cuda.json"
+    if gpu.exists():  # measured on a GPU machine (training_stage); not rerun here
+        out["training_stage_cuda"] = {k: v for k, v in read_json(gpu).items() if k != "runs"}
     if cfg.smoke:
         print("[bench] the smoke workflow end to end (about 5 minutes)", file=sys.stderr)
         out["smoke"] = smoke_end_to_end()
@@ -419,6 +422,15 @@ def markdown(bench: dict) -> str:
                   "`cpu run` rows read the job records of the last `./run_all.sh` in this folder. Ratios vary between "
                   "runs on a shared machine (the last column); the efficiency notebook measures search and votes "
                   "again inside that run (Results block), so the two blocks differ by this spread."]
+    gpu = bench.get("training_stage_cuda")
+    if gpu:
+        cpu_train = ((bench.get("cpu_run") or {}).get("stages") or {}).get("training") or {}
+        here = f", against {cpu_train['seconds']:,.0f} s of job time here" if cpu_train.get("seconds") else ""
+        lines += ["", f"On a GPU ({gpu['device']}; `python -m attnknn_lib.workflow.training_stage --device cuda`, "
+                      f"{gpu['measured'].split(',')[0]}): the cpu profile's {gpu['jobs']} training runs took "
+                      f"{gpu['wall_seconds']:,.0f} s of wall time in {gpu['workers']} processes and "
+                      f"{gpu['job_seconds']:,.0f} s of job time{here} (`results/training_stage_cuda.json`, with each "
+                      "group's validation accuracy)."]
     return "\n".join(lines)
 
 
