@@ -76,3 +76,27 @@ def test_long_tail_keeps_at_least_one_sample_and_rejects_bad_ratio():
     assert long_tail_counts(np.array([10, 10, 10]), 0.001).tolist() == [10, 1, 1]
     with pytest.raises(ConfigError, match="imbalance ratio=0 is out of range"):
         long_tail_counts(np.array([10, 10]), 0)
+
+
+def test_the_strongest_rule_of_a_robustness_cell_reads_the_memorys_own_labels_and_searches_once():
+    from attnknn_lib.data.spec import DataSpec, prepare
+    from attnknn_lib.evaluation.metrics import accuracy
+    from attnknn_lib.evaluation.reference import REFERENCE_K
+    from attnknn_lib.experiments import shared as core
+
+    prepared = prepare(DataSpec("digits"))
+    ds = prepared.dataset
+    rng = np.random.default_rng(0)
+
+    def embed(y):  # the class in the first coordinates, plus noise
+        return (4 * np.eye(10)[y] + rng.normal(size=(len(y), 10))).astype(np.float32)
+
+    frozen = core.Frozen(embed(ds.train.y), embed(ds.val.y), embed(ds.test.y), ds.train.ids)
+    emb = core.bank_of(frozen, ds.train.y, 16, reference=True)
+    assert emb.neighbors[core.MEMORY].indices.shape == (len(ds.train.y), core.LOO_K)
+    assert emb.neighbors[("val", "original")].indices.shape[1] == min(REFERENCE_K, len(ds.train.y))
+    ref = core.reference_of(emb, prepared)
+    assert accuracy(ref.test, ds.test.y) > 0.9 and ref.info["configs"] > 100
+    shifted = core.relabel(emb, (ds.train.y + 1) % 10)  # the memory's labels, not the data, decide the vote
+    assert core.MEMORY in shifted.neighbors
+    assert accuracy(core.reference_of(shifted, prepared).test, ds.test.y) < 0.2

@@ -94,3 +94,27 @@ def test_every_module_training_imports_is_in_the_training_fingerprint():
     packages = {m for m in seen if m.endswith("__init__.py") and m != "models/__init__.py"}
     missing = sorted(seen - set(TRAINING_SOURCES) - set(TRAINING_EXEMPT) - packages)
     assert not missing, f"add to TRAINING_SOURCES or TRAINING_EXEMPT: {missing}"
+
+
+def test_keeping_epochs_is_the_same_model_trained_once_and_the_plan_keeps_them(tmp_path):
+    from attnknn_lib.base.paths import Paths
+    from attnknn_lib.experiments import shared as core
+    from attnknn_lib.experiments.main.config import Config as MainConfig
+    from attnknn_lib.training.runs import merge_runs
+    from attnknn_lib.workflow.plan import make_plan
+    from attnknn_lib.workflow.profiles import resolve
+
+    cfg = MainConfig()
+    plain = TrainingRun(DataSpec("digits"), "cnn", "mlp", train={"epochs": 3, "keep_epochs": False})
+    keeps = TrainingRun(DataSpec("digits"), "cnn", "mlp", train={"epochs": 3, "keep_epochs": True})
+    other = TrainingRun(DataSpec("digits"), "cnn", "mlp", train={"epochs": 4, "keep_epochs": True})
+    assert plain.id == keeps.id != other.id
+    assert merge_runs([plain, keeps, other])[plain.id] is keeps and merge_runs([keeps, plain])[plain.id] is keeps
+    self_run, epochs_run = cfg.replay_runs()
+    recipe_run = core.model_runs(cfg, core.data_spec(cfg, cfg.primary), cfg.seeds[:1], kinds=("attnknn",))[0]
+    assert epochs_run.id == recipe_run.id != self_run.id
+    plan = make_plan({"main": resolve("cpu", None, [])["main"]}, Paths.at(tmp_path), pdf=False, paper=False)
+    assert epochs_run.id in plan["runs"] and self_run.id in plan["runs"]
+    spec = json.loads((tmp_path / "artifacts" / "runs" / f"{epochs_run.id}.json").read_text())
+    assert spec["train"]["keep_epochs"] is True
+    assert plan["experiments"]["main"]["runs"] == list(plan["runs"])  # the replay's copy is no second job

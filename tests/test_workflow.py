@@ -52,10 +52,10 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     # main: 2 datasets x 2 seeds x (Attn-KNN, CNN); k-sweep reuses main's; noise retrains at 0.3
     # (symmetric, asymmetric) and long tail at 0.1 and 0.01 (seed 0, both kinds); rate 0 / ratio 1
     # are main's seed-0 runs (same data and recipe in this profile): each run is trained once
-    # main, noise, long tail, the MixUp control CNN, the replay's two Attn-KNN runs (self-matches; every
-    # epoch's weights kept), the attention study's Attn-KNN without the entropy bonus (2 seeds; its
-    # long-tailed memory reuses the long tail's seed-0 model)
-    assert started.count("train") == 8 + 4 + 4 + 1 + 2 + 2
+    # main, noise, long tail, the MixUp control CNN, the replay's Attn-KNN with self-matches (its run that
+    # keeps every epoch's weights is main's seed-0 run, trained once), the attention study's Attn-KNN
+    # without the entropy bonus (2 seeds; its long-tailed memory reuses the long tail's seed-0 model)
+    assert started.count("train") == 8 + 4 + 4 + 1 + 1 + 2
     notebooks = {f"notebook_{n}" for n in ("main", "k_sweep", "noise", "long_tail", "efficiency", "theory",
                                            "attention_study")}
     assert notebooks | {"pdf", "report", "paper"} <= set(started)

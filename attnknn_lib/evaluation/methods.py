@@ -43,7 +43,7 @@ METHOD_LABELS = {  # main's methods, in the order its tables list them
 OTHER_LABELS = {  # methods that only the other experiments score
     "best_baseline": "Best kNN (val.)", "attnknn_retrained": "Attn-KNN (attention trained at k)",
     "best_baseline_balanced": "Best kNN + prior correction", "attnknn_balanced": "Attn-KNN + prior correction",
-    "cnn_balanced": "CNN + prior correction",
+    "cnn_balanced": "CNN + prior correction", "reference": "Strongest rule (val.)",
 }
 
 

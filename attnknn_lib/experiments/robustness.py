@@ -87,7 +87,7 @@ def trained_cells(cfg: RobustnessConfig, paths, device, specs: Callable[[int], d
             prepared = prepare(spec, base)
             run_, attn, cnn_model = core.trained_pair(recipe, prepared, seed, paths, device)
             emb = core.bank_of(core.frozen_embeddings(run_, attn, prepared, paths, device), prepared.dataset.train.y,
-                               cfg.k)
+                               cfg.k, reference=True)
             cells.setdefault(key, {})[str(seed)] = evaluate(
                 cfg, emb, prepared, attn.attention, core.cnn_method(cnn_model, prepared, device), seed)
     return cells

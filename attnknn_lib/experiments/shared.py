@@ -29,8 +29,10 @@ from attnknn_lib.data.transforms import to_tensor, tta_views
 from attnknn_lib.evaluation.inference import embed as embed_rows
 from attnknn_lib.evaluation.methods import Embedded, MethodProbs, attnknn_method, cnn_methods, embed_all, knn_methods
 from attnknn_lib.evaluation.metrics import METRICS
+from attnknn_lib.evaluation.reference import REFERENCE_K, reference_method
 from attnknn_lib.experiments.declaration import Artifacts
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
+from attnknn_lib.knn.headroom import loo_agreement
 from attnknn_lib.report.macros import source_note
 from attnknn_lib.training.cache import load_or_train
 from attnknn_lib.training.loops import TrainResult
@@ -123,16 +125,47 @@ def frozen_embeddings(run: TrainingRun, model, prepared: Prepared, paths: Paths,
     return Frozen(emb["train"], emb["val"], emb["test"], ds.train.ids)
 
 
+LOO_K = 16  # a memory row's nearest other rows behind its label agreement (the reference's filter)
+MEMORY = ("memory", "self")  # Embedded.neighbors key of each memory row's nearest other rows
+
+
 def bank_of(frozen: Frozen, labels: np.ndarray, k_max: int, rows: np.ndarray | None = None,
-            index_type: str = "flat_l2") -> Embedded:
+            index_type: str = "flat_l2", reference: bool = False) -> Embedded:
     """A memory bank of the training rows ``rows`` (default: all) labelled ``labels`` (one per
-    kept row), with the k_max nearest bank rows of every val and test embedding searched once."""
+    kept row), with the k_max nearest bank rows of every val and test embedding searched once.
+    ``reference``: search deep enough for :func:`reference_of` too (val and test to
+    :data:`~attnknn_lib.evaluation.reference.REFERENCE_K`, every memory row to its :data:`LOO_K`
+    nearest other rows), so that relabelled copies (:func:`relabel`) search nothing again."""
     train = frozen.train if rows is None else frozen.train[rows]
     bank = MemoryBank(index_type).build(train, labels)
     out = Embedded(bank, {"original": frozen.val}, {"original": frozen.test}, {})
+    depth = max(k_max, REFERENCE_K) if reference else k_max
     for split in ("val", "test"):
-        out.neighbors[(split, "original")] = bank.search(getattr(out, split)["original"], min(k_max, len(bank)))
+        out.neighbors[(split, "original")] = bank.search(getattr(out, split)["original"], min(depth, len(bank)))
+    if reference:
+        out.neighbors[MEMORY] = bank.search_excluding(train, min(LOO_K, len(bank) - 1), np.arange(len(bank)))
     return out
+
+
+def reference_of(emb: Embedded, prepared: Prepared) -> MethodProbs:
+    """The strongest rule that learns nothing on ``emb``'s memory, as labelled there (noisy labels
+    under noise, the long-tailed subset's), tuned on ``prepared``'s validation labels:
+    :func:`~attnknn_lib.evaluation.reference.reference_method` (vote rule, temperature, k, label-consistency
+    filter, prior exponent). Reads the neighbours :func:`bank_of` searched with ``reference=True``
+    and searches deeper only when the chosen k needs it."""
+    labels = emb.bank.labels
+    if MEMORY not in emb.neighbors:
+        emb.neighbors[MEMORY] = emb.bank.search_excluding(emb.bank.embeddings, min(LOO_K, len(labels) - 1),
+                                                          np.arange(len(labels)))
+    loo = loo_agreement(labels[emb.neighbors[MEMORY].indices], labels)
+
+    def search(split: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        nb = emb.neighbors[(split, "original")]
+        if nb.indices.shape[1] < k:
+            nb = emb.bank.search(getattr(emb, split)["original"], k)
+        return nb.indices[:, :k], nb.sq_dist[:, :k]
+
+    return reference_method(search, labels, loo, prepared.dataset.val.y, prepared.dataset.num_classes)
 
 
 def relabel(emb: Embedded, labels: np.ndarray) -> Embedded:
@@ -159,11 +192,14 @@ def cnn_method(model, prepared: Prepared, device) -> MethodProbs:
 
 
 def vote_methods(emb: Embedded, prepared: Prepared, attention, k: int,
-                 cnn: MethodProbs | None = None) -> dict[str, MethodProbs]:
+                 cnn: MethodProbs | None = None, reference: bool = False) -> dict[str, MethodProbs]:
     """uniform / distance / cosine kNN (knobs tuned on ``prepared``'s validation labels, noisy
-    where they are), Attn-KNN, and the CNN when given: the methods of the robustness experiments."""
+    where they are), Attn-KNN, the strongest non-learned rule (``reference``: :func:`reference_of`)
+    and the CNN when given: the methods of the robustness experiments."""
     methods = knn_methods(emb, prepared.dataset, k)
     methods["attnknn"] = attnknn_method(attention, emb, k)
+    if reference:
+        methods["reference"] = reference_of(emb, prepared)
     if cnn is not None:
         methods["cnn"] = cnn
     return methods

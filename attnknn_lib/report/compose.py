@@ -66,6 +66,7 @@ def compose(records: list[dict], experiments: Iterable[ExperimentViews]) -> Repo
         sections.append((e.views.readme_section, e.views.readme_lines(recs)))
         if e.views.answer_lines is not None:
             answer += e.views.answer_lines(recs)
+    macros.update(macro_file.verdict_words(macros))
     profile = records[0]["profile"] if records else ""
     return Report(macros, "\n".join(answer) if answer else readme.EMPTY, readme.results_block(sections, profile),
                   experiments_table(experiments))

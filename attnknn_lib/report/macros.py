@@ -65,6 +65,14 @@ VERDICT_PHRASES = {"better": "better than", "worse": "worse than", "equivalent":
                    "inconclusive": "inconclusive against"}
 
 
+def verdict_words(macros: dict[str, str]) -> dict[str, str]:
+    """``<name>Word`` = the bare verdict ("inconclusive", "better", ...) of every verdict-phrase macro
+    ``<name>``, for a sentence that names what was compared before the parenthesis:
+    "+0.01 points (inconclusive)" rather than "(inconclusive against it)"."""
+    words = {phrase: word for word, phrase in VERDICT_PHRASES.items()}
+    return {f"{k}Word": words[v] for k, v in macros.items() if k.endswith("Verdict") and v in words}
+
+
 def signed(value: float, decimals: int) -> str:
     """A signed number that never prints as -0.000: +0.000 when it rounds to zero; "--" if NaN or
     None (strict JSON stores a one-seed record's missing interval as null)."""

@@ -84,15 +84,16 @@ def latex_escape(text: str) -> str:
 
 
 def booktabs(df: pd.DataFrame, caption: str, label: str, column_format: str | None = None,
-             escape_index: bool = True, colsep: str = "4pt") -> str:
+             escape_index: bool = True, colsep: str = "4pt", size: str = "small") -> str:
     """A complete ``table`` environment with booktabs rules; cells are inserted as given (LaTeX),
     row labels escaped unless ``escape_index`` is off (labels that already are LaTeX, e.g. $\\sqrt{n}$);
-    ``colsep``: the column padding (narrower for a wide table, which is never scaled)."""
+    ``colsep``: the column padding (narrower for a wide table, which is never scaled); ``size``: the
+    font size command (footnotesize for a long table that must fit one page)."""
     cols = column_format or "l" + "r" * len(df.columns)
     esc = latex_escape if escape_index else str
     head = " & ".join([latex_escape(df.index.name or "")] + list(df.columns)) + " \\\\"
     rows = [" & ".join([esc(str(i))] + [str(v) for v in r]) + " \\\\" for i, r in zip(df.index, df.values)]
-    return "\n".join(["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
+    return "\n".join(["\\begin{table}[t]", "\\centering", f"\\{size}", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
                       f"\\setlength{{\\tabcolsep}}{{{colsep}}}", f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule",
                       *rows, "\\bottomrule", "\\end{tabular}", "\\end{table}", ""])  # never scaled: it fits the text width
 

@@ -34,6 +34,11 @@ TRAINING_EXEMPT = ("base/errors.py", "base/progress.py", "base/files.py", "base/
                    "base/knobs.py", "data/registry.py", "training/cache.py")
 
 
+# what a run saves rather than what it trains: hashed at its default, so a run that also keeps every
+# epoch's weights (main's replay) is the same model as the recipe's run, trained once (see merge_runs)
+SAVED_ONLY = {"keep_epochs": False}
+
+
 def training_code_fingerprint() -> str:
     """The fingerprint of :data:`TRAINING_SOURCES` (part of every run id)."""
     return source_fingerprint(PACKAGE_DIR / name for name in TRAINING_SOURCES)
@@ -59,7 +64,8 @@ class TrainingRun:
 
     @property
     def id(self) -> str:
-        return f"{self.data.name}-{self.kind}-s{self.seed}-{config_fingerprint({**self.to_dict(), 'code': training_code_fingerprint()})}"
+        trained = {**self.to_dict(), "train": {**self.train, **{k: v for k, v in SAVED_ONLY.items() if k in self.train}}}
+        return f"{self.data.name}-{self.kind}-s{self.seed}-{config_fingerprint({**trained, 'code': training_code_fingerprint()})}"
 
     @property
     def label(self) -> str:
@@ -89,6 +95,16 @@ class TrainingRun:
         if not path.exists() or path.read_text() != text:
             write_text(path, text)
         return path
+
+
+def merge_runs(runs) -> dict[str, TrainingRun]:
+    """``{id: run}`` with one run per id; of runs that differ only in what they save, the one that
+    keeps its epochs' weights (it serves the others too)."""
+    out: dict[str, TrainingRun] = {}
+    for run in runs:
+        if run.id not in out or (run.train.get("keep_epochs") and not out[run.id].train.get("keep_epochs")):
+            out[run.id] = run
+    return out
 
 
 def make_run(recipe, data: DataSpec, kind: str, seed: int) -> TrainingRun:

@@ -14,6 +14,7 @@ from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.provenance import PACKAGE_DIR, code_fingerprint, imported_files
 from attnknn_lib.experiments import catalog
 from attnknn_lib.experiments.declaration import Experiment
+from attnknn_lib.training.runs import merge_runs
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 
@@ -39,18 +40,20 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -
     plan = {"repo": str(REPO_ROOT), "root": str(paths.root), "artifacts": str(paths.artifacts.resolve()),
             "python": sys.executable, "pdf": pdf, "paper": paper,
             "readme": paths.root == REPO_ROOT, "experiments": {}, "runs": {}}
+    every_run = []
     for name, params in resolved.items():
         exp = catalog.get(name)
         cfg = exp.Config(**params)
         runs = exp.runs(cfg)
-        for run in runs:
-            run.write_spec(paths.artifacts / "runs")
-            plan["runs"][run.id] = run.label
+        every_run += runs
         executed = f"results/notebooks/{Path(exp.notebook).stem}.ipynb"
         plan["experiments"][name] = {"notebook": exp.notebook, "params": params, "outputs": exp.outputs(cfg),
-                                     "executed": executed, "runs": [r.id for r in runs], "code": notebook_code(exp),
+                                     "executed": executed, "runs": list(dict.fromkeys(r.id for r in runs)), "code": notebook_code(exp),
                                      # timings in the results: the job runs alone, on every core
                                      "timed": bool(exp.timed)}
+    for rid, run in merge_runs(every_run).items():  # one spec per model, whichever experiments need it
+        run.write_spec(paths.artifacts / "runs")
+        plan["runs"][rid] = run.label
     # the report reads every experiment's views: it reruns when any experiment's code changes
     plan["report_code"] = code_fingerprint(imported_files(
         [f"{PACKAGE_DIR.name}.experiments.{n}" for n in catalog.names()] + [f"{PACKAGE_DIR.name}.report.compose"]))

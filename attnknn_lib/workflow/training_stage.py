@@ -23,23 +23,22 @@ from pathlib import Path
 from attnknn_lib.base.errors import AttnKNNError, ConfigError, check_range
 from attnknn_lib.base.files import write_json
 from attnknn_lib.experiments import catalog
-from attnknn_lib.training.runs import TrainingRun
+from attnknn_lib.training.cache import load_or_train
+from attnknn_lib.training.runs import TrainingRun, merge_runs
 from attnknn_lib.workflow.profiles import resolve
 
 
 def plan_runs(profile: str = "cpu") -> list[TrainingRun]:
     """Every training run of ``profile`` once, the longest kinds first (full image runs)."""
     declared = catalog.experiments()
-    runs = {r.id: r for name, params in resolve(profile, None, []).items()
-            for r in declared[name].runs(declared[name].Config(**params))}
+    runs = merge_runs(r for name, params in resolve(profile, None, []).items()
+                      for r in declared[name].runs(declared[name].Config(**params)))
     return sorted(runs.values(), key=lambda r: (r.data.max_train != 0 or r.data.name != "fashion_mnist", r.id))
 
 
 def _worker(args: tuple[list[dict], str, str, int]) -> list[dict]:
     specs, device, artifacts, threads = args
     import torch
-
-    from attnknn_lib.training.cache import load_or_train
 
     torch.set_num_threads(threads)
     rows = []

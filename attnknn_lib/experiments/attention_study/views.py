@@ -519,7 +519,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         "variants": ARTIFACTS.write_table(paths, "variants", d, booktabs(
             variants_frame(record, latex=True),
             f"{title}: attention variants trained on the frozen embedding, against the kNN rule tuned on "
-            f"validation at the same k (seeds {seeds}); rows: memory, k: variant. Blind: the prototype's label-blind attention with an "
+            f"validation at the same k, a secondary reference (Table~\\ref{{tab:study-best}} holds the verdicts "
+            f"against the strongest rule; seeds {seeds}); rows: memory, k: variant. Blind: the prototype's label-blind attention with an "
             f"entropy bonus, none, or a penalty, or trained on held-out validation queries; readout: TabR-style, "
             f"query only its control. Accuracy difference with its 95\\% seed-level $t$ interval; verdict "
             f"B / W / E / ? = better / worse / equivalent / inconclusive against margins of "
@@ -527,7 +528,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"Captured: share of the fixable headroom won over the uniform vote. * chosen on validation. "
             f"k-mixture $-$ fixed k: the learned mixture over k against the uniform vote at the one k of its ladder "
             f"chosen on validation (in brackets). {src}.",
-            "tab:study-variants", escape_index=True, colsep="2.5pt")),
+            "tab:study-variants", escape_index=True, colsep="2.5pt", size="footnotesize")),
         "best": ARTIFACTS.write_table(paths, "best", d, booktabs(
             best_variant_frame(record, latex=True),
             f"{title}: the best attention found, per memory setting at $k={cfg['k']}$ (seeds {seeds}): the "

@@ -15,8 +15,8 @@ from attnknn_lib.experiments.robustness import (
 
 NAME = "long_tail"
 NOTEBOOK = "04_long_tail.ipynb"
-BETAS = (0.0, 0.25, 0.5, 0.75, 1.0)
-LABELS = method_labels("uniform", "distance", "cosine", "best_baseline", "attnknn", "cnn", "best_baseline_balanced",
+BETAS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)  # the remedies' prior exponents (1.0 was an edge)
+LABELS = method_labels("uniform", "distance", "cosine", "best_baseline", "reference", "attnknn", "cnn", "best_baseline_balanced",
                        "attnknn_balanced", "cnn_balanced")
 REMEDIED = {"best_baseline_balanced": "best_baseline", "attnknn_balanced": "attnknn", "cnn_balanced": "cnn"}
 GROUPS = ("head", "middle", "tail")

@@ -40,7 +40,7 @@ def evaluate(cfg: Config, emb, prepared, attention, cnn: MethodProbs, seed: int)
     ds = prepared.dataset
     sizes = np.bincount(prepared.dataset.train.y, minlength=ds.num_classes)
     prior = sizes / sizes.sum()
-    methods = core.vote_methods(emb, prepared, attention, cfg.k, cnn)
+    methods = core.vote_methods(emb, prepared, attention, cfg.k, cnn, reference=True)
     scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
     best = best_baseline(methods, ds.val.y, scored)
     scored["best_baseline"] = {**scored[best], "info": {**scored[best]["info"], "rule": best}}
@@ -81,7 +81,7 @@ def _summarise(per_seed: dict[str, dict]) -> dict:
 def _subset_bank(cfg: Config):
     """The memory of an imbalanced subset: main's frozen embedding of the subset's training rows."""
     return lambda frozen, sub: core.bank_of(frozen, sub.dataset.train.y, cfg.k,
-                                            rows=core.rows_of(frozen, sub.dataset.train.ids))
+                                            rows=core.rows_of(frozen, sub.dataset.train.ids), reference=True)
 
 
 def run(cfg: Config, paths: Paths) -> dict:

@@ -52,7 +52,7 @@ def _weights(methods: dict[str, MethodProbs], attention, emb, k: int) -> dict[st
 def evaluate(cfg: Config, emb, prepared, attention, cnn: MethodProbs, seed: int) -> dict:
     """Every method on one (possibly noisy) bank: scored, the best baseline, the weight ratios."""
     ds = prepared.dataset
-    methods = core.vote_methods(emb, prepared, attention, cfg.k, cnn)
+    methods = core.vote_methods(emb, prepared, attention, cfg.k, cnn, reference=True)
     scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
     best = best_baseline(methods, ds.val.y, scored)
     scored["best_baseline"] = {**scored[best], "info": {"rule": best}}
@@ -70,6 +70,9 @@ def _summarise(per_seed: dict[str, dict]) -> dict:
     eff = {m: float(np.mean([per_seed[s]["weights"][m]["effective_neighbours"] for s in seeds])) for m in WEIGHTED}
     return {"summary": core.aggregate_seeds({s: per_seed[s]["methods"] for s in seeds}),
             "best_baseline": [per_seed[s]["best_baseline"] for s in seeds],
+            # the strongest rule's chosen k and any grid edge it still sits on, per seed
+            "reference_k": [per_seed[s]["methods"]["reference"]["info"]["choice"]["k"] for s in seeds],
+            "reference_edges": [per_seed[s]["methods"]["reference"]["info"]["edges"] for s in seeds],
             "weight_ratio": {m: {"mean": float(np.mean(v)), "values": v} for m, v in ratios.items()},
             "effective_neighbours": eff,
             "flipped_share_of_neighbours": float(np.mean([per_seed[s]["weights"]["uniform"]
@@ -85,7 +88,7 @@ class _RelabelledBank:
 
     def __call__(self, frozen, noisy):
         if frozen is not self.frozen:
-            self.frozen, self.bank = frozen, core.bank_of(frozen, self.labels, self.k)
+            self.frozen, self.bank = frozen, core.bank_of(frozen, self.labels, self.k, reference=True)
         return core.relabel(self.bank, noisy.dataset.train.y)
 
 

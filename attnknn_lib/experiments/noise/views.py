@@ -22,6 +22,12 @@ from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, error_bars, fmt_mean_sd, num
 
 
+def reference_of(cell: dict) -> str:
+    """The method every verdict of a cell reads against: the strongest rule that learns nothing
+    (records before it was scored here: the best kNN vote at k, which their text then names)."""
+    return "reference" if "reference" in cell["summary"] else "best_baseline"
+
+
 def _curve(setting: dict, kind: str, method: str, split: str, metric: str, scale: float):
     """(rates, means, s.d.) of one method along one kind of noise (rate 0 shared by the kinds)."""
     keys = [(r, "none/0" if r == 0 else f"{kind}/{r:g}") for r in setting["rates"]]
@@ -34,7 +40,8 @@ def figure(record: dict):
     """Accuracy and calibrated ECE against the noise rate, per setting and kind."""
 
     res = record["results"]
-    methods = ("uniform", "best_baseline", "attnknn", "cnn")
+    methods = tuple(m for m in ("uniform", "best_baseline", "reference", "attnknn", "cnn")
+                    if all(m in c["summary"] for s in res["settings"].values() for c in s["curves"].values()))
     panels = {}
     for metric, ylabel, split, scale in (("accuracy", "test accuracy (%)", "test_raw", 100),
                                          ("ece", "test ECE (cal.)", "test_calibrated", 1)):
@@ -96,14 +103,14 @@ def table_frame(record: dict) -> pd.DataFrame:
     """Rows: setting, kind, rate; columns: accuracy (mean +- s.d.) of each method."""
     res = record["results"]
     short = {"uniform": "Uniform", "distance": "Distance", "cosine": "Cosine", "best_baseline": "Best kNN",
-             "attnknn": "Attn-KNN", "cnn": "CNN"}
+             "reference": "Reference", "attnknn": "Attn-KNN", "cnn": "CNN"}
     rows = {}
     for sname, s in res["settings"].items():
         for key, cell in s["curves"].items():
             kind, rate = key.split("/")
             label = f"{'bank' if sname == 'bank' else 'retrained'}, {noise_label(kind, rate)}"
             rows[label] = {short[m]: fmt_mean_sd(cell["summary"][m]["test_raw"]["accuracy"], "accuracy", 1)
-                           for m in short}
+                           for m in short if m in cell["summary"]}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "Setting, noise"
     return df
@@ -140,7 +147,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         table_frame(record),
         f"{title}: test accuracy (\\%, clean test labels; mean $\\pm$ s.d.\\ over seeds) under label noise. {how}. "
         f"Symmetric (symm.) flips go to any other class, asymmetric (asym.) ones from $c$ to $c+1$; validation labels "
-        f"are noisy too, and every knob and the best kNN rule are chosen on them. Profile "
+        f"are noisy too, and every knob and the best kNN rule are chosen on them. Uniform to Best kNN vote with "
+        f"$k = {res['k']}$; Reference: the strongest rule that learns nothing (vote rule, temperature, $k$, label "
+        f"filter and prior exponent tuned on the noisy validation labels), the reference of every verdict. Profile "
         f"\\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
     out["weights"] = ARTIFACTS.write_table(paths, "weights", d, booktabs(
         weights_frame(record),
@@ -160,7 +169,8 @@ def summary_frame(record: dict) -> pd.DataFrame:
     for sname, s in record["results"]["settings"].items():
         for key, cell in s["curves"].items():
             kind, rate = key.split("/")
-            summ = {m: cell["summary"][m] for m in ("best_baseline", "attnknn", "cnn")}
+            summ = {m: cell["summary"][m] for m in ("reference", "best_baseline", "attnknn", "cnn")
+                    if m in cell["summary"]}
             row = {("accuracy (%)", LABELS[m]): num(e["test_raw"]["accuracy"]["mean"], 2, 100) for m, e in summ.items()}
             row.update({("ECE after calibration", LABELS[m]): num(e["test_calibrated"]["ece"]["mean"], 4)
                         for m, e in summ.items()})
@@ -198,9 +208,13 @@ def noise_macros(record: dict) -> dict[str, str]:
                                     and float(key.split("/")[1]) == rate)]
             for metric, split, tag, dec, scale in (("accuracy", "test_raw", "Acc", 2, 100),
                                                    ("ece", "test_calibrated", "EceCal", 4, 1)):
-                d = cell_difference(cell, "attnknn", "best_baseline", metric, split)  # seed-level verdict
-                out[macro_name("noise", ds, sname, kind, "Max Diff", tag)] = signed(scale * d["value"], dec)
-                out[macro_name("noise", ds, sname, kind, "Max Diff", tag, "Verdict")] = VERDICT_PHRASES[d["verdict"]]
+                for against, name in ((reference_of(cell), ()), ("best_baseline", ("Fixed K",))):  # seed-level verdicts
+                    d = cell_difference(cell, "attnknn", against, metric, split)
+                    out[macro_name("noise", ds, sname, kind, "Max Diff", *name, tag)] = signed(scale * d["value"], dec)
+                    out[macro_name("noise", ds, sname, kind, "Max Diff", *name, tag, "Verdict")] = \
+                        VERDICT_PHRASES[d["verdict"]]
+            out[macro_name("noise", ds, sname, kind, "Max Reference K")] = ", ".join(
+                map(str, cell.get("reference_k") or ["--"]))
         out[macro_name("noise", ds, sname, "Seeds")] = ", ".join(map(str, s["seeds"]))
     trained = res["settings"].get("trained")
     if trained:
@@ -224,11 +238,12 @@ def readme_lines(records: list[dict]) -> list[str]:
         s = res["settings"].get("trained") or res["settings"]["bank"]
         key = _closest([k for k in s["curves"] if k.startswith("symmetric/")] or list(s["curves"]), 0.3)
         cell = s["curves"][key]
-        acc = {m: 100 * cell["summary"][m]["test_raw"]["accuracy"]["mean"] for m in ("best_baseline", "attnknn",
-                                                                                   "cnn")}
+        ref = reference_of(cell)
+        acc = {m: 100 * cell["summary"][m]["test_raw"]["accuracy"]["mean"] for m in (ref, "attnknn", "cnn")}
         return (f"- label noise ({title}, {key.replace('/', ' ')}, models "
                 f"{'retrained on the noisy labels' if s is res['settings'].get('trained') else 'unchanged'}): "
-                f"test accuracy best kNN {acc['best_baseline']:.2f} %, Attn-KNN {acc['attnknn']:.2f} %, "
+                f"test accuracy {'strongest rule' if ref == 'reference' else 'best kNN'} {acc[ref]:.2f} %, "
+                f"Attn-KNN {acc['attnknn']:.2f} %, "
                 f"CNN {acc['cnn']:.2f} %; weight of a flipped neighbour / a clean one: Attn-KNN "
                 f"{cell['weight_ratio']['attnknn']['mean']:.3f}, distance "
                 f"{cell['weight_ratio']['distance']['mean']:.3f}.")
@@ -245,11 +260,19 @@ def findings(record: dict) -> str:
         for kind in [k for k in NOISE_KINDS if any(key.startswith(k + "/") for key in s["curves"])]:
             key = max((key for key in s["curves"] if key.startswith(kind + "/")), key=lambda x: float(x.split("/")[1]))
             cell = s["curves"][key]
-            acc = {m: mean_pct(cell["summary"][m]["test_raw"]["accuracy"]) for m in ("best_baseline", "attnknn", "cnn")}
+            acc = {m: mean_pct(cell["summary"][m]["test_raw"]["accuracy"])
+                   for m in ("reference", "best_baseline", "attnknn", "cnn") if m in cell["summary"]}
             ratio = cell["weight_ratio"]["attnknn"]["mean"]
-            lines.append(f"- {kind} {100 * float(key.split('/')[1]):g} %: Attn-KNN {acc['attnknn']}, best kNN vote "
-                         f"{acc['best_baseline']}, CNN {acc['cnn']}. Attn-KNN minus the best kNN vote: "
-                         f"{cell_sentence(cell)}. A flipped neighbour gets {ratio:.3f} times a clean one's weight "
+            head = f"- {kind} {100 * float(key.split('/')[1]):g} %: Attn-KNN {acc['attnknn']}, "
+            if reference_of(cell) == "reference":
+                head += (f"strongest rule {acc['reference']} (k = {', '.join(map(str, cell['reference_k']))} per "
+                         f"seed), CNN {acc['cnn']}. Attn-KNN minus the strongest rule: "
+                         f"{cell_sentence(cell, b='reference')}. (Against the vote with k = {record['results']['k']}, "
+                         f"{acc['best_baseline']}: {cell_sentence(cell)}.)")
+            else:  # a record from before the strongest rule was scored here
+                head += (f"best kNN vote {acc['best_baseline']}, CNN {acc['cnn']}. Attn-KNN minus the best kNN vote "
+                         f"(this record has no strongest rule): {cell_sentence(cell)}.")
+            lines.append(head + f" A flipped neighbour gets {ratio:.3f} times a clean one's weight "
                          "(1 = no down-weighting).")
         lines.append("")
     lines.append("Intervals: t over the seeds' paired differences (no test-point bootstrap in this record); "
