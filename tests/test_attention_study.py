@@ -179,3 +179,29 @@ def test_the_readme_answer_is_at_most_six_bullets_against_the_strongest_rule_the
     assert "-0.10 pp [-0.30, +0.10], **equivalent**" in bullets[1]
     assert "symmetric 30 %" in bullets[3] and "asymmetric 40 %" in bullets[3]
     assert "learnable headroom +0.40 pp [+0.20, +0.60], **better**" in bullets[2]
+
+
+def test_the_second_dataset_reads_main_splits_and_states_split_level_verdicts():
+    from attnknn_lib.evaluation.verdicts import split_level
+    from attnknn_lib.experiments.attention_study import measure
+    from attnknn_lib.experiments.attention_study.config import Config
+    from attnknn_lib.experiments.main.config import Config as MainConfig
+    from attnknn_lib.experiments.main.measure import runs as main_runs
+
+    cfg = Config(second_splits=3)
+    second = measure.second_runs(cfg, "digits")
+    assert [r.data.split_seed for r in second] == [0, 1, 2] and [r.seed for r in second] == [0, 1, 2]
+    assert {r.id for r in second} <= {r.id for r in main_runs(MainConfig())}  # main's models: trained once
+    assert {r.id for r in second} <= {r.id for r in measure.runs(cfg)}
+    v = split_level([0.01, -0.02, 0.0], 360, 1100, "accuracy", margin=0.0025)
+    summary = {"clean": {"reference_k": [64, 128, 64],
+                         "mean": {m: {"accuracy": 0.97, "ece": 0.02, "nll": 0.1} for m in measure.SECOND_METHODS},
+                         "attnknn_vs_reference": {"accuracy": v, "ece": v, "nll": v},
+                         "uniform_vs_reference": {"accuracy": v, "ece": v, "nll": v}}}
+    record = {"config": {"k": 16}, "results": {"second": {"digits": {"title": "Digits", "splits": 3,
+                                                                     "summary": summary}}}}
+    views = api("attention_study")
+    frame = views.second_frame(record)
+    assert list(frame.index) == ["Digits, clean memory"] and frame.iloc[0]["ref. k"] == "64-128"
+    assert views.second_line(record).startswith("Digits (3 hold-out splits): clean memory -0.33 pp [")
+    assert views.second_line({"config": {"k": 16}, "results": {}}) is None

@@ -37,12 +37,13 @@ EXPERIMENT = Experiment(
     question=("can an attention over the k neighbours learn, and how much is there to win: headroom of any "
               "reweighting per k on a clean memory, noisy ones and a long-tailed one; diagnostics of the prototype "
               "attention during training; nine attention variants trained on the frozen embedding, each against the "
-              "tuned kNN rule with seed-level verdicts; Attn-KNN retrained end to end without the entropy bonus; a "
+              "strongest rule that learns nothing with seed-level verdicts; learnable headroom; Attn-KNN retrained "
+              "end to end without the entropy bonus; the core comparison again on digits (10 hold-out splits); a "
               "neighbour gallery"),
     models="main's + 3 retrained without the entropy bonus",
     profiles={"smoke": {"seeds": "0,1", "settings": "clean,symmetric/0.3,asymmetric/0.3,asymmetric/0.4",
                         "variant_settings": "clean,symmetric/0.3,asymmetric/0.3,asymmetric/0.4",
                         "long_tail_seeds": 0, "long_tail_max_train": 0, "long_tail_epochs": 1,
                         "headroom_ks": "1,5,16", "variant_ks": "16", "train_queries": 1000, "head_epochs": 1,
-                        "collapse_seeds": 1, "n_boot": 100}},
+                        "collapse_seeds": 1, "second_splits": 2, "n_boot": 100}},
 )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from attnknn_lib.base.errors import ConfigError, check_choice, check_range
 from attnknn_lib.base.knobs import csv, int_csv, knob
 from attnknn_lib.data.label_noise import NOISE_KINDS
-from attnknn_lib.data.registry import DATASET_NAMES
+from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
 from attnknn_lib.evaluation.reference import REFERENCE_K
 from attnknn_lib.evaluation.verdicts import MARGINS
 from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
@@ -30,6 +30,7 @@ VARIANTS = {  # name -> (label, what it tests)
 ARTIFACTS = Artifacts(NAME, (
     record(), *(table(t, f"_{t}") for t in ("headroom", "variants", "best", "reference", "learnable", "diagnostics")),
     table("collapse", "_collapse", when=lambda cfg: bool(cfg.collapse_seeds) and "clean" in cfg.settings),
+    table("second", "_second", when=lambda cfg: bool(cfg.second_datasets)),
     *(figure(f"{f}_figure", f"_{f}") for f in ("headroom", "diagnostics", "variants")),
     figure("gallery_figure", "_gallery", when=lambda cfg: bool(cfg.variant_settings))))
 
@@ -66,6 +67,9 @@ class Config(ExperimentConfig):
                                     "seeds, all if fewer (training jobs of the workflow; 0: none)")
     collapse_seeds: int = knob(3, "seeds (the first n) of the sweep of what could hold the attention at uniform "
                                   "weights (0: none)")
+    second_datasets: tuple[str, ...] = knob(("digits",), "tabular datasets of the second study: main's Attn-KNN of "
+                                                         "each hold-out split against the strongest rule, per setting")
+    second_splits: int = knob(10, "stratified hold-out splits of the second study (split r: main's model of seed r)")
     n_boot: int = knob(200, "bootstrap resamples for the intervals")
     margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
     margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
@@ -75,8 +79,11 @@ class Config(ExperimentConfig):
         super().__post_init__()
         for name in ("seeds", "headroom_ks", "variant_ks", "long_tail_seeds"):
             object.__setattr__(self, name, int_csv(name, getattr(self, name)))
-        for name in ("settings", "variant_settings", "variants"):
+        for name in ("settings", "variant_settings", "variants", "second_datasets"):
             object.__setattr__(self, name, csv(getattr(self, name)))
+        for name in self.second_datasets:
+            check_choice("second_datasets", name, tuple(d for d in DATASET_NAMES if REGISTRY[d].kind == "tabular"))
+        check_range("second_splits", self.second_splits, 2, None)
         check_choice("dataset", self.dataset, DATASET_NAMES)
         for s in self.settings:
             parse_setting(s)

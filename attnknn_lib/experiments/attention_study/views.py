@@ -188,6 +188,42 @@ def collapse_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     return df
 
 
+def second_frame(record: dict, latex: bool = False) -> pd.DataFrame:
+    """The second study: per dataset and memory setting, the strongest rule's accuracy and its k per
+    split, main's Attn-KNN and the uniform vote at k, each minus the strongest rule (split-level)."""
+    second = record["results"].get("second") or {}
+    k = record["config"]["k"]
+    pc = "\\%" if latex else "%"
+    rows = {}
+    for e in second.values():
+        for setting, s in e["summary"].items():
+            ks = sorted(s["reference_k"])
+            rows[f"{e['title']}, {setting_title(setting)}"] = {
+                f"ref. ({pc})": pct(s["mean"]["reference"]["accuracy"]),
+                "ref. k": f"{ks[0]}" if ks[0] == ks[-1] else f"{ks[0]}-{ks[-1]}",
+                f"Attn-KNN ({pc})": pct(s["mean"]["attnknn"]["accuracy"]),
+                "Attn-KNN $-$ ref. (pp)" if latex else "Attn-KNN - ref. (pp)":
+                    _diff_cell(s["attnknn_vs_reference"]["accuracy"], 100, 2, latex),
+                "$\\Delta$ ECE" if latex else "Δ ECE": _diff_cell(s["attnknn_vs_reference"]["ece"], 1, 4, latex,
+                                                                  interval=False),
+                f"uniform $k$={k} $-$ ref. (pp)" if latex else f"uniform k={k} - ref. (pp)":
+                    _diff_cell(s["uniform_vs_reference"]["accuracy"], 100, 2, latex)}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "dataset, memory"
+    return df
+
+
+def second_line(record: dict) -> str | None:
+    """One answer clause per second dataset: Attn-KNN against the strongest rule, clean and at the
+    noisiest setting, split-level; None without a second study."""
+    parts = []
+    for e in (record["results"].get("second") or {}).values():
+        cells = [f"{setting_title(st)} {_interval(s['attnknn_vs_reference']['accuracy'], 'accuracy')}"
+                 for st, s in e["summary"].items()]
+        parts.append(f"{e['title']} ({e['splits']} hold-out splits): " + "; ".join(cells))
+    return ". ".join(parts) or None
+
+
 def collapse_reading(record: dict) -> str | None:
     """One sentence on the sweep: which setting moved the weights furthest from uniform, by how much,
     and whether that helped against the reference; None without a sweep."""
@@ -570,6 +606,14 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"that learns nothing with its 95\\% seed-level $t$ interval and verdict B / W / E / ?. {src}.",
             "tab:study-collapse", escape_index=True, column_format="lp{5.6cm}rrl", colsep="3pt"))}
            if not collapse_frame(record).empty else {}),
+        **({"second": ARTIFACTS.write_table(paths, "second", d, booktabs(
+            second_frame(record, latex=True),
+            f"The study's core comparison on a second dataset: main's Attn-KNN of each stratified hold-out split "
+            f"(its attention at $k={cfg['k']}$ on its own embedding) and the uniform vote at $k$, each against the "
+            f"strongest rule that learns nothing on the same memory (ref.; its $k$ per split), with noise in the "
+            f"memory's labels only (each split draws its own flips). Differences with the 95\\% split-level "
+            f"interval (corrected resampled $t$: the splits share their data) and verdict B / W / E / ?. {src}.",
+            "tab:study-second", escape_index=True, colsep="3pt"))} if res.get("second") else {}),
         "diagnostics": ARTIFACTS.write_table(paths, "diagnostics", d, booktabs(
             diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
             f"{title}: the prototype attention during main's training, per epoch (mean over seeds "
@@ -703,6 +747,16 @@ def study_macros(record: dict) -> dict[str, str]:
         d = e2e["no_bonus_minus_prototype"]["verdicts"]
         out[macro_name(NAME, ds, "End To End Bonus Diff Acc")] = signed(100 * d["accuracy"]["value"], 2)
         out[macro_name(NAME, ds, "End To End Bonus Diff Verdict")] = VERDICT_PHRASES[d["accuracy"]["verdict"]]
+    for name, e in (res.get("second") or {}).items():
+        for setting, s in e["summary"].items():
+            tag = ("Second", name, setting.replace("/0.", " ").replace("/", " "))
+            v = s["attnknn_vs_reference"]["accuracy"]
+            out[macro_name(NAME, ds, *tag, "Ref Acc")] = signed(100 * v["value"], 2)
+            out[macro_name(NAME, ds, *tag, "Ref Acc Low")] = signed(100 * v["low"], 2)
+            out[macro_name(NAME, ds, *tag, "Ref Acc High")] = signed(100 * v["high"], 2)
+            out[macro_name(NAME, ds, *tag, "Ref Acc Verdict Word")] = v["verdict"]
+        out[macro_name(NAME, ds, "Second", name, "Splits")] = str(e["splits"])
+        out[macro_name(NAME, ds, "Second", name, "Title")] = e["title"]
     sweep = collapse_reading(record)
     if sweep:
         out[macro_name(NAME, ds, "Collapse Reading")] = sweep
@@ -759,10 +813,11 @@ def answer_lines(records: list[dict]) -> list[str]:
     answer = plain_answer(record)
     lines = [f"- **The answer.** {answer}"] if answer else []
     a = clean["attnknn"]["verdicts_reference"]
+    second = second_line(record)
     lines.append(f"- **Attn-KNN** ({REGISTRY[record['dataset']].title}, trained end to end, "
                  f"{seeds_text(len(clean['seeds']))}) against the strongest rule that learns nothing on its own embedding: "
                  f"accuracy {_interval(a['accuracy'], 'accuracy')}; ECE {_interval(a['ece'], 'ece')}; "
-                 f"NLL {_interval(a['nll'], 'nll')}.")
+                 f"NLL {_interval(a['nll'], 'nll')}." + (f" On {second}." if second else ""))
     kv = (clean.get("variants") or {}).get(k)
     v = _chosen_against_reference(kv)
     if v:
@@ -926,6 +981,10 @@ def findings(record: dict) -> str:
     sweep = collapse_reading(record)
     if sweep:
         lines.append(f"- **What holds the weights at uniform**: {sweep}.")
+    second = second_line(record)
+    if second:
+        lines.append(f"- **A second dataset**, main's Attn-KNN against the strongest rule that learns nothing "
+                     f"(split-level): {second}.")
     shares = gradient_shares(record)
     per = [d["diagnostics"]["per_epoch"] for d in res["per_seed"].values()]
     last = [p["diag_gradient_share"][-1] for p in per if p["diag_gradient_share"][-1] is not None]

@@ -206,7 +206,8 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
             if run.seed == seed:
                 control = core.trained(run, paths, prepared)[0].model.to(device)
                 methods["cnn_mixup"] = core.cnn_method(control, prepared, device)
-        methods = {m: methods[m] for m in METHOD_LABELS if m in methods}
+        methods["reference"] = core.reference_of(emb, prepared)  # k, rule, filter, prior tuned on validation
+        methods = {m: methods[m] for m in (*METHOD_LABELS, "reference") if m in methods}
         scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
         best = best_baseline(methods, ds.val.y, scored)
         ablation = None
@@ -222,7 +223,7 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
             "temperatures": attn.attention.temperatures().tolist(),
         }
         test_probs[str(seed)], labels[str(seed)] = {}, ds.test.y
-        for key, m in (("attnknn", "attnknn"), ("best baseline", best), ("cnn", "cnn")):
+        for key, m in (("attnknn", "attnknn"), ("reference", "reference"), ("best baseline", best), ("cnn", "cnn")):
             cal = Calibrator(**scored[m]["calibrator"])  # the one score() fitted on validation
             test_probs[str(seed)][key] = (methods[m].test, cal.apply(methods[m].test))
         _save_arrays(name, seed, ds, methods, emb, paths)
