@@ -214,3 +214,18 @@ def test_the_mixup_control_cnn_is_declared_only_when_it_differs_from_the_recipe(
     assert [(r.kind, r.seed, r.train["mixup_alpha"]) for r in control] == [("cnn", 0, 0.2), ("cnn", 1, 0.2)]
     assert all(r.id in {x.id for x in EXPERIMENTS["main"].runs(cfg)} for r in control)
     assert EXPERIMENTS["main"].Config(mixup_alpha=0.2).control_runs() == []
+
+
+def test_the_longest_notebook_of_the_last_run_goes_first_on_the_critical_path(tmp_path):
+    from attnknn_lib.workflow.cli import longest_notebook
+
+    plan = {"experiments": {
+        name: {"executed": f"results/notebooks/{name}.ipynb", "params": {"profile": "cpu"},
+               "outputs": [f"results/{name}_x.json", f"results/tables/{name}_x.tex"]}
+        for name in ("fast", "slow", "other_profile", "missing")}}
+    (tmp_path / "results").mkdir()
+    for name, profile, seconds in (("fast", "cpu", 60), ("slow", "cpu", 900), ("other_profile", "smoke", 5000)):
+        (tmp_path / "results" / f"{name}_x.json").write_text(json.dumps(
+            {"profile": profile, "provenance": {"wall_seconds": seconds}}))
+    assert longest_notebook(plan, tmp_path) == "results/notebooks/slow.ipynb"
+    assert longest_notebook(plan, tmp_path / "empty") is None  # a new output folder: no hint

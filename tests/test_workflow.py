@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -73,6 +74,7 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
         acc = res["summary"]["attnknn"]["test_raw"]["accuracy"]
         assert acc["mean"] == pytest.approx(sum(acc["values"]) / 2) and acc["std"] >= 0
         paired = res["paired"]["attnknn_vs_best_baseline"]
+        assert "attnknn_vs_reference" in res["paired"] and "reference" in res["summary"]  # the strongest rule
         if ds == "fashion_mnist":  # one split, seeds replicate
             pooled = paired["pooled"]["raw"]["accuracy"]
             assert pooled["low"] <= pooled["value"] <= pooled["high"] and paired["replication"] == "seeds"
@@ -101,6 +103,10 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     assert set(noisy) == {"bank", "trained"} and set(noisy["trained"]["curves"]) == {
         "none/0", "symmetric/0.3", "asymmetric/0.3"}
     assert 0 <= noisy["trained"]["curves"]["symmetric/0.3"]["weight_ratio"]["attnknn"]["mean"] < 5
+    assert all("reference" in c["summary"] for s in noisy.values() for c in s["curves"].values())
+    study = json.loads((out / "results" / "attention_study_fashion_mnist.json").read_text())["results"]
+    assert study["second"]["digits"]["splits"] == 2 and set(study["second"]["digits"]["summary"]) == {
+        "clean", "symmetric/0.3", "asymmetric/0.3", "asymmetric/0.4"}
     tail = json.loads((out / "results" / "long_tail_fashion_mnist.json").read_text())["results"]["settings"]
     cell = tail["trained"]["curves"]["0.01"]
     sizes = cell["size_ranked_sizes"]  # the class order is drawn per seed; the profile is the same
@@ -217,8 +223,10 @@ SMOKE_MAIN = ["--profile", "smoke", "--only", "main", "--no-pdf", "--no-paper"]
 def test_an_interrupted_smoke_run_resumes_to_the_uninterrupted_results_bit_for_bit(smoke_run, tmp_path):
     """Ctrl-C and a lost node, in a training job and in a notebook job, then a corrupt model in the
     cache; resumed, the whole smoke profile gives the uninterrupted run's results, every test-set
-    probability bit for bit. The resumed run starts from an empty cache for every experiment but
-    main, so this is also the second run that shows the same profile and seed give the same numbers.
+    probability bit for bit. The resumed run retrains main's models (interrupted above) and reuses the
+    uninterrupted run's other models (copied: their training's determinism is main's here and
+    test_training's), then runs every notebook again: the second run that shows the same profile and
+    seed give the same numbers.
     Then one job redone through the cluster-generic executor, as a cluster would run it."""
     out = tmp_path / "interrupted"
     args = [*SMOKE_MAIN, "--out", str(out)]
@@ -227,8 +235,13 @@ def test_an_interrupted_smoke_run_resumes_to_the_uninterrupted_results_bit_for_b
         interrupt(args, when, sig, wait)
         assert not list((out / "results").glob("main_*.json")), (when, sig)  # the job never finished
         assert_nothing_truncated(out)
+    models = out / "artifacts" / "models"
+    mains = {p.name for p in models.iterdir()}
+    for folder in (smoke_run[0] / "artifacts" / "models").iterdir():  # the other experiments' models
+        if folder.name not in mains and not folder.name.startswith("."):
+            shutil.copytree(folder, models / folder.name)
     # a corrupt model in the cache is detected and retrained, not loaded
-    victim = next(p for p in (out / "artifacts" / "models").iterdir() if (p / "model.pt").exists())
+    victim = next(p for p in sorted(models.iterdir()) if p.name in mains and (p / "model.pt").exists())
     (victim / "model.pt").write_bytes((victim / "model.pt").read_bytes()[:200])
     corrupted = (victim / "model.pt").stat().st_mtime
     again = run_all("--profile", "smoke", "--no-pdf", "--no-paper", "--out", str(out))
