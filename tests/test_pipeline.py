@@ -224,8 +224,9 @@ def test_the_longest_notebook_of_the_last_run_goes_first_on_the_critical_path(tm
                "outputs": [f"results/{name}_x.json", f"results/tables/{name}_x.tex"]}
         for name in ("fast", "slow", "other_profile", "missing")}}
     (tmp_path / "results").mkdir()
-    for name, profile, seconds in (("fast", "cpu", 60), ("slow", "cpu", 900), ("other_profile", "smoke", 5000)):
-        (tmp_path / "results" / f"{name}_x.json").write_text(json.dumps(
-            {"profile": profile, "provenance": {"wall_seconds": seconds}}))
+    for name, seconds in (("fast", 60), ("slow", 900)):
+        (tmp_path / "results" / f"{name}_x.json").write_text(json.dumps({"provenance": {"wall_seconds": seconds}}))
+    (tmp_path / "results" / "other_profile_x.json").write_text("{not json")  # unreadable: no hint
     assert longest_notebook(plan, tmp_path) == "results/notebooks/slow.ipynb"
-    assert longest_notebook(plan, tmp_path / "empty") is None  # a new output folder: no hint
+    assert longest_notebook(plan, tmp_path / "new", tmp_path) == "results/notebooks/slow.ipynb"  # the repo's
+    assert longest_notebook(plan, tmp_path / "new") is None

@@ -70,24 +70,27 @@ def train_threads(args) -> int:
     return max(1, cores // max(1, args.jobs or 1))
 
 
-def longest_notebook(plan: dict, root: Path) -> str | None:
-    """The executed notebook of the experiment whose last run here (its results' provenance, same
-    profile) took longest, or None without one. The workflow gives it and the runs it needs the
-    highest priority, so the longest notebook job starts as soon as its models exist, beside the
-    remaining training, instead of last on the critical path."""
-    seconds = {}
-    for exp in plan["experiments"].values():
-        for rel in exp["outputs"]:
-            path = root / rel
-            if rel.startswith("results/") and rel.endswith(".json") and path.exists():
+def longest_notebook(plan: dict, *roots: Path) -> str | None:
+    """The executed notebook of the experiment whose last run took longest (its results' provenance
+    under the first of ``roots`` that has any: the output folder, then the repository's committed
+    results, whose ranking holds across profiles), or None without one. The workflow gives it and
+    the runs it needs the highest priority, so the longest notebook job starts as soon as its models
+    exist, beside the remaining training, instead of last on the critical path."""
+    for root in roots:
+        seconds: dict[str, float] = {}
+        for exp in plan["experiments"].values():
+            for rel in exp["outputs"]:
+                path = root / rel
+                if not (rel.startswith("results/") and rel.endswith(".json") and path.exists()):
+                    continue
                 try:
-                    record = json.loads(path.read_text())
-                    if record.get("profile") == exp["params"].get("profile"):
-                        seconds[exp["executed"]] = max(seconds.get(exp["executed"], 0.0),
-                                                       float(record["provenance"]["wall_seconds"]))
+                    wall = float(json.loads(path.read_text())["provenance"]["wall_seconds"])
                 except (ValueError, KeyError, TypeError):  # an unreadable record: no hint from it
                     continue
-    return max(seconds, key=seconds.get) if seconds else None
+                seconds[exp["executed"]] = max(seconds.get(exp["executed"], 0.0), wall)
+        if seconds:
+            return max(seconds, key=seconds.get)
+    return None
 
 
 def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> list[str]:
@@ -207,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = make_plan(resolved, paths, pdf=not args.no_pdf, paper=not args.no_paper)
     plan["train_threads"] = train_threads(args)
     plan_path = write_plan(plan, paths)
-    first = longest_notebook(plan, paths.root)
+    first = longest_notebook(plan, paths.root, REPO_ROOT)
     cmd = snakemake_command(plan_path, paths.root, args, ["--prioritize", first] if first else [])
     if args.action == "status":
         return status(cmd)
