@@ -51,12 +51,13 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     assert "epoch 1: loss" in log and "\r" not in log  # not a terminal: one line per epoch, no bar refreshes
     started = jobs_started(proc.stdout + proc.stderr)
     # main: 2 datasets x 2 seeds x (Attn-KNN, CNN); k-sweep reuses main's; noise retrains at 0.3
-    # (symmetric, asymmetric) and long tail at 0.1 and 0.01 (seed 0, both kinds); rate 0 / ratio 1
+    # (symmetric, asymmetric) and long tail at 0.01 (seed 0, both kinds); rate 0 / ratio 1
     # are main's seed-0 runs (same data and recipe in this profile): each run is trained once
     # main, noise, long tail, the MixUp control CNN, the replay's Attn-KNN with self-matches (its run that
     # keeps every epoch's weights is main's seed-0 run, trained once), the attention study's Attn-KNN
-    # without the entropy bonus (2 seeds; its long-tailed memory reuses the long tail's seed-0 model)
-    assert started.count("train") == 8 + 4 + 4 + 1 + 1 + 2
+    # without the entropy bonus (2 seeds; its long-tailed memory reuses the long tail's seed-0 model), and
+    # the study's second dataset: main's digits Attn-KNN of 2 splits (digits is not among main's smoke datasets)
+    assert started.count("train") == 8 + 4 + 2 + 1 + 1 + 2 + 2
     notebooks = {f"notebook_{n}" for n in ("main", "k_sweep", "noise", "long_tail", "efficiency", "theory",
                                            "attention_study")}
     assert notebooks | {"pdf", "report", "paper"} <= set(started)
@@ -126,7 +127,7 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     macros = (out / "results" / "macros.tex").read_text()
     assert "\\newcommand{\\PrimaryDiffBaseAcc}" in macros and "\\newcommand{\\MainIrisAttnknnAccSd}" in macros
     for name in ("KSweepFashionMnistAttnknnLargestDiffK", "NoiseFashionMnistTrainedSymmetricThreeZeroAttnknnAcc",
-                 "NoiseFashionMnistBankSymmetricTwoZeroAttnknnWeightRatio",
+                 "NoiseFashionMnistBankSymmetricFourZeroAttnknnWeightRatio",
                  "LongTailFashionMnistTrainedZeroZeroOneBestBaselineBalancedTailAcc",
                  "EfficiencyFashionMnistFlatSearchOverGemm", "TheoryFashionMnistAttnknnTruncSlope"):
         assert f"\\newcommand{{\\{name}}}" in macros, name
