@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -89,8 +90,15 @@ def imported_files(modules: Iterable[str] = (), sources: Iterable[str] = ()) -> 
             path = _module_file(".".join(parts[:i]))
             if path is not None and path not in seen:
                 seen.add(path)
-                todo += list(_imports(path.read_text()))
+                todo += list(_file_imports(path, path.stat().st_mtime_ns))
     return sorted(seen)
+
+
+@functools.lru_cache(maxsize=None)
+def _file_imports(path: Path, mtime_ns: int) -> frozenset[str]:
+    """:func:`_imports` of one library file, parsed once per process (the plan asks for every
+    experiment's files, mostly the same ones); the modification time keys out an edited file."""
+    return frozenset(_imports(path.read_text()))
 
 
 def config_fingerprint(config: dict) -> str:
