@@ -94,7 +94,7 @@ def imported_files(modules: Iterable[str] = (), sources: Iterable[str] = ()) -> 
     return sorted(seen)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _file_imports(path: Path, mtime_ns: int) -> frozenset[str]:
     """:func:`_imports` of one library file, parsed once per process (the plan asks for every
     experiment's files, mostly the same ones); the modification time keys out an edited file."""
