@@ -613,7 +613,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"strongest rule that learns nothing on the same memory (ref.; its $k$ per split), with noise in the "
             f"memory's labels only (each split draws its own flips). Differences with the 95\\% split-level "
             f"interval (corrected resampled $t$: the splits share their data) and verdict B / W / E / ?. {src}.",
-            "tab:study-second", escape_index=True, colsep="3pt"))} if res.get("second") else {}),
+            "tab:study-second", escape_index=True, colsep="3pt", size="footnotesize"))} if res.get("second") else {}),
         "diagnostics": ARTIFACTS.write_table(paths, "diagnostics", d, booktabs(
             diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
             f"{title}: the prototype attention during main's training, per epoch (mean over seeds "
