@@ -113,3 +113,24 @@ def test_the_gpu_training_stage_plans_each_run_once_and_sums_per_group():
     assert list(s["groups"]) == ["iris cnn", "fashion_mnist attnknn (100 rows)"]
     assert s["groups"]["iris cnn"] == {"jobs": 2, "seconds": 5.0, "val_accuracy": 0.75}
     assert training_stage.main(["--workers", "0", "--out", "x.json"]) == 2
+
+
+def test_a_profile_keeps_library_functions_and_the_bench_block_lists_them():
+    import cProfile
+    import pstats
+
+    from attnknn_lib.workflow.profiling import top_functions
+
+    prof = cProfile.Profile()
+    rng = np.random.default_rng(0)
+    prof.enable()
+    vote(rng.random((50, 5)), rng.integers(0, 3, size=(50, 5)), 3)
+    sorted(range(1000))  # not the library's: left out
+    prof.disable()
+    top = top_functions(pstats.Stats(prof), 3)
+    names = [r["function"] for r in top["by_cumulative_time"]]
+    assert names and all(n.startswith("attnknn_lib/") for n in names) and any("votes.py" in n for n in names)
+    assert len(top["by_own_time"]) <= 3
+    profile = {"experiment": "toy", "overrides": ["seeds=0"], "wall_seconds": 12.0, **top}
+    lines = bench.profile_lines({"toy": profile}, n=2)
+    assert "`toy` notebook" in lines[1] and "seeds=0" in lines[1] and len(lines) == 5 + min(2, len(top["by_own_time"]))

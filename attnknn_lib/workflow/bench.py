@@ -317,10 +317,31 @@ def run(cfg: BenchConfig, root: Path = REPO_ROOT) -> dict:
     gpu = root / "results" / "training_stage_cuda.json"
     if gpu.exists():  # measured on a GPU machine (training_stage); not rerun here
         out["training_stage_cuda"] = {k: v for k, v in read_json(gpu).items() if k != "runs"}
+    out["profiles"] = committed_profiles(root)
     if cfg.smoke:
         print("[bench] the smoke workflow end to end (about 5 minutes)", file=sys.stderr)
         out["smoke"] = smoke_end_to_end()
     return out
+
+
+def committed_profiles(root: Path = REPO_ROOT) -> dict:
+    """The committed notebook profiles (``results/profile_<experiment>.json``, written by
+    :mod:`attnknn_lib.workflow.profiling`), by experiment."""
+    return {read_json(f)["experiment"]: read_json(f) for f in sorted((root / "results").glob("profile_*.json"))}
+
+
+def profile_lines(profiles: dict, n: int = 5) -> list[str]:
+    """Where each profiled notebook's time goes: its top library functions by own time."""
+    lines = []
+    for name, p in profiles.items():
+        knobs = f" with {', '.join(p['overrides'])}" if p["overrides"] else ""
+        lines += ["", f"Where the `{name}` notebook's time goes (cProfile of its measurement, cpu profile{knobs}: "
+                      f"{p['wall_seconds']:,.0f} s; `python -m attnknn_lib.workflow.profiling {name}`, "
+                      f"`results/profile_{name}.json`), the library functions with the most own time:", "",
+                  "| function | calls | own s | cumulative s |", "| --- | ---: | ---: | ---: |"]
+        lines += [f"| `{r['function']}` | {r['calls']:,} | {r['own_seconds']:.1f} | {r['cumulative_seconds']:.1f} |"
+                  for r in p["by_own_time"][:n]]
+    return lines
 
 
 def table(bench: dict):
@@ -422,6 +443,7 @@ def markdown(bench: dict) -> str:
                   "`cpu run` rows read the job records of the last `./run_all.sh` in this folder. Ratios vary between "
                   "runs on a shared machine (the last column); the efficiency notebook measures search and votes "
                   "again inside that run (Results block), so the two blocks differ by this spread."]
+    lines += profile_lines(bench.get("profiles") or {})
     gpu = bench.get("training_stage_cuda")
     if gpu:
         cpu_train = ((bench.get("cpu_run") or {}).get("stages") or {}).get("training") or {}

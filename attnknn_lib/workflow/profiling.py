@@ -1,0 +1,77 @@
+"""Where an experiment's notebook time goes: ``python -m attnknn_lib.workflow.profiling NAME``.
+
+Runs one experiment's measurement (its ``run``, what the notebook job spends its time in) under
+cProfile on the models already in the artifacts folder (``$ATTNKNN_ARTIFACTS`` or the
+repository's), into a temporary output folder, with the cpu profile's parameters and any ``-p
+KEY=VALUE`` (e.g. ``-p seeds=0`` for one seed), and writes the library functions with the most
+own time and the most cumulative time as JSON. ``./run_all.sh bench`` shows the committed one
+(``results/profile_<name>.json``) in the README's benchmark block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from attnknn_lib.base.errors import AttnKNNError
+from attnknn_lib.base.files import write_json
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.base.provenance import PACKAGE_DIR
+from attnknn_lib.experiments import catalog
+from attnknn_lib.workflow.profiles import resolve
+
+
+def top_functions(stats: pstats.Stats, n: int) -> dict[str, list[dict]]:
+    """The ``n`` library functions with the most own time and with the most cumulative time."""
+    rows = []
+    for (file, line, fn), (_, calls, own, cum, _) in stats.stats.items():
+        path = Path(file)
+        if PACKAGE_DIR in path.parents:
+            rows.append({"function": f"{path.relative_to(PACKAGE_DIR.parent)}:{line}({fn})", "calls": calls,
+                         "own_seconds": own, "cumulative_seconds": cum})
+    return {"by_own_time": sorted(rows, key=lambda r: -r["own_seconds"])[:n],
+            "by_cumulative_time": sorted(rows, key=lambda r: -r["cumulative_seconds"])[:n]}
+
+
+def profile_experiment(name: str, overrides: list[str], n: int = 10) -> dict:
+    """cProfile of experiment ``name``'s measurement on cached models (cpu profile + ``overrides``)."""
+    params = resolve("cpu", [name], overrides)[name]
+    exp = catalog.get(name)
+    profiler = cProfile.Profile()
+    with tempfile.TemporaryDirectory(prefix="attnknn-profile-") as tmp:
+        paths = Paths.at(tmp)
+        os.environ["ATTNKNN_PROGRESS"] = "off"
+        t0 = time.perf_counter()
+        profiler.enable()
+        exp.run(exp.Config(**params), paths)
+        profiler.disable()
+        wall = time.perf_counter() - t0
+    return {"experiment": name, "overrides": overrides, "wall_seconds": wall,
+            **top_functions(pstats.Stats(profiler), n)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow.profiling", description=__doc__.split("\n\n")[0])
+    ap.add_argument("name", help="experiment")
+    ap.add_argument("-p", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--out", required=True, help="JSON file to write")
+    args = ap.parse_args(argv)
+    try:
+        out = profile_experiment(args.name, args.overrides, args.top)
+    except AttnKNNError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    write_json(Path(args.out), out)
+    print(f"[profile] {args.name}: {out['wall_seconds']:.0f} s -> {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
