@@ -29,7 +29,7 @@ from attnknn_lib.data.transforms import to_tensor, tta_views
 from attnknn_lib.evaluation.inference import embed as embed_rows
 from attnknn_lib.evaluation.methods import Embedded, MethodProbs, attnknn_method, cnn_methods, embed_all, knn_methods
 from attnknn_lib.evaluation.metrics import METRICS
-from attnknn_lib.evaluation.reference import REFERENCE_K, reference_method
+from attnknn_lib.evaluation.reference import REFERENCE_K, Search, reference_method
 from attnknn_lib.experiments.declaration import Artifacts
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
 from attnknn_lib.knn.headroom import loo_agreement
@@ -143,8 +143,27 @@ def bank_of(frozen: Frozen, labels: np.ndarray, k_max: int, rows: np.ndarray | N
     for split in ("val", "test"):
         out.neighbors[(split, "original")] = bank.search(getattr(out, split)["original"], min(depth, len(bank)))
     if reference:
-        out.neighbors[MEMORY] = bank.search_excluding(train, min(LOO_K, len(bank) - 1), np.arange(len(bank)))
+        out.neighbors[MEMORY] = memory_neighbours(bank)
     return out
+
+
+def memory_neighbours(bank: MemoryBank) -> Neighbors:
+    """Each memory row's :data:`LOO_K` nearest other rows (behind its leave-one-out label agreement)."""
+    return bank.search_excluding(bank.embeddings, min(LOO_K, len(bank) - 1), np.arange(len(bank)))
+
+
+def searcher(bank: MemoryBank, queries: dict[str, np.ndarray], known: dict[str, Neighbors] | None = None) -> Search:
+    """``search(split, k)`` over one embedding's memory: each split searched at most once more, at
+    the widest k asked for (``known``: neighbours already searched). The labels may differ between
+    memories of one embedding; the geometry does not."""
+    cache: dict[str, Neighbors] = dict(known or {})
+
+    def search(split: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if split not in cache or cache[split].indices.shape[1] < k:
+            cache[split] = bank.search(queries[split], k)
+        nb = cache[split]
+        return nb.indices[:, :k], nb.sq_dist[:, :k]
+    return search
 
 
 def reference_of(emb: Embedded, prepared: Prepared) -> MethodProbs:
@@ -155,16 +174,11 @@ def reference_of(emb: Embedded, prepared: Prepared) -> MethodProbs:
     and searches deeper only when the chosen k needs it."""
     labels = emb.bank.labels
     if MEMORY not in emb.neighbors:
-        emb.neighbors[MEMORY] = emb.bank.search_excluding(emb.bank.embeddings, min(LOO_K, len(labels) - 1),
-                                                          np.arange(len(labels)))
+        emb.neighbors[MEMORY] = memory_neighbours(emb.bank)
     loo = loo_agreement(labels[emb.neighbors[MEMORY].indices], labels)
-
-    def search(split: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        nb = emb.neighbors[(split, "original")]
-        if nb.indices.shape[1] < k:
-            nb = emb.bank.search(getattr(emb, split)["original"], k)
-        return nb.indices[:, :k], nb.sq_dist[:, :k]
-
+    splits = ("val", "test")
+    search = searcher(emb.bank, {s: getattr(emb, s)["original"] for s in splits},
+                      {s: emb.neighbors[(s, "original")] for s in splits})
     return reference_method(search, labels, loo, prepared.dataset.val.y, prepared.dataset.num_classes)
 
 

@@ -340,19 +340,6 @@ def _baseline(mem: Memory, k: int, num_classes: int, ds) -> tuple[str, dict[str,
     return best_baseline(methods, ds.val.y), methods
 
 
-def searcher(bank: MemoryBank, queries: dict[str, np.ndarray]) -> Search:
-    """``search(split, k)`` over one embedding's memory, each split searched once at its widest k
-    (the labels differ between settings, the geometry does not)."""
-    cache: dict[str, Neighbors] = {}
-
-    def search(split: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        if split not in cache or cache[split].indices.shape[1] < k:
-            cache[split] = bank.search(queries[split], k)
-        nb = cache[split]
-        return nb.indices[:, :k], nb.sq_dist[:, :k]
-    return search
-
-
 def against_reference(cfg: Config, probs: MethodProbs, ds, seed: int, reference: tuple) -> tuple[dict, dict]:
     """One method scored (calibrator fitted on validation, test metrics raw and calibrated) and its
     paired differences to the reference's test probabilities ``reference`` (raw, calibrated)."""
@@ -504,7 +491,7 @@ def long_tail_entry(cfg: Config, paths: Paths, run_, seed: int) -> dict:
     mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y,
                          _train_rows(len(frozen.train), cfg.train_queries, seed), "clean", ds.num_classes, cfg, seed)
     ks = tuple(k for k in cfg.headroom_ks if k <= k_max)
-    reference, ref_probs = reference_entry(cfg, mem, searcher(bank, {"val": frozen.val, "test": frozen.test}), ds,
+    reference, ref_probs = reference_entry(cfg, mem, core.searcher(bank, {"val": frozen.val, "test": frozen.test}), ds,
                                            seed)
     return {"headroom": headroom_table(mem, ks, ds.num_classes), "ceilings": ceilings(mem, ks, ds.num_classes),
             "flipped_share": 0.0, "memory_size": len(frozen.train), "run": run_.id, "reference": reference,
@@ -653,7 +640,7 @@ def run(cfg: Config, paths: Paths) -> dict:
         self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k + 1), np.arange(len(frozen.train)))
         val_nb, test_nb = bank.search(frozen.val, k_max), bank.search(frozen.test, k_max)
         rows = _train_rows(len(frozen.train), cfg.train_queries, seed)
-        search = searcher(bank, {"val": frozen.val, "test": frozen.test})
+        search = core.searcher(bank, {"val": frozen.val, "test": frozen.test})
         settings, arrays = {}, {}
         for setting in cfg.settings:
             mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y, rows, setting,
