@@ -205,3 +205,28 @@ def test_the_second_dataset_reads_main_splits_and_states_split_level_verdicts():
     assert list(frame.index) == ["Digits, clean memory"] and frame.iloc[0]["ref. k"] == "64-128"
     assert views.second_line(record).startswith("Digits (3 hold-out splits): clean memory -0.33 pp [")
     assert views.second_line({"config": {"k": 16}, "results": {}}) is None
+
+
+def test_the_study_and_main_give_attnknn_against_the_strongest_rule_one_interval():
+    """The study recomputes main's comparison (Attn-KNN minus the strongest rule on the same probabilities):
+    its pooled seed-level interval must be main's, not a second one (issue 28)."""
+    from attnknn_lib.experiments.attention_study import measure as study
+    from attnknn_lib.experiments.attention_study.config import Config as StudyConfig
+    from attnknn_lib.experiments.main import measure as main
+    from attnknn_lib.experiments.main.config import COMPARISONS
+    from attnknn_lib.experiments.main.config import Config as MainConfig
+
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 4, 300)
+    names = {n for pair in COMPARISONS.values() for n in pair}
+    probs = {str(s): {n: (rng.dirichlet(np.ones(4), 300), rng.dirichlet(np.ones(4), 300)) for n in names}
+             for s in range(3)}
+    a, b = COMPARISONS["attnknn_vs_reference"]
+    mine = study.seed_verdicts(StudyConfig(), [
+        {split: study._paired(StudyConfig(), probs[s][a][i], probs[s][b][i], labels, int(s), n_boot=study.HEADLINE_BOOT)
+         for i, split in enumerate(("raw", "calibrated"))} for s in probs])
+    theirs = main._paired(MainConfig(), probs, {s: labels for s in probs})["attnknn_vs_reference"]["seed_level"]
+    for metric, split in study.COMPARED:
+        for key in ("value", "low", "high", "test_se"):
+            assert mine[metric][key] == pytest.approx(theirs[split][metric][key], rel=1e-9, abs=1e-12)
+    assert study.drop_pairs({"x": [{"raw": {study.PAIR: 1, "accuracy": 2}}]}) == {"x": [{"raw": {"accuracy": 2}}]}

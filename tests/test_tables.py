@@ -156,3 +156,17 @@ def test_notebook_frame_is_readable(name, dataset, build):
     df = build(rec)
     assert len(df) > 0
     assert frame_problems(df) == [], name
+
+
+def test_notebook_frames_print_whole_and_differences_of_nll_keep_four_decimals():
+    """pandas cuts a frame's text at 60 rows and 50 characters a cell, and the PDF prints the cut
+    (issue 28); a calibrated NLL difference below 0.0005 must not print as +0.000."""
+    from attnknn_lib.report.tables import fmt, whole_frames
+
+    df = pd.DataFrame({"verdict": ["inconclusive against the strongest rule that learns nothing, " * 2] * 100})
+    with pd.option_context("display.max_rows", 60, "display.max_colwidth", 50, "display.max_columns", 20):
+        whole_frames()
+        text = repr(df)
+    assert "rows x" not in text and "..." not in text and text.count("learns nothing") == 200
+    assert fmt({"value": 0.0002, "low": -0.0001, "high": 0.0004}, "nll", signed=True).startswith("+0.0002")
+    assert fmt({"value": 0.2345}, "nll") == "0.234"  # a value keeps the metric's own decimals

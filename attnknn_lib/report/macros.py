@@ -88,7 +88,7 @@ def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
     (what the seeds can resolve), the declared margin and the ``...Verdict`` phrase (better than / worse than / equivalent to / inconclusive against)."""
     out = {}
     for split, tag in (("raw", ""), ("calibrated", "Cal")):
-        for metric, name, scale, dec in (("accuracy", "Acc", 100, 2), ("ece", "Ece", 1, 4), ("nll", "Nll", 1, 3)):
+        for metric, name, scale, dec in (("accuracy", "Acc", 100, 2), ("ece", "Ece", 1, 4), ("nll", "Nll", 1, 4)):
             e = d[split][metric]
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
                 out[macro_name(*prefix, name + tag + word)] = signed(None if e[part] is None else scale * e[part], dec)

@@ -7,11 +7,15 @@ import pandas as pd
 # metric -> (column title, scale, decimals)
 METRIC_FORMAT = {"accuracy": ("Acc. (\\%)", 100.0, 2), "macro_f1": ("Macro-F1 (\\%)", 100.0, 2),
                  "nll": ("NLL", 1.0, 3), "ece": ("ECE", 1.0, 4), "brier": ("Brier", 1.0, 4)}
+# a difference of two calibrated NLLs is often below 0.0005: three decimals would print +0.000 [+0.000, +0.000]
+DIFF_DECIMALS = {"nll": 4}
 
 
 def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
-    """``value`` or ``value [low, high]`` formatted for LaTeX (``signed``: a leading + or -)."""
+    """``value`` or ``value [low, high]`` formatted for LaTeX (``signed``: a leading + or -, a
+    difference, with :data:`DIFF_DECIMALS` where they differ from the metric's)."""
     _, scale, dec = METRIC_FORMAT[metric]
+    dec = DIFF_DECIMALS.get(metric, dec) if signed else dec
     sign = "+" if signed else ""
 
     def one(x: float) -> str:  # never "-0.000": a value that rounds to zero prints without a minus
@@ -126,6 +130,15 @@ def plain(text: str) -> str:
     for a, b in PLAIN:
         text = text.replace(a, b)
     return text
+
+
+def whole_frames() -> None:
+    """Show every row, column and whole cell of a DataFrame in this notebook session. pandas cuts a
+    frame's display at 60 rows and 50 characters a cell by default, and the PDF export prints that
+    cut ("[100 rows x 8 columns]", "co..."); wide frames still wrap into blocks of the display width."""
+    pd.set_option("display.max_rows", None)
+    pd.set_option("display.max_columns", None)
+    pd.set_option("display.max_colwidth", None)
 
 
 def plain_frame(df: pd.DataFrame) -> pd.DataFrame:

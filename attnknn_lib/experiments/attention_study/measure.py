@@ -30,7 +30,7 @@ from attnknn_lib.evaluation.methods import (
 )
 from attnknn_lib.evaluation.metrics import accuracy, nll, paired_bootstrap_diff
 from attnknn_lib.evaluation.reference import FILTER, Neighbourhood, Search, reference_method
-from attnknn_lib.evaluation.verdicts import seed_level, split_level
+from attnknn_lib.evaluation.verdicts import HEADLINE_BOOT, seed_level, split_level
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, VARIANTS, Config, parse_setting
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
@@ -59,6 +59,43 @@ ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blin
 DECAYS = (1.0, 2.0, 4.0, 8.0, 16.0)  # rank-decay lengths of the geometry-only ceiling
 THRESHOLDS = (0.25, 0.5, 0.75)  # leave-one-out agreement thresholds of the label-aware ceiling
 COMPARED = (("accuracy", "raw"), ("ece", "calibrated"), ("nll", "calibrated"))
+PAIR = "_pair"  # a per-seed difference's probabilities, kept for the pooled bootstrap; not written to the record
+POOLED_BOOT_SEED = 0  # the pooled bootstrap's one draw of test resamples, shared by every seed (as in main)
+
+
+def _paired(cfg: Config, a: np.ndarray, b: np.ndarray, labels: np.ndarray, seed: int,
+            n_boot: int | None = None) -> dict:
+    """A minus B paired on one seed's test points (:func:`~attnknn_lib.evaluation.metrics.paired_bootstrap_diff`,
+    ``n_boot`` resamples, default the config's), holding the two probability arrays and the resample
+    count under :data:`PAIR` for :func:`pooled_test_se`."""
+    n_boot = cfg.n_boot if n_boot is None else n_boot
+    return {**paired_bootstrap_diff([a], [b], labels, n_boot=n_boot, seed=seed), PAIR: (a, b, labels, n_boot)}
+
+
+def pooled_test_se(diffs: list[dict]) -> dict[str, float]:
+    """The test points' share of a seed-level interval: the s.d. of the mean difference over seeds
+    under one set of test resamples applied to every seed (the paired bootstrap over S runs). Every
+    seed is scored on the same test points, so their sampling error is shared across seeds; this is
+    the estimate main's verdicts use, so a comparison made in both experiments gets one interval."""
+    pairs = [d[PAIR] for d in diffs]
+    labels = pairs[0][2]
+    if any(not np.array_equal(p[2], labels) for p in pairs):
+        raise ConfigError("the pooled bootstrap needs every seed scored on the same test points; these differ")
+    pooled = paired_bootstrap_diff([p[0] for p in pairs], [p[1] for p in pairs], labels, n_boot=pairs[0][3],
+                                   seed=POOLED_BOOT_SEED)
+    return {metric: v["se"] for metric, v in pooled.items()}
+
+
+def drop_pairs(obj):
+    """``obj`` with every :data:`PAIR` entry removed, in place (the record holds numbers, not arrays)."""
+    if isinstance(obj, dict):
+        obj.pop(PAIR, None)
+        for v in obj.values():
+            drop_pairs(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            drop_pairs(v)
+    return obj
 
 
 def runs(cfg: Config):
@@ -340,22 +377,25 @@ def _baseline(mem: Memory, k: int, num_classes: int, ds) -> tuple[str, dict[str,
     return best_baseline(methods, ds.val.y), methods
 
 
-def against_reference(cfg: Config, probs: MethodProbs, ds, seed: int, reference: tuple) -> tuple[dict, dict]:
+def against_reference(cfg: Config, probs: MethodProbs, ds, seed: int, reference: tuple,
+                      n_boot: int | None = None) -> tuple[dict, dict]:
     """One method scored (calibrator fitted on validation, test metrics raw and calibrated) and its
-    paired differences to the reference's test probabilities ``reference`` (raw, calibrated)."""
+    paired differences to the reference's test probabilities ``reference`` (raw, calibrated;
+    ``n_boot`` test resamples, default the config's)."""
     scored = score({"method": probs}, ds, n_boot=cfg.n_boot, seed=seed)["method"]
     cal = Calibrator(**scored["calibrator"]).apply(probs.test)
-    return scored, {split: paired_bootstrap_diff([p], [reference[i]], ds.test.y, n_boot=cfg.n_boot, seed=seed)
+    return scored, {split: _paired(cfg, p, reference[i], ds.test.y, seed, n_boot)
                     for i, (split, p) in enumerate((("raw", probs.test), ("calibrated", cal)))}
 
 
 def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours: tuple[Neighbors, Neighbors], ds,
                    seed: int, reference: tuple) -> dict:
     """Main's Attn-KNN (its own attention vote at k on its own embedding) against the strongest
-    non-learned rule on that embedding: paired differences (accuracy raw, ECE and NLL calibrated)."""
+    non-learned rule on that embedding: paired differences (accuracy raw, ECE and NLL calibrated).
+    Main makes the same comparison, so it takes main's resample count (``HEADLINE_BOOT``): one interval."""
     pv, _ = attnknn_probs(attention, bank, frozen.val, cfg.k, neighbors=neighbours[0])
     pt, wt = attnknn_probs(attention, bank, frozen.test, cfg.k, neighbors=neighbours[1])
-    scored, diff = against_reference(cfg, MethodProbs(pv, pt), ds, seed, reference)
+    scored, diff = against_reference(cfg, MethodProbs(pv, pt), ds, seed, reference, n_boot=HEADLINE_BOOT)
     return {"val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
             "test_calibrated": scored["test_calibrated"], "effective_k": float(effective_neighbours(wt).mean()),
             "diff_reference": diff}
@@ -374,8 +414,7 @@ def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> 
              "filter": {"label": filt.info["label"], "edges": filt.info["edges"], "configs": filt.info["configs"],
                         "val_accuracy": both["filter"]["val"]["accuracy"],
                         "test_accuracy": both["filter"]["test_raw"]["accuracy"]["value"],
-                        "diff_reference": paired_bootstrap_diff([filt.test], [ref.test], ds.test.y, n_boot=cfg.n_boot,
-                                                                seed=seed)}}
+                        "diff_reference": _paired(cfg, filt.test, ref.test, ds.test.y, seed)}}
     return entry, (ref.test, Calibrator(**scored["calibrator"]).apply(ref.test))
 
 
@@ -420,12 +459,10 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
             own = headroom(mem.test.labels, ds.test.y, c, kk)
             entry["captured"] = None if name == "query_only" else captured(  # the control reads no neighbour
                 scored[name]["test_raw"]["accuracy"]["value"], own["uniform_accuracy"], own["recall"])
-            entry["diff"] = {split: paired_bootstrap_diff([probs[name][i]], [probs["baseline"][i]], ds.test.y,
-                                                          n_boot=cfg.n_boot, seed=seed)
+            entry["diff"] = {split: _paired(cfg, probs[name][i], probs["baseline"][i], ds.test.y, seed)
                              for i, split in enumerate(("raw", "calibrated"))}
         if reference is not None:
-            entry["diff_reference"] = {split: paired_bootstrap_diff([probs[name][i]], [reference[i]], ds.test.y,
-                                                                    n_boot=cfg.n_boot, seed=seed)
+            entry["diff_reference"] = {split: _paired(cfg, probs[name][i], reference[i], ds.test.y, seed)
                                        for i, split in enumerate(("raw", "calibrated"))}
         out["methods"][name] = entry
     if reference is not None:
@@ -471,7 +508,7 @@ def best_fixed_k(cfg: Config, mem: Memory, adaptive_test: tuple[np.ndarray, np.n
     scored = score({"fixed": fixed}, ds, n_boot=cfg.n_boot, seed=seed)["fixed"]
     fixed_cal = Calibrator(**scored["calibrator"]).apply(fixed.test)
     return {"k": int(k_best), "accuracy": scored["test_raw"]["accuracy"]["value"],
-            "diff": {split: paired_bootstrap_diff([a], [b], ds.test.y, n_boot=cfg.n_boot, seed=seed)
+            "diff": {split: _paired(cfg, a, b, ds.test.y, seed)
                      for split, a, b in (("raw", adaptive_test[0], fixed.test),
                                          ("calibrated", adaptive_test[1], fixed_cal))}}
 
@@ -529,14 +566,12 @@ def end_to_end(cfg: Config, paths: Paths, prepared, models: dict, seed: int) -> 
             "effective_k": float(effective_neighbours(w).mean()),
             "temperatures": [row["temperatures"] for row in res.history],
             "head_entropy": [row.get("diag_head_entropy") for row in res.history],
-            "diff": {"raw": paired_bootstrap_diff([methods["attnknn"].test], [methods[best].test], ds.test.y,
-                                                  n_boot=cfg.n_boot, seed=seed),
-                     "calibrated": paired_bootstrap_diff([cal["attnknn"]], [cal[best]], ds.test.y, n_boot=cfg.n_boot,
-                                                         seed=seed)}}
+            "diff": {"raw": _paired(cfg, methods["attnknn"].test, methods[best].test, ds.test.y, seed),
+                     "calibrated": _paired(cfg, cal["attnknn"], cal[best], ds.test.y, seed)}}
     if len(probs) == 2:
         out["no_bonus_minus_prototype"] = {
-            split: paired_bootstrap_diff([probs["no_bonus"][i]], [probs["prototype"][i]], ds.test.y, n_boot=cfg.n_boot,
-                                         seed=seed) for i, split in enumerate(("raw", "calibrated"))}
+            split: _paired(cfg, probs["no_bonus"][i], probs["prototype"][i], ds.test.y, seed)
+            for i, split in enumerate(("raw", "calibrated"))}
     return out
 
 
@@ -686,8 +721,9 @@ def run(cfg: Config, paths: Paths) -> dict:
                   test_neighbour_labels=ds.train.y[test_nb.indices], memory_ids=ds.train.ids, **arrays)
     if gallery_images:
         write_npz(gallery_path(paths, cfg.dataset), **gallery_images)
-    results = {"dataset": ds.summary(), "seeds": list(cfg.seeds), "per_seed": per_seed,
-               "summary": summarise(cfg, per_seed), "gallery": {"seed": cfg.seeds[0], "k": k_gallery,
+    summary = summarise(cfg, per_seed)
+    results = {"dataset": ds.summary(), "seeds": list(cfg.seeds), "per_seed": drop_pairs(per_seed),
+               "summary": drop_pairs(summary), "gallery": {"seed": cfg.seeds[0], "k": k_gallery,
                                                                "class_names": list(ds.class_names),
                                                                "cases": gallery_cases},
                "second": {name: second_dataset(cfg, paths, name) for name in cfg.second_datasets},
@@ -752,8 +788,7 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                     "accuracy": _mean_sd([f["test_accuracy"] for f in fs]), "choices": [f["label"] for f in fs],
                     "edges": sorted({e for f in fs for e in f["edges"]}),
                     "verdict_reference": seed_level([f["diff_reference"]["accuracy"]["value"] for f in fs],
-                                                    float(np.sqrt(np.mean([f["diff_reference"]["accuracy"]["se"] ** 2
-                                                                           for f in fs]))),
+                                                    pooled_test_se([f["diff_reference"] for f in fs])["accuracy"],
                                                     "accuracy", margin=cfg.margin_accuracy)}
         if "variants" in entry:
             s_out["variants"] = {}
@@ -822,13 +857,12 @@ def summarise_learnable(cfg: Config, runs_k: list[dict], methods: dict) -> dict:
 
 
 def seed_verdicts(cfg: Config, diffs: list[dict]) -> dict:
-    """Seed-level verdicts (accuracy raw, ECE and NLL calibrated) from one paired-bootstrap
-    difference per seed (``{"raw": ..., "calibrated": ...}``). Every seed is scored on the same
-    test points, so their test-set error is shared, not averaged away: the test share of the
-    interval is the root mean square of the per-seed se's."""
-    return {metric: seed_level([d[split][metric]["value"] for d in diffs],
-                               float(np.sqrt(np.mean([d[split][metric]["se"] ** 2 for d in diffs]))),
-                               metric, margin=cfg.margin(metric))
+    """Seed-level verdicts (accuracy raw, ECE and NLL calibrated) from one paired difference per seed
+    (``{"raw": ..., "calibrated": ...}``, each from :func:`_paired`): the per-seed values and, as the
+    test points' share of the interval, the pooled paired bootstrap's s.e. (:func:`pooled_test_se`)."""
+    se = {split: pooled_test_se([d[split] for d in diffs]) for split in dict.fromkeys(s for _, s in COMPARED)}
+    return {metric: seed_level([d[split][metric]["value"] for d in diffs], se[split][metric], metric,
+                               margin=cfg.margin(metric))
             for metric, split in COMPARED}
 
 

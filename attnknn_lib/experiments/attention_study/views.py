@@ -153,7 +153,7 @@ def learnable_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             def cap(name: str) -> str:
                 m = kv["methods"].get(name) or {}
                 c = m.get("captured_learnable")
-                return "--" if c is None else f"{100 * c:.0f}"
+                return "--" if c is None else f"{num(c, 0, 100):.0f}"
             label = f"{short_setting(setting) if latex else setting_title(setting)}, k = {kk}"
             u = "" if latex else f" ({pc})"  # the LaTeX table names its units in the caption, to fit the page
             rows[label] = {
@@ -938,7 +938,7 @@ def findings(record: dict) -> str:
                 f"  - variants at k = {kk}: chosen on validation: **{variant_label(chosen)}**, "
                 f"{signed(100 * v['value'], 2)} pp against the tuned kNN rule ({v['verdict']}; calibrated ECE "
                 f"{m['verdicts']['ece']['verdict']}, NLL {m['verdicts']['nll']['verdict']}), effective k "
-                f"{m['effective_k']['mean']:.1f}, captured {'--' if cap is None else f'{100 * cap:.0f} %'} of the "
+                f"{m['effective_k']['mean']:.1f}, captured {'--' if cap is None else f'{num(cap, 0, 100):.0f} %'} of the "
                 "fixable headroom. Verdicts of all variants on accuracy: " + ", ".join(
                     f"{variant_label(n)} {x['verdicts']['accuracy']['verdict']}"
                     for n, x in kv["methods"].items() if n != "baseline") + ".")
@@ -957,7 +957,7 @@ def findings(record: dict) -> str:
                     f"  - learnable headroom at k = {kk} (the best learner on clean held-out labels minus the "
                     f"strongest non-learned rule): {signed(100 * room['value'], 2)} pp "
                     f"{_bracket(room, 100, 2)} ({room['verdict']}); "
-                    + (f"{variant_label(chosen)} captured {100 * cap:.0f} % of it." if cap is not None else
+                    + (f"{variant_label(chosen)} captured {num(cap, 0, 100):.0f} % of it." if cap is not None else
                        "the chosen variant reads no neighbour, so it captures none of it." if chosen == "query_only"
                        else "no established room for any head to capture."))
             fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")

@@ -11,7 +11,7 @@ from attnknn_lib.data.spec import DataSpec
 from attnknn_lib.evaluation.methods import (
     K_ENSEMBLE,
 )
-from attnknn_lib.evaluation.verdicts import MARGINS
+from attnknn_lib.evaluation.verdicts import HEADLINE_BOOT, MARGINS
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
 from attnknn_lib.experiments.shared import ExperimentConfig
@@ -51,7 +51,7 @@ class Config(ExperimentConfig):
     primary: str = knob("fashion_mnist", "dataset of the ablation, training curves and confusion matrix")
     seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "training seeds (comma-separated)")
     tta_views: int = knob(6, "test-time augmentation views, 1 to 6")
-    n_boot: int = knob(1000, "bootstrap resamples for the 95 % intervals")
+    n_boot: int = knob(HEADLINE_BOOT, "bootstrap resamples for the 95 % intervals")
     ablation: bool = knob(True, "ablate the attention components on the primary dataset (first seed)")
     ablation_epochs: int = knob(2, "epochs per ablation variant")
     mixup_control: float = knob(0.2, "MixUp alpha of a control CNN on the primary dataset (0: no control)")

@@ -192,7 +192,7 @@ def summary_frame(record: dict) -> pd.DataFrame:
     return df
 
 
-PAIRED_METRICS = {"accuracy": ("accuracy (pp)", 100.0, 2), "ece": ("ECE", 1.0, 4), "nll": ("NLL", 1.0, 3)}
+PAIRED_METRICS = {"accuracy": ("accuracy (pp)", 100.0, 2), "ece": ("ECE", 1.0, 4), "nll": ("NLL", 1.0, 4)}
 
 
 def paired_frame(record: dict) -> pd.DataFrame:
