@@ -170,3 +170,15 @@ def test_notebook_frames_print_whole_and_differences_of_nll_keep_four_decimals()
     assert "rows x" not in text and "..." not in text and text.count("learns nothing") == 200
     assert fmt({"value": 0.0002, "low": -0.0001, "high": 0.0004}, "nll", signed=True).startswith("+0.0002")
     assert fmt({"value": 0.2345}, "nll") == "0.234"  # a value keeps the metric's own decimals
+
+
+def test_the_study_shows_its_variants_one_readable_frame_per_memory_setting():
+    """Notebook 07 prints the variants table per setting: every row of the full table lands in exactly
+    one setting's frame, no frame has an empty column, and every frame passes the readability check."""
+    study = api("attention_study")
+    rec = _record("attention_study_fashion_mnist")
+    whole, parts = study.variants_frame(rec), study.variants_by_setting(rec)
+    assert len(parts) == len(rec["results"]["summary"]["settings"])
+    assert sum(len(p) for p in parts.values()) == len(whole)
+    for title, part in parts.items():
+        assert (~part.isin(["", "--"])).any().all() and frame_problems(part) == [], title

@@ -278,12 +278,12 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                     auroc = (m.get("flip_auroc") or {}).get("mean")
                     row.update({"Δ acc. (pp)": _diff_cell(v["accuracy"], 100, 2, latex),
                                 "Δ ECE cal.": _diff_cell(v["ece"], 1, 4, latex, interval=not latex),
-                                "Δ NLL cal.": _diff_cell(v["nll"], 1, 3, latex, interval=not latex),
+                                "Δ NLL cal.": _diff_cell(v["nll"], 1, 4, latex, interval=not latex),
                                 "k_eff": f"{m['effective_k']['mean']:.1f}",
                                 f"captured ({pc})": "--" if cap is None else f"{num(cap, 0, 100):.0f}",
                                 "flip AUROC": "--" if auroc is None else f"{auroc:.2f}"})
                 if vr and not latex:  # the paper's reference comparison is the best-variant table's
-                    row["Δ acc. vs strongest non-learned (pp)"] = _diff_cell(vr["accuracy"], 100, 2, False)
+                    row["Δ acc. vs ref. (pp)"] = _diff_cell(vr["accuracy"], 100, 2, False)
                 marker = " *" if name == kv["chosen"] else ""
                 where = f"{short_setting(setting)}, k = {k}" if not latex else f"{short_setting(setting)}, {k}"
                 rows[f"{where}: {SHORT[name] if latex else variant_label(name)}{marker}"] = row
@@ -298,7 +298,7 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                         f"{100 * f['accuracy']['mean']:.2f} ± {sd_text(f['accuracy']['std'], 100, 2)}",
                         "Δ acc. (pp)": _diff_cell(f["verdicts"]["accuracy"], 100, 2, latex),
                         "Δ ECE cal.": _diff_cell(f["verdicts"]["ece"], 1, 4, latex, interval=not latex),
-                        "Δ NLL cal.": _diff_cell(f["verdicts"]["nll"], 1, 3, latex, interval=not latex),
+                        "Δ NLL cal.": _diff_cell(f["verdicts"]["nll"], 1, 4, latex, interval=not latex),
                         "k_eff": "", f"captured ({pc})": "", "flip AUROC": ""}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "memory, k: method"
@@ -307,6 +307,21 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         df.columns = [c.replace("Δ", "$\\Delta$").replace("k_eff", "$k_{\\mathrm{eff}}$").replace(" cal.", "")
                       .replace("captured", "capt.").replace("flip ", "") for c in df.columns]
     return df.fillna("")
+
+
+def variants_by_setting(record: dict) -> dict[str, pd.DataFrame]:
+    """The notebook's variants table (:func:`variants_frame`), one frame per memory setting (rows: k
+    and method; columns with no value in that setting dropped), so that each prints whole and can be read."""
+    df = variants_frame(record)
+    out = {}
+    for setting in record["results"]["summary"]["settings"]:
+        prefix = f"{short_setting(setting)}, "
+        part = df[[str(i).startswith(prefix) for i in df.index]].copy()
+        if len(part):
+            part.index = [str(i)[len(prefix):] for i in part.index]
+            part.index.name = "k: method"
+            out[setting_title(setting)] = part.loc[:, (~part.isin(["", "--"])).any()]
+    return out
 
 
 def best_variant_frame(record: dict, latex: bool = False) -> pd.DataFrame:
