@@ -94,12 +94,18 @@ fi
 case " $* " in
   *" -h "*|*" --help "*|*" --list "*) exec "$PY" -m attnknn_lib.workflow.cli "$@" ;;
 esac
-# check every argument (profile, experiments, parameters, data) before installing or running anything
-"$PY" -m attnknn_lib.workflow.cli --validate "$@" || exit $?
+needs=()
 case " $* " in
   " status "*) ;;
-  " dag "*) ensure_debian graphviz ;;
+  " dag "*) needs=(graphviz) ;;
   *" --no-pdf "*" --no-paper "*|*" --no-paper "*" --no-pdf "*) ;;
-  *) ensure_debian "${DEBIAN_PDF[@]}" ;;
+  *) needs=("${DEBIAN_PDF[@]}") ;;
 esac
+# Check every argument (profile, experiments, parameters, data) before installing anything. With
+# nothing to install, the workflow's own first step is the same check, and a second Python start
+# (about 5 s) is saved.
+if [ ${#needs[@]} -gt 0 ] && [ -n "$(debian_missing "${needs[@]}" | tr -d '[:space:]')" ]; then
+  "$PY" -m attnknn_lib.workflow.cli --validate "$@" || exit $?
+  ensure_debian "${needs[@]}"
+fi
 exec "$PY" -m attnknn_lib.workflow.cli "$@"
