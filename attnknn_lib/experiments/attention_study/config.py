@@ -70,7 +70,8 @@ class Config(ExperimentConfig):
     second_datasets: tuple[str, ...] = knob(("digits",), "tabular datasets of the second study: main's Attn-KNN of "
                                                          "each hold-out split against the strongest rule, per setting")
     second_splits: int = knob(10, "stratified hold-out splits of the second study (split r: main's model of seed r)")
-    n_boot: int = knob(200, "bootstrap resamples for the intervals")
+    n_boot: int = knob(200, "bootstrap resamples for the intervals (main's Attn-KNN against the strongest rule "
+                            "takes main's default, as main reports it)")
     margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
     margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
     margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")

@@ -66,8 +66,8 @@ POOLED_BOOT_SEED = 0  # the pooled bootstrap's one draw of test resamples, share
 def _paired(cfg: Config, a: np.ndarray, b: np.ndarray, labels: np.ndarray, seed: int,
             n_boot: int | None = None) -> dict:
     """A minus B paired on one seed's test points (:func:`~attnknn_lib.evaluation.metrics.paired_bootstrap_diff`,
-    ``n_boot`` resamples, default the config's), holding the two probability arrays and the resample
-    count under :data:`PAIR` for :func:`pooled_test_se`."""
+    ``n_boot`` resamples, default the config's), holding the two probability arrays, the test labels
+    and the resample count under :data:`PAIR` for :func:`pooled_test_se`."""
     n_boot = cfg.n_boot if n_boot is None else n_boot
     return {**paired_bootstrap_diff([a], [b], labels, n_boot=n_boot, seed=seed), PAIR: (a, b, labels, n_boot)}
 
@@ -81,6 +81,8 @@ def pooled_test_se(diffs: list[dict]) -> dict[str, float]:
     labels = pairs[0][2]
     if any(not np.array_equal(p[2], labels) for p in pairs):
         raise ConfigError("the pooled bootstrap needs every seed scored on the same test points; these differ")
+    if len({p[3] for p in pairs}) > 1:
+        raise ConfigError(f"the pooled bootstrap needs one resample count; got {sorted({p[3] for p in pairs})}")
     pooled = paired_bootstrap_diff([p[0] for p in pairs], [p[1] for p in pairs], labels, n_boot=pairs[0][3],
                                    seed=POOLED_BOOT_SEED)
     return {metric: v["se"] for metric, v in pooled.items()}
