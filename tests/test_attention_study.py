@@ -194,17 +194,65 @@ def test_the_second_dataset_reads_main_splits_and_states_split_level_verdicts():
     assert {r.id for r in second} <= {r.id for r in main_runs(MainConfig())}  # main's models: trained once
     assert {r.id for r in second} <= {r.id for r in measure.runs(cfg)}
     v = split_level([0.01, -0.02, 0.0], 360, 1100, "accuracy", margin=0.0025)
-    summary = {"clean": {"reference_k": [64, 128, 64],
-                         "mean": {m: {"accuracy": 0.97, "ece": 0.02, "nll": 0.1} for m in measure.SECOND_METHODS},
-                         "attnknn_vs_reference": {"accuracy": v, "ece": v, "nll": v},
-                         "uniform_vs_reference": {"accuracy": v, "ece": v, "nll": v}}}
+    room = split_level([0.03, 0.02, 0.04], 360, 1100, "accuracy", margin=0.0025)
+    summary = {"clean": {"reference_k": [64, 128, 64], "recall": 0.99, "learners": ["gbm"] * 3,
+                         "mean": {m: {"accuracy": 0.97, "ece": 0.02, "nll": 0.1}
+                                  for m in (*measure.SECOND_METHODS, *measure.LEARNERS)},
+                         **{f"{m}_vs_reference": {"accuracy": v, "ece": v, "nll": v} for m in measure.SECOND_DIFFS}}}
+    summary["clean"]["learnable_vs_reference"]["accuracy"] = room
     record = {"config": {"k": 16}, "results": {"second": {"digits": {"title": "Digits", "splits": 3,
-                                                                     "summary": summary}}}}
+                                                                     "summary": summary}}, "summary": {"settings": {}}}}
     views = api("attention_study")
     frame = views.second_frame(record)
     assert list(frame.index) == ["Digits, clean memory"] and frame.iloc[0]["ref. k"] == "64-128"
+    assert frame.iloc[0]["learnable (pp)"].startswith("+3.00 [")
     assert views.second_line(record).startswith("Digits (3 hold-out splits): clean memory -0.33 pp [")
     assert views.second_line({"config": {"k": 16}, "results": {}}) is None
+    assert views.second_learnable(record).startswith("on Digits clean memory +3.00 pp [")
+    learnable = views.learnable_frame(record)  # the second dataset's learnable headroom, split-level
+    assert list(learnable.index) == ["Digits, clean memory, k = 16"]
+    assert learnable.iloc[0]["learnable headroom (pp)"].startswith("+3.00 [")
+    assert learnable.iloc[0]["proto. capt. (%)"] == ("--" if room["verdict"] != "better" else "-11")
+
+
+def _fake_fit(score):
+    """A stand-in for a head's training whose best selection accuracy is ``score(lr)``."""
+    from attnknn_lib.training.loops import TrainResult
+
+    def fit(cfg, name, train, val, mem, num_classes, k, seed, lr=None, epochs=None, patience=None):
+        return TrainResult(None, [{"epoch": 1, "val_accuracy": score(lr), "val_nll": 1.0}], 1, 0.0)
+    return fit
+
+
+def test_the_learner_search_extends_its_learning_rates_past_an_end_where_the_best_sits(monkeypatch):
+    from attnknn_lib.experiments.attention_study import measure
+    from attnknn_lib.experiments.attention_study.config import Config
+
+    cfg = Config()
+    monkeypatch.setattr(measure, "_fit", _fake_fit(lambda lr: lr))  # the larger the better: an open upper end
+    _, info = measure._fit_searched(cfg, "label_aware_heldout", None, None, None, 3, 4, 0)
+    top = max(cfg.learner_lrs) * measure.LR_STEP ** measure.LR_EXTENSIONS
+    assert info["lr"] == pytest.approx(top) and len(info["lrs"]) == len(cfg.learner_lrs) + measure.LR_EXTENSIONS
+    assert info["edge"] and info["configs"] == len(info["lrs"])
+    monkeypatch.setattr(measure, "_fit", _fake_fit(lambda lr: -abs(lr - 0.01)))  # an inner optimum: no extension
+    _, info = measure._fit_searched(cfg, "label_aware_heldout", None, None, None, 3, 4, 0)
+    assert info["lr"] == 0.01 and info["lrs"] == sorted(cfg.learner_lrs) and not info["edge"]
+
+
+def test_a_head_stops_at_a_plateau_and_keeps_its_best_epoch():
+    from attnknn_lib.training.head_fitting import Neighbourhoods, train_head
+
+    rng = np.random.default_rng(0)
+    n, k, m, d, c = 40, 4, 30, 8, 3
+
+    def hoods():
+        return Neighbourhoods(rng.normal(size=(n, d)).astype(np.float32), rng.integers(0, m, (n, k)),
+                              rng.random((n, k)).astype(np.float32), rng.integers(0, c, (n, k)),
+                              rng.random((n, k)).astype(np.float32), rng.integers(0, c, n))
+    memory = torch.randn(m, d)
+    frozen = train_head(LabelAwareAttention(c, d), hoods(), hoods(), memory, c, epochs=50, lr=0.0, patience=2)
+    assert frozen.best_epoch == 1 and len(frozen.history) == 3  # nothing moves: stops 2 epochs after the best
+    assert len(train_head(LabelAwareAttention(c, d), hoods(), hoods(), memory, c, epochs=5, lr=0.0).history) == 5
 
 
 def test_the_study_and_main_give_attnknn_against_the_strongest_rule_one_interval():

@@ -11,10 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnknn_lib.evaluation.verdicts import seed_level
-from attnknn_lib.report.tables import num
-
-# metric -> (scale, decimals, unit) of a *difference* in a sentence
-DIFF_FORMAT = {"accuracy": (100.0, 2, " pp"), "ece": (1.0, 4, ""), "nll": (1.0, 4, "")}
+from attnknn_lib.report.tables import DIFF_FORMAT, num
 
 
 def difference_text(d: dict, metric: str) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from attnknn_lib.base.files import write_text
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.metrics import N_BINS
-from attnknn_lib.report.tables import latex_escape, sd_text
+from attnknn_lib.report.tables import DIFF_FORMAT, latex_escape, sd_text
 from attnknn_lib.training.recipe import Recipe
 
 PATH_MARK = "\x00path:"  # values that are file paths: written verbatim (underscores kept)
@@ -88,7 +88,8 @@ def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
     (what the seeds can resolve), the declared margin and the ``...Verdict`` phrase (better than / worse than / equivalent to / inconclusive against)."""
     out = {}
     for split, tag in (("raw", ""), ("calibrated", "Cal")):
-        for metric, name, scale, dec in (("accuracy", "Acc", 100, 2), ("ece", "Ece", 1, 4), ("nll", "Nll", 1, 4)):
+        for metric, name in (("accuracy", "Acc"), ("ece", "Ece"), ("nll", "Nll")):
+            scale, dec, _ = DIFF_FORMAT[metric]
             e = d[split][metric]
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
                 out[macro_name(*prefix, name + tag + word)] = signed(None if e[part] is None else scale * e[part], dec)

@@ -7,15 +7,16 @@ import pandas as pd
 # metric -> (column title, scale, decimals)
 METRIC_FORMAT = {"accuracy": ("Acc. (\\%)", 100.0, 2), "macro_f1": ("Macro-F1 (\\%)", 100.0, 2),
                  "nll": ("NLL", 1.0, 3), "ece": ("ECE", 1.0, 4), "brier": ("Brier", 1.0, 4)}
-# a difference of two calibrated NLLs is often below 0.0005: three decimals would print +0.000 [+0.000, +0.000]
-DIFF_DECIMALS = {"nll": 4}
+# metric -> (scale, decimals, unit) of a *difference* (tables, sentences, macros): a difference of two calibrated
+# NLLs is often below 0.0005, so three decimals would print +0.000 [+0.000, +0.000]
+DIFF_FORMAT = {"accuracy": (100.0, 2, " pp"), "ece": (1.0, 4, ""), "nll": (1.0, 4, "")}
 
 
 def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
     """``value`` or ``value [low, high]`` formatted for LaTeX (``signed``: a leading + or -, a
-    difference, with :data:`DIFF_DECIMALS` where they differ from the metric's)."""
+    difference, with the decimals of :data:`DIFF_FORMAT` where it names the metric)."""
     _, scale, dec = METRIC_FORMAT[metric]
-    dec = DIFF_DECIMALS.get(metric, dec) if signed else dec
+    dec = DIFF_FORMAT[metric][1] if signed and metric in DIFF_FORMAT else dec
     sign = "+" if signed else ""
 
     def one(x: float) -> str:  # never "-0.000": a value that rounds to zero prints without a minus

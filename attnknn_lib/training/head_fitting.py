@@ -80,8 +80,9 @@ def predict(head: nn.Module, data: Neighbourhoods, memory: torch.Tensor, num_cla
 
 def train_head(head: nn.Module, train: Neighbourhoods, val: Neighbourhoods, memory: torch.Tensor, num_classes: int,
                epochs: int = 3, lr: float = 3e-3, batch_size: int = 512, entropy_weight: float = 0.0,
-               seed: int = 0, name: str = "head") -> TrainResult:
-    """Train ``head`` on ``train`` (AdamW, clipped gradients), keep the best validation epoch."""
+               seed: int = 0, name: str = "head", patience: int | None = None) -> TrainResult:
+    """Train ``head`` on ``train`` (AdamW, clipped gradients), keep the best validation epoch.
+    ``patience``: stop once the best epoch lies that many epochs back (a plateau); None runs every epoch."""
     seed_everything(seed)
     params = [p for p in head.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
@@ -103,4 +104,6 @@ def train_head(head: nn.Module, train: Neighbourhoods, val: Neighbourhoods, memo
             total += loss.item() * len(idx)
         val_probs, _ = predict(head, val, memory, num_classes)
         selection.add({"epoch": epoch, "train_loss": total / len(train)}, val_probs, t0)
+        if patience is not None and epoch - selection.best["epoch"] >= patience:
+            break
     return selection.result()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnknn_lib.base.errors import ConfigError, check_choice, check_range
-from attnknn_lib.base.knobs import csv, int_csv, knob
+from attnknn_lib.base.knobs import csv, float_csv, int_csv, knob
 from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
 from attnknn_lib.evaluation.reference import REFERENCE_K
@@ -49,9 +49,16 @@ class Config(ExperimentConfig):
                                              "settings in which the variants are trained (a subset of settings)")
     variants: tuple[str, ...] = knob(tuple(VARIANTS), "variants to train")
     train_queries: int = knob(8000, "training queries per variant (a seeded subset of the memory)")
-    head_epochs: int = knob(4, "epochs per variant")
+    head_epochs: int = knob(16, "most epochs per variant; it stops earlier at a plateau (head_patience)")
+    head_patience: int = knob(3, "a variant stops after this many epochs without a better validation score")
     head_batch_size: int = knob(128, "training queries per step of a variant")
     head_lr: float = knob(0.01, "AdamW learning rate of the variants (high: the weights must be able to leave uniform)")
+    learner_lrs: tuple[float, ...] = knob((0.003, 0.01, 0.03), "learning rates searched for the label-aware attention "
+                                      "trained on held-out queries, a learner of the learnable headroom (extended "
+                                      "past an end of the grid while the best sits there)")
+    learner_epochs: int = knob(64, "most epochs per learning rate of that learner")
+    learner_patience: int = knob(8, "that learner stops after this many epochs without a better selection score "
+                                    "(a plateau)")
     loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
     noise_seed: int = knob(0, "seed offset of the memory's noise draw: seed s draws with offset + s")
     reference_k: int = knob(REFERENCE_K, "neighbours searched for the strongest non-learned rule, doubled while its "
@@ -95,7 +102,9 @@ class Config(ExperimentConfig):
         for name in ("headroom_ks", "variant_ks"):
             if not getattr(self, name) or min(getattr(self, name)) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is not allowed; give positive integers")
-        for name in ("train_queries", "head_epochs", "head_batch_size", "loo_k", "n_boot", "reference_k"):
+        object.__setattr__(self, "learner_lrs", float_csv("learner_lrs", self.learner_lrs, 1e-6, 10.0))
+        for name in ("train_queries", "head_epochs", "head_batch_size", "loo_k", "n_boot", "reference_k",
+                     "learner_epochs", "learner_patience", "head_patience"):
             check_range(name, getattr(self, name), 1, None)
         check_range("end_to_end_seeds", self.end_to_end_seeds, 0, None)
         check_range("collapse_seeds", self.collapse_seeds, 0, None)

@@ -114,51 +114,68 @@ def second_runs(cfg: Config, name: str):
             for r in range(cfg.second_splits)]
 
 
-SECOND_METHODS = ("reference", "attnknn", "uniform")  # the strongest rule, main's attention, the vote at k
+SECOND_METHODS = ("reference", "attnknn", "uniform", "learnable")  # the strongest rule, main's attention, the vote
+# at k, and the better learner (of :data:`LEARNERS`, on its out-of-fold validation accuracy)
+SECOND_DIFFS = ("attnknn", "uniform", "learnable")  # compared with the reference, split-level
 
 
 def second_dataset(cfg: Config, paths: Paths, name: str) -> dict:
     """The study's core comparison on a second dataset, so the conclusion does not rest on one image
-    set: for each hold-out split, main's Attn-KNN (its attention at k on its own embedding) and the
-    uniform vote at k against the strongest rule that learns nothing, on the clean memory and with
-    noise in the memory's labels (each split draws its own flips); validation and test labels clean.
-    Verdicts are split-level (corrected resampled t: the splits share their data)."""
+    set: for each hold-out split, main's Attn-KNN (its attention at k on its own embedding), the
+    uniform vote at k and the learnable headroom's learners (:data:`LEARNERS` at k, cross-fitted on
+    the clean validation queries, the same budgets as on the first dataset) against the strongest
+    rule that learns nothing, on the clean memory and with noise in the memory's labels (each split
+    draws its own flips); validation and test labels clean. Verdicts are split-level (corrected
+    resampled t: the splits share their data)."""
     cpu = torch.device("cpu")
     per_split, sizes = [], None
     for r, run_ in enumerate(second_runs(cfg, name)):
         prepared = prepare(run_.data)
         ds = prepared.dataset
+        c = ds.num_classes
         sizes = (len(ds.test), len(ds.train))
         model = core.trained(run_, paths, prepared)[0].model.to(cpu)
-        clean = core.bank_of(core.frozen_embeddings(run_, model, prepared, paths, cpu), ds.train.y, cfg.k,
-                             reference=True)
+        frozen = core.frozen_embeddings(run_, model, prepared, paths, cpu)
+        clean = core.bank_of(frozen, ds.train.y, cfg.k, reference=True)
+        k = min(cfg.k, len(ds.train) - 1)
+        self_nb = clean.bank.search_excluding(frozen.train, max(k, cfg.loo_k + 1), np.arange(len(frozen.train)))
+        val_nb, test_nb = (clean.neighbors[(split, "original")] for split in ("val", "test"))
+        rows = _train_rows(len(frozen.train), cfg.train_queries, r)
         entry = {}
         for setting in cfg.settings:
-            kind, rate = parse_setting(setting)
-            labels = ds.train.y if kind == "none" else \
-                inject_label_noise(ds.train.y, rate, ds.num_classes, kind, seed=cfg.noise_seed + r)[0]
-            emb = core.relabel(clean, labels)
+            mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y, rows, setting,
+                                 c, cfg, r)
+            emb = core.relabel(clean, mem.labels)
             ref = core.reference_of(emb, prepared)
             methods = {"reference": ref, "attnknn": attnknn_method(model.attention, emb, cfg.k),
-                       "uniform": knn_methods(emb, ds, cfg.k)["uniform"]}
+                       "uniform": knn_methods(emb, ds, cfg.k)["uniform"], **learners(cfg, mem, k, ds, r)}
             scored = score(methods, ds, n_boot=1, seed=r)  # split-level intervals: no test-point bootstrap
+            best = max(LEARNERS, key=lambda n: scored[n]["val"]["accuracy"])
             entry[setting] = {m: {metric: scored[m][f"test_{split}"][metric]["value"] for metric, split in COMPARED}
                               for m in methods}
+            entry[setting]["learnable"] = entry[setting][best]
+            entry[setting]["learner"] = best
+            entry[setting]["learner_val_accuracy"] = {n: scored[n]["val"]["accuracy"] for n in LEARNERS}
+            entry[setting]["recall"] = float((mem.test.labels[:, :k] == ds.test.y[:, None]).any(1).mean())
             entry[setting]["reference_choice"] = ref.info["label"]
             entry[setting]["reference_k"] = ref.info["choice"]["k"]
+            entry[setting]["reference_configs"] = ref.info["configs"]
+            entry[setting]["budgets"] = methods["gbm"].info | methods["label_aware_heldout"].info
         per_split.append(entry)
     summary = {}
     for setting in cfg.settings:
         e = [p[setting] for p in per_split]
         summary[setting] = {
             "reference_k": [x["reference_k"] for x in e],
+            "recall": float(np.mean([x["recall"] for x in e])),
+            "learners": [x["learner"] for x in e],
             "mean": {m: {metric: float(np.mean([x[m][metric] for x in e])) for metric, _ in COMPARED}
-                     for m in SECOND_METHODS},
+                     for m in (*SECOND_METHODS, *LEARNERS)},
             **{f"{m}_vs_reference": {metric: split_level([x[m][metric] - x["reference"][metric] for x in e], *sizes,
                                                           metric, margin=cfg.margin(metric)) for metric, _ in COMPARED}
-               for m in ("attnknn", "uniform")}}
+               for m in SECOND_DIFFS}}
     return {"dataset": name, "title": REGISTRY[name].title, "splits": len(per_split), "n_test": sizes[0],
-            "n_train": sizes[1], "per_split": per_split, "summary": summary}
+            "n_train": sizes[1], "k": cfg.k, "per_split": per_split, "summary": summary}
 
 
 LONG_TAIL_PREP_SEED = 0  # the long-tail experiment's default imbalance_seed: seed s draws class order s
@@ -288,11 +305,46 @@ def build_variant(name: str, cfg: Config, num_classes: int, k: int) -> torch.nn.
 
 
 def _fit(cfg: Config, name: str, train: Neighbourhoods, val: Neighbourhoods, mem: Memory, num_classes: int,
-         k: int, seed: int):
+         k: int, seed: int, lr: float | None = None, epochs: int | None = None, patience: int | None = None):
     seed_everything(seed)
     head = build_variant(name, cfg, num_classes, k)
-    return train_head(head, train, val, mem.embeddings, num_classes, epochs=cfg.head_epochs, lr=cfg.head_lr,
-                      batch_size=cfg.head_batch_size, entropy_weight=ENTROPY.get(name, 0.0), seed=seed, name=name)
+    return train_head(head, train, val, mem.embeddings, num_classes, epochs=epochs or cfg.head_epochs,
+                      lr=lr or cfg.head_lr, batch_size=cfg.head_batch_size, entropy_weight=ENTROPY.get(name, 0.0),
+                      seed=seed, name=name, patience=patience or cfg.head_patience)
+
+
+SEARCHED = ("label_aware_heldout",)  # variants that are also learners of the learnable headroom: the learner's budget
+LR_STEP = 3.0  # factor by which the learning-rate grid is extended past an end where the best sits
+LR_EXTENSIONS = 2  # times it is extended
+
+
+def _selection_key(res) -> tuple[float, float]:
+    best = res.history[res.best_epoch - 1]
+    return best["val_accuracy"], -best["val_nll"]
+
+
+def _fit_searched(cfg: Config, name: str, train: Neighbourhoods, sel: Neighbourhoods, mem: Memory, num_classes: int,
+                  k: int, seed: int):
+    """A learner's tuning budget: every learning rate of ``cfg.learner_lrs`` (the grid extended by
+    :data:`LR_STEP` past an end while the best sits there, at most :data:`LR_EXTENSIONS` times), each
+    trained up to ``cfg.learner_epochs`` and stopped at a plateau (``cfg.learner_patience`` epochs
+    without a better score on ``sel``); every (learning rate, epoch) scored is one configuration. The
+    best on ``sel`` (accuracy, then lower NLL) and what was searched: ``edge`` when the chosen rate
+    still sits at an end of the grid, ``plateau`` when its training stopped before the last epoch."""
+    lrs, fits = sorted(cfg.learner_lrs), {}
+    for extension in range(LR_EXTENSIONS + 1):
+        for lr in lrs:
+            if lr not in fits:
+                fits[lr] = _fit(cfg, name, train, sel, mem, num_classes, k, seed, lr=lr, epochs=cfg.learner_epochs,
+                                patience=cfg.learner_patience)
+        best = max(lrs, key=lambda lr: _selection_key(fits[lr]))
+        at_end = len(lrs) > 1 and best in (lrs[0], lrs[-1])
+        if not at_end or extension == LR_EXTENSIONS:
+            break
+        lrs = [best / LR_STEP, *lrs] if best == lrs[0] else [*lrs, best * LR_STEP]
+    res = fits[best]
+    return res, {"lr": best, "lrs": lrs, "configs": sum(len(f.history) for f in fits.values()), "edge": at_end,
+                 "plateau": len(res.history) < cfg.learner_epochs}
 
 
 COLLAPSE = {  # name -> (what changes, learning rate factor, attention config changes, q/k init scale)
@@ -324,7 +376,7 @@ def collapse_sweep(cfg: Config, mem: Memory, ds, seed: int, reference: tuple) ->
                 proj.weight.mul_(init)
         res = train_head(BlindAttention(att), train, val, mem.embeddings, c, epochs=cfg.head_epochs,
                          lr=cfg.head_lr * lr_factor, batch_size=cfg.head_batch_size, entropy_weight=0.0, seed=seed,
-                         name=f"collapse {name}")
+                         name=f"collapse {name}", patience=cfg.head_patience)
         pv, _ = predict(res.model, val, mem.embeddings, c)
         pt, wt = predict(res.model, test, mem.embeddings, c)
         scored, diff = against_reference(cfg, MethodProbs(pv, pt), ds, seed, reference)
@@ -353,11 +405,15 @@ def train_variant(cfg: Config, name: str, mem: Memory, k: int, num_classes: int,
     rng = np.random.default_rng(seed)
     halves = np.array_split(rng.permutation(len(val)), 2)
     pv = np.zeros((len(val), num_classes))
-    pts, wts, hist, best = [], [], [], []
+    pts, wts, hist, best, search = [], [], [], [], []
     for a, b in ((0, 1), (1, 0)):
         n_sel = max(1, int(round(HELDOUT_SELECT * len(halves[a]))))
         fit_rows, sel_rows = halves[a][n_sel:], halves[a][:n_sel]
-        res = _fit(cfg, name, val.take(fit_rows), val.take(sel_rows), mem, num_classes, k, seed + a)
+        if name in SEARCHED:
+            res, info = _fit_searched(cfg, name, val.take(fit_rows), val.take(sel_rows), mem, num_classes, k, seed + a)
+            search.append(info)
+        else:
+            res = _fit(cfg, name, val.take(fit_rows), val.take(sel_rows), mem, num_classes, k, seed + a)
         pv[halves[b]] = predict(res.model, val.take(halves[b]), mem.embeddings, num_classes)[0]
         p, w = predict(res.model, test, mem.embeddings, num_classes)
         pts.append(p)
@@ -365,7 +421,7 @@ def train_variant(cfg: Config, name: str, mem: Memory, k: int, num_classes: int,
         hist.append(res.history)
         best.append(res.best_epoch)
     return {"val": pv, "test": break_ties(np.mean(pts, 0), test.labels), "weights": np.mean(wts, 0),
-            "history": hist, "best_epoch": best}
+            "history": hist, "best_epoch": best, **({"search": search} if search else {})}
 
 
 def _baseline(mem: Memory, k: int, num_classes: int, ds) -> tuple[str, dict[str, MethodProbs]]:
@@ -440,7 +496,8 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
                           "val_accuracy": accuracy(out["val"], ds.val.y)}
         test_rows = mem.test.rows[:, :kk]
         info = {"history": out["history"], "best_epoch": out["best_epoch"], "k": kk,
-                "effective_k": float(effective_neighbours(out["weights"]).mean())}
+                "effective_k": float(effective_neighbours(out["weights"]).mean()),
+                **({"search": out["search"]} if "search" in out else {})}
         if mem.flipped.any():
             info["flips"] = flip_detection(out["weights"], mem.flipped[test_rows])
         extra[name] = info
@@ -478,14 +535,29 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
 LEARNERS = ("gbm", "label_aware_heldout")  # the learners behind the learnable headroom (clean held-out targets)
 
 
+def gbm_learner(mem: Memory, k: int, num_classes: int, seed: int) -> dict:
+    """The boosted-trees learner at k on ``mem``'s neighbourhoods (:func:`~attnknn_lib.evaluation.learnable.
+    learned_rule`, cross-fitted on the clean validation queries; the prior is the memory's class shares)."""
+    prior = np.bincount(mem.labels, minlength=num_classes) / len(mem.labels)
+    hood = {s: Neighbourhood(h.labels, h.sq_dist, h.loo) for s, h in (("val", mem.val), ("test", mem.test))}
+    return learned_rule(hood["val"], mem.val.target, hood["test"], prior, num_classes, k, seed)
+
+
+def learners(cfg: Config, mem: Memory, k: int, ds, seed: int) -> dict[str, MethodProbs]:
+    """Every learner of :data:`LEARNERS` at k, as methods whose ``info`` holds its tuning budget (the
+    configurations scored, per fold)."""
+    fit = gbm_learner(mem, k, ds.num_classes, seed)
+    att = train_variant(cfg, "label_aware_heldout", mem, k, ds.num_classes, seed)
+    return {"gbm": MethodProbs(fit["val"], fit["test"], info={"gbm_configs": fit["configs"]}),
+            "label_aware_heldout": MethodProbs(att["val"], att["test"],
+                                               info={"attention_configs": sum(f["configs"] for f in att["search"])})}
+
+
 def learnable(cfg: Config, mem: Memory, k: int, ds, seed: int, reference: tuple, methods: dict) -> tuple[dict, dict]:
     """The boosted-trees learner at k (:func:`~attnknn_lib.evaluation.learnable.learned_rule`, cross-fitted
     on clean validation queries) against the reference; and the learnable headroom: the learner of
     :data:`LEARNERS` with the best (out-of-fold) validation accuracy minus the reference, paired on test."""
-    c = ds.num_classes
-    prior = np.bincount(mem.labels, minlength=c) / len(mem.labels)
-    hood = {s: Neighbourhood(h.labels, h.sq_dist, h.loo) for s, h in (("val", mem.val), ("test", mem.test))}
-    fit = learned_rule(hood["val"], ds.val.y, hood["test"], prior, c, k, seed)
+    fit = gbm_learner(mem, k, ds.num_classes, seed)
     probs = MethodProbs(fit["val"], fit["test"])
     scored, diff = against_reference(cfg, probs, ds, seed, reference)
     learner = {"val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
@@ -812,7 +884,12 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                         m_out["effective_k"] = _mean_sd([m["effective_k"] for m in ms])
                         m_out["captured"] = _mean_sd([m["captured"] for m in ms])
                         m_out["best_epochs"] = [e for m in ms for e in m["best_epoch"]]
-                        m_out["epochs"] = cfg.head_epochs
+                        m_out["epochs"] = cfg.learner_epochs if "search" in ms[0] else cfg.head_epochs
+                        # fits that ran every epoch allowed without reaching a plateau
+                        m_out["no_plateau"] = sum(len(h) == m_out["epochs"] for m in ms for h in m["history"])
+                        m_out["fits"] = sum(len(m["history"]) for m in ms)
+                        if "search" in ms[0]:
+                            m_out["search"] = search_summary([f for m in ms for f in m["search"]])
                         if "flips" in ms[0]:
                             m_out["flip_ratio"] = _mean_sd([m["flips"]["ratio"] for m in ms])
                             m_out["flip_auroc"] = _mean_sd([m["flips"]["auroc"] for m in ms])
@@ -856,6 +933,15 @@ def summarise_learnable(cfg: Config, runs_k: list[dict], methods: dict) -> dict:
             m["captured_learnable"] = (m["verdicts_reference"]["accuracy"]["value"] / head
                                        if room["accuracy"]["verdict"] == "better" else None)
     return out
+
+
+def search_summary(folds: list[dict]) -> dict:
+    """A searched learner's budget over its fits (one per seed and fold): configurations scored,
+    chosen learning rates, and how many fits chose a rate at an end of the grid or stopped short
+    of a plateau."""
+    return {"configs": [f["configs"] for f in folds], "lrs": [f["lr"] for f in folds],
+            "edges": sum(f["edge"] for f in folds), "no_plateau": sum(not f["plateau"] for f in folds),
+            "fits": len(folds)}
 
 
 def seed_verdicts(cfg: Config, diffs: list[dict]) -> dict:

@@ -21,7 +21,7 @@ from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import markdown_lists, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
-from attnknn_lib.report.tables import booktabs, num, sd_text
+from attnknn_lib.report.tables import DIFF_FORMAT, booktabs, num, sd_text
 
 VERDICT_MARK = {"better": "B", "worse": "W", "equivalent": "E", "inconclusive": "?"}
 SHORT = {"baseline": "tuned kNN", "blind_bonus": "blind, +H bonus", "blind_none": "blind, no H term",
@@ -161,9 +161,26 @@ def learnable_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                 f"ref.{u}": pct(s["reference"]["accuracy"]["mean"]),
                 f"trees{u}": pct(kv["learner"]["accuracy"]["mean"]),
                 ("l.-aware" if latex else f"label-aware held-out{u}"): pct(held["accuracy"]["mean"]) if held else "",
-                ("headroom (pp)" if latex else "learnable headroom (pp)"): _diff_cell(room, 100, 2, latex),
+                ("headroom (pp)" if latex else "learnable headroom (pp)"): _diff_cell(room, "accuracy", latex),
                 ("proto." if latex else f"proto. capt.{u}"): cap("blind_bonus"),
                 ("chosen" if latex else f"chosen capt.{u}"): cap(kv["chosen"])}
+    k = record["config"]["k"]
+    for e in (record["results"].get("second") or {}).values():  # the second dataset: split-level, no variants
+        for setting, s in e["summary"].items():
+            if "learnable_vs_reference" not in s:
+                continue
+            room = s["learnable_vs_reference"]["accuracy"]
+            a = s["attnknn_vs_reference"]["accuracy"]
+            cap = a["value"] / room["value"] if room["verdict"] == "better" else None
+            label = f"{e['title']}, {short_setting(setting) if latex else setting_title(setting)}, k = {k}"
+            u = "" if latex else f" ({pc})"
+            rows[label] = {
+                f"recall@k{u}": pct(s["recall"]), f"ref.{u}": pct(s["mean"]["reference"]["accuracy"]),
+                f"trees{u}": pct(s["mean"]["gbm"]["accuracy"]),
+                ("l.-aware" if latex else f"label-aware held-out{u}"): pct(s["mean"]["label_aware_heldout"]["accuracy"]),
+                ("headroom (pp)" if latex else "learnable headroom (pp)"): _diff_cell(room, "accuracy", latex),
+                ("proto." if latex else f"proto. capt.{u}"): "--" if cap is None else f"{num(cap, 0, 100):.0f}",
+                ("chosen" if latex else f"chosen capt.{u}"): ""}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "memory, k"
     return df
@@ -182,7 +199,7 @@ def collapse_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     for name, e in sweep["settings"].items():
         rows[name] = {"what changes": e["what"], f"effective k (of {k})": f"{e['effective_k']['mean']:.2f}",
                       f"acc. ({pc})": pct(e["accuracy"]["mean"]),
-                      "vs ref. (pp)": _diff_cell(e["verdicts_reference"]["accuracy"], 100, 2, latex)}
+                      "vs ref. (pp)": _diff_cell(e["verdicts_reference"]["accuracy"], "accuracy", latex)}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "setting"
     return df
@@ -203,11 +220,13 @@ def second_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                 "ref. k": f"{ks[0]}" if ks[0] == ks[-1] else f"{ks[0]}-{ks[-1]}",
                 f"Attn-KNN ({pc})": pct(s["mean"]["attnknn"]["accuracy"]),
                 "Attn-KNN $-$ ref. (pp)" if latex else "Attn-KNN - ref. (pp)":
-                    _diff_cell(s["attnknn_vs_reference"]["accuracy"], 100, 2, latex),
-                "$\\Delta$ ECE" if latex else "Δ ECE": _diff_cell(s["attnknn_vs_reference"]["ece"], 1, 4, latex,
+                    _diff_cell(s["attnknn_vs_reference"]["accuracy"], "accuracy", latex),
+                "$\\Delta$ ECE" if latex else "Δ ECE": _diff_cell(s["attnknn_vs_reference"]["ece"], "ece", latex,
                                                                   interval=False),
                 f"uniform $k$={k} $-$ ref. (pp)" if latex else f"uniform k={k} - ref. (pp)":
-                    _diff_cell(s["uniform_vs_reference"]["accuracy"], 100, 2, latex)}
+                    _diff_cell(s["uniform_vs_reference"]["accuracy"], "accuracy", latex, interval=not latex),
+                **({"learnable (pp)": _diff_cell(s["learnable_vs_reference"]["accuracy"], "accuracy", latex,
+                                                 interval=not latex)} if "learnable_vs_reference" in s else {})}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "dataset, memory"
     return df
@@ -222,6 +241,46 @@ def second_line(record: dict) -> str | None:
                  for st, s in e["summary"].items()]
         parts.append(f"{e['title']} ({e['splits']} hold-out splits): " + "; ".join(cells))
     return ". ".join(parts) or None
+
+
+def budgets(setting: dict, kv: dict) -> dict[str, int] | None:
+    """Median tuning budget per seed (configurations scored) of the reference, the boosted trees and the
+    searched label-aware attention (learning rate x epochs to a plateau, both folds) at one setting and
+    k; None without a searched learner."""
+    search = (kv["methods"].get("label_aware_heldout") or {}).get("search")
+    if not search or "reference" not in setting or "learner" not in kv:
+        return None
+    per_seed = len(search["configs"]) // max(1, len(kv["learner"]["configs"]))
+    att = [sum(search["configs"][i:i + per_seed]) for i in range(0, len(search["configs"]), per_seed)]
+    return {name: int(np.median(v)) for name, v in (("reference", setting["reference"]["configs"]),
+                                                    ("trees", kv["learner"]["configs"]), ("attention", att))}
+
+
+def budget_text(setting: dict, kv: dict) -> str:
+    """' Tuning budgets per seed: ...' (:func:`budgets`), with the attention's fits whose learning rate
+    sits at an end of the grid or that never reached a plateau; '' without a searched learner."""
+    b = budgets(setting, kv)
+    if b is None:
+        return ""
+    search = kv["methods"]["label_aware_heldout"]["search"]
+    lrs = sorted(set(search["lrs"]))
+    return (f" Tuning budgets per seed (configurations scored): reference {b['reference']}, boosted trees "
+            f"{b['trees']}, label-aware attention {b['attention']} (learning rate x epochs to a plateau; chosen rates "
+            f"{', '.join(f'{x:.2g}' for x in lrs)}; {search['edges']} of {search['fits']} fits at an end of the rate "
+            f"grid, {search['no_plateau']} without a plateau).")
+
+
+def second_learnable(record: dict, settings: tuple[str, ...] | None = ("clean",)) -> str | None:
+    """One clause per second dataset: its learnable headroom (split-level) in ``settings`` (None: all);
+    None without one."""
+    parts = []
+    for e in (record["results"].get("second") or {}).values():
+        cells = [f"{setting_title(st)} {_interval(s['learnable_vs_reference']['accuracy'], 'accuracy')}"
+                 for st, s in e["summary"].items()
+                 if "learnable_vs_reference" in s and (settings is None or st in settings)]
+        if cells:
+            parts.append(f"on {e['title']} " + "; ".join(cells))
+    return ", ".join(parts) or None
 
 
 def collapse_reading(record: dict) -> str | None:
@@ -245,7 +304,10 @@ def collapse_reading(record: dict) -> str | None:
             f"({v['verdict']}): moving {'helps' if v['verdict'] == 'better' else 'does not help'}")
 
 
-def _diff_cell(v: dict, scale: float, dec: int, latex: bool, interval: bool = True) -> str:
+def _diff_cell(v: dict, metric: str, latex: bool, interval: bool = True) -> str:
+    """A difference's cell: value (scale and decimals of :data:`~attnknn_lib.report.tables.DIFF_FORMAT`),
+    its interval unless ``interval`` is False or there is none, and its verdict (a mark in LaTeX)."""
+    scale, dec, _ = DIFF_FORMAT[metric]
     mark = VERDICT_MARK[v["verdict"]] if latex else v["verdict"]
     text = ""
     if interval and v["low"] is not None and v["low"] == v["low"]:
@@ -276,14 +338,14 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                     v = m["verdicts"]
                     cap = m["captured"]["mean"]
                     auroc = (m.get("flip_auroc") or {}).get("mean")
-                    row.update({"Δ acc. (pp)": _diff_cell(v["accuracy"], 100, 2, latex),
-                                "Δ ECE cal.": _diff_cell(v["ece"], 1, 4, latex, interval=not latex),
-                                "Δ NLL cal.": _diff_cell(v["nll"], 1, 4, latex, interval=not latex),
+                    row.update({"Δ acc. (pp)": _diff_cell(v["accuracy"], "accuracy", latex),
+                                "Δ ECE cal.": _diff_cell(v["ece"], "ece", latex, interval=not latex),
+                                "Δ NLL cal.": _diff_cell(v["nll"], "nll", latex, interval=not latex),
                                 "k_eff": f"{m['effective_k']['mean']:.1f}",
                                 f"captured ({pc})": "--" if cap is None else f"{num(cap, 0, 100):.0f}",
                                 "flip AUROC": "--" if auroc is None else f"{auroc:.2f}"})
                 if vr and not latex:  # the paper's reference comparison is the best-variant table's
-                    row["Δ acc. vs ref. (pp)"] = _diff_cell(vr["accuracy"], 100, 2, False)
+                    row["Δ acc. vs ref. (pp)"] = _diff_cell(vr["accuracy"], "accuracy", False)
                 marker = " *" if name == kv["chosen"] else ""
                 where = f"{short_setting(setting)}, k = {k}" if not latex else f"{short_setting(setting)}, {k}"
                 rows[f"{where}: {SHORT[name] if latex else variant_label(name)}{marker}"] = row
@@ -296,9 +358,9 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                     rows[f"{where}: {fixed_name}"] = {
                         f"acc. ({pc})": f"{100 * f['accuracy']['mean']:.2f}" if latex else
                         f"{100 * f['accuracy']['mean']:.2f} ± {sd_text(f['accuracy']['std'], 100, 2)}",
-                        "Δ acc. (pp)": _diff_cell(f["verdicts"]["accuracy"], 100, 2, latex),
-                        "Δ ECE cal.": _diff_cell(f["verdicts"]["ece"], 1, 4, latex, interval=not latex),
-                        "Δ NLL cal.": _diff_cell(f["verdicts"]["nll"], 1, 4, latex, interval=not latex),
+                        "Δ acc. (pp)": _diff_cell(f["verdicts"]["accuracy"], "accuracy", latex),
+                        "Δ ECE cal.": _diff_cell(f["verdicts"]["ece"], "ece", latex, interval=not latex),
+                        "Δ NLL cal.": _diff_cell(f["verdicts"]["nll"], "nll", latex, interval=not latex),
                         "k_eff": "", f"captured ({pc})": "", "flip AUROC": ""}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "memory, k: method"
@@ -348,10 +410,10 @@ def best_variant_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                    "Δ acc. vs ref. (pp)": ""}
             if name != "baseline":
                 v = m["verdicts"]
-                row.update({"Δ acc. (pp)": _diff_cell(v["accuracy"], 100, 2, latex, interval=not latex),
-                            "Δ ECE cal.": _diff_cell(v["ece"], 1, 4, latex, interval=not latex)})
+                row.update({"Δ acc. (pp)": _diff_cell(v["accuracy"], "accuracy", latex, interval=not latex),
+                            "Δ ECE cal.": _diff_cell(v["ece"], "ece", latex, interval=not latex)})
             if m.get("verdicts_reference"):
-                row["Δ acc. vs ref. (pp)"] = _diff_cell(m["verdicts_reference"]["accuracy"], 100, 2, latex)
+                row["Δ acc. vs ref. (pp)"] = _diff_cell(m["verdicts_reference"]["accuracy"], "accuracy", latex)
             rows[f"{short_setting(setting)}: {label}"] = row
             ref = s.get("reference")
             if name == "baseline" and ref:  # the strongest rule that learns nothing, right below the tuned rule at k
@@ -383,15 +445,15 @@ def end_to_end_frame(record: dict) -> pd.DataFrame:
         rows[END_TO_END[name]] = {
             "acc. (%)": f"{100 * m['accuracy']['mean']:.2f} ± {sd_text(m['accuracy']['std'], 100, 2)}",
             "tuned kNN (%)": f"{100 * m['baseline_accuracy']['mean']:.2f}",
-            "Δ acc. (pp)": _diff_cell(v["accuracy"], 100, 2, False),
-            "Δ ECE cal.": _diff_cell(v["ece"], 1, 4, False, interval=False),
+            "Δ acc. (pp)": _diff_cell(v["accuracy"], "accuracy", False),
+            "Δ ECE cal.": _diff_cell(v["ece"], "ece", False, interval=False),
             "k_eff": f"{m['effective_k']['mean']:.2f}",
             "temperature": f"{np.mean(m['temperatures_last']):.3f}",
             "head entropy": f"{ent[-1]:.4f}" if ent else "--",
             "selected epochs": ", ".join(map(str, m["best_epochs"])) + f" of {m['epochs']}"}
     d = e2e["no_bonus_minus_prototype"]["verdicts"]
-    rows["no bonus − prototype"] = {"Δ acc. (pp)": _diff_cell(d["accuracy"], 100, 2, False),
-                                    "Δ ECE cal.": _diff_cell(d["ece"], 1, 4, False, interval=False)}
+    rows["no bonus − prototype"] = {"Δ acc. (pp)": _diff_cell(d["accuracy"], "accuracy", False),
+                                    "Δ ECE cal.": _diff_cell(d["ece"], "ece", False, interval=False)}
     df = pd.DataFrame.from_dict(rows, orient="index").fillna("")
     df.index.name = f"end to end (seeds {', '.join(map(str, e2e['seeds']))})"
     return df
@@ -610,7 +672,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"strongest rule that learns nothing (ref.), with its 95\\% seed-level $t$ interval and verdict "
             f"B / W / E / ? against a {100 * cfg['margin_accuracy']:g} pp margin. Capt.: the share of that "
             f"headroom the prototype's head (proto.) and the variant chosen on validation (chosen) won over the reference "
-            f"(--: no headroom established). {src}.",
+            f"(--: no headroom established). Rows of a second dataset: its hold-out splits, split-level intervals, "
+            f"proto.: main's Attn-KNN of each split. {src}.",
             "tab:study-learnable", escape_index=True, colsep="3pt")),
         **({"collapse": ARTIFACTS.write_table(paths, "collapse", d, booktabs(
             collapse_frame(record, latex=True),
@@ -655,6 +718,13 @@ def study_macros(record: dict) -> dict[str, str]:
     ds, res = record["dataset"], record["results"]
     k = str(record["config"]["k"])
     out: dict[str, str] = {}
+    fits = [m for s in res["summary"]["settings"].values() for kv in (s.get("variants") or {}).values()
+            for name, m in kv["methods"].items() if "fits" in m and "search" not in m]
+    if fits:  # the variants' training: at most head_epochs, stopped at a plateau
+        out[macro_name(NAME, ds, "Head Epochs")] = str(record["config"]["head_epochs"])
+        out[macro_name(NAME, ds, "Head Patience")] = str(record["config"]["head_patience"])
+        out[macro_name(NAME, ds, "Head Fits")] = str(sum(m["fits"] for m in fits))
+        out[macro_name(NAME, ds, "Head No Plateau")] = str(sum(m["no_plateau"] for m in fits))
     for setting, s in res["summary"]["settings"].items():
         tag = setting.replace("/0.", " ").replace("/", " ")
         if setting.startswith("long_tail/"):  # one long-tailed memory: its macros do not name the ratio
@@ -673,7 +743,8 @@ def study_macros(record: dict) -> dict[str, str]:
             out[macro_name(NAME, ds, tag, "Reference Acc")] = pct(s["reference"]["accuracy"]["mean"])
             out[macro_name(NAME, ds, tag, "Reference Choice")] = "; ".join(dict.fromkeys(s["reference"]["choices"]))
             if s.get("attnknn"):  # main's Attn-KNN against the reference on its own embedding
-                for metric, dec, scale in (("accuracy", 2, 100), ("ece", 4, 1), ("nll", 4, 1)):
+                for metric in ("accuracy", "ece", "nll"):
+                    scale, dec, _ = DIFF_FORMAT[metric]
                     v = s["attnknn"]["verdicts_reference"][metric]
                     out[macro_name(NAME, ds, tag, "Attnknn Ref", metric)] = signed(scale * v["value"], dec)
                     out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Interval")] = (
@@ -709,6 +780,8 @@ def study_macros(record: dict) -> dict[str, str]:
                 out[macro_name(NAME, ds, tag, f"k{kk}", "Learnable Interval")] = (
                     _bracket(room, 100, 2))
                 out[macro_name(NAME, ds, tag, f"k{kk}", "Learnable Verdict")] = VERDICT_PHRASES[room["verdict"]]
+                for what, n in (budgets(s, kv) or {}).items():
+                    out[macro_name(NAME, ds, tag, f"k{kk}", "Budget", what)] = str(n)
                 out[macro_name(NAME, ds, tag, f"k{kk}", "Trees Acc")] = pct(kv["learner"]["accuracy"]["mean"])
             fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")
             if fixed:
@@ -770,6 +843,11 @@ def study_macros(record: dict) -> dict[str, str]:
             out[macro_name(NAME, ds, *tag, "Ref Acc Low")] = signed(100 * v["low"], 2)
             out[macro_name(NAME, ds, *tag, "Ref Acc High")] = signed(100 * v["high"], 2)
             out[macro_name(NAME, ds, *tag, "Ref Acc Verdict Word")] = v["verdict"]
+            if "learnable_vs_reference" in s:
+                room = s["learnable_vs_reference"]["accuracy"]
+                out[macro_name(NAME, ds, *tag, "Learnable")] = signed(100 * room["value"], 2)
+                out[macro_name(NAME, ds, *tag, "Learnable Interval")] = _bracket(room, 100, 2)
+                out[macro_name(NAME, ds, *tag, "Learnable Verdict Word")] = room["verdict"]
         out[macro_name(NAME, ds, "Second", name, "Splits")] = str(e["splits"])
         out[macro_name(NAME, ds, "Second", name, "Title")] = e["title"]
     sweep = collapse_reading(record)
@@ -799,7 +877,7 @@ GLOSSARY = (
 
 def _interval(v: dict, metric: str) -> str:
     """'-0.12 pp [-0.30, +0.05], **inconclusive**' (accuracy in pp; ECE and NLL to 4 decimals)."""
-    scale, dec, unit = (100, 2, " pp") if metric == "accuracy" else (1, 4, "")
+    scale, dec, unit = DIFF_FORMAT[metric]
     text = f"{signed(scale * v['value'], dec)}{unit}"
     if _bracket(v, scale, dec):
         text += f" {_bracket(v, scale, dec)}"
@@ -836,8 +914,9 @@ def answer_lines(records: list[dict]) -> list[str]:
     kv = (clean.get("variants") or {}).get(k)
     v = _chosen_against_reference(kv)
     if v:
+        digits = second_learnable(record)
         room = (f"; learnable headroom {_interval(kv['learnable']['verdicts']['accuracy'], 'accuracy')}"
-                if kv.get("learnable") else "")
+                + (f" ({digits}, split-level)" if digits else "") if kv.get("learnable") else "")
         lines.append(f"- **The chosen head** on the clean memory (k = {k}, {variant_label(kv['chosen'])}) against "
                      f"the strongest rule: {_interval(v, 'accuracy')}{room}.")
     noisy = [f"{setting_title(st)} {_interval(v, 'accuracy')}" for st, s in settings.items()
@@ -974,7 +1053,7 @@ def findings(record: dict) -> str:
                     f"{_bracket(room, 100, 2)} ({room['verdict']}); "
                     + (f"{variant_label(chosen)} captured {num(cap, 0, 100):.0f} % of it." if cap is not None else
                        "the chosen variant reads no neighbour, so it captures none of it." if chosen == "query_only"
-                       else "no established room for any head to capture."))
+                       else "no established room for any head to capture.") + budget_text(s, kv))
             fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")
             if fixed:
                 f = fixed["verdicts"]
@@ -998,8 +1077,10 @@ def findings(record: dict) -> str:
         lines.append(f"- **What holds the weights at uniform**: {sweep}.")
     second = second_line(record)
     if second:
+        room = second_learnable(record, None)
         lines.append(f"- **A second dataset**, main's Attn-KNN against the strongest rule that learns nothing "
-                     f"(split-level): {second}.")
+                     f"(split-level): {second}." + (f" Learnable headroom (the better learner on clean held-out "
+                                                     f"labels minus the strongest rule), {room}." if room else ""))
     shares = gradient_shares(record)
     per = [d["diagnostics"]["per_epoch"] for d in res["per_seed"].values()]
     last = [p["diag_gradient_share"][-1] for p in per if p["diag_gradient_share"][-1] is not None]

@@ -28,7 +28,7 @@ from attnknn_lib.report.macros import (
     signed,
     source_note,
 )
-from attnknn_lib.report.tables import booktabs, fmt, interval_text, methods_frame, num, sd_text, seed_frame
+from attnknn_lib.report.tables import DIFF_FORMAT, booktabs, fmt, interval_text, methods_frame, num, sd_text, seed_frame
 
 
 def _checkpoint_text(replay: dict) -> str:
@@ -192,7 +192,8 @@ def summary_frame(record: dict) -> pd.DataFrame:
     return df
 
 
-PAIRED_METRICS = {"accuracy": ("accuracy (pp)", 100.0, 2), "ece": ("ECE", 1.0, 4), "nll": ("NLL", 1.0, 4)}
+PAIRED_METRICS = {m: (label, *DIFF_FORMAT[m][:2]) for m, label in (("accuracy", "accuracy (pp)"), ("ece", "ECE"),
+                                                                    ("nll", "NLL"))}
 
 
 def paired_frame(record: dict) -> pd.DataFrame:
