@@ -237,6 +237,8 @@ def test_the_learner_search_extends_its_learning_rates_past_an_end_where_the_bes
     monkeypatch.setattr(measure, "_fit", _fake_fit(lambda lr: -abs(lr - 0.01)))  # an inner optimum: no extension
     _, info = measure._fit_searched(cfg, "label_aware_heldout", None, None, None, 3, 4, 0)
     assert info["lr"] == 0.01 and info["lrs"] == sorted(cfg.learner_lrs) and not info["edge"]
+    # a run stopped by its patience on the last epoch allowed reached a plateau; one still improving did not
+    assert measure.reached_plateau(64, 56, 8) and not measure.reached_plateau(64, 60, 8)
 
 
 def test_a_head_stops_at_a_plateau_and_keeps_its_best_epoch():

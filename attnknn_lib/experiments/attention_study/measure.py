@@ -344,7 +344,13 @@ def _fit_searched(cfg: Config, name: str, train: Neighbourhoods, sel: Neighbourh
         lrs = [best / LR_STEP, *lrs] if best == lrs[0] else [*lrs, best * LR_STEP]
     res = fits[best]
     return res, {"lr": best, "lrs": lrs, "configs": sum(len(f.history) for f in fits.values()), "edge": at_end,
-                 "plateau": len(res.history) < cfg.learner_epochs}
+                 "plateau": reached_plateau(len(res.history), res.best_epoch, cfg.learner_patience)}
+
+
+def reached_plateau(epochs_run: int, best_epoch: int, patience: int) -> bool:
+    """Whether a run's score stopped improving: its best epoch lies at least ``patience`` epochs
+    before its last (a run stopped by its patience, also when that happens on the last epoch allowed)."""
+    return epochs_run - best_epoch >= patience
 
 
 COLLAPSE = {  # name -> (what changes, learning rate factor, attention config changes, q/k init scale)
@@ -393,7 +399,8 @@ def train_variant(cfg: Config, name: str, mem: Memory, k: int, num_classes: int,
     """One variant at k: validation and test probabilities, test weights, training history.
 
     Held-out variants (``*_heldout``) train on clean validation queries instead, cross-fitted: two
-    halves; each model trains on most of one half, picks its epoch on the rest of that half
+    halves; each model trains on most of one half, picks its epoch (and, for :data:`SEARCHED`
+    learners, its learning rate: :func:`_fit_searched`) on the rest of that half
     (:data:`HELDOUT_SELECT`) and predicts the other half, so no validation prediction comes from a
     model that trained on it or was selected on it; the test probabilities are the two models' mean."""
     val, test = mem.val.take(np.arange(len(mem.val)), k), mem.test.take(np.arange(len(mem.test)), k)
@@ -545,7 +552,7 @@ def gbm_learner(mem: Memory, k: int, num_classes: int, seed: int) -> dict:
 
 def learners(cfg: Config, mem: Memory, k: int, ds, seed: int) -> dict[str, MethodProbs]:
     """Every learner of :data:`LEARNERS` at k, as methods whose ``info`` holds its tuning budget (the
-    configurations scored, per fold)."""
+    configurations scored, both folds together)."""
     fit = gbm_learner(mem, k, ds.num_classes, seed)
     att = train_variant(cfg, "label_aware_heldout", mem, k, ds.num_classes, seed)
     return {"gbm": MethodProbs(fit["val"], fit["test"], info={"gbm_configs": fit["configs"]}),
@@ -885,8 +892,8 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                         m_out["captured"] = _mean_sd([m["captured"] for m in ms])
                         m_out["best_epochs"] = [e for m in ms for e in m["best_epoch"]]
                         m_out["epochs"] = cfg.learner_epochs if "search" in ms[0] else cfg.head_epochs
-                        # fits that ran every epoch allowed without reaching a plateau
-                        m_out["no_plateau"] = sum(len(h) == m_out["epochs"] for m in ms for h in m["history"])
+                        m_out["no_plateau"] = sum(not reached_plateau(len(h), b, cfg.head_patience)
+                                                  for m in ms for h, b in zip(m["history"], m["best_epoch"]))
                         m_out["fits"] = sum(len(m["history"]) for m in ms)
                         if "search" in ms[0]:
                             m_out["search"] = search_summary([f for m in ms for f in m["search"]])
