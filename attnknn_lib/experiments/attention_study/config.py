@@ -16,7 +16,7 @@ from attnknn_lib.experiments.shared import ExperimentConfig
 NAME = "attention_study"
 NOTEBOOK = "07_attention_study.ipynb"
 VARIANTS = {  # name -> (label, what it tests)
-    "blind_bonus": ("label-blind, entropy bonus +0.01", "the prototype's attention and loss"),
+    "blind_bonus": ("label-blind, entropy bonus", "the prototype's attention and loss (entropy weight 0.01)"),
     "blind_none": ("label-blind, no entropy term", "the bonus pulls the weights to uniform"),
     "blind_penalty": ("label-blind, entropy penalty", "weights pushed away from uniform"),
     "blind_heldout": ("label-blind, held-out queries", "training neighbourhoods purer than test ones"),

@@ -618,7 +618,7 @@ def long_tail_entry(cfg: Config, paths: Paths, run_, seed: int) -> dict:
                          for k in cfg.variant_ks if k <= k_max}}
 
 
-END_TO_END = {"prototype": "prototype recipe (entropy bonus +0.01)", "no_bonus": "same, no entropy bonus"}
+END_TO_END = {"prototype": "prototype recipe (entropy bonus, weight 0.01)", "no_bonus": "same, no entropy bonus"}
 
 
 def end_to_end(cfg: Config, paths: Paths, prepared, models: dict, seed: int) -> dict:

@@ -217,17 +217,17 @@ def second_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     for e in second.values():
         for setting, s in e["summary"].items():
             ks = sorted(s["reference_k"])
-            rows[f"{e['title']}, {setting_title(setting)}"] = {
+            rows[f"{e['title']}, {short_setting(setting) if latex else setting_title(setting)}"] = {
                 f"ref. ({pc})": pct(s["mean"]["reference"]["accuracy"]),
                 "ref. k": f"{ks[0]}" if ks[0] == ks[-1] else f"{ks[0]}-{ks[-1]}",
                 f"Attn-KNN ({pc})": pct(s["mean"]["attnknn"]["accuracy"]),
-                "Attn-KNN $-$ ref. (pp)" if latex else "Attn-KNN - ref. (pp)":
+                "Attn-KNN $-$ ref." if latex else "Attn-KNN - ref. (pp)":
                     _diff_cell(s["attnknn_vs_reference"]["accuracy"], "accuracy", latex),
                 "$\\Delta$ ECE" if latex else "Δ ECE": _diff_cell(s["attnknn_vs_reference"]["ece"], "ece", latex,
                                                                   interval=False),
-                f"uniform $k$={k} $-$ ref. (pp)" if latex else f"uniform k={k} - ref. (pp)":
+                "unif. $-$ ref." if latex else f"uniform k={k} - ref. (pp)":
                     _diff_cell(s["uniform_vs_reference"]["accuracy"], "accuracy", latex, interval=not latex),
-                **({"learnable (pp)": _diff_cell(s["learnable_vs_reference"]["accuracy"], "accuracy", latex,
+                **({("learnable" if latex else "learnable (pp)"): _diff_cell(s["learnable_vs_reference"]["accuracy"], "accuracy", latex,
                                                  interval=not latex)} if "learnable_vs_reference" in s else {})}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "dataset, memory"
@@ -689,11 +689,12 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         **({"second": ARTIFACTS.write_table(paths, "second", d, booktabs(
             second_frame(record, latex=True),
             f"The study's core comparison on a second dataset: main's Attn-KNN of each stratified hold-out split "
-            f"(its attention at $k={cfg['k']}$ on its own embedding) and the uniform vote at $k$, each against the "
+            f"(its attention at $k={cfg['k']}$ on its own embedding) and the uniform vote at $k$ (unif.), each against the "
             f"strongest rule that learns nothing on the same memory (ref.; its $k$ per split), with noise in the "
             f"memory's labels only (each split draws its own flips); learnable: the learnable headroom (the better of "
             f"the two learners of Table~\\ref{{tab:study-learnable}} minus ref.). Attn-KNN's difference with the 95\\% "
-            f"split-level interval (corrected resampled $t$: the splits share their data), every difference with its "
+            f"split-level interval (corrected resampled $t$: the splits share their data), every accuracy difference in "
+            f"points with its "
             f"verdict B / W / E / ?; the other intervals are in Table~\\ref{{tab:study-learnable}} and the notebook. "
             f"{src}.",
             "tab:study-second", escape_index=True, colsep="3pt", size="footnotesize"))} if res.get("second") else {}),
