@@ -7,15 +7,14 @@ import pytest
 from sklearn import metrics as skm
 
 from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.evaluation.bootstrap import bootstrap_ci, evaluate, resample_counts
 from attnknn_lib.evaluation.metrics import (
     METRICS,
     NLL_EPS,
     accuracy,
-    bootstrap_ci,
     brier,
     confusion_matrix,
     ece,
-    evaluate,
     macro_f1,
     nll,
     reliability_bins,
@@ -128,7 +127,7 @@ def test_metrics_reject_nan_or_inf_probabilities_in_one_line():
 
 
 def test_paired_bootstrap_difference_is_the_mean_paired_difference_with_an_interval_around_it():
-    from attnknn_lib.evaluation.metrics import accuracy, paired_bootstrap_diff
+    from attnknn_lib.evaluation.bootstrap import paired_bootstrap_diff
 
     rng = np.random.default_rng(0)
     y = rng.integers(0, 3, 400)
@@ -140,3 +139,13 @@ def test_paired_bootstrap_difference_is_the_mean_paired_difference_with_an_inter
     assert d["accuracy"]["low"] < d["accuracy"]["value"] < d["accuracy"]["high"]
     same = paired_bootstrap_diff(a, a, y, n_boot=200)
     assert all(same[m]["low"] == same[m]["high"] == same[m]["value"] == 0 for m in same)  # paired: no noise left
+
+
+def test_kept_resamples_are_the_fresh_draw_and_cannot_be_changed():
+    resample_counts.cache_clear()
+    kept = resample_counts(50, 7, 3)
+    fresh = np.random.default_rng(3).multinomial(50, np.full(50, 1 / 50), size=7)
+    np.testing.assert_array_equal(kept, fresh)
+    assert resample_counts(50, 7, 3) is kept and resample_counts(50, 7, 4) is not kept
+    with pytest.raises(ValueError):
+        kept[0, 0] = 1.0

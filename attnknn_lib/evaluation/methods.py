@@ -24,9 +24,10 @@ import torch
 
 from attnknn_lib.data.registry import Dataset
 from attnknn_lib.data.transforms import View, to_tensor
+from attnknn_lib.evaluation.bootstrap import bootstrap_ci
 from attnknn_lib.evaluation.calibration import Calibrator, fit_calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs, cnn_probs, embed
-from attnknn_lib.evaluation.metrics import accuracy, bootstrap_ci, nll
+from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
 from attnknn_lib.knn.votes import RULES, break_ties, effective_neighbours, knn_probs
 from attnknn_lib.models import CNNClassifier, MultiHeadNeighborAttention

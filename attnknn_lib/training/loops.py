@@ -220,6 +220,12 @@ def check_finite(loss: torch.Tensor, name: str, epoch: int, step: int) -> None:
                                     "nothing was cached (lower lr, or turn amp off)")
 
 
+def selection_key(row: dict) -> tuple[float, float]:
+    """The rank of a scored epoch (or of any configuration scored the same way): higher validation
+    accuracy first, then lower validation NLL."""
+    return row["val_accuracy"], -row["val_nll"]
+
+
 class _Selection:
     """Per-epoch validation metrics, and the state of the best epoch so far (highest validation
     accuracy; ties: lower validation NLL). The test set plays no part."""
@@ -239,7 +245,7 @@ class _Selection:
         self.history.append(row)
         if self.epoch_states is not None:
             self.epoch_states.append({k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()})
-        if self.best is None or (row["val_accuracy"], -row["val_nll"]) > (self.best["val_accuracy"], -self.best["val_nll"]):
+        if self.best is None or selection_key(row) > selection_key(self.best):
             self.best, self.best_state = row, copy.deepcopy(self.model.state_dict())
         if self.progress:
             progress_write(f"{self.name} epoch {row['epoch']}: loss {row['train_loss']:.3f}, val acc "

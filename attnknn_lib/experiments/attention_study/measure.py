@@ -15,6 +15,7 @@ from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.label_noise import inject_label_noise
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import prepare
+from attnknn_lib.evaluation.bootstrap import paired_bootstrap_diff
 from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.evaluation.learnable import learned_rule
@@ -28,7 +29,7 @@ from attnknn_lib.evaluation.methods import (
     knn_methods,
     score,
 )
-from attnknn_lib.evaluation.metrics import accuracy, nll, paired_bootstrap_diff
+from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.evaluation.reference import FILTER, Neighbourhood, Search, reference_method
 from attnknn_lib.evaluation.verdicts import HEADLINE_BOOT, seed_level, split_level
 from attnknn_lib.experiments import shared as core
@@ -54,6 +55,7 @@ from attnknn_lib.models.neighbour_heads import (
     k_ladder,
 )
 from attnknn_lib.training.head_fitting import Neighbourhoods, predict, train_head
+from attnknn_lib.training.loops import selection_key
 
 ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blind_heldout": 0.01}  # others: 0
 DECAYS = (1.0, 2.0, 4.0, 8.0, 16.0)  # rank-decay lengths of the geometry-only ceiling
@@ -65,7 +67,7 @@ POOLED_BOOT_SEED = 0  # the pooled bootstrap's one draw of test resamples, share
 
 def _paired(cfg: Config, a: np.ndarray, b: np.ndarray, labels: np.ndarray, seed: int,
             n_boot: int | None = None) -> dict:
-    """A minus B paired on one seed's test points (:func:`~attnknn_lib.evaluation.metrics.paired_bootstrap_diff`,
+    """A minus B paired on one seed's test points (:func:`~attnknn_lib.evaluation.bootstrap.paired_bootstrap_diff`,
     ``n_boot`` resamples, default the config's), holding the two probability arrays, the test labels
     and the resample count under :data:`PAIR` for :func:`pooled_test_se`."""
     n_boot = cfg.n_boot if n_boot is None else n_boot
@@ -318,26 +320,22 @@ LR_STEP = 3.0  # factor by which the learning-rate grid is extended past an end 
 LR_EXTENSIONS = 2  # times it is extended
 
 
-def _selection_key(res) -> tuple[float, float]:
-    best = res.history[res.best_epoch - 1]
-    return best["val_accuracy"], -best["val_nll"]
-
-
 def _fit_searched(cfg: Config, name: str, train: Neighbourhoods, sel: Neighbourhoods, mem: Memory, num_classes: int,
                   k: int, seed: int):
     """A learner's tuning budget: every learning rate of ``cfg.learner_lrs`` (the grid extended by
     :data:`LR_STEP` past an end while the best sits there, at most :data:`LR_EXTENSIONS` times), each
     trained up to ``cfg.learner_epochs`` and stopped at a plateau (``cfg.learner_patience`` epochs
     without a better score on ``sel``); every (learning rate, epoch) scored is one configuration. The
-    best on ``sel`` (accuracy, then lower NLL) and what was searched: ``edge`` when the chosen rate
-    still sits at an end of the grid, ``plateau`` when its training stopped before the last epoch."""
+    best on ``sel`` (:func:`~attnknn_lib.training.loops.selection_key`: accuracy, then lower NLL) and
+    what was searched: ``edge`` when the chosen rate still sits at an end of the grid, ``plateau`` when
+    its training reached a plateau (:func:`reached_plateau`, also when it did so on the last epoch)."""
     lrs, fits = sorted(cfg.learner_lrs), {}
     for extension in range(LR_EXTENSIONS + 1):
         for lr in lrs:
             if lr not in fits:
                 fits[lr] = _fit(cfg, name, train, sel, mem, num_classes, k, seed, lr=lr, epochs=cfg.learner_epochs,
                                 patience=cfg.learner_patience)
-        best = max(lrs, key=lambda lr: _selection_key(fits[lr]))
+        best = max(lrs, key=lambda lr: selection_key(fits[lr].history[fits[lr].best_epoch - 1]))
         at_end = len(lrs) > 1 and best in (lrs[0], lrs[-1])
         if not at_end or extension == LR_EXTENSIONS:
             break

@@ -11,9 +11,9 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.progress import bar
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.spec import prepare
+from attnknn_lib.evaluation.bootstrap import paired_bootstrap_diff
 from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_baseline, score
-from attnknn_lib.evaluation.metrics import paired_bootstrap_diff
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, Config
 from attnknn_lib.models import MultiHeadNeighborAttention

@@ -4,7 +4,7 @@ For each dataset and seed: load the trained Attn-KNN and CNN (workflow jobs; tra
 when the notebook runs alone), embed train / val / test (every TTA view), evaluate every method
 of :mod:`attnknn_lib.evaluation.methods` and score it with bootstrap intervals. Across seeds: mean and
 standard deviation of every metric, and the paired difference Attn-KNN minus the best baseline
-(and minus the CNN) per seed and pooled over seeds (:func:`attnknn_lib.evaluation.metrics.paired_bootstrap_diff`).
+(and minus the CNN) per seed and pooled over seeds (:func:`attnknn_lib.evaluation.bootstrap.paired_bootstrap_diff`).
 On the primary dataset, for the first seed, the attention components are ablated on the frozen
 Attn-KNN embedding. Writes ``results/main_<dataset>.json``, LaTeX tables, figures and the ``.npz``
 artifacts from which every number can be recomputed.

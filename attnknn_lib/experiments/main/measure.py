@@ -11,6 +11,7 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.spec import prepare
 from attnknn_lib.data.transforms import tta_views
+from attnknn_lib.evaluation.bootstrap import paired_bootstrap_diff
 from attnknn_lib.evaluation.calibration import Calibrator, fit_calibrator
 from attnknn_lib.evaluation.methods import (
     K_ENSEMBLE,
@@ -23,7 +24,7 @@ from attnknn_lib.evaluation.methods import (
     knn_methods,
     score,
 )
-from attnknn_lib.evaluation.metrics import METRICS, accuracy, paired_bootstrap_diff
+from attnknn_lib.evaluation.metrics import METRICS, accuracy
 from attnknn_lib.evaluation.verdicts import HIGHER_IS_BETTER, seed_level, split_level, verdict
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, Config
