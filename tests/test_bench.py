@@ -119,7 +119,7 @@ def test_a_profile_keeps_library_functions_and_the_bench_block_lists_them():
     import cProfile
     import pstats
 
-    from attnknn_lib.workflow.profiling import top_functions
+    from attnknn_lib.workflow.profiling import OWNERS, time_by_owner, top_functions
 
     prof = cProfile.Profile()
     rng = np.random.default_rng(0)
@@ -127,10 +127,33 @@ def test_a_profile_keeps_library_functions_and_the_bench_block_lists_them():
     vote(rng.random((50, 5)), rng.integers(0, 3, size=(50, 5)), 3)
     sorted(range(1000))  # not the library's: left out
     prof.disable()
-    top = top_functions(pstats.Stats(prof), 3)
+    stats = pstats.Stats(prof)
+    top = top_functions(stats, 3)
     names = [r["function"] for r in top["by_cumulative_time"]]
     assert names and all(n.startswith("attnknn_lib/") for n in names) and any("votes.py" in n for n in names)
     assert len(top["by_own_time"]) <= 3
-    profile = {"experiment": "toy", "overrides": ["seeds=0"], "wall_seconds": 12.0, **top}
-    lines = bench.profile_lines({"toy": profile}, n=2)
-    assert "`toy` notebook" in lines[1] and "seeds=0" in lines[1] and len(lines) == 5 + min(2, len(top["by_own_time"]))
+    owners = time_by_owner(stats)
+    assert list(owners) == list(OWNERS) and owners["library"] > 0 and owners["numpy"] > 0
+    assert sum(owners.values()) == pytest.approx(sum(v[2] for v in stats.stats.values()))
+    profile = {"experiment": "toy", "overrides": ["seeds=0"], "wall_seconds": 12.0, "threads": 1,
+               "by_owner": owners, **top}
+    lines = bench.profile_lines({"toy": profile}, n=2, run_stages={"notebook toy": {"seconds": 30.0}})
+    row = next(line for line in lines if line.startswith("| `toy`"))
+    assert "12 s (1 thr., seeds=0)" in row and "| 30 s |" in row and "`knn/votes.py:vote`" in row
+    assert row.count("%") == len(OWNERS) + 1
+    assert any(line.startswith("- `toy`: `") for line in lines)
+    assert bench.profile_lines({}) == []
+
+
+@pytest.mark.parametrize("file, function, expected", [
+    ("~", "<built-in method torch._C._nn.linear>", "torch"),
+    ("~", "<method 'run_backward' of 'torch._C._EngineBase' objects>", "torch"),
+    ("~", "<built-in method faiss._swigfaiss.IndexFlat_search>", "faiss"),
+    ("~", "<method 'reduce' of 'numpy.ufunc' objects>", "numpy"),
+    ("/x/site-packages/scipy/optimize/_optimize.py", "_minimize_scalar_bounded", "numpy"),
+    ("~", "<method 'compress' of 'zlib.Compress' objects>", "other"),
+])
+def test_profile_time_is_split_by_owner(file, function, expected):
+    from attnknn_lib.workflow.profiling import owner
+
+    assert owner(file, function) == expected

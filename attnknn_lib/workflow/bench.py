@@ -53,6 +53,7 @@ from attnknn_lib.training.loops import cpu_has_bf16, training_neighbors
 from attnknn_lib.training.recipe import Recipe
 from attnknn_lib.workflow.plan import TIMES
 from attnknn_lib.workflow.profiles import resolve
+from attnknn_lib.workflow.profiling import OWNERS
 
 SMOKE_BUDGET_S = 6 * 60
 CPU_BUDGET_S = 35 * 60
@@ -330,18 +331,44 @@ def committed_profiles(root: Path = REPO_ROOT) -> dict:
     return {read_json(f)["experiment"]: read_json(f) for f in sorted((root / "results").glob("profile_*.json"))}
 
 
-def profile_lines(profiles: dict, n: int = 5) -> list[str]:
-    """Where each profiled notebook's time goes: its top library functions by own time."""
-    lines = []
+def profile_lines(profiles: dict, n: int = 3, run_stages: dict | None = None) -> list[str]:
+    """Where each profiled notebook's time goes: one row per notebook with its largest library
+    building block (the most cumulative time outside ``experiments/``) and its time split by owner
+    (torch, FAISS, NumPy/SciPy, the library's own lines, the rest; shares of the profiled time), then
+    its library functions with the most own time."""
+    if not profiles:
+        return []
+    stages = run_stages or {}
+    lines = ["", "Where each notebook's time goes: cProfile of its measurement on the run's cached models "
+                 "(`python -m attnknn_lib.workflow.profiling NAME`, `results/profile_NAME.json`), on the threads its "
+                 "workflow job gets. The largest block is the library call (outside `experiments/`) with the most "
+                 "time, callees included; each owner's share is its own time over the profiled time:", "",
+             "| notebook | profiled | run's job | largest block | " + " | ".join(c for c, _ in OWNERS.values()) + " |",
+             "| --- | ---: | ---: | --- | " + " | ".join("---:" for _ in OWNERS) + " |"]
+    notes = []
     for name, p in profiles.items():
-        knobs = f" with {', '.join(p['overrides'])}" if p["overrides"] else ""
-        lines += ["", f"Where the `{name}` notebook's time goes (cProfile of its measurement, cpu profile{knobs}: "
-                      f"{p['wall_seconds']:,.0f} s; `python -m attnknn_lib.workflow.profiling {name}`, "
-                      f"`results/profile_{name}.json`), the library functions with the most own time:", "",
-                  "| function | calls | own s | cumulative s |", "| --- | ---: | ---: | ---: |"]
-        lines += [f"| `{r['function']}` | {r['calls']:,} | {r['own_seconds']:.1f} | {r['cumulative_seconds']:.1f} |"
-                  for r in p["by_own_time"][:n]]
+        job = (stages.get(f"notebook {name}") or {}).get("seconds")
+        owners = p.get("by_owner") or {}
+        total = sum(owners.values())
+        cells = [f"{100 * owners.get(k, 0.0) / total:.0f} %" if total else "-" for k in OWNERS]
+        block = next((r for r in p["by_cumulative_time"] if not r["function"].startswith("attnknn_lib/experiments/")),
+                     None)
+        big = (f"`{_short(block['function'])}` {100 * block['cumulative_seconds'] / p['wall_seconds']:.0f} %"
+               if block else "-")
+        knobs = f", {', '.join(p['overrides'])}" if p["overrides"] else ""
+        lines.append(f"| `{name}` | {p['wall_seconds']:,.0f} s ({p.get('threads', '?')} thr.{knobs}) | "
+                     f"{f'{job:,.0f} s' if job else '-'} | {big} | " + " | ".join(cells) + " |")
+        notes.append(f"- `{name}`: " + ", ".join(f"`{_short(r['function'])}` {r['own_seconds']:.1f} s"
+                                                  for r in p["by_own_time"][:n]))
+    lines += ["", "Owners: " + "; ".join(f"{c}: {d}" for c, d in OWNERS.values()) + ". The library functions "
+              "with the most own time (their Python and the operator arithmetic in their lines):", "", *notes]
     return lines
+
+
+def _short(function: str) -> str:
+    """``attnknn_lib/knn/votes.py:178(vote)`` -> ``knn/votes.py:vote``."""
+    path, _, rest = function.removeprefix("attnknn_lib/").partition(":")
+    return f"{path}:{rest.partition('(')[2].rstrip(')')}"
 
 
 def table(bench: dict):
@@ -443,7 +470,7 @@ def markdown(bench: dict) -> str:
                   "`cpu run` rows read the job records of the last `./run_all.sh` in this folder. Ratios vary between "
                   "runs on a shared machine (the last column); the efficiency notebook measures search and votes "
                   "again inside that run (Results block), so the two blocks differ by this spread."]
-    lines += profile_lines(bench.get("profiles") or {})
+    lines += profile_lines(bench.get("profiles") or {}, run_stages=(bench.get("cpu_run") or {}).get("stages"))
     gpu = bench.get("training_stage_cuda")
     if gpu:
         cpu_train = ((bench.get("cpu_run") or {}).get("stages") or {}).get("training") or {}

@@ -6,6 +6,12 @@ repository's), into a temporary output folder, with the cpu profile's parameters
 KEY=VALUE`` (e.g. ``-p seeds=0`` for one seed), and writes the library functions with the most
 own time and the most cumulative time as JSON. ``./run_all.sh bench`` shows the committed one
 (``results/profile_<name>.json``) in the README's benchmark block.
+
+Besides the library's own functions, a profile splits the whole measured time by who spent it
+(:func:`time_by_owner`: torch, FAISS, NumPy/SciPy, the library's own lines, the rest). Own times of
+distinct functions do not overlap, so the shares add up to the profiled time. cProfile sees calls,
+not operators: arithmetic written as ``a * b`` on arrays or tensors counts as the own time of the
+library line that writes it, so the library's share is its Python *and* that arithmetic.
 """
 
 from __future__ import annotations
@@ -39,10 +45,44 @@ def top_functions(stats: pstats.Stats, n: int) -> dict[str, list[dict]]:
             "by_cumulative_time": sorted(rows, key=lambda r: -r["cumulative_seconds"])[:n]}
 
 
-def profile_experiment(name: str, overrides: list[str], n: int = 10) -> dict:
-    """cProfile of experiment ``name``'s measurement on cached models (cpu profile + ``overrides``)."""
+OWNERS = {  # key -> (column of the bench block, what it stands for)
+    "torch": ("torch", "network passes, autograd, optimiser, the attention's matrix work"),
+    "faiss": ("FAISS", "exact neighbour search"),
+    "numpy": ("NumPy/SciPy", "votes, metrics, bootstrap, calibration fits"),
+    "library": ("library lines", "attnknn_lib's own lines, with the array arithmetic they write as operators "
+                                 "(a * b, a @ b on arrays and tensors), which cProfile counts there"),
+    "other": ("rest", "I/O, compression, the interpreter"),
+}
+
+
+def owner(file: str, function: str) -> str:
+    """Which of :data:`OWNERS` a cProfile entry belongs to: by its source file, or for a
+    compiled built-in (file ``~``) by the module named in its description."""
+    text = f"{file} {function}".replace("\\", "/")
+    if Path(file) != Path("~") and PACKAGE_DIR in Path(file).parents:
+        return "library"
+    for key, marks in (("faiss", ("faiss",)), ("torch", ("torch",)), ("numpy", ("numpy", "scipy"))):
+        if any(m in text for m in marks):
+            return key
+    return "other"
+
+
+def time_by_owner(stats: pstats.Stats) -> dict[str, float]:
+    """Own seconds per owner (:func:`owner`), every key of :data:`OWNERS` present; they sum to the
+    profiled time (cProfile's own times do not overlap)."""
+    out = dict.fromkeys(OWNERS, 0.0)
+    for (file, _, fn), (_, _, own, _, _) in stats.stats.items():
+        out[owner(file, fn)] += own
+    return out
+
+
+def profile_experiment(name: str, overrides: list[str], n: int = 10, threads: int = 0) -> dict:
+    """cProfile of experiment ``name``'s measurement on cached models (cpu profile + ``overrides``),
+    on ``threads`` threads (0: as its workflow job runs, one thread or every core for a timed one)."""
     params = resolve("cpu", [name], overrides)[name]
     exp = catalog.get(name)
+    threads = threads or ((os.cpu_count() or 1) if exp.timed else 1)
+    os.environ["ATTNKNN_THREADS"] = str(threads)
     profiler = cProfile.Profile()
     with tempfile.TemporaryDirectory(prefix="attnknn-profile-") as tmp:
         paths = Paths.at(tmp)
@@ -52,8 +92,9 @@ def profile_experiment(name: str, overrides: list[str], n: int = 10) -> dict:
         exp.run(exp.Config(**params), paths)
         profiler.disable()
         wall = time.perf_counter() - t0
-    return {"experiment": name, "overrides": overrides, "wall_seconds": wall,
-            **top_functions(pstats.Stats(profiler), n)}
+    stats = pstats.Stats(profiler)
+    return {"experiment": name, "overrides": overrides, "wall_seconds": wall, "threads": threads,
+            "by_owner": time_by_owner(stats), **top_functions(stats, n)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,10 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("name", help="experiment")
     ap.add_argument("-p", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=0, help="threads (default: as the workflow runs the job)")
     ap.add_argument("--out", required=True, help="JSON file to write")
     args = ap.parse_args(argv)
     try:
-        out = profile_experiment(args.name, args.overrides, args.top)
+        out = profile_experiment(args.name, args.overrides, args.top, args.threads)
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
