@@ -157,3 +157,30 @@ def test_profile_time_is_split_by_owner(file, function, expected):
     from attnknn_lib.workflow.profiling import owner
 
     assert owner(file, function) == expected
+
+
+def test_a_profile_reads_the_trained_models_and_rewrites_none_of_the_workflows_files(tmp_path, monkeypatch):
+    from attnknn_lib.workflow import profiling
+
+    real = tmp_path / "artifacts"
+    (real / "models" / "run-1").mkdir(parents=True)
+    monkeypatch.setenv("ATTNKNN_ARTIFACTS", str(real))
+    scratch_root = tmp_path / "scratch"
+    scratch_root.mkdir()
+    with profiling._scratch(scratch_root) as paths:
+        assert paths.artifacts == scratch_root / "artifacts"
+        assert (paths.artifacts / "models" / "run-1").is_dir()  # the trained models, linked
+        (paths.artifacts / "main_x_probs.npz").write_text("written by the profiled run")
+    assert not (real / "main_x_probs.npz").exists()  # lands in the scratch folder only
+    assert (real / "embeddings").is_dir()
+    assert profiling.os.environ["ATTNKNN_ARTIFACTS"] == str(real)  # restored
+
+
+def test_a_profiled_training_job_is_named_or_refused_in_one_line(capsys):
+    from attnknn_lib.base.errors import ConfigError
+    from attnknn_lib.workflow import profiling
+
+    with pytest.raises(ConfigError, match="train_attnknn"):
+        profiling.profile_training("train_mlp")
+    with pytest.raises(ConfigError, match="epochs=0"):
+        profiling.profile_training("train_cnn", epochs=0)

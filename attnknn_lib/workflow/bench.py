@@ -332,18 +332,20 @@ def committed_profiles(root: Path = REPO_ROOT) -> dict:
 
 
 def profile_lines(profiles: dict, n: int = 3, run_stages: dict | None = None) -> list[str]:
-    """Where each profiled notebook's time goes: one row per notebook with its largest library
-    building block (the most cumulative time outside ``experiments/``) and its time split by owner
+    """Where each profiled job's time goes: one row per notebook or training job with its largest
+    library building block (the most cumulative time outside ``experiments/``, under 90 % of the
+    whole) and its time split by owner
     (torch, FAISS, NumPy/SciPy, the library's own lines, the rest; shares of the profiled time), then
     its library functions with the most own time."""
     if not profiles:
         return []
     stages = run_stages or {}
-    lines = ["", "Where each notebook's time goes: cProfile of its measurement on the run's cached models "
-                 "(`python -m attnknn_lib.workflow.profiling NAME`, `results/profile_NAME.json`), on the threads its "
-                 "workflow job gets. The largest block is the library call (outside `experiments/`) with the most "
-                 "time, callees included; each owner's share is its own time over the profiled time:", "",
-             "| notebook | profiled | run's job | largest block | " + " | ".join(c for c, _ in OWNERS.values()) + " |",
+    lines = ["", "Where each job's time goes (`python -m attnknn_lib.workflow.profiling NAME`, "
+                 "`results/profile_NAME.json`): cProfile of a notebook's measurement on the run's cached models, or of "
+                 "a training job trained afresh for a few epochs (`train_*`), on the threads its workflow job gets. "
+                 "The largest block is the library call (outside `experiments/`, under 90 % of the whole) with the "
+                 "most time, callees included; each owner's share is its own time over the profiled time:", "",
+             "| job | profiled | run's job | largest block | " + " | ".join(c for c, _ in OWNERS.values()) + " |",
              "| --- | ---: | ---: | --- | " + " | ".join("---:" for _ in OWNERS) + " |"]
     notes = []
     for name, p in profiles.items():
@@ -351,8 +353,8 @@ def profile_lines(profiles: dict, n: int = 3, run_stages: dict | None = None) ->
         owners = p.get("by_owner") or {}
         total = sum(owners.values())
         cells = [f"{100 * owners.get(k, 0.0) / total:.0f} %" if total else "-" for k in OWNERS]
-        block = next((r for r in p["by_cumulative_time"] if not r["function"].startswith("attnknn_lib/experiments/")),
-                     None)
+        block = next((r for r in p["by_cumulative_time"] if not r["function"].startswith("attnknn_lib/experiments/")
+                      and r["cumulative_seconds"] < 0.9 * p["wall_seconds"]), None)
         big = (f"`{_short(block['function'])}` {100 * block['cumulative_seconds'] / p['wall_seconds']:.0f} %"
                if block else "-")
         knobs = f", {', '.join(p['overrides'])}" if p["overrides"] else ""
