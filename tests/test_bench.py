@@ -135,12 +135,16 @@ def test_a_profile_keeps_library_functions_and_the_bench_block_lists_them():
     owners = time_by_owner(stats)
     assert list(owners) == list(OWNERS) and owners["library"] > 0 and owners["numpy"] > 0
     assert sum(owners.values()) == pytest.approx(sum(v[2] for v in stats.stats.values()))
-    profile = {"experiment": "toy", "overrides": ["seeds=0"], "wall_seconds": 12.0, "threads": 1,
-               "by_owner": owners, **top}
-    lines = bench.profile_lines({"toy": profile}, n=2, run_stages={"notebook toy": {"seconds": 30.0}})
+    profile = {"experiment": "toy", "overrides": [], "wall_seconds": 12.0, "threads": 1, "by_owner": owners, **top}
+    reduced = {**profile, "overrides": ["seeds=0"]}
+    lines = bench.profile_lines({"toy": profile, "toy_reduced": reduced}, n=2,
+                                run_stages={"notebook toy": {"seconds": 30.0}, "notebook toy_reduced": {"seconds": 30.0}})
     row = next(line for line in lines if line.startswith("| `toy`"))
-    assert "12 s (1 thr., seeds=0)" in row and "| 30 s |" in row and "`knn/votes.py:vote`" in row
+    assert "12 s (1 thr.)" in row and "| 30 s |" in row and "`knn/votes.py:" in row and "(vote)`" in row
     assert row.count("%") == len(OWNERS) + 1
+    # a profile with other parameters than the run's is not set beside the run's job time
+    row = next(line for line in lines if line.startswith("| `toy_reduced`"))
+    assert "12 s (1 thr., seeds=0)" in row and "30 s" not in row
     assert any(line.startswith("- `toy`: `") for line in lines)
     assert bench.profile_lines({}) == []
 
@@ -152,6 +156,10 @@ def test_a_profile_keeps_library_functions_and_the_bench_block_lists_them():
     ("~", "<method 'reduce' of 'numpy.ufunc' objects>", "numpy"),
     ("/x/site-packages/scipy/optimize/_optimize.py", "_minimize_scalar_bounded", "numpy"),
     ("~", "<method 'compress' of 'zlib.Compress' objects>", "other"),
+    ("/x/site-packages/torchvision/transforms/functional.py", "pad", "torch"),
+    ("/home/torch/project/tool.py", "helper", "other"),
+    ("~", "<method 'numpy' of 'torch._C.TensorBase' objects>", "torch"),  # the owner's type, not the method name  # "torch" in a folder name is not the package
+    ("/x/lib/python3.11/json/decoder.py", "decode", "other"),
 ])
 def test_profile_time_is_split_by_owner(file, function, expected):
     from attnknn_lib.workflow.profiling import owner
@@ -162,25 +170,51 @@ def test_profile_time_is_split_by_owner(file, function, expected):
 def test_a_profile_reads_the_trained_models_and_rewrites_none_of_the_workflows_files(tmp_path, monkeypatch):
     from attnknn_lib.workflow import profiling
 
-    real = tmp_path / "artifacts"
-    (real / "models" / "run-1").mkdir(parents=True)
-    monkeypatch.setenv("ATTNKNN_ARTIFACTS", str(real))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "art" / "models" / "run-1").mkdir(parents=True)
+    monkeypatch.setenv("ATTNKNN_ARTIFACTS", "art")  # relative: the link must still reach it
+    monkeypatch.setenv("ATTNKNN_OUT_DIR", str(tmp_path / "staging"))  # a notebook job's staging folder
+    monkeypatch.setenv("ATTNKNN_RETRAIN", "1")
     scratch_root = tmp_path / "scratch"
     scratch_root.mkdir()
     with profiling._scratch(scratch_root) as paths:
-        assert paths.artifacts == scratch_root / "artifacts"
+        assert paths.root == scratch_root and paths.artifacts == scratch_root / "artifacts"
         assert (paths.artifacts / "models" / "run-1").is_dir()  # the trained models, linked
+        assert not (paths.artifacts / "embeddings").exists()  # no cache there: none linked, none made
+        assert "ATTNKNN_RETRAIN" not in profiling.os.environ
         (paths.artifacts / "main_x_probs.npz").write_text("written by the profiled run")
-    assert not (real / "main_x_probs.npz").exists()  # lands in the scratch folder only
-    assert (real / "embeddings").is_dir()
-    assert profiling.os.environ["ATTNKNN_ARTIFACTS"] == str(real)  # restored
+    assert not (tmp_path / "art" / "main_x_probs.npz").exists()  # it landed in the scratch folder only
+    assert profiling.os.environ["ATTNKNN_ARTIFACTS"] == "art"  # every variable restored
+    assert profiling.os.environ["ATTNKNN_OUT_DIR"] == str(tmp_path / "staging")
+    assert profiling.os.environ["ATTNKNN_RETRAIN"] == "1"
 
 
-def test_a_profiled_training_job_is_named_or_refused_in_one_line(capsys):
-    from attnknn_lib.base.errors import ConfigError
+def test_a_profile_restores_the_thread_setting_even_when_the_job_fails(monkeypatch):
     from attnknn_lib.workflow import profiling
 
-    with pytest.raises(ConfigError, match="train_attnknn"):
-        profiling.profile_training("train_mlp")
-    with pytest.raises(ConfigError, match="epochs=0"):
-        profiling.profile_training("train_cnn", epochs=0)
+    monkeypatch.setenv("ATTNKNN_THREADS", "2")
+    stats, wall = profiling._profiled(lambda: sorted(range(100)), 1)
+    assert wall >= 0 and stats.stats and profiling.os.environ["ATTNKNN_THREADS"] == "2"
+
+    def fails():
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        profiling._profiled(fails, 1)
+    assert profiling.os.environ["ATTNKNN_THREADS"] == "2"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train_mlp", "--out", "x.json"], "name='train_mlp'"),  # not an experiment either
+    (["train_cnn", "--epochs", "0", "--out", "x.json"], "epochs=0"),
+    (["train_cnn", "-p", "seeds=1", "--out", "x.json"], "-p seeds=1 is not allowed with train_cnn"),
+    (["main", "--epochs", "3", "--out", "x.json"], "--epochs is not allowed with main"),
+])
+def test_a_bad_profiling_command_is_refused_in_one_line(argv, message, tmp_path, monkeypatch, capsys):
+    from attnknn_lib.workflow import profiling
+
+    monkeypatch.chdir(tmp_path)
+    assert profiling.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and "\n" not in err
+    assert not (tmp_path / "x.json").exists()

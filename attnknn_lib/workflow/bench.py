@@ -342,14 +342,15 @@ def profile_lines(profiles: dict, n: int = 3, run_stages: dict | None = None) ->
     stages = run_stages or {}
     lines = ["", "Where each job's time goes (`python -m attnknn_lib.workflow.profiling NAME`, "
                  "`results/profile_NAME.json`): cProfile of a notebook's measurement on the run's cached models, or of "
-                 "a training job trained afresh for a few epochs (`train_*`), on the threads its workflow job gets. "
-                 "The largest block is the library call (outside `experiments/`, under 90 % of the whole) with the "
+                 "a training job trained afresh for a few epochs (`train_*`), on the threads its workflow job gets "
+                 "(the run's job time where the profile used the run's parameters). The largest block is the library call (outside `experiments/`, under 90 % of the whole) with the "
                  "most time, callees included; each owner's share is its own time over the profiled time:", "",
              "| job | profiled | run's job | largest block | " + " | ".join(c for c, _ in OWNERS.values()) + " |",
              "| --- | ---: | ---: | --- | " + " | ".join("---:" for _ in OWNERS) + " |"]
     notes = []
     for name, p in profiles.items():
-        job = (stages.get(f"notebook {name}") or {}).get("seconds")
+        # the run's job only where the profile ran it as the run did (no -p overrides)
+        job = None if p["overrides"] else (stages.get(f"notebook {name}") or {}).get("seconds")
         owners = p.get("by_owner") or {}
         total = sum(owners.values())
         cells = [f"{100 * owners.get(k, 0.0) / total:.0f} %" if total else "-" for k in OWNERS]
@@ -368,9 +369,8 @@ def profile_lines(profiles: dict, n: int = 3, run_stages: dict | None = None) ->
 
 
 def _short(function: str) -> str:
-    """``attnknn_lib/knn/votes.py:178(vote)`` -> ``knn/votes.py:vote``."""
-    path, _, rest = function.removeprefix("attnknn_lib/").partition(":")
-    return f"{path}:{rest.partition('(')[2].rstrip(')')}"
+    """``attnknn_lib/knn/votes.py:178(vote)`` -> ``knn/votes.py:178(vote)``."""
+    return function.removeprefix("attnknn_lib/")
 
 
 def table(bench: dict):

@@ -22,14 +22,16 @@ import argparse
 import cProfile
 import os
 import pstats
+import re
 import sys
 import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
-from attnknn_lib.base.errors import AttnKNNError, check_choice, check_range
+from attnknn_lib.base.errors import AttnKNNError, ConfigError, check_choice, check_range
 from attnknn_lib.base.files import write_json
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.provenance import PACKAGE_DIR
@@ -41,37 +43,54 @@ from attnknn_lib.training.cache import load_or_train
 from attnknn_lib.workflow.profiles import resolve
 
 
+@cache
+def _library_file(file: str) -> str | None:
+    """``attnknn_lib/...`` (POSIX) if ``file`` is one of the library's sources, else None."""
+    if file == "~":
+        return None
+    path = Path(file).resolve()  # PACKAGE_DIR is resolved too: a linked checkout still matches
+    return path.relative_to(PACKAGE_DIR.parent).as_posix() if PACKAGE_DIR in path.parents else None
+
+
 def top_functions(stats: pstats.Stats, n: int) -> dict[str, list[dict]]:
     """The ``n`` library functions with the most own time and with the most cumulative time."""
     rows = []
     for (file, line, fn), (_, calls, own, cum, _) in stats.stats.items():
-        path = Path(file)
-        if PACKAGE_DIR in path.parents:
-            rows.append({"function": f"{path.relative_to(PACKAGE_DIR.parent)}:{line}({fn})", "calls": calls,
-                         "own_seconds": own, "cumulative_seconds": cum})
+        rel = _library_file(file)
+        if rel is not None:
+            rows.append({"function": f"{rel}:{line}({fn})", "calls": calls, "own_seconds": own,
+                         "cumulative_seconds": cum})
     return {"by_own_time": sorted(rows, key=lambda r: -r["own_seconds"])[:n],
             "by_cumulative_time": sorted(rows, key=lambda r: -r["cumulative_seconds"])[:n]}
 
 
 OWNERS = {  # key -> (column of the bench block, what it stands for)
-    "torch": ("torch", "network passes, autograd, optimiser, the attention's matrix work"),
-    "faiss": ("FAISS", "exact neighbour search"),
-    "numpy": ("NumPy/SciPy", "votes, metrics, bootstrap, calibration fits"),
+    "torch": ("torch", "time inside torch's calls (network layers, autograd, optimiser steps, top-k)"),
+    "faiss": ("FAISS", "time inside FAISS's calls (exact neighbour search)"),
+    "numpy": ("NumPy/SciPy", "time inside NumPy's and SciPy's calls (reductions, sorts, bincounts, fits)"),
     "library": ("library lines", "attnknn_lib's own lines, with the array arithmetic they write as operators "
                                  "(a * b, a @ b on arrays and tensors), which cProfile counts there"),
     "other": ("rest", "I/O, compression, the interpreter"),
 }
 
 
+PACKAGES = {"torch": "torch", "torchvision": "torch", "faiss": "faiss", "numpy": "numpy", "scipy": "numpy"}
+
+
 def owner(file: str, function: str) -> str:
-    """Which of :data:`OWNERS` a cProfile entry belongs to: by its source file, or for a
-    compiled built-in (file ``~``) by the module named in its description."""
-    text = f"{file} {function}".replace("\\", "/")
-    if Path(file) != Path("~") and PACKAGE_DIR in Path(file).parents:
+    """Which of :data:`OWNERS` a cProfile entry belongs to: the library by its source file, a
+    Python file of an installed package by its top-level package (the folder after
+    ``site-packages``), a compiled built-in (file ``~``) by the module its description names."""
+    if _library_file(file) is not None:
         return "library"
-    for key, marks in (("faiss", ("faiss",)), ("torch", ("torch",)), ("numpy", ("numpy", "scipy"))):
-        if any(m in text for m in marks):
-            return key
+    if file == "~":  # "<method 'topk' of 'torch._C.TensorBase' objects>", "<built-in method torch.conv2d>"
+        m = re.match(r"<method '[^']*' of '([\w.]+)' objects>", function) or re.match(r"<built-in method ([\w.]+)>",
+                                                                                     function)
+        return PACKAGES.get(m.group(1).split(".")[0], "other") if m else "other"
+    parts = Path(file).parts
+    for i, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages"):
+            return PACKAGES.get(parts[i + 1], "other")
     return "other"
 
 
@@ -90,19 +109,16 @@ its primary dataset (the cpu profile's full-size Fashion-MNIST recipe), for ``--
 
 
 @contextmanager
-def _scratch(tmp: Path):
-    """Paths into ``tmp`` whose artifacts folder links the real trained models and embedding cache:
-    a profile reads what the workflow trained and overwrites none of its files."""
-    real = Paths.at(None).artifacts
-    scratch = tmp / "artifacts"
-    scratch.mkdir()
-    for sub in ("models", "embeddings"):
-        (real / sub).mkdir(parents=True, exist_ok=True)
-        (scratch / sub).symlink_to(real / sub, target_is_directory=True)
-    saved = {k: os.environ.get(k) for k in ("ATTNKNN_ARTIFACTS", "ATTNKNN_PROGRESS")}
-    os.environ.update(ATTNKNN_ARTIFACTS=str(scratch), ATTNKNN_PROGRESS="off")
+def _environ(**values: str | None):
+    """Set (a value) or unset (None) environment variables for the block, then restore them."""
+    saved = {k: os.environ.get(k) for k in values}
     try:
-        yield Paths.at(tmp)
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
@@ -111,14 +127,36 @@ def _scratch(tmp: Path):
                 os.environ[k] = v
 
 
+@contextmanager
+def _scratch(tmp: Path):
+    """Paths into ``tmp`` whose artifacts folder links the real trained models and embedding cache,
+    so a profile reads what the workflow trained and writes its results and arrays into ``tmp``.
+    Nothing is retrained on purpose (``$ATTNKNN_RETRAIN`` is cleared); a model that is missing is
+    trained into the real cache, as the workflow would."""
+    real = Paths.at(None).artifacts.resolve()  # before $ATTNKNN_ARTIFACTS points at the scratch folder
+    scratch = tmp / "artifacts"
+    scratch.mkdir()
+    for sub in ("models", "embeddings"):
+        if (real / sub).is_dir():
+            (scratch / sub).symlink_to(real / sub, target_is_directory=True)
+    with _environ(ATTNKNN_ARTIFACTS=str(scratch), ATTNKNN_PROGRESS="off", ATTNKNN_OUT_DIR=None,
+                  ATTNKNN_RETRAIN=None):
+        yield Paths.at(tmp)
+
+
 def _profiled(fn, threads: int) -> tuple[pstats.Stats, float]:
-    os.environ["ATTNKNN_THREADS"] = str(threads)
-    set_threads(threads)
+    """cProfile of ``fn()`` on ``threads`` threads (the previous thread count is restored)."""
+    before = int(os.environ.get("ATTNKNN_THREADS") or 0) or os.cpu_count() or 1  # what set_threads() gave
     profiler = cProfile.Profile()
-    t0 = time.perf_counter()
-    profiler.enable()
-    fn()
-    profiler.disable()
+    with _environ(ATTNKNN_THREADS=str(threads)):
+        set_threads(threads)
+        t0 = time.perf_counter()
+        profiler.enable()
+        try:
+            fn()
+        finally:
+            profiler.disable()
+            set_threads(before)
     return pstats.Stats(profiler), time.perf_counter() - t0
 
 
@@ -158,13 +196,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-p", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0, help="threads (default: as the workflow runs the job)")
-    ap.add_argument("--epochs", type=int, default=2, help="epochs of a profiled training job")
+    ap.add_argument("--epochs", type=int, default=None, help="epochs of a profiled training job (default 2)")
     ap.add_argument("--out", required=True, help="JSON file to write")
     args = ap.parse_args(argv)
     try:
+        check_choice("name", args.name, (*catalog.names(), *TRAINING_JOBS))
         if args.name in TRAINING_JOBS:
-            out = profile_training(args.name, args.epochs, args.top, args.threads or 1)
+            if args.overrides:
+                raise ConfigError(f"-p {args.overrides[0]} is not allowed with {args.name}; a training job takes "
+                                  "--epochs and --threads")
+            out = profile_training(args.name, 2 if args.epochs is None else args.epochs, args.top, args.threads or 1)
         else:
+            if args.epochs is not None:
+                raise ConfigError(f"--epochs is not allowed with {args.name}; it sets a training job's epochs "
+                                  f"({', '.join(TRAINING_JOBS)})")
             out = profile_experiment(args.name, args.overrides, args.top, args.threads)
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)
