@@ -209,11 +209,13 @@ def test_a_profile_restores_the_thread_setting_even_when_the_job_fails(monkeypat
     (["train_cnn", "--epochs", "0", "--out", "x.json"], "epochs=0"),
     (["train_cnn", "-p", "seeds=1", "--out", "x.json"], "-p seeds=1 is not allowed with train_cnn"),
     (["main", "--epochs", "3", "--out", "x.json"], "--epochs is not allowed with main"),
+    (["main", "-p", "datasets=iris", "-p", "primary=iris", "--out", "x.json"], "models main reads are not trained"),
 ])
 def test_a_bad_profiling_command_is_refused_in_one_line(argv, message, tmp_path, monkeypatch, capsys):
     from attnknn_lib.workflow import profiling
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATTNKNN_ARTIFACTS", str(tmp_path / "no-models"))
     assert profiling.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and "\n" not in err

@@ -2,7 +2,8 @@
 
 For an experiment, runs its measurement (its ``run``, what the notebook job spends its time in)
 under cProfile on the models already in the artifacts folder (``$ATTNKNN_ARTIFACTS`` or the
-repository's, linked into a scratch folder so that none of the workflow's files is rewritten),
+repository's, linked into a scratch folder so that none of the workflow's files is rewritten; it
+refuses to start while one of them is missing),
 with the cpu profile's parameters and any ``-p KEY=VALUE`` (e.g. ``-p seeds=0`` for one seed). For
 ``train_attnknn`` / ``train_cnn``, trains main's first-seed model of that kind afresh for
 ``--epochs`` epochs in a temporary folder. Writes the library functions with the most own time and
@@ -39,7 +40,7 @@ from attnknn_lib.base.runtime import set_threads
 from attnknn_lib.data.spec import prepare
 from attnknn_lib.experiments import catalog
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.training.cache import load_or_train
+from attnknn_lib.training.cache import load_or_train, model_dir
 from attnknn_lib.workflow.profiles import resolve
 
 
@@ -130,10 +131,9 @@ def _environ(**values: str | None):
 @contextmanager
 def _scratch(tmp: Path):
     """Paths into ``tmp`` whose artifacts folder links the real trained models and embedding cache,
-    so a profile reads what the workflow trained and writes its results and arrays into ``tmp``.
-    Nothing is retrained on purpose (``$ATTNKNN_RETRAIN`` is cleared); a model that is missing is
-    trained into the real cache, as the workflow would."""
-    real = Paths.at(None).artifacts.resolve()  # before $ATTNKNN_ARTIFACTS points at the scratch folder
+    so a profile reads what the workflow trained and writes its results and arrays into ``tmp``
+    (``$ATTNKNN_RETRAIN`` is cleared: nothing is retrained)."""
+    real = _artifacts()
     scratch = tmp / "artifacts"
     scratch.mkdir()
     for sub in ("models", "embeddings"):
@@ -142,6 +142,11 @@ def _scratch(tmp: Path):
     with _environ(ATTNKNN_ARTIFACTS=str(scratch), ATTNKNN_PROGRESS="off", ATTNKNN_OUT_DIR=None,
                   ATTNKNN_RETRAIN=None):
         yield Paths.at(tmp)
+
+
+def _artifacts() -> Path:
+    """The real artifacts folder (read before ``$ATTNKNN_ARTIFACTS`` points at a scratch folder)."""
+    return Paths.at(None).artifacts.resolve()
 
 
 def _profiled(fn, threads: int) -> tuple[pstats.Stats, float]:
@@ -165,9 +170,15 @@ def profile_experiment(name: str, overrides: list[str], n: int = 10, threads: in
     on ``threads`` threads (0: as its workflow job runs, one thread or every core for a timed one)."""
     params = resolve("cpu", [name], overrides)[name]
     exp = catalog.get(name)
+    cfg = exp.Config(**params)
+    missing = [r for r in exp.runs(cfg) if not (model_dir(_artifacts(), r) / "train.json").exists()]
+    if missing:  # the profile is of the measurement, not of training: refuse before any work
+        raise ConfigError(f"{len(missing)} of the models {name} reads are not trained under {_artifacts()}/models "
+                          f"(e.g. {missing[0].label}); run ./run_all.sh --only {name} first, or point "
+                          "$ATTNKNN_ARTIFACTS at a folder that has them")
     threads = threads or ((os.cpu_count() or 1) if exp.timed else 1)
     with tempfile.TemporaryDirectory(prefix="attnknn-profile-") as tmp, _scratch(Path(tmp)) as paths:
-        stats, wall = _profiled(lambda: exp.run(exp.Config(**params), paths), threads)
+        stats, wall = _profiled(lambda: exp.run(cfg, paths), threads)
     return {"experiment": name, "overrides": overrides, "wall_seconds": wall, "threads": threads,
             "by_owner": time_by_owner(stats), **top_functions(stats, n)}
 
