@@ -157,8 +157,8 @@ def test_a_profile_keeps_library_functions_and_the_bench_block_lists_them():
     ("/x/site-packages/scipy/optimize/_optimize.py", "_minimize_scalar_bounded", "numpy"),
     ("~", "<method 'compress' of 'zlib.Compress' objects>", "other"),
     ("/x/site-packages/torchvision/transforms/functional.py", "pad", "torch"),
-    ("/home/torch/project/tool.py", "helper", "other"),
-    ("~", "<method 'numpy' of 'torch._C.TensorBase' objects>", "torch"),  # the owner's type, not the method name  # "torch" in a folder name is not the package
+    ("/home/torch/project/tool.py", "helper", "other"),  # "torch" in a folder name is not the package
+    ("~", "<method 'numpy' of 'torch._C.TensorBase' objects>", "torch"),  # the owner's type, not the method name
     ("/x/lib/python3.11/json/decoder.py", "decode", "other"),
 ])
 def test_profile_time_is_split_by_owner(file, function, expected):

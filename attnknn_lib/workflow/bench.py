@@ -334,17 +334,17 @@ def committed_profiles(root: Path = REPO_ROOT) -> dict:
 def profile_lines(profiles: dict, n: int = 3, run_stages: dict | None = None) -> list[str]:
     """Where each profiled job's time goes: one row per notebook or training job with its largest
     library building block (the most cumulative time outside ``experiments/``, under 90 % of the
-    whole) and its time split by owner
-    (torch, FAISS, NumPy/SciPy, the library's own lines, the rest; shares of the profiled time), then
-    its library functions with the most own time."""
+    whole) and its time split by owner (torch, FAISS, NumPy/SciPy, the library's own lines, the
+    rest; shares of the profiled time), then its library functions with the most own time."""
     if not profiles:
         return []
     stages = run_stages or {}
     lines = ["", "Where each job's time goes (`python -m attnknn_lib.workflow.profiling NAME`, "
                  "`results/profile_NAME.json`): cProfile of a notebook's measurement on the run's cached models, or of "
                  "a training job trained afresh for a few epochs (`train_*`), on the threads its workflow job gets "
-                 "(the run's job time where the profile used the run's parameters). The largest block is the library call (outside `experiments/`, under 90 % of the whole) with the "
-                 "most time, callees included; each owner's share is its own time over the profiled time:", "",
+                 "(the run's job time where the profile used the run's parameters). The largest block is the "
+                 "library call (outside `experiments/`, under 90 % of the whole) with the most time, callees "
+                 "included; each owner's share is its own time over the profiled time:", "",
              "| job | profiled | run's job | largest block | " + " | ".join(c for c, _ in OWNERS.values()) + " |",
              "| --- | ---: | ---: | --- | " + " | ".join("---:" for _ in OWNERS) + " |"]
     notes = []

@@ -3,8 +3,8 @@
 For an experiment, runs its measurement (its ``run``, what the notebook job spends its time in)
 under cProfile on the models already in the artifacts folder (``$ATTNKNN_ARTIFACTS`` or the
 repository's, linked into a scratch folder so that none of the workflow's files is rewritten; it
-refuses to start while one of them is missing),
-with the cpu profile's parameters and any ``-p KEY=VALUE`` (e.g. ``-p seeds=0`` for one seed). For
+refuses to start while one of them is missing), with the cpu profile's parameters and any ``-p
+KEY=VALUE`` (e.g. ``-p seeds=0`` for one seed). For
 ``train_attnknn`` / ``train_cnn``, trains main's first-seed model of that kind afresh for
 ``--epochs`` epochs in a temporary folder. Writes the library functions with the most own time and
 the most cumulative time as JSON; ``./run_all.sh bench`` shows the committed ones
@@ -109,23 +109,24 @@ TRAINING_JOBS = {"train_attnknn": "attnknn", "train_cnn": "cnn"}
 its primary dataset (the cpu profile's full-size Fashion-MNIST recipe), for ``--epochs`` epochs."""
 
 
+def _set_environ(values: dict[str, str | None]) -> None:
+    """Set each variable to its value, or unset it where the value is None."""
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
 @contextmanager
 def _environ(**values: str | None):
     """Set (a value) or unset (None) environment variables for the block, then restore them."""
     saved = {k: os.environ.get(k) for k in values}
     try:
-        for k, v in values.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        _set_environ(values)
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        _set_environ(saved)
 
 
 @contextmanager
