@@ -97,6 +97,44 @@ def test_the_runs_wall_time_spans_its_jobs_which_ran_side_by_side(tmp_path):
     assert out["over_budget"] == pytest.approx(105.0 / bench.CPU_BUDGET_S)
 
 
+def test_the_training_steps_alone_are_summed_over_every_run_and_set_against_the_core_budget(tmp_path, monkeypatch):
+    monkeypatch.delenv("ATTNKNN_ARTIFACTS", raising=False)
+    monkeypatch.setattr(bench.os, "cpu_count", lambda: 2)
+    declared = catalog.experiments()
+    ids = sorted({r.id for n, p in bench.resolve("cpu", None, []).items() for r in declared[n].runs(declared[n].Config(**p))})
+    assert bench.cpu_stage_times(tmp_path)["stages"]["training"]["step_seconds"] is None  # no model records
+    for rid in ids:
+        record_time(tmp_path / TIMES, "train", rid, 40.0)
+        model = tmp_path / "artifacts" / "models" / rid
+        model.mkdir(parents=True)
+        (model / "train.json").write_text(json.dumps({"history": [{"train_seconds": 10.0}, {"train_seconds": 20.0}]}))
+    out = bench.cpu_stage_times(tmp_path)
+    assert out["cores"] == 2 and out["stages"]["training"]["step_seconds"] == pytest.approx(30.0 * len(ids))
+    bench_record = {"cpu_run": out}
+    rows = {r.measurement: r for r in bench.table({**_micro(), **bench_record}).itertuples(index=False)}
+    steps = rows["cpu run: training steps alone (forward, backward, optimiser)"]
+    assert steps.ratio == pytest.approx(30.0 * len(ids) / (2 * bench.CPU_BUDGET_S))
+    assert steps[3] == "share of 35 min on 2 cores"
+    said = bench.floor_lines(out)[-1]
+    assert f"{30.0 * len(ids):,.0f} s" in said and "70 core-minutes" in said
+    # past the whole budget, the sentence says no saving outside the steps can meet it; within it, what is left
+    assert ("only faster steps" in said) == (30.0 * len(ids) > 2 * bench.CPU_BUDGET_S)
+    first = json.loads((tmp_path / "artifacts" / "models" / ids[0] / "train.json").read_text())
+    first["history"][1].pop("train_seconds")  # an epoch without its step time: no floor is claimed
+    (tmp_path / "artifacts" / "models" / ids[0] / "train.json").write_text(json.dumps(first))
+    assert bench.cpu_stage_times(tmp_path)["stages"]["training"]["step_seconds"] is None
+
+
+def _micro() -> dict:
+    """The micro-benchmark part of a bench record, with made-up numbers (table needs them)."""
+    us = dict.fromkeys(("attention_batched", "attention_single", "distance_batched", "distance_single",
+                        "vote_vectorised", "vote_naive_loop"), 1.0)
+    return {"search_vs_gemm": {"flat_search_gflops": 1.0, "gemm_gflops": 1.0, "flat_search_over_gemm": 1.0,
+                               "flat_ip_search_gflops": 1.0, "flat_ip_search_over_gemm": 1.0},
+            "votes": {"us_per_query": us, "attention_over_distance_batched": 1.0,
+                      "attention_over_distance_single": 1.0, "naive_over_vectorised": 1.0}}
+
+
 def test_the_gpu_training_stage_plans_each_run_once_and_sums_per_group():
     from attnknn_lib.workflow import training_stage
 
