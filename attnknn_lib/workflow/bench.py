@@ -309,7 +309,6 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
     # jobs run side by side, so the run's wall time (first job's start to last job's end, without
     # the set-up before the first job) is less than the sum of the job times
     wall = max(e for _, e in spans) - min(s for s, _ in spans) if spans else None
-    # the jobs ran side by side on every core (one thread each), so the budget holds 35 min per core
     return {"stages": stages, "total_seconds": total, "wall_seconds": wall, "complete": complete,
             "budget_seconds": CPU_BUDGET_S, "over_budget": (wall if wall is not None else total) / CPU_BUDGET_S,
             "cores": os.cpu_count() or 1}
@@ -386,6 +385,13 @@ def _short(function: str) -> str:
     return function.removeprefix("attnknn_lib/")
 
 
+def core_budget_of(cpu: dict) -> tuple[int, str]:
+    """(core-seconds, "35 min on N cores") the cpu run had: its jobs ran side by side on every core,
+    one thread each. A record from before the cores were kept reads as one core."""
+    cores = cpu.get("cores", 1)
+    return CPU_BUDGET_S * cores, f"35 min on {cores} core{'s' * (cores > 1)}"
+
+
 def table(bench: dict):
     """The benchmark as rows (what, measured, ratio, ratio means) in a pandas DataFrame."""
     import pandas as pd
@@ -426,8 +432,8 @@ def table(bench: dict):
         rows.append(("smoke workflow end to end (PDFs, paper)", f"{s['seconds']:.0f} s", s["over_budget"],
                      f"share of its {s['budget_seconds'] // 60} min budget"))
     cpu = bench["cpu_run"]
-    cores = cpu.get("cores", 1)  # records before the cores were kept: a share of 35 min on one core
-    core_budget, on_cores = CPU_BUDGET_S * cores, f"share of 35 min on {cores} core{'s' * (cores > 1)}"
+    core_budget, on_cores = core_budget_of(cpu)
+    on_cores = f"share of {on_cores}"
     for name, st in cpu["stages"].items():
         if st["seconds"] is None:
             rows.append((f"cpu run: {name}", "not recorded", float("nan"), ""))
@@ -479,12 +485,11 @@ def floor_lines(cpu: dict) -> list[str]:
     train = (cpu.get("stages") or {}).get("training") or {}
     if train.get("step_seconds") is None:
         return []
-    cores = cpu.get("cores", 1)
-    budget = CPU_BUDGET_S * cores
+    budget, on_cores = core_budget_of(cpu)
     share = train["step_seconds"] / budget
     said = (f"The training steps alone (forward, backward and optimiser passes of the {train['jobs']} training jobs, "
             f"at the speeds above, one thread per job) took {train['step_seconds']:,.0f} s of job time: "
-            f"{share:.2f} times the {budget // 60:,} core-minutes that 35 min on {cores} cores give. ")
+            f"{share:.2f} times the {budget // 60:,} core-minutes that {on_cores} give. ")
     said += ("So no saving outside the steps (between them, in the notebooks, the PDFs) can bring this run "
              "within 35 minutes; only faster steps, or fewer of them, can." if share > 1 else
              f"The rest of the run has {(budget - train['step_seconds']) / 60:,.0f} core-minutes left in the budget.")
