@@ -2,9 +2,9 @@
 # Attn-KNN: one entry point.
 #   ./run_all.sh              set up what is missing, then run every experiment of the default profile
 #   ./run_all.sh test [ARGS]  set up what is missing, then run the test suite (ARGS go to pytest)
-#   ./run_all.sh status       what is up to date, stale or missing (a dry run of the workflow)
+#   ./run_all.sh status       what is up to date, stale or missing, and what a run would take (reads only; -v: every file)
 #   ./run_all.sh dag          the job graph as figures/workflow_dag.pdf
-#   ./run_all.sh lab          JupyterLab in the project's environment, in notebooks/
+#   ./run_all.sh lab          JupyterLab in the project's environment: notebooks/ and the executed results/notebooks/
 #   ./run_all.sh bench        this machine's speed as ratios (search vs GEMM, votes, smoke run, stage times)
 #   ./run_all.sh --help       all options
 # Set-up: uses the active virtual/conda environment, else creates .venv here; installs the pinned
@@ -86,9 +86,10 @@ if [ "$mode" = bench ]; then
   exec "$PY" -m attnknn_lib.workflow.bench "$@"
 fi
 if [ "$mode" = lab ]; then
-  cd notebooks
-  extra=()
-  [ "$(id -u)" -eq 0 ] && extra=(--allow-root)  # containers and CI machines often run as root
+  # the repository's root, opened at notebooks/ (runnable: they read the committed results unless
+  # recompute = True); results/notebooks/ holds the executed notebooks of the committed run
+  extra=(--ServerApp.default_url=/lab/tree/notebooks)
+  [ "$(id -u)" -eq 0 ] && extra+=(--allow-root)  # containers and CI machines often run as root
   exec "$PY" -m jupyter lab "${extra[@]}" "$@"
 fi
 case " $* " in

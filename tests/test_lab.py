@@ -71,37 +71,90 @@ def run_in_kernel(port: int, kernel_id: str, code: str, timeout: float = 120) ->
     return IOLoop.current().run_sync(go, timeout=timeout + 10)
 
 
-@pytest.mark.slow
-def test_lab_serves_the_seven_notebooks_and_a_kernel_of_the_project_environment_imports_the_library(tmp_path):
+def _start_lab(tmp_path):
     port = free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg")}
+    env.pop("ATTNKNN_OUT_DIR", None)  # a person's lab, not a workflow job
     proc = subprocess.Popen(["bash", str(REPO / "run_all.sh"), "lab", "--no-browser", f"--port={port}",
                              f"--IdentityProvider.token={TOKEN}", "--ServerApp.ip=127.0.0.1"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, env=env)
+    for _ in range(120):  # the server is up when the API answers
+        try:
+            api(port, "status")
+            return port, proc
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(proc.stdout.read()[-3000:])
+            time.sleep(0.5)
+    pytest.fail("JupyterLab did not start in 60 s")
+
+
+def _stop(proc) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)  # JupyterLab shuts its kernels down on SIGTERM
+    proc.wait(timeout=30)
+
+
+def _git_status() -> str:
+    return subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout
+
+
+EXPERIMENT_NOTEBOOKS = sorted(p.name for p in (REPO / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.slow
+def test_lab_serves_the_runnable_and_the_executed_notebooks_in_the_project_environment(tmp_path):
+    port, proc = _start_lab(tmp_path)
     try:
-        for _ in range(120):  # the server is up when the API answers
-            try:
-                api(port, "status")
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail(proc.stdout.read()[-3000:])
-                time.sleep(0.5)
-        listing = api(port, "contents")  # the server's root is notebooks/
-        names = sorted(item["name"] for item in listing["content"] if item["type"] == "notebook")
-        assert names == ["01_main.ipynb", "02_k_sweep.ipynb", "03_noise.ipynb", "04_long_tail.ipynb",
-                         "05_efficiency.ipynb", "06_theory.ipynb", "07_attention_study.ipynb"]
+        root = {item["name"] for item in api(port, "contents")["content"]}  # the server's root is the repository
+        assert {"notebooks", "results", "README.md"} <= root
+        runnable = sorted(item["name"] for item in api(port, "contents/notebooks")["content"]
+                          if item["type"] == "notebook")
+        executed = sorted(item["name"] for item in api(port, "contents/results/notebooks")["content"]
+                          if item["type"] == "notebook")
+        assert runnable == EXPERIMENT_NOTEBOOKS and executed == EXPERIMENT_NOTEBOOKS
         spec = api(port, "kernelspecs")["kernelspecs"]["python3"]["spec"]
-        kernel = api(port, "kernels", "POST", {"name": "python3"})
-        out = run_in_kernel(port, kernel["id"], "import sys, attnknn_lib, os; print(sys.executable); print(os.getcwd())")
+        sess = api(port, "sessions", "POST", {"path": "notebooks/01_main.ipynb", "type": "notebook",
+                                              "kernel": {"name": "python3"}})
+        out = run_in_kernel(port, sess["kernel"]["id"],
+                            "import sys, attnknn_lib, os; print(sys.executable); print(os.getcwd())")
         lines = out.strip().splitlines()
         assert len(lines) == 2, out
         assert Path(lines[0]).resolve() == Path(sys.executable).resolve()  # the project's environment
-        assert Path(lines[1]).resolve() == (REPO / "notebooks").resolve()
+        assert Path(lines[1]).resolve() == (REPO / "notebooks").resolve()  # a notebook's kernel runs in its folder
         assert spec["language"] == "python"
-        api(port, f"kernels/{kernel['id']}", "DELETE")
+        api(port, f"sessions/{sess['id']}", "DELETE")
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)  # JupyterLab shuts its kernels down on SIGTERM
-        proc.wait(timeout=30)
+        _stop(proc)
+
+
+@pytest.mark.slow
+def test_every_notebook_run_top_to_bottom_in_the_lab_reads_the_committed_record_and_changes_nothing(tmp_path):
+    """As a person would: open each notebook in JupyterLab (no trained model in the checkout is needed)
+    and run every cell with the default parameters. Each shows the committed record, trains and
+    measures nothing (nothing appears under artifacts/ or scratch/) and leaves every tracked file as it was."""
+    def written() -> set[str]:
+        return {str(p) for d in ("artifacts", "scratch") for p in (REPO / d).rglob("*") if p.is_file()}
+
+    before, files = _git_status(), written()
+    port, proc = _start_lab(tmp_path)
+    try:
+        for name in EXPERIMENT_NOTEBOOKS:
+            nb = json.loads((REPO / "notebooks" / name).read_text())
+            sess = api(port, "sessions", "POST", {"path": f"notebooks/{name}", "type": "notebook",
+                                                  "kernel": {"name": "python3"}})
+            kid = sess["kernel"]["id"]
+            for cell in nb["cells"]:
+                if cell["cell_type"] == "code":
+                    out = run_in_kernel(port, kid, "".join(cell["source"]), timeout=300)
+                    assert "Error" not in out, f"{name}: {out[-2000:]}"
+            shown = run_in_kernel(port, kid, "r = globals().get('record') or globals()['records'][cfg.primary]\n"
+                                             "print(r['experiment'], r['dataset'], r['provenance']['commit'])")
+            experiment, dataset, commit = shown.split()
+            committed = json.loads((REPO / "results" / f"{experiment}_{dataset}.json").read_text())
+            assert commit == committed["provenance"]["commit"], name
+            api(port, f"sessions/{sess['id']}", "DELETE")
+    finally:
+        _stop(proc)
+    assert _git_status() == before and written() == files

@@ -187,7 +187,7 @@ def test_papermill_reads_every_parameter_of_the_cell():
     names = {p.name for p in inferred}
     from dataclasses import fields
 
-    assert {f.name for f in fields(EXPERIMENTS["main"].Config)} | {"out_dir"} == names
+    assert {f.name for f in fields(EXPERIMENTS["main"].Config)} | {"out_dir", "recompute"} == names
 
 
 def test_local_runs_use_one_thread_per_job_and_jobs_inherit_their_threads(monkeypatch):

@@ -59,7 +59,7 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     # the study's second dataset: main's digits Attn-KNN of 2 splits (digits is not among main's smoke datasets)
     assert started.count("train") == 8 + 4 + 2 + 1 + 1 + 2 + 2
     notebooks = {f"notebook_{n}" for n in ("main", "k_sweep", "noise", "long_tail", "efficiency", "theory",
-                                           "attention_study")}
+                                           "attention_study", "positive_control")}
     assert notebooks | {"pdf", "report", "paper"} <= set(started)
     assert started.count("pdf") == len(notebooks)
 
@@ -87,7 +87,8 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
             for m, entry in res["per_seed"][str(seed)]["methods"].items():
                 recomputed = float((arrays[f"test_{m}"].argmax(1) == arrays["test_labels"]).mean())
                 assert recomputed == pytest.approx(entry["test_raw"]["accuracy"]["value"], abs=1e-6), m
-    for nb in ("01_main", "02_k_sweep", "03_noise", "04_long_tail", "05_efficiency", "06_theory", "07_attention_study"):
+    for nb in ("01_main", "02_k_sweep", "03_noise", "04_long_tail", "05_efficiency", "06_theory", "07_attention_study",
+               "08_positive_control"):
         executed = (out / "results" / "notebooks" / f"{nb}.ipynb").read_text()
         assert "it/s]" not in executed and "IProgress" not in executed and str(tmp_path) not in executed.split(
             '"papermill"')[0], nb
@@ -109,6 +110,12 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     assert study["second"]["digits"]["splits"] == 2 and set(study["second"]["digits"]["summary"]) == {
         "clean", "asymmetric/0.4"}
     assert all("learnable_vs_reference" in s for s in study["second"]["digits"]["summary"].values())
+    for setting, s in study["summary"]["settings"].items():  # Attn-KNN itself in every memory, proper scores too
+        assert set(s["attnknn"]["verdicts_reference"]) == {"accuracy", "ece", "nll", "brier"}, setting
+        assert set(s["attnknn"]["verdicts_reference_nll"]) == {"nll", "brier"} and "reference_nll" in s, setting
+    pc = json.loads((out / "results" / "positive_control_clusters.json").read_text())["results"]
+    assert set(pc["levels"]) == {"0", "1.5"} and pc["seeds"] == [0, 1]
+    assert all(set(lv["summary"]["diff"]["attnknn"]) == {"reference", "reference_nll"} for lv in pc["levels"].values())
     tail = json.loads((out / "results" / "long_tail_fashion_mnist.json").read_text())["results"]["settings"]
     cell = tail["trained"]["curves"]["0.01"]
     sizes = cell["size_ranked_sizes"]  # the class order is drawn per seed; the profile is the same
@@ -138,11 +145,17 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     assert again.returncode == 0
     assert jobs_started(again.stdout + again.stderr) == [] and "Nothing to be done" in again.stdout + again.stderr
 
+    def tree() -> dict[str, float]:
+        return {str(p): p.stat().st_mtime for p in out.rglob("*") if p.is_file()}
+
+    files = tree()
     status = run_all("status", "--profile", "smoke", "--out", str(out))
-    assert status.returncode == 0 and "up to date" in status.stdout and "missing" not in status.stdout
+    assert status.returncode == 0 and "Everything is up to date" in status.stdout, status.stdout
+    assert len(status.stdout.splitlines()) <= 25 and tree() == files  # one screen; it only reads
     (out / "results" / "tables" / "main_iris.tex").unlink()
-    status = run_all("status", "--profile", "smoke", "--out", str(out))
+    status = run_all("status", "-v", "--profile", "smoke", "--out", str(out))
     assert "missing     results/tables/main_iris.tex" in status.stdout
+    assert "To bring main up to date: ./run_all.sh --only main" in status.stdout
 
     dag = run_all("dag", "--profile", "smoke", "--out", str(out))
     assert dag.returncode == 0, dag.stderr[-2000:]

@@ -70,7 +70,9 @@ def parameters_cell(cls) -> str:
         value = defaults(cls)[f.name]
         help_ = f.metadata.get("help", "")
         lines.append(f"{f.name} = {value!r}" + (f"  # {help_}" if help_ else ""))
-    lines.append('out_dir = ".."  # outputs go under OUT_DIR/results, OUT_DIR/figures and the artifacts folder')
+    lines.append("recompute = False  # False: show the committed results (trains and writes nothing); True: measure again")
+    lines.append('out_dir = "../scratch"  # where a recompute writes (results/, figures/); the workflow writes the '
+                 'repository')
     return "\n".join(lines)
 
 

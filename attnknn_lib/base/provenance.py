@@ -182,3 +182,9 @@ class Provenance:
             "wall_seconds": round(time.perf_counter() - self._t0, 2),
         }
 
+
+def experiment_code(name: str) -> str:
+    """The fingerprint of the library files an experiment package imports, directly or not (what
+    decides its record besides its parameters and data): stored in each record's provenance, so that
+    ``./run_all.sh status`` can tell whether this checkout's code would write the same record."""
+    return code_fingerprint(imported_files([f"{PACKAGE_DIR.name}.experiments.{name}"]))

@@ -3,7 +3,8 @@ validation, the reference every learned method is compared with.
 
 One configuration is (rule, temperature, k, consistency threshold, prior exponent):
 
-    w_j     = 1 (uniform), exp(-(r_j - r_1) / tau) (distance), exp((s_j - s_1) / T) (cosine)
+    w_j     = 1 (uniform), exp(-(r_j - r_1) / tau) (distance), exp((s_j - s_1) / T) (cosine),
+              exp(-(j - 1) / d) (rank decay, d in :data:`DECAYS`: weights by rank alone)
     keep_j  = [loo_j >= theta]   (theta None: every neighbour votes; a row where none passes
                                   falls back to all of them)
     S_k(c)  = sum_{j <= k} keep_j w_j [y_j = c],    p_k = S_k / sum_c S_k(c)
@@ -14,14 +15,16 @@ similarity, loo_j the share of that memory row's own nearest rows (itself exclud
 its label (:func:`attnknn_lib.knn.headroom.loo_agreement`). Subtracting the nearest neighbour's
 distance (or similarity) leaves every p_k unchanged and keeps the weights from underflowing.
 
-Selection: the highest validation accuracy (ties between classes broken by the nearest tied
-neighbour, :func:`attnknn_lib.knn.votes.break_ties`), then the lower validation NLL. Every S_k of
+Selection (``select``): by default the highest validation accuracy (ties between classes broken by
+the nearest tied neighbour, :func:`attnknn_lib.knn.votes.break_ties`), then the lower validation
+NLL; with ``select="nll"`` the lowest validation NLL, then the higher accuracy (the reference a
+calibration claim is judged against: the same search, tuned on the proper score). Every S_k of
 one (rule, temperature, theta) comes from one cumulative sum over the neighbours, so the whole
 grid costs little more than its largest k.
 
 A memory whose class shares differ by less than :data:`BALANCED` (largest over smallest) gets no
 prior correction: its correction would reweight the classes by less than the vote's own noise, and
-skipping it saves nine tenths of the grid. Grids are extended where the choice sits on an open edge: the temperatures by factors of 2.5 past
+skipping it saves nine tenths of the grid. Grids are extended where the choice sits on an open edge: the temperatures and decays by factors of 2.5 past
 either end, beta by 0.5 past its largest value, each up to :data:`MAX_EXTENSIONS` times. k cannot
 be extended past the neighbours searched: a choice at the largest k searched is reported in
 ``edges``, and the caller searches more neighbours and tunes again. Bounded ends (k = 1, beta = 0,
@@ -36,19 +39,26 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.evaluation.calibration import fit_calibrator
 from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID, MethodProbs
 from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.knn.votes import MAX_BETA, RULES, break_ties, prefix_class_scores, prior_correction
 
 K_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048)
-THETAS = (None, 0.25, 0.5, 0.75)  # consistency filter thresholds (None: off)
-FILTER = {"rules": ("uniform",), "thetas": (0.25, 0.5, 0.75), "betas": (0.0,)}
+# consistency filter thresholds (None: off). A row's agreement takes the values j / loo_k (16 rows: steps of
+# 1/16), so the grid reaches 1 (every one of its rows agrees): no choice can sit on an end that was never tried
+THETAS = (None, 0.25, 0.5, 0.75, 0.875, 1.0)
+FILTER = {"rules": ("uniform",), "thetas": THETAS[1:], "betas": (0.0,)}
 """The label-filtering baseline in the style of Bahri et al. (ICML 2020): memory rows whose own
 neighbours do not back their label are dropped (threshold tuned), the rest vote uniformly (k tuned)."""
 BETAS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)  # prior-correction exponents
+DECAYS = (1.0, 2.0, 4.0, 8.0, 16.0)  # rank-decay lengths (in neighbours), the geometry ceiling's grid
+REFERENCE_RULES = (*RULES, "rank")  # the vote rules the reference searches
+PARAM_NAMES = {"distance": "tau", "cosine": "T", "rank": "decay"}  # a rule's parameter, as an edge is named
 MAX_EXTENSIONS = 3  # times a grid is extended past an open edge
 BALANCED = 1.5  # largest / smallest class share below which the prior exponent is not tuned
 REFERENCE_K = 256  # neighbours searched first; doubled while the choice sits at the largest k
+SELECTIONS = ("accuracy", "nll")  # what the reference is tuned on (validation), the other breaking ties
 
 
 @dataclass(frozen=True)
@@ -96,6 +106,8 @@ def _weights(rule: str, param: float | None, sq_dist: np.ndarray) -> np.ndarray:
     if rule == "distance":
         r = np.sqrt(np.maximum(d, 0.0))
         return np.exp(-(r - r[:, :1]) / param)
+    if rule == "rank":
+        return np.broadcast_to(np.exp(-np.arange(d.shape[1]) / param), d.shape)
     s = 1.0 - d / 2.0
     return np.exp((s - s[:, :1]) / param)
 
@@ -135,10 +147,17 @@ def _extend(grid: tuple[float, ...], best: float, factor: float) -> tuple[float,
     return None
 
 
+def _key(select: str, acc: float, loss: float) -> tuple[float, float]:
+    return (acc, -loss) if select == "accuracy" else (-loss, acc)
+
+
 def _search(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_classes: int, grids: dict[str, tuple],
             betas: tuple[float, ...], thetas: tuple, ks: list[int], done: set,
-            best: tuple[Choice, tuple] | None) -> tuple[Choice, tuple]:
-    """The best of ``best`` and every configuration of the grids not in ``done`` (which grows)."""
+            best: dict[str, tuple[Choice, tuple]]) -> dict[str, tuple[Choice, tuple]]:
+    """For each selection of ``best`` (its keys), the best of ``best`` and every configuration of the
+    grids not in ``done`` (which grows): by (accuracy, -NLL) or, for "nll", by (-NLL, accuracy) on
+    validation. One pass scores every configuration for every selection."""
+    best = dict(best)
     for rule in grids:
         for param in grids[rule]:
             for theta in thetas:
@@ -149,71 +168,97 @@ def _search(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_class
                     for beta, p in by_beta.items():
                         done.add((rule, param, theta, k, beta))
                         acc = accuracy(p, target)
-                        if best is not None and acc < best[1][0]:
-                            continue
-                        key = (acc, -nll(p, target))
-                        if best is None or key > best[1]:
-                            best = (Choice(rule, param, k, theta, beta, key[0], -key[1]), key)
+                        if "nll" not in best and best.get("accuracy") and acc < best["accuracy"][1][0]:
+                            continue  # cannot win on accuracy: skip its NLL
+                        loss = nll(p, target)
+                        for select, current in best.items():
+                            key = _key(select, acc, loss)
+                            if current is None or key > current[1]:
+                                best[select] = (Choice(rule, param, k, theta, beta, acc, loss), key)
     return best
 
 
-def tune_reference(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_classes: int,
-                   ks: tuple[int, ...] = K_LADDER, thetas: tuple = THETAS,
-                   betas: tuple[float, ...] = BETAS, rules: tuple[str, ...] = RULES) -> dict:
-    """The best configuration on validation, with the grids extended past open edges.
-
-    Returns {"choice": :class:`Choice`, "configs": configurations scored (the tuning budget),
-    "edges": knobs whose choice still sits on an open edge ("k" when it is the largest k searched),
-    "grids": the final grids}. ``prior`` (C,) is the memory's class shares."""
+def tune_references(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_classes: int,
+                    ks: tuple[int, ...] = K_LADDER, thetas: tuple = THETAS,
+                    betas: tuple[float, ...] = BETAS, rules: tuple[str, ...] = REFERENCE_RULES,
+                    selects: tuple[str, ...] = ("accuracy",)) -> dict[str, dict]:
+    """:func:`tune_reference` for several selections in one search: ``{select: tuned}``. The first
+    selection drives the search (its grids are extended where its choice sits on an open edge, as
+    when it is tuned alone, so its choice is the same); the others are chosen among the same
+    configurations and report their own open edges."""
+    for select in selects:
+        if select not in SELECTIONS:
+            raise ConfigError(f"select={select!r} is not allowed; choose one of: {', '.join(SELECTIONS)}")
     target = np.asarray(target)
     prior = np.asarray(prior, dtype=np.float64)
     present = prior[prior > 0]
     if present.size and present.max() / present.min() < BALANCED:
         betas = (0.0,)
     k_list = sorted({k for k in ks if k <= val.k_max} | {val.k_max})  # the widest k searched is always scored
-    grids = {r: g for r, g in (("uniform", (None,)), ("distance", tuple(TAU_GRID)), ("cosine", tuple(T_GRID)))
-             if r in rules}
+    grids = {r: g for r, g in (("uniform", (None,)), ("distance", tuple(TAU_GRID)), ("cosine", tuple(T_GRID)),
+                               ("rank", DECAYS)) if r in rules}
     done: set = set()
-    best = None
+    best: dict = {select: None for select in selects}
     for round_ in range(MAX_EXTENSIONS + 1):
         best = _search(val, target, prior, num_classes, grids, betas, thetas, k_list, done, best)
-        choice, grown = best[0], False
         if round_ == MAX_EXTENSIONS:
             break  # no more growth: an edge still open is reported below
-        if choice.rule != "uniform":
-            wider = _extend(grids[choice.rule], choice.param, 2.5)
-            if wider is not None:
-                grids[choice.rule], grown = wider, True
-        if 0 < choice.beta == max(betas) and choice.beta + 0.5 <= MAX_BETA:
-            betas, grown = tuple(betas) + (max(betas) + 0.5,), True
+        grown = False
+        for choice, _ in (best[selects[0]],):  # the first selection drives the growth
+            if choice.rule != "uniform":
+                wider = _extend(grids[choice.rule], choice.param, 2.5)
+                if wider is not None:
+                    grids[choice.rule], grown = wider, True
+            if 0 < choice.beta == max(betas) and choice.beta + 0.5 <= MAX_BETA:
+                betas, grown = tuple(betas) + (max(betas) + 0.5,), True
         if not grown:
             break
-    edges = []
-    if choice.k == k_list[-1]:
-        edges.append("k")
-    if choice.rule != "uniform" and _extend(grids[choice.rule], choice.param, 2.5) is not None:
-        edges.append("tau" if choice.rule == "distance" else "T")
-    if choice.beta == max(betas) and choice.beta > 0:
-        edges.append("beta")
-    return {"choice": choice, "configs": len(done), "edges": edges,
-            "grids": {"k": k_list, "tau": list(grids.get("distance", ())), "T": list(grids.get("cosine", ())),
-                      "theta": list(thetas), "beta": list(betas)}}
+    out = {}
+    for select, (choice, _) in best.items():
+        edges = []
+        if choice.k == k_list[-1]:
+            edges.append("k")
+        if choice.rule != "uniform" and _extend(grids[choice.rule], choice.param, 2.5) is not None:
+            edges.append(PARAM_NAMES[choice.rule])
+        if choice.beta == max(betas) and choice.beta > 0:
+            edges.append("beta")
+        out[select] = {"choice": choice, "configs": len(done), "edges": edges,
+                       "grids": {"k": k_list, "tau": list(grids.get("distance", ())), "T": list(grids.get("cosine", ())),
+                                 "decay": list(grids.get("rank", ())), "theta": list(thetas), "beta": list(betas)}}
+    return out
+
+
+def tune_reference(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_classes: int,
+                   ks: tuple[int, ...] = K_LADDER, thetas: tuple = THETAS,
+                   betas: tuple[float, ...] = BETAS, rules: tuple[str, ...] = REFERENCE_RULES,
+                   select: str = "accuracy") -> dict:
+    """The best configuration on validation (by ``select``, see the module docstring), with the grids
+    extended past open edges.
+
+    Returns {"choice": :class:`Choice`, "configs": configurations scored (the tuning budget),
+    "edges": knobs whose choice still sits on an open edge ("k" when it is the largest k searched),
+    "grids": the final grids}. ``prior`` (C,) is the memory's class shares."""
+    return tune_references(val, target, prior, num_classes, ks, thetas, betas, rules, (select,))[select]
 
 
 Search = Callable[[str, int], tuple[np.ndarray, np.ndarray]]  # (split, k) -> memory rows, squared distances
 
 
-def reference_method(search: Search, memory_labels: np.ndarray, loo: np.ndarray, val_y: np.ndarray,
-                     num_classes: int, k_start: int = REFERENCE_K, **space) -> MethodProbs:
-    """The tuned reference on one memory: validation and test probabilities, and in ``info`` the
-    choice, its label, the configurations scored, the open edges left and the neighbours searched.
+def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray, val_y: np.ndarray,
+                      num_classes: int, k_start: int = REFERENCE_K, selects: tuple[str, ...] = ("accuracy",),
+                      **space) -> dict[str, MethodProbs]:
+    """The tuned reference on one memory, per selection of ``selects`` from one search: validation
+    and test probabilities, and in ``info`` the choice, its label, the configurations scored, the
+    open edges left and the neighbours searched.
 
     ``search(split, k)`` returns the k nearest memory rows of the split's queries ("val" or
     "test") with their squared distances; ``memory_labels`` (M,) are the labels the vote reads
     (noisy ones under label noise), ``loo`` (M,) each row's leave-one-out agreement, ``val_y`` the
     validation targets; ``space`` narrows the search (``rules``, ``thetas``, ``betas`` of
-    :func:`tune_reference`). Neighbours are searched to ``k_start`` and doubled while the choice sits
-    at the largest k searched, up to the whole memory; test is searched once, to the chosen k."""
+    :func:`tune_reference`). Neighbours are searched to ``k_start`` and doubled while a choice sits
+    at the largest k searched, up to the whole memory (the first selection decides: the others are
+    chosen among the same neighbours, a choice at the largest k reported in its ``edges``); test is
+    searched once, to the chosen k."""
     memory_labels = np.asarray(memory_labels, dtype=np.int64)
     loo = np.asarray(loo, dtype=np.float64)
     m = len(memory_labels)
@@ -222,16 +267,46 @@ def reference_method(search: Search, memory_labels: np.ndarray, loo: np.ndarray,
     while True:
         rows, sq = search("val", k)
         hood = Neighbourhood(memory_labels[rows], sq, loo[rows])
-        tuned = tune_reference(hood, val_y, prior, num_classes, **space)
-        if "k" not in tuned["edges"] or k >= m:
+        tuned = tune_references(hood, val_y, prior, num_classes, selects=selects, **space)
+        if "k" not in tuned[selects[0]]["edges"] or k >= m:
             break
         k = min(2 * k, m)
-    if k >= m and "k" in tuned["edges"]:
-        tuned["edges"].remove("k")  # every memory row votes: that end is bounded
-    choice = tuned["choice"]
-    val_p = reference_probs(choice, hood, prior, num_classes)
-    rows, sq = search("test", choice.k)
-    test_p = reference_probs(choice, Neighbourhood(memory_labels[rows], sq, loo[rows]), prior, num_classes)
-    info = {"choice": choice.to_dict(), "label": choice.label(), "configs": tuned["configs"],
-            "edges": tuned["edges"], "k_searched": k, "grids": tuned["grids"]}
-    return MethodProbs(val_p, test_p, info)
+    out = {}
+    for select, t in tuned.items():
+        if k >= m and "k" in t["edges"]:
+            t["edges"].remove("k")  # every memory row votes: that end is bounded
+        choice = t["choice"]
+        val_p = reference_probs(choice, hood, prior, num_classes)
+        rows, sq = search("test", choice.k)
+        test_p = reference_probs(choice, Neighbourhood(memory_labels[rows], sq, loo[rows]), prior, num_classes)
+        info = {"choice": choice.to_dict(), "label": choice.label(), "configs": t["configs"],
+                "edges": t["edges"], "k_searched": k, "grids": t["grids"]}
+        out[select] = MethodProbs(val_p, test_p, info)
+    return out
+
+
+def reference_method(search: Search, memory_labels: np.ndarray, loo: np.ndarray, val_y: np.ndarray,
+                     num_classes: int, k_start: int = REFERENCE_K, select: str = "accuracy", **space) -> MethodProbs:
+    """The reference tuned on ``select`` (:func:`reference_methods` with one selection)."""
+    return reference_methods(search, memory_labels, loo, val_y, num_classes, k_start, (select,), **space)[select]
+
+
+def references(search: Search, memory_labels: np.ndarray, loo: np.ndarray, val_y: np.ndarray,
+               num_classes: int, k_start: int = REFERENCE_K) -> tuple[MethodProbs, MethodProbs]:
+    """The reference of an accuracy claim and the reference of a calibration claim, from one search.
+
+    The first is tuned on validation accuracy, exactly as :func:`reference_method` tunes it alone
+    (the accuracy selection drives the search). The second is the same search tuned on validation NLL:
+    a vote's raw NLL is dominated by the classes it gives no vote, so a choice made on it can
+    calibrate worse than the accuracy-tuned one, and the calibration reference is whichever of the
+    two has the lower validation NLL after its own calibrator
+    (:func:`~attnknn_lib.evaluation.calibration.fit_calibrator`, fitted on validation), the NLL every
+    method is compared on. Its ``info["tuned_on"]`` says which, ``info["candidates"]`` gives both
+    validation NLLs."""
+    val_y = np.asarray(val_y)
+    found = reference_methods(search, memory_labels, loo, val_y, num_classes, k_start, SELECTIONS)
+    cal_nll = {sel: nll(fit_calibrator(m.val, val_y).apply(m.val), val_y) for sel, m in found.items()}
+    pick = min(SELECTIONS, key=lambda s: (cal_nll[s], SELECTIONS.index(s)))
+    best = found[pick]
+    return found["accuracy"], MethodProbs(best.val, best.test, {**best.info, "tuned_on": pick, "candidates": {
+        sel: {"label": m.info["label"], "val_nll_calibrated": cal_nll[sel]} for sel, m in found.items()}})

@@ -101,3 +101,16 @@ def split_level(per_split: list[float], n_test: int, n_train: int, metric: str, 
     out = _t_level(per_split, metric, margin, level, lambda sd, n: sd * math.sqrt(1.0 / n + n_test / n_train),
                    "split")
     return {**out, "test_se": 0.0, "replication": "splits"}
+
+
+def resolvable(seed_sd: float, test_se: float, n_seeds: int, level: float = 0.95) -> float:
+    """The smallest difference a seed-level interval can resolve: its half-width
+
+        h(S) = t_{S-1, (1 + level) / 2} sqrt(s_d^2 / S + se_test^2)
+
+    at S seeds, from a measured seed s.d. ``seed_sd`` and test-set s.e. ``test_se`` (the shared test
+    set's error does not shrink with S). A margin below h(S) can never be met: every interval at S
+    seeds is wider than it, so "equivalent" is out of reach and the setting is underpowered there."""
+    if n_seeds < 2:
+        raise ConfigError(f"n_seeds={n_seeds!r} is out of range; allowed: >= 2 (one seed has no interval)")
+    return float(stats.t.ppf(0.5 + level / 2, n_seeds - 1)) * math.sqrt(seed_sd ** 2 / n_seeds + test_se ** 2)

@@ -42,10 +42,33 @@ class Report:
     experiments: str  # the README's table of experiments
 
 
-def experiments_table(experiments: Iterable[ExperimentViews]) -> str:
-    """The README's table of experiments, from their declarations."""
-    lines = ["| notebook | question | models |", "| --- | --- | --- |"]
-    lines += [f"| `{Path(e.notebook).stem}` | {e.question} | {e.models} |" for e in experiments]
+TERMS = "**Terms.**"  # the line that opens the answer's glossary
+
+
+def split_terms(lines: list[str]) -> tuple[list[str], list[str]]:
+    """An experiment's answer lines split into its bullets and its glossary lines (after :data:`TERMS`),
+    so that the answers of several experiments read as one list of bullets and one glossary."""
+    if TERMS not in lines:
+        return [ln for ln in lines if ln], []
+    i = lines.index(TERMS)
+    return [ln for ln in lines[:i] if ln], [ln for ln in lines[i + 1:] if ln]
+
+
+def job_minutes(records: list[dict]) -> str:
+    """The wall time of the runs behind an experiment's records (its notebook job's analysis), in
+    minutes; '--' without a record."""
+    seconds = sum(r.get("provenance", {}).get("wall_seconds") or 0.0 for r in records)
+    return f"{seconds / 60:.0f} min" if records else "--"
+
+
+def experiments_table(experiments: Iterable[ExperimentViews], records: list[dict] | None = None) -> str:
+    """The README's table of experiments, from their declarations, with the time its analysis took
+    in the committed run (``records``: the run's records; the training of the models it needs is in
+    the Benchmarks block)."""
+    records = records or []
+    lines = ["| notebook | question | models | analysis time here |", "| --- | --- | --- | --- |"]
+    lines += [f"| `{Path(e.notebook).stem}` | {e.question} | {e.models} | "
+              f"{job_minutes([r for r in records if r.get('experiment') == e.name])} |" for e in experiments]
     return "\n".join(lines)
 
 
@@ -57,7 +80,7 @@ def compose(records: list[dict], experiments: Iterable[ExperimentViews]) -> Repo
     if records:  # the recipe every experiment of the run shares, from the first in notebook order
         first = next(by_name[e.name][0] for e in experiments if by_name[e.name])
         macros.update(macro_file.config_macros(first["config"]))
-    sections, answer = [], []
+    sections, answer, terms = [], [], []
     for e in experiments:
         recs = by_name[e.name]
         if not recs:
@@ -65,11 +88,15 @@ def compose(records: list[dict], experiments: Iterable[ExperimentViews]) -> Repo
         macros.update(e.views.macros(recs))
         sections.append((e.views.readme_section, e.views.readme_lines(recs)))
         if e.views.answer_lines is not None:
-            answer += e.views.answer_lines(recs)
+            bullets, term_lines = split_terms(e.views.answer_lines(recs))
+            answer += bullets
+            terms += term_lines
+    if terms:  # every experiment's bullets first, then one glossary
+        answer += ["", TERMS, ""] + terms
     macros.update(macro_file.verdict_words(macros))
     profile = records[0]["profile"] if records else ""
     return Report(macros, "\n".join(answer) if answer else readme.EMPTY, readme.results_block(sections, profile),
-                  experiments_table(experiments))
+                  experiments_table(experiments, records))
 
 
 def write_report(report: Report, macros_path: str | Path, readme_path: str | Path | None = None) -> Path:

@@ -9,7 +9,7 @@ METRIC_FORMAT = {"accuracy": ("Acc. (\\%)", 100.0, 2), "macro_f1": ("Macro-F1 (\
                  "nll": ("NLL", 1.0, 3), "ece": ("ECE", 1.0, 4), "brier": ("Brier", 1.0, 4)}
 # metric -> (scale, decimals, unit) of a *difference* (tables, sentences, macros): a difference of two calibrated
 # NLLs is often below 0.0005, so three decimals would print +0.000 [+0.000, +0.000]
-DIFF_FORMAT = {"accuracy": (100.0, 2, " pp"), "ece": (1.0, 4, ""), "nll": (1.0, 4, "")}
+DIFF_FORMAT = {"accuracy": (100.0, 2, " pp"), "ece": (1.0, 4, ""), "nll": (1.0, 4, ""), "brier": (1.0, 4, "")}
 
 
 def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:

@@ -27,8 +27,10 @@ import yaml
 from attnknn_lib.base.errors import AttnKNNError, ConfigError
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.runtime import device_available
+from attnknn_lib.experiments import catalog
+from attnknn_lib.workflow import overview
 from attnknn_lib.workflow.plan import make_plan, write_plan
-from attnknn_lib.workflow.profiles import resolve
+from attnknn_lib.workflow.profiles import available_profiles, profile_description, resolve
 
 SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
 EXECUTORS = ("local", "cluster-generic", "slurm")
@@ -110,13 +112,38 @@ def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> li
     return cmd + extra
 
 
+def _epilog() -> str:
+    """Subcommands, experiments and profiles, one line each (from the catalog and configs/)."""
+    lines = ["subcommands:",
+             "  ./run_all.sh                 set up, then run every experiment of the profile (training, notebooks, "
+             "PDFs, paper)",
+             "  ./run_all.sh test [ARGS]     set up, then the test suite (ARGS go to pytest; -m 'not slow': the fast tests)",
+             "  ./run_all.sh status [-v]     what is up to date, stale or missing, and the time a run would take "
+             "(reads only)",
+             "  ./run_all.sh lab             JupyterLab: notebooks/ (runnable; they read the committed results) and "
+             "results/notebooks/ (executed)",
+             "  ./run_all.sh bench           this machine's speed as ratios, and the committed run's stage times",
+             "  ./run_all.sh dag             the job graph as figures/workflow_dag.pdf",
+             "", "experiments (--only NAME[,NAME]):"]
+    for exp in catalog.experiments().values():
+        try:  # the notebook's own title, one line
+            title = json.loads((REPO_ROOT / "notebooks" / exp.notebook).read_text())["metadata"].get("title", "")
+        except (OSError, ValueError, KeyError):
+            title = ""
+        lines.append(f"  {exp.name:18s} {exp.notebook}: {title}")
+    lines += ["", "profiles (--profile NAME):"]
+    for name in available_profiles():
+        lines.append(f"  {name:18s} {profile_description(name)}")
+    return "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="./run_all.sh", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="./run_all.sh test [pytest args] runs the test suite; ./run_all.sh lab starts "
-                                        "JupyterLab.")
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog())
     ap.add_argument("action", nargs="?", default="run", choices=("run", "status", "dag"),
-                    help="run (default), status (what is up to date, stale or missing), dag (job graph figure)")
+                    help="run (default), status (what is up to date, stale or missing; reads only), dag (job graph "
+                         "figure)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="status: every output file with its state and reason")
     ap.add_argument("--profile", default="cpu", help="configs/<name>.yaml (default: cpu)")
     ap.add_argument("--only", default="", help="comma-separated experiments (default: all)")
     ap.add_argument("--out", default=None, help="write everything under this directory instead of the repository")
@@ -141,30 +168,6 @@ def _validate_options(args) -> None:
     if args.workflow_profile and not (Path(args.workflow_profile) / "config.yaml").exists():
         raise ConfigError(f"--workflow-profile {args.workflow_profile!r}: no config.yaml there "
                           f"(e.g. {REPO_ROOT / 'workflow' / 'profiles' / 'slurm'})")
-
-
-def status(cmd: list[str]) -> int:
-    """Every output of the plan as up to date, stale or missing (Snakemake's summary, a dry run)."""
-    proc = subprocess.run(cmd + ["--summary"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "snakemake --summary failed",
-              file=sys.stderr)
-        return 1
-    lines = [ln.split("\t") for ln in proc.stdout.splitlines() if "\t" in ln]
-    if not lines:
-        return 0
-    head = lines[0]
-    col = {name: i for i, name in enumerate(head)}
-    counts: dict[str, int] = {}
-    for row in lines[1:]:
-        state = row[col["status"]] if "status" in col else row[-1]
-        plan = row[col["plan"]] if "plan" in col else "no update"
-        word = "missing" if "missing" in state else "up to date" if (state == "ok" and plan == "no update") else "stale"
-        counts[word] = counts.get(word, 0) + 1
-        why = "" if word != "stale" else f"  ({state if state != 'ok' else plan})"
-        print(f"{word:10s}  {row[0]}{why}")
-    print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
-    return 0
 
 
 def dag(cmd: list[str], root: Path) -> int:
@@ -207,13 +210,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     paths = Paths.at(args.out)
+    if args.action == "status":  # reads only: no plan, no run spec, no Snakemake state
+        print(overview.summary(resolved, paths, args.verbose))
+        return 0
     plan = make_plan(resolved, paths, pdf=not args.no_pdf, paper=not args.no_paper)
     plan["train_threads"] = train_threads(args)
     plan_path = write_plan(plan, paths)
     first = longest_notebook(plan, paths.root, REPO_ROOT)
     cmd = snakemake_command(plan_path, paths.root, args, ["--prioritize", first] if first else [])
-    if args.action == "status":
-        return status(cmd)
     if args.action == "dag":
         return dag(cmd, paths.root)
     if args.force:
@@ -228,6 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         print(f"error: another ./run_all.sh is writing to {paths.root}; wait for it to finish", file=sys.stderr)
         return 2
+    if not args.force:
+        try:
+            print(f"[run_all] {overview.estimate_line(resolved, paths)}", file=sys.stderr)
+        except Exception as err:  # an estimate must never stop a run  # noqa: BLE001
+            print(f"[run_all] estimate unavailable ({type(err).__name__}: {err})", file=sys.stderr)
     proc = subprocess.run(cmd)
     if proc.returncode != 0:
         print("error: the workflow stopped (see the failed job above); rerun ./run_all.sh with the same arguments "

@@ -29,6 +29,15 @@ def available_profiles() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")))
 
 
+def profile_description(name: str) -> str:
+    """The ``description`` line of configs/<name>.yaml (empty when it has none or does not parse)."""
+    try:
+        data = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return ""
+    return str(data.get("description", "")) if isinstance(data, dict) else ""
+
+
 def load_profile(name: str) -> dict:
     """``{"recipe": {...}, "experiments": {name: {...}}}``: what the profile changes from the defaults."""
     profiles = available_profiles()

@@ -82,6 +82,7 @@ class Config(ExperimentConfig):
     margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
     margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
     margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
+    margin_brier: float = knob(MARGINS["brier"], "equivalence margin of Brier differences")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -117,7 +118,7 @@ class Config(ExperimentConfig):
         if self.k > self.k_max:
             raise ConfigError(f"k={self.k} is not allowed here; give k <= {self.k_max}, the most neighbours the study "
                               f"reads (the largest of headroom_ks and variant_ks)")
-        for name in ("head_lr", "margin_accuracy", "margin_ece", "margin_nll"):
+        for name in ("head_lr", "margin_accuracy", "margin_ece", "margin_nll", "margin_brier"):
             check_range(name, getattr(self, name), 0.0, None)
 
     def margin(self, metric: str) -> float:

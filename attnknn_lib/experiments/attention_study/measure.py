@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -30,8 +31,8 @@ from attnknn_lib.evaluation.methods import (
     score,
 )
 from attnknn_lib.evaluation.metrics import accuracy, nll
-from attnknn_lib.evaluation.reference import FILTER, Neighbourhood, Search, reference_method
-from attnknn_lib.evaluation.verdicts import HEADLINE_BOOT, seed_level, split_level
+from attnknn_lib.evaluation.reference import FILTER, Neighbourhood, Search, reference_method, references
+from attnknn_lib.evaluation.verdicts import HEADLINE_BOOT, resolvable, seed_level, split_level
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, VARIANTS, Config, parse_setting
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
@@ -59,8 +60,9 @@ from attnknn_lib.training.loops import selection_key
 
 ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blind_heldout": 0.01}  # others: 0
 DECAYS = (1.0, 2.0, 4.0, 8.0, 16.0)  # rank-decay lengths of the geometry-only ceiling
-THRESHOLDS = (0.25, 0.5, 0.75)  # leave-one-out agreement thresholds of the label-aware ceiling
-COMPARED = (("accuracy", "raw"), ("ece", "calibrated"), ("nll", "calibrated"))
+THRESHOLDS = FILTER["thetas"]  # leave-one-out agreement thresholds of the label-aware ceiling (up to 1)
+COMPARED = (("accuracy", "raw"), ("ece", "calibrated"), ("nll", "calibrated"), ("brier", "calibrated"))
+PROPER = (("nll", "calibrated"), ("brier", "calibrated"))  # judged against the reference tuned on NLL
 PAIR = "_pair"  # a per-seed difference's probabilities, kept for the pooled bootstrap; not written to the record
 POOLED_BOOT_SEED = 0  # the pooled bootstrap's one draw of test resamples, shared by every seed (as in main)
 
@@ -452,37 +454,55 @@ def against_reference(cfg: Config, probs: MethodProbs, ds, seed: int, reference:
 
 
 def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours: tuple[Neighbors, Neighbors], ds,
-                   seed: int, reference: tuple) -> dict:
-    """Main's Attn-KNN (its own attention vote at k on its own embedding) against the strongest
-    non-learned rule on that embedding: paired differences (accuracy raw, ECE and NLL calibrated).
-    Main makes the same comparison, so it takes main's resample count (``HEADLINE_BOOT``): one interval."""
+                   seed: int, reference: tuple, labels: np.ndarray | None = None,
+                   reference_nll: tuple | None = None) -> dict:
+    """Main's Attn-KNN (its own attention vote at k on its own embedding, over the memory's
+    ``labels``: noisy ones under noise, default the bank's) against the strongest non-learned rule
+    on that memory: paired differences (accuracy raw, ECE, NLL and Brier calibrated), and against
+    the rule tuned on NLL (``reference_nll``). Main makes the clean comparison, so it takes main's
+    resample count (``HEADLINE_BOOT``): one interval."""
+    if labels is not None:
+        bank = copy.copy(bank)
+        bank.labels = np.asarray(labels, dtype=np.int64)
+        neighbours = tuple(Neighbors(nb.indices, nb.sq_dist, bank.labels[nb.indices]) for nb in neighbours)
     pv, _ = attnknn_probs(attention, bank, frozen.val, cfg.k, neighbors=neighbours[0])
     pt, wt = attnknn_probs(attention, bank, frozen.test, cfg.k, neighbors=neighbours[1])
     scored, diff = against_reference(cfg, MethodProbs(pv, pt), ds, seed, reference, n_boot=HEADLINE_BOOT)
-    return {"val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
-            "test_calibrated": scored["test_calibrated"], "effective_k": float(effective_neighbours(wt).mean()),
-            "diff_reference": diff}
+    out = {"val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
+           "test_calibrated": scored["test_calibrated"], "effective_k": float(effective_neighbours(wt).mean()),
+           "diff_reference": diff}
+    if reference_nll is not None:
+        cal = Calibrator(**scored["calibrator"]).apply(pt)
+        out["diff_reference_nll"] = {"calibrated": _paired(cfg, cal, reference_nll[1], ds.test.y, seed, HEADLINE_BOOT)}
+    return out
 
 
-def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> tuple[dict, tuple]:
+def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> tuple[dict, tuple, tuple]:
     """The strongest non-learned rule on this memory (:func:`~attnknn_lib.evaluation.reference.
     reference_method`: rule, temperature, k, consistency filter and prior exponent tuned on
-    validation), scored once on test; and its test probabilities raw and calibrated."""
-    ref = reference_method(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k)
+    validation accuracy), scored once on test, with the same search tuned on NLL
+    (:func:`~attnknn_lib.evaluation.reference.references`, the reference of the
+    calibration endpoints); the test probabilities raw and calibrated of each. Validation labels
+    are the clean ones (the memory alone is noisy), so every calibrator sees clean labels."""
+    ref, by_nll = references(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k)
     filt = reference_method(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k, **FILTER)
-    both = score({"reference": ref, "filter": filt}, ds, n_boot=cfg.n_boot, seed=seed)
+    both = score({"reference": ref, "filter": filt, "reference_nll": by_nll}, ds, n_boot=cfg.n_boot, seed=seed)
     scored = both["reference"]
     entry = {**ref.info, "val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
              "test_calibrated": scored["test_calibrated"],
              "filter": {"label": filt.info["label"], "edges": filt.info["edges"], "configs": filt.info["configs"],
                         "val_accuracy": both["filter"]["val"]["accuracy"],
                         "test_accuracy": both["filter"]["test_raw"]["accuracy"]["value"],
-                        "diff_reference": _paired(cfg, filt.test, ref.test, ds.test.y, seed)}}
-    return entry, (ref.test, Calibrator(**scored["calibrator"]).apply(ref.test))
+                        "diff_reference": _paired(cfg, filt.test, ref.test, ds.test.y, seed)},
+             "reference_nll": {"label": by_nll.info["label"], "tuned_on": by_nll.info["tuned_on"],
+                               "candidates": by_nll.info["candidates"], "edges": by_nll.info["edges"],
+                               "test_calibrated": both["reference_nll"]["test_calibrated"]}}
+    nll_probs = (by_nll.test, Calibrator(**both["reference_nll"]["calibrator"]).apply(by_nll.test))
+    return entry, (ref.test, Calibrator(**scored["calibrator"]).apply(ref.test)), nll_probs
 
 
 def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bool,
-              keep: dict | None = None, reference: tuple | None = None) -> dict:
+              keep: dict | None = None, reference: tuple | None = None, reference_nll: tuple | None = None) -> dict:
     """Every variant at k in one setting and seed, scored against the tuned kNN rule at k and,
     given ``reference`` (its test probabilities raw and calibrated), against the strongest
     non-learned rule. ``keep`` (a dict) receives each variant's test weights, test probabilities
@@ -528,6 +548,9 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
         if reference is not None:
             entry["diff_reference"] = {split: _paired(cfg, probs[name][i], reference[i], ds.test.y, seed)
                                        for i, split in enumerate(("raw", "calibrated"))}
+        if reference_nll is not None:
+            entry["diff_reference_nll"] = {"calibrated": _paired(cfg, probs[name][1], reference_nll[1], ds.test.y,
+                                                                 seed)}
         out["methods"][name] = entry
     if reference is not None:
         out["learner"], out["learnable"] = learnable(cfg, mem, k, ds, seed, reference, out["methods"])
@@ -607,12 +630,14 @@ def long_tail_entry(cfg: Config, paths: Paths, run_, seed: int) -> dict:
     mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y,
                          _train_rows(len(frozen.train), cfg.train_queries, seed), "clean", ds.num_classes, cfg, seed)
     ks = tuple(k for k in cfg.headroom_ks if k <= k_max)
-    reference, ref_probs = reference_entry(cfg, mem, core.searcher(bank, {"val": frozen.val, "test": frozen.test}), ds,
-                                           seed)
+    reference, ref_probs, nll_probs = reference_entry(
+        cfg, mem, core.searcher(bank, {"val": frozen.val, "test": frozen.test}), ds, seed)
     return {"headroom": headroom_table(mem, ks, ds.num_classes), "ceilings": ceilings(mem, ks, ds.num_classes),
             "flipped_share": 0.0, "memory_size": len(frozen.train), "run": run_.id, "reference": reference,
+            "attnknn": main_attention(cfg, model.attention, bank, frozen, (val_nb, test_nb), ds, seed, ref_probs,
+                                      reference_nll=nll_probs),
             "variants": {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
-                                           reference=ref_probs)
+                                           reference=ref_probs, reference_nll=nll_probs)
                          for k in cfg.variant_ks if k <= k_max}}
 
 
@@ -762,17 +787,18 @@ def run(cfg: Config, paths: Paths) -> dict:
             entry = {"headroom": headroom_table(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
                      "ceilings": ceilings(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
                      "flipped_share": float(mem.flipped.mean())}
-            entry["reference"], ref_probs = reference_entry(cfg, mem, search, ds, seed)
-            if setting == "clean":  # main's Attn-KNN, trained end to end with clean labels
-                entry["attnknn"] = main_attention(cfg, trained.model.attention, bank, frozen, (val_nb, test_nb), ds,
-                                                  seed, ref_probs)
+            entry["reference"], ref_probs, nll_probs = reference_entry(cfg, mem, search, ds, seed)
+            # main's Attn-KNN (trained end to end on clean labels), voting over this memory's labels
+            entry["attnknn"] = main_attention(cfg, trained.model.attention, bank, frozen, (val_nb, test_nb), ds,
+                                              seed, ref_probs, labels=mem.labels, reference_nll=nll_probs)
+            if setting == "clean":
                 if seed in cfg.seeds[:cfg.collapse_seeds]:
                     entry["collapse"] = collapse_sweep(cfg, mem, ds, seed, ref_probs)
             if setting in cfg.variant_settings:
                 kept: dict = {}
                 entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
                                                        keep=kept if k == k_gallery and seed == cfg.seeds[0] else None,
-                                                       reference=ref_probs)
+                                                       reference=ref_probs, reference_nll=nll_probs)
                                      for k in cfg.variant_ks if k <= k_max}
                 if kept:
                     cases, images = gallery(mem, kept, setting, k_gallery, ds)
@@ -841,9 +867,17 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                                                   .replace("  ", " ") for r in rows]}
         if "reference" in entry:
             refs = [per_seed[s]["settings"][setting]["reference"] for s in seeds]
+            if "reference_nll" in refs[0]:
+                rn = [r["reference_nll"] for r in refs]
+                s_out["reference_nll"] = {"nll_calibrated": _mean_sd([r["test_calibrated"]["nll"]["value"] for r in rn]),
+                                          "brier_calibrated": _mean_sd([r["test_calibrated"]["brier"]["value"] for r in rn]),
+                                          "choices": [r["label"] for r in rn], "tuned_on": [r["tuned_on"] for r in rn],
+                                          "edges": sorted({e for r in rn for e in r["edges"]})}
             s_out["reference"] = {"accuracy": _mean_sd([r["test_raw"]["accuracy"]["value"] for r in refs]),
                                   "ece_calibrated": _mean_sd([r["test_calibrated"]["ece"]["value"] for r in refs]),
                                   "nll_calibrated": _mean_sd([r["test_calibrated"]["nll"]["value"] for r in refs]),
+                                  "brier_calibrated": _mean_sd([r["test_calibrated"]["brier"]["value"] for r in refs]),
+                                  "k": [int(r["choice"]["k"]) for r in refs],
                                   "choices": [r["label"] for r in refs], "configs": [r["configs"] for r in refs],
                                   "edges": sorted({e for r in refs for e in r["edges"]}),
                                   "k_searched": [r["k_searched"] for r in refs]}
@@ -852,6 +886,9 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                 s_out["attnknn"] = {"accuracy": _mean_sd([m["test_raw"]["accuracy"]["value"] for m in ms]),
                                     "effective_k": _mean_sd([m["effective_k"] for m in ms]),
                                     "verdicts_reference": seed_verdicts(cfg, [m["diff_reference"] for m in ms])}
+                if "diff_reference_nll" in ms[0]:
+                    s_out["attnknn"]["verdicts_reference_nll"] = seed_verdicts(
+                        cfg, [m["diff_reference_nll"] for m in ms], PROPER)
             with_sweep = [s for s in seeds if "collapse" in per_seed[s]["settings"][setting]]
             if with_sweep:
                 sweeps = [per_seed[s]["settings"][setting]["collapse"] for s in with_sweep]
@@ -885,6 +922,9 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                              "nll_calibrated": _mean_sd([m["test_calibrated"]["nll"]["value"] for m in ms])}
                     if "diff_reference" in ms[0]:
                         m_out["verdicts_reference"] = seed_verdicts(cfg, [m["diff_reference"] for m in ms])
+                    if "diff_reference_nll" in ms[0]:
+                        m_out["verdicts_reference_nll"] = seed_verdicts(cfg, [m["diff_reference_nll"] for m in ms],
+                                                                        PROPER)
                     if name != "baseline":
                         m_out["effective_k"] = _mean_sd([m["effective_k"] for m in ms])
                         m_out["captured"] = _mean_sd([m["captured"] for m in ms])
@@ -949,14 +989,23 @@ def search_summary(folds: list[dict]) -> dict:
             "fits": len(folds)}
 
 
-def seed_verdicts(cfg: Config, diffs: list[dict]) -> dict:
-    """Seed-level verdicts (accuracy raw, ECE and NLL calibrated) from one paired difference per seed
-    (``{"raw": ..., "calibrated": ...}``, each from :func:`_paired`): the per-seed values and, as the
-    test points' share of the interval, the pooled paired bootstrap's s.e. (:func:`pooled_test_se`)."""
-    se = {split: pooled_test_se([d[split] for d in diffs]) for split in dict.fromkeys(s for _, s in COMPARED)}
-    return {metric: seed_level([d[split][metric]["value"] for d in diffs], se[split][metric], metric,
-                               margin=cfg.margin(metric))
-            for metric, split in COMPARED}
+RESOLVED_AT = (3, 5)  # seed counts at which each endpoint's smallest resolvable difference is reported
+
+
+def seed_verdicts(cfg: Config, diffs: list[dict], compared: tuple = COMPARED) -> dict:
+    """Seed-level verdicts (``compared``: accuracy raw, ECE, NLL and Brier calibrated) from one paired
+    difference per seed (``{"raw": ..., "calibrated": ...}``, each from :func:`_paired`): the per-seed
+    values and, as the test points' share of the interval, the pooled paired bootstrap's s.e.
+    (:func:`pooled_test_se`); with the smallest difference the interval resolves at 3 and 5 seeds
+    (:func:`~attnknn_lib.evaluation.verdicts.resolvable`, from the measured spreads)."""
+    se = {split: pooled_test_se([d[split] for d in diffs]) for split in dict.fromkeys(s for _, s in compared)}
+    out = {}
+    for metric, split in compared:
+        v = seed_level([d[split][metric]["value"] for d in diffs], se[split][metric], metric, margin=cfg.margin(metric))
+        if v["n_seeds"] > 1:
+            v["resolvable"] = {str(n): resolvable(v["seed_sd"], v["test_se"], n) for n in RESOLVED_AT}
+        out[metric] = v
+    return out
 
 
 def summarise_end_to_end(cfg: Config, per_seed: dict) -> dict:

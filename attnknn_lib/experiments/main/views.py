@@ -15,7 +15,7 @@ from attnknn_lib.evaluation.methods import (
 from attnknn_lib.evaluation.metrics import confusion_matrix, reliability_bins
 from attnknn_lib.evaluation.verdicts import MARGINS, VERDICTS
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
-from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, DatasetRun
+from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, DatasetRun, run_dataset
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import difference_text, markdown_lists, mean_pct, seeds_text
 from attnknn_lib.report.macros import (
@@ -473,3 +473,22 @@ def ablation_frame(record: dict) -> pd.DataFrame:
     res = record["results"]
     ablation = res["per_seed"][str(res["seeds"][0])].get("ablation")
     return methods_frame(ablation, latex=False) if ablation else pd.DataFrame()
+
+
+def dataset_record(nb, cfg, name: str) -> dict:
+    """One dataset's record for the notebook ``nb`` (:class:`~attnknn_lib.experiments.reading.Session`):
+    measured (:func:`~attnknn_lib.experiments.main.measure.run_dataset`) and written out when it
+    recomputes, else the committed one."""
+    def compute(paths: Paths) -> dict:
+        run = run_dataset(cfg, name, paths)
+        write_outputs(run, paths, primary=name == cfg.primary)
+        return run.record
+    return nb.record(compute, name)
+
+
+def summary_table(nb, cfg) -> list[Path]:
+    """The tables the notebook lists: the summary across datasets is written first when it recomputes
+    (a reading notebook writes nothing)."""
+    if nb.recompute:
+        write_summary_table(nb.paths, cfg.datasets)
+    return ARTIFACTS.written(nb.paths, cfg)

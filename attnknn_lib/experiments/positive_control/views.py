@@ -1,0 +1,310 @@
+"""Positive-control views: tables, the figure, macros, README lines and findings read off its record
+(no measuring)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
+from attnknn_lib.report.figures import plt
+from attnknn_lib.report.findings import difference_text, markdown_lists
+from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
+from attnknn_lib.report.tables import booktabs, interval_text
+
+CEILINGS = {  # method -> label, for the headroom table and the figure
+    "reference": "strongest rule",
+    "geometry": "geometry-only, k <= 16",
+    "oracle_inside_k": "oracle weights on the k retrieved",
+    "oracle_reference_k": "oracle weights at the rule's k",
+    "oracle_retrieval": "oracle retrieval",
+    "learner": "boosted trees (learnable headroom)",
+}
+
+
+def _levels(record: dict) -> list[tuple[str, dict]]:
+    return sorted(record["results"]["levels"].items(), key=lambda kv: kv[1]["nuisance_scale"])
+
+
+def _pp(x: float) -> str:
+    return f"{100 * x:.2f}"
+
+
+def _diff(level: dict, name: str, ref: str, metric: str) -> dict:
+    return level["summary"]["diff"][name][ref][metric]
+
+
+def _k_range(ks: list[int]) -> str:
+    """The rule's k over seeds: one value, or the lowest and highest."""
+    return f"{min(ks)}" if min(ks) == max(ks) else f"{min(ks)}-{max(ks)}"
+
+
+def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
+    """Per nuisance scale (means over seeds): the headroom at k before any head is trained, the
+    strongest rule (its k per seed) and every ceiling, test accuracy in %."""
+    k = record["results"]["k"]
+    rows = {}
+    for key, lv in _levels(record):
+        s = lv["summary"]
+        hr, means = s["headroom"], s["means"]
+        row = {f"recall@{k}": _pp(hr["at_k"]["recall"]), f"uniform@{k}": _pp(hr["at_k"]["uniform_accuracy"]),
+               f"fixable@{k}": _pp(hr["at_k"]["fixable"]),
+               "rule's k": _k_range(s["reference_k"])}
+        row.update({CEILINGS[m]: _pp(means[m]["accuracy"]) for m in CEILINGS})
+        rows[key] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "nuisance scale"
+    if latex:
+        df.columns = [c.replace("@", " at ").replace("<=", "$\\le$") for c in df.columns]
+    return df
+
+
+def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
+    """One row per (scale, head): accuracy against the accuracy-tuned rule, NLL and Brier (after
+    calibration) against the NLL-tuned rule, each as difference [95 % interval] and verdict; and the
+    head's effective k (exp of the weights' entropy, mean over test queries and seeds)."""
+    res = record["results"]
+    rows = {}
+    for key, lv in _levels(record):
+        s = lv["summary"]
+        for name, label in {**res["heads"], "learner": "boosted trees"}.items():
+            acc = _diff(lv, name, "reference", "accuracy")
+            nll = _diff(lv, name, "reference_nll", "nll")
+            brier = _diff(lv, name, "reference_nll", "brier")
+            row = {"accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100)}",
+                   "verdict": acc["verdict"],
+                   "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3)}", "NLL verdict": nll["verdict"],
+                   "Brier verdict": brier["verdict"],
+                   "eff. k": f"{s['effective_k'][name]:.1f}" if name in s["effective_k"] else "--"}
+            rows[f"s = {key}, {label}"] = row
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "scale, method"
+    if latex:
+        df = df.rename(columns={"accuracy (pp)": "accuracy (pp) [95\\,\\% CI]", "NLL": "NLL [95\\,\\% CI]"})
+    return df
+
+
+def resolution_frame(record: dict) -> pd.DataFrame:
+    """The smallest difference each endpoint resolves (the interval's half-width) at 3 and 5 seeds,
+    from Attn-KNN's measured seed s.d. at each scale, beside the declared margin."""
+    rows = {}
+    for key, lv in _levels(record):
+        for metric, ref in (("accuracy", "reference"), ("nll", "reference_nll"), ("brier", "reference_nll")):
+            d = _diff(lv, "attnknn", ref, metric)
+            scale = 100 if metric == "accuracy" else 1
+            res = d.get("resolvable", {})
+            rows[(key, metric)] = {"margin": f"{scale * d['margin']:.4g}",
+                                   **{f"resolvable at {n} seeds": (f"{scale * res[n]:.4g}" if n in res else "--")
+                                      for n in ("3", "5")},
+                                   "resolved at 5": "yes" if res.get("5", np.inf) < d["margin"] else "no"}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.names = ["scale", "endpoint"]
+    return df
+
+
+def figure(record: dict):
+    """Left: each head, the oracle weights and the boosted-trees learner minus the strongest rule that
+    learns nothing, in accuracy points (mean over seeds, seed-level 95 % interval), on one axis.
+    Right: the heads' effective k, with the threshold declared for 'moved from uniform'."""
+    res = record["results"]
+    lv = _levels(record)
+    x = np.array([v["nuisance_scale"] for _, v in lv])
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.4), layout="constrained")
+    room = [100 * (v["summary"]["means"]["oracle_inside_k"]["accuracy"] - v["summary"]["means"]["reference"]["accuracy"])
+            for _, v in lv]
+    axes[0].plot(x, room, color="grey", ls=":", marker="^", ms=4, lw=1.3, label="oracle weights on the k retrieved")
+    shown = {**res["heads"], "learner": "boosted trees (learnable headroom)"}
+    for i, (name, label) in enumerate(shown.items()):
+        d = [_diff(v, name, "reference", "accuracy") for _, v in lv]
+        mean = np.array([100 * e["value"] for e in d])
+        err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
+        color = "tab:brown" if name == "learner" else f"C{i}"
+        axes[0].errorbar(x + 0.02 * (i - len(shown) / 2), mean, yerr=err, color=color, marker="o", ms=3.5, lw=1.2,
+                         capsize=2, label=label, ls="--" if name == "learner" else "-")
+        if name in res["heads"]:
+            axes[1].plot(x, [v["summary"]["effective_k"][name] for _, v in lv], color=color, marker="o", ms=3.5,
+                         lw=1.3, label=label)
+    axes[0].axhline(0, color="black", lw=0.8)
+    axes[1].axhline(res["k"], color="black", lw=0.8, ls="--")
+    axes[1].axhline(res["moved_threshold"], color="grey", lw=0.8, ls=":")
+    axes[1].annotate("below: moved from uniform", (x[-1], res["moved_threshold"]), xytext=(0, -10),
+                     textcoords="offset points", ha="right", fontsize=7)
+    axes[1].set_ylim(0, res["k"] + 1)
+    axes[0].set_ylabel("minus the strongest rule (accuracy, pp)")
+    axes[1].set_ylabel(f"effective k = exp(H), of k = {res['k']}")
+    for ax in axes:
+        ax.set_xlabel("nuisance scale (the knob)")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, loc="upper left")
+    n = len(res["seeds"])
+    fig.suptitle(f"Positive control: gain over the strongest rule and sharpness against the room to win "
+                 f"({n} seeds)", fontsize=9)
+    return fig
+
+
+def write_outputs(record: dict, paths: Paths) -> dict:
+    src = source_note(NOTEBOOK, ARTIFACTS.record_file(DATASET))
+    res = record["results"]
+    n, k = len(res["seeds"]), res["k"]
+    out = {"headroom": ARTIFACTS.write_table(paths, "headroom", DATASET, booktabs(
+        headroom_frame(record, latex=True).T,
+        f"Positive control: room to win against the nuisance scale (test accuracy in \\%, mean over {n} seeds). "
+        f"Recall, uniform vote and fixable share at Attn-KNN's $k = {k}$; the strongest rule that learns nothing "
+        f"(its $k$ per seed); the geometry-only vote over at most {k} neighbours; the {k} retrieved neighbours "
+        f"reweighted by their distance in the informative dimensions (which the generator knows), the same at the "
+        f"rule's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
+        f"learner on neighbour features. {src}.", f"tab:{NAME}_headroom", escape_index=False, size="footnotesize")),
+        "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
+            verdict_frame(record, latex=True),
+            f"Positive control: each head minus the strongest rule that learns nothing, seed-level 95\\,\\% "
+            f"intervals over {n} seeds (each seed its own data and test set). Accuracy against the rule tuned on "
+            f"accuracy; NLL and Brier, after calibration on validation, against the rule tuned on NLL. Effective "
+            f"$k$: exp of the weights' entropy. {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="footnotesize")),
+        "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
+    return out
+
+
+def _wins(record: dict, name: str) -> list[str]:
+    return [key for key, lv in _levels(record) if _diff(lv, name, "reference", "accuracy")["verdict"] == "better"]
+
+
+RANKS = ("Max", "Second", "Third", "Min")  # the scales the paper names: largest, next two, smallest
+
+
+def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
+    """One level's macros under its rank ``tag``; '--' for each when the profile has no such level."""
+    if lv is None:
+        names = ("Scale", "Room", "Attnknn Acc Diff", "Attnknn Acc Low", "Attnknn Acc High", "Attnknn Acc Verdict",
+                 "Learner Acc Diff", "Learner Acc Low", "Learner Acc High", "Learner Acc Verdict", "Attnknn Nll Diff",
+                 "Attnknn Nll Low", "Attnknn Nll High", "Attnknn Nll Verdict", "Attnknn Eff K", "Reference Acc",
+                 "Attnknn Acc", "Oracle Inside Acc", "Fixable")
+        return {macro_name(*pre, tag, n): "--" for n in names}
+    s = lv["summary"]
+    out = {macro_name(*pre, tag, "Scale"): f"{lv['nuisance_scale']:g}"}
+    for name, head in (("attnknn", "Attnknn"), ("learner", "Learner")):
+        acc = _diff(lv, name, "reference", "accuracy")
+        out[macro_name(*pre, tag, head, "Acc Diff")] = signed(100 * acc["value"], 2)
+        out[macro_name(*pre, tag, head, "Acc Low")] = signed(100 * acc["low"], 2)
+        out[macro_name(*pre, tag, head, "Acc High")] = signed(100 * acc["high"], 2)
+        out[macro_name(*pre, tag, head, "Acc Verdict")] = acc["verdict"]
+    nll = _diff(lv, "attnknn", "reference_nll", "nll")
+    out[macro_name(*pre, tag, "Room")] = signed(
+        100 * (s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]), 2)
+    out[macro_name(*pre, tag, "Attnknn Nll Diff")] = signed(nll["value"], 3)
+    out[macro_name(*pre, tag, "Attnknn Nll Low")] = signed(nll["low"], 3)
+    out[macro_name(*pre, tag, "Attnknn Nll High")] = signed(nll["high"], 3)
+    out[macro_name(*pre, tag, "Attnknn Nll Verdict")] = nll["verdict"]
+    out[macro_name(*pre, tag, "Attnknn Eff K")] = f"{s['effective_k']['attnknn']:.1f}"
+    out[macro_name(*pre, tag, "Reference Acc")] = _pp(s["means"]["reference"]["accuracy"])
+    out[macro_name(*pre, tag, "Attnknn Acc")] = _pp(s["means"]["attnknn"]["accuracy"])
+    out[macro_name(*pre, tag, "Oracle Inside Acc")] = _pp(s["means"]["oracle_inside_k"]["accuracy"])
+    out[macro_name(*pre, tag, "Fixable")] = _pp(s["headroom"]["at_k"]["fixable"])
+    return out
+
+
+def pc_macros(record: dict) -> dict[str, str]:
+    """The generator's sizes, and per ranked scale (:data:`RANKS`: the largest, the next two, the
+    smallest; '--' where a profile has fewer levels) Attn-KNN and the boosted-trees learner against
+    the strongest rule, Attn-KNN's NLL against the NLL-tuned rule, its effective k and the room."""
+    res = record["results"]
+    pre = (NAME,)
+    out = {macro_name(*pre, "Seeds"): str(len(res["seeds"])), macro_name(*pre, "K"): str(res["k"]),
+           macro_name(*pre, "Moved Threshold"): f"{res['moved_threshold']:.1f}",
+           macro_name(*pre, "Levels"): str(len(res["levels"]))}
+    task = res["task"]
+    for key, name in (("num_classes", "Classes"), ("clusters_per_class", "Clusters"),
+                      ("informative_dims", "Informative Dims"), ("nuisance_dims", "Nuisance Dims")):
+        out[macro_name(*pre, name)] = str(task[key])
+    out[macro_name(*pre, "Dims")] = str(task["informative_dims"] + task["nuisance_dims"])
+    levels = [lv for _, lv in _levels(record)]  # smallest scale first
+    ranked = {"Max": levels[-1], "Second": levels[-2] if len(levels) > 2 else None,
+              "Third": levels[-3] if len(levels) > 3 else None, "Min": levels[0]}
+    for tag in RANKS:
+        out.update(_level_macros(pre, tag, ranked[tag]))
+    out[macro_name(*pre, "Attnknn Wins")] = str(len(_wins(record, "attnknn")))
+    return out
+
+
+def macros(records: list[dict]) -> dict[str, str]:
+    return record_macros(records, pc_macros, NOTEBOOK, ARTIFACTS.record_file, aliases=False)
+
+
+def finding_lines(record: dict) -> list[str]:
+    """The answer in a few lines: per scale, the room (oracle inside k minus the rule), Attn-KNN's
+    accuracy verdict and sharpness, and what the learnable-headroom learner found."""
+    res = record["results"]
+    k = res["k"]
+    lines = []
+    for key, lv in _levels(record):
+        s = lv["summary"]
+        room = s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]
+        acc = _diff(lv, "attnknn", "reference", "accuracy")
+        nll = _diff(lv, "attnknn", "reference_nll", "nll")
+        learn = _diff(lv, "learner", "reference", "accuracy")
+        moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
+        lines.append(f"- **nuisance scale {key}**: room inside the {k} neighbours (oracle weights minus the strongest "
+                     f"rule) {signed(100 * room, 2)} pp; Attn-KNN {difference_text(acc, 'accuracy')} in accuracy, "
+                     f"{difference_text(nll, 'nll')} in calibrated NLL against the NLL-tuned rule; effective k "
+                     f"{s['effective_k']['attnknn']:.1f} of {k} ({moved}); boosted trees on neighbour features "
+                     f"{difference_text(learn, 'accuracy')}.")
+    return lines
+
+
+def _summary(record: dict) -> str:
+    res = record["results"]
+    wins = _wins(record, "attnknn")
+    n_levels = len(res["levels"])
+    if wins:
+        head = (f"Attn-KNN beats the strongest rule that learns nothing at {len(wins)} of {n_levels} nuisance "
+                f"scales ({', '.join(wins)}), so this implementation can sharpen and win where the room is large")
+    else:
+        head = (f"Attn-KNN beats the strongest rule at none of {n_levels} nuisance scales: the learner is suspect "
+                f"before any null result elsewhere")
+    return head + f" ({len(res['seeds'])} seeds per scale)."
+
+
+def answer_lines(records: list[dict]) -> list[str]:
+    """One bullet of the README's answer: where Attn-KNN wins and loses on the positive control, with
+    its intervals at the largest scale and the smallest, and a glossary line for its terms."""
+    out = []
+    for record in records:
+        res = record["results"]
+        lv = _levels(record)
+        (k0, low), (k1, high) = lv[0], lv[-1]
+        a_hi, a_lo = _diff(high, "attnknn", "reference", "accuracy"), _diff(low, "attnknn", "reference", "accuracy")
+        learn = _diff(high, "learner", "reference", "accuracy")
+        wins = _wins(record, "attnknn")
+        room_low = low["summary"]["means"]["oracle_inside_k"]["accuracy"] - low["summary"]["means"]["reference"]["accuracy"]
+        room_high = (high["summary"]["means"]["oracle_inside_k"]["accuracy"]
+                     - high["summary"]["means"]["reference"]["accuracy"])
+        why_low = (f", where the rule votes over k = {_k_range(low['summary']['reference_k'])} neighbours and even "
+                   f"the oracle weights on {res['k']} fall short of it ({signed(100 * room_low, 2)} pp)"
+                   if a_lo["verdict"] == "worse" and room_low <= 0 else "")
+        share = learn["value"] / room_high if room_high > 0 else None
+        learner = (f"The boosted-trees learner of the learnable headroom, which reads no coordinates, gets "
+                   f"{difference_text(learn, 'accuracy')} at s = {k1}"
+                   + (f", {100 * share:.0f} % of the room the oracle weights show" if share is not None else "") + ".")
+        out.append(f"- **Where the attention can win** (a generated task whose room to win is set by the nuisance "
+                   f"scale s, {len(res['seeds'])} seeds per scale): Attn-KNN against the strongest rule that learns "
+                   f"nothing is better at {len(wins)} of {len(lv)} scales; at s = {k1} "
+                   f"{difference_text(a_hi, 'accuracy')}, effective k {high['summary']['effective_k']['attnknn']:.1f} "
+                   f"of {res['k']}; at s = {k0} {difference_text(a_lo, 'accuracy')}{why_low}. {learner}")
+    if out:
+        out += ["", "**Terms.**", "",
+                "- *Nuisance scale s* (positive control): the norm of noise dimensions that the retrieval cannot "
+                "ignore and a query/key projection can; s = 0 leaves no room to win."]
+    return out
+
+
+def readme_lines(records: list[dict]) -> list[str]:
+    """The positive control's answer, then one line per scale."""
+    out = []
+    for r in records:
+        out += [f"**{_summary(r)}**", ""] + finding_lines(r)
+    return out
+
+
+def findings(record: dict) -> str:
+    """The notebook's answer (the README's lines of this record)."""
+    return markdown_lists([_summary(record), "", *finding_lines(record)])

@@ -1,0 +1,125 @@
+"""How a notebook gets its record: it reads the committed one, or it recomputes.
+
+Opened in JupyterLab and run top to bottom with its default parameters, an experiment notebook
+*reads*: it renders the record, tables and figures committed under ``results/`` and ``figures/``,
+trains nothing, measures nothing and writes nothing. Recomputing is one explicit switch:
+
+* the workflow (``./run_all.sh``) runs every notebook through papermill with ``$ATTNKNN_OUT_DIR``
+  set to the job's staging folder: it always recomputes and writes there;
+* ``recompute = True`` in the parameters cell recomputes interactively and writes under
+  ``out_dir`` (default ``scratch/``, ignored by git), so the committed outputs are never overwritten
+  unless the user points ``out_dir`` at the repository itself. Before it starts, it says what it
+  will run and about how long that took last time (the committed record's wall time and, from the
+  last bench, the training of its models).
+
+A parameter that changes what is measured, with ``recompute`` left off, stops the notebook with one
+line naming the parameters that differ from the committed record's and the two ways to recompute.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.base.files import read_json
+from attnknn_lib.base.paths import REPO_ROOT, Paths
+from attnknn_lib.experiments.declaration import Experiment
+
+OUT_ENV = "ATTNKNN_OUT_DIR"  # set by the workflow's notebook job (its staging folder)
+SCRATCH = "scratch"  # where an interactive recompute writes by default (relative to the repository)
+BENCH = "results/benchmarks.json"
+
+
+def workflow_job() -> bool:
+    """Whether this kernel runs a notebook job of the workflow (papermill with a staging folder)."""
+    return bool(os.environ.get(OUT_ENV))
+
+
+def committed_path(exp: Experiment, dataset: str | None) -> Path:
+    return REPO_ROOT / exp.artifacts.record_file(dataset)
+
+
+def _differences(committed: dict, cfg) -> list[str]:
+    """The parameters whose values differ from the committed record's config; a knob the committed
+    run did not have yet counts as the same when it keeps its default."""
+    mine, default = cfg.to_dict(), type(cfg)().to_dict()
+    keys = sorted(set(mine) | set(committed))
+    return [f"{k}={mine.get(k)!r} (committed {committed.get(k)!r})" for k in keys
+            if mine.get(k) != committed.get(k) and not (k not in committed and mine.get(k) == default.get(k))]
+
+
+def estimate(exp: Experiment, dataset: str | None = None) -> str:
+    """What a recompute of ``exp`` costs, from what the last runs took: the committed record's wall
+    time and, from the committed bench, the training its models needed (when it ran in the workflow)."""
+    parts = []
+    path = committed_path(exp, dataset or exp.artifacts.primary_dataset(exp.Config()))
+    if path.exists():
+        seconds = read_json(path).get("provenance", {}).get("wall_seconds")
+        if seconds:
+            parts.append(f"the analysis took {seconds / 60:.0f} min at the committed run")
+    bench = REPO_ROOT / BENCH
+    if bench.exists():
+        stage = read_json(bench).get("cpu_run", {}).get("stages", {}).get(f"notebook {exp.name}", {})
+        if stage.get("own_training_seconds"):
+            parts.append(f"training its models took {stage['own_training_seconds'] / 60:.0f} min of job time "
+                         f"(skipped when they are in the model cache)")
+    if not exp.runs(exp.Config()):
+        parts.append("it trains no model of the workflow")
+    return "; ".join(parts) or "no earlier run to estimate from"
+
+
+@dataclass(frozen=True)
+class Session:
+    """One notebook's mode: where it reads or writes (``paths``) and whether it recomputes."""
+
+    exp: Experiment
+    cfg: object
+    paths: Paths
+    recompute: bool
+
+    def committed(self, dataset: str | None = None) -> dict:
+        """The committed record of ``dataset`` (the experiment's primary one by default), after
+        checking that it was measured with this notebook's parameters."""
+        dataset = dataset or self.exp.artifacts.primary_dataset(self.cfg)
+        path = committed_path(self.exp, dataset)
+        if not path.exists():
+            raise ConfigError(f"no committed record {path.relative_to(REPO_ROOT)}; recompute: set recompute = True "
+                              f"in the parameters cell, or run ./run_all.sh --only {self.exp.name}")
+        record = read_json(path)
+        diff = _differences(record.get("config", {}), self.cfg)
+        if diff:
+            raise ConfigError(f"these parameters differ from the committed record's: {'; '.join(diff)}. They change "
+                              f"what is measured, so a recompute is needed: set recompute = True (writes under "
+                              f"{SCRATCH}/) or run ./run_all.sh --only {self.exp.name} -p key=value")
+        return record
+
+    def record(self, compute: Callable[[Paths], dict], dataset: str | None = None) -> dict:
+        """``compute(paths)`` (it measures and writes the outputs under ``paths``) when recomputing,
+        else the committed record (:meth:`committed`)."""
+        return compute(self.paths) if self.recompute else self.committed(dataset)
+
+    def run(self, write: Callable[[dict, Paths], object]) -> dict:
+        """The experiment's record: measured by its ``run`` and written out by ``write`` (its views'
+        ``write_outputs``) when recomputing, else the committed one."""
+        def compute(paths: Paths) -> dict:
+            record = self.exp.run(self.cfg, paths)
+            write(record, paths)
+            return record
+        return self.record(compute)
+
+
+def session(exp: Experiment, cfg, out_dir: str | Path, recompute: bool) -> Session:
+    """The notebook's mode (see the module docstring); an interactive recompute says first what it
+    will run and about how long it takes."""
+    if workflow_job():
+        return Session(exp, cfg, Paths.at(out_dir), True)
+    if not recompute:
+        return Session(exp, cfg, Paths.at(REPO_ROOT), False)
+    out = Path(out_dir)  # relative to notebooks/, where a notebook's kernel starts, wherever this one did
+    paths = Paths.at(out if out.is_absolute() else REPO_ROOT / "notebooks" / out)
+    print(f"recomputing {exp.name} into {paths.root} ({estimate(exp)})", file=sys.stderr)
+    return Session(exp, cfg, paths, True)

@@ -1,0 +1,51 @@
+"""A notebook opened to read: it shows the committed record and writes nothing; recomputing is one
+explicit switch (or the workflow's job), and a parameter that changes the measurement says so."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.base.paths import REPO_ROOT
+from attnknn_lib.experiments import catalog, reading
+
+
+def _never(*_):
+    pytest.fail("a reading notebook measures and writes nothing")
+
+
+def test_by_default_a_notebook_reads_the_committed_record_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv(reading.OUT_ENV, raising=False)
+    exp = catalog.get("theory")
+    nb = reading.session(exp, exp.Config(), tmp_path, recompute=False)
+    assert nb.paths.root.resolve() == REPO_ROOT.resolve() and not nb.recompute
+    committed = json.loads((REPO_ROOT / exp.artifacts.record_file("fashion_mnist")).read_text())
+    assert nb.run(_never) == committed
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_changed_measurement_parameter_names_itself_and_how_to_recompute(tmp_path, monkeypatch):
+    monkeypatch.delenv(reading.OUT_ENV, raising=False)
+    exp = catalog.get("theory")
+    nb = reading.session(exp, exp.Config(k_values="1,5"), tmp_path, recompute=False)
+    with pytest.raises(ConfigError, match=r"k_values=\[1, 5\] \(committed .*recompute = True.*--only theory"):
+        nb.run(_never)
+
+
+def test_recompute_writes_under_out_dir_and_the_workflow_always_recomputes(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv(reading.OUT_ENV, raising=False)
+    exp = catalog.get("theory")
+    nb = reading.session(exp, exp.Config(), tmp_path / "scratch", recompute=True)
+    assert nb.recompute and nb.paths.root.resolve() == (tmp_path / "scratch").resolve()
+    assert "recomputing theory" in capsys.readouterr().err  # it says what it will run before it starts
+    assert nb.record(lambda paths: {"written under": str(paths.root)}) == {"written under": str(nb.paths.root)}
+    monkeypatch.setenv(reading.OUT_ENV, str(tmp_path / "staging"))
+    job = reading.session(exp, exp.Config(), "..", recompute=False)
+    assert job.recompute and job.paths.root.resolve() == (tmp_path / "staging").resolve()
+
+
+def test_the_estimate_reads_the_committed_run():
+    text = reading.estimate(catalog.get("theory"))
+    assert "min at the committed run" in text
