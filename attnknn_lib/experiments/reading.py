@@ -43,13 +43,13 @@ def committed_path(exp: Experiment, dataset: str | None) -> Path:
     return REPO_ROOT / exp.artifacts.record_file(dataset)
 
 
-def _differences(committed: dict, cfg) -> list[str]:
-    """The parameters whose values differ from the committed record's config; a knob the committed
-    run did not have yet counts as the same when it keeps its default."""
+def parameter_differences(committed: dict, cfg) -> dict[str, tuple]:
+    """{name: (this value, the committed one)} of the parameters whose values differ from a committed
+    record's config; a knob the committed run did not have yet counts as the same when it keeps its
+    default (the notebook's check, and ``./run_all.sh status``'s)."""
     mine, default = cfg.to_dict(), type(cfg)().to_dict()
-    keys = sorted(set(mine) | set(committed))
-    return [f"{k}={mine.get(k)!r} (committed {committed.get(k)!r})" for k in keys
-            if mine.get(k) != committed.get(k) and not (k not in committed and mine.get(k) == default.get(k))]
+    return {k: (mine.get(k), committed.get(k)) for k in sorted(set(mine) | set(committed))
+            if mine.get(k) != committed.get(k) and not (k not in committed and mine.get(k) == default.get(k))}
 
 
 def estimate(exp: Experiment, dataset: str | None = None) -> str:
@@ -90,7 +90,8 @@ class Session:
             raise ConfigError(f"no committed record {path.relative_to(REPO_ROOT)}; recompute: set recompute = True "
                               f"in the parameters cell, or run ./run_all.sh --only {self.exp.name}")
         record = read_json(path)
-        diff = _differences(record.get("config", {}), self.cfg)
+        diff = [f"{k}={mine!r} (committed {theirs!r})"
+                for k, (mine, theirs) in parameter_differences(record.get("config", {}), self.cfg).items()]
         if diff:
             raise ConfigError(f"these parameters differ from the committed record's: {'; '.join(diff)}. They change "
                               f"what is measured, so a recompute is needed: set recompute = True (writes under "

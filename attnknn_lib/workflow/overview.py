@@ -18,6 +18,7 @@ from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.provenance import PACKAGE_DIR, experiment_code, imported_files
 from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.reading import parameter_differences
 from attnknn_lib.workflow.plan import NOTEBOOK_DIR
 
 BENCH = "results/benchmarks.json"
@@ -72,11 +73,6 @@ def code_commit(record_file: Path, record: dict) -> str | None:
     return prov.get("commit") if prov.get("dirty") is False and prov.get("commit") not in (None, "unknown") else None
 
 
-def _parameters_changed(record: dict, cfg) -> list[str]:
-    mine, default, theirs = cfg.to_dict(), type(cfg)().to_dict(), record.get("config", {})
-    return sorted(k for k in mine if mine[k] != theirs.get(k) and not (k not in theirs and mine[k] == default[k]))
-
-
 def _bench() -> dict:
     path = REPO_ROOT / BENCH
     return (_record(path) or {}).get("cpu_run", {}).get("stages", {})
@@ -96,9 +92,12 @@ def experiment_state(name: str, params: dict, paths: Paths) -> dict:
     for f, r in pairs:  # every record of the experiment (one per dataset) must stand for this code
         commit = code_commit(f, r)
         stored = r.get("provenance", {}).get("experiment_code")
-        if stored is not None:  # the record names its library code's fingerprint; the notebook by git
+        if stored is not None:  # the record names its package's code fingerprint; the notebook and what only
+            # the notebook imports (the reading session) by git
             here = [] if stored == experiment_code(name) else [f"attnknn_lib/experiments/{name} and its imports"]
-            notebook = changed_since(commit, [f"notebooks/{exp.notebook}"]) if commit else []
+            package = {str(p.relative_to(REPO_ROOT)) for p in imported_files([f"{PACKAGE_DIR.name}.experiments.{name}"])}
+            own = [f for f in _code_files(name, exp.notebook) if f not in package]
+            notebook = changed_since(commit, own) if commit else []
             found = here + (notebook or [])
         else:
             found = changed_since(commit, _code_files(name, exp.notebook)) if commit else None
@@ -109,7 +108,7 @@ def experiment_state(name: str, params: dict, paths: Paths) -> dict:
     no_model = [rid for rid in runs if not (paths.artifacts / "models" / rid / "train.json").exists()]
     stage = _bench().get(f"notebook {name}", {})
     return {"name": name, "outputs": outputs, "missing": missing, "commit": commit, "code_changed": code,
-            "parameters_changed": sorted({p for r in records for p in _parameters_changed(r, cfg)}),
+            "parameters_changed": sorted({p for r in records for p in parameter_differences(r.get("config", {}), cfg)}),
             "models": len(runs), "models_missing": no_model, "notebook_seconds": stage.get("seconds"),
             "record_seconds": sum(r.get("provenance", {}).get("wall_seconds") or 0.0 for r in records) or None}
 
