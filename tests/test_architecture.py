@@ -173,7 +173,7 @@ def test_a_new_experiment_is_one_package_and_one_notebook(tmp_path):
             shutil.copy2(REPO / rel, copy / rel)
     toy = REPO / "tests" / "fixtures" / "toy_experiment"
     shutil.copytree(toy / "toy", copy / "attnknn_lib" / "experiments" / "toy")
-    shutil.copy2(toy / "08_toy.ipynb", copy / "notebooks" / "08_toy.ipynb")
+    shutil.copy2(toy / "10_toy.ipynb", copy / "notebooks" / "10_toy.ipynb")
     env = {**os.environ, "PYTHONPATH": str(copy), "ATTNKNN_ARTIFACTS": str(tmp_path / "artifacts")}
 
     def py(*args: str) -> str:
@@ -184,15 +184,15 @@ def test_a_new_experiment_is_one_package_and_one_notebook(tmp_path):
     listing = py("-c", "from attnknn_lib.experiments import catalog; from attnknn_lib.report.compose import "
                        "experiments_table as t; print(list(catalog.experiments())); "
                        "print(t(catalog.experiments().values()))")
-    assert "'positive_control', 'toy']" in listing and "| `08_toy` | does a new experiment" in listing
-    assert "08_toy.ipynb" in py("-m", "attnknn_lib.workflow.jobs", "parameters")  # its cell from its Config
+    assert "'headroom_regimes', 'toy']" in listing and "| `10_toy` | does a new experiment" in listing
+    assert "10_toy.ipynb" in py("-m", "attnknn_lib.workflow.jobs", "parameters")  # its cell from its Config
     out = tmp_path / "out"
     py("-m", "attnknn_lib.workflow.cli", "--profile", "smoke", "--only", "toy", "--no-pdf", "--no-paper",
        "--out", str(out))
     record = read_json(out / "results" / "toy_iris.json")
     assert record["results"]["mean"] == 2.5  # the smoke values declared with it
     for rel in ("results/tables/toy_iris.tex", "figures/toy_iris.pdf", "figures/toy_iris.png",
-                "results/notebooks/08_toy.ipynb"):
+                "results/notebooks/10_toy.ipynb"):
         assert (out / rel).exists(), rel
     assert "\\newcommand{\\ToyIrisMean}{2.50}" in (out / "results" / "macros.tex").read_text()
     lint = subprocess.run([str(BIN / "lint-imports"), "--no-cache"], cwd=copy, env=env, capture_output=True, text=True)

@@ -109,6 +109,32 @@ def test_the_reference_searches_more_neighbours_while_its_choice_is_the_largest_
     assert ref.test.shape == (200, 2) and accuracy(ref.test, queries["test"]) > 0.8
 
 
+def test_the_nll_tuned_reference_searches_on_past_the_accuracy_tuned_ones_largest_k():
+    """Two overlapping classes with a few flipped labels: accuracy settles on a small k, while the
+    NLL of a wider vote keeps falling, so the NLL selection doubles k on its own until its choice
+    leaves the edge; the accuracy choice is the one it makes alone."""
+    from attnknn_lib.evaluation.reference import reference_method, reference_methods
+
+    rng = np.random.default_rng(1)
+    memory_y = rng.integers(0, 2, 2000)
+    memory = rng.normal(size=(2000, 2)) * 0.1 + 0.15 * memory_y[:, None]
+    labels = np.where(rng.random(2000) < 0.05, 1 - memory_y, memory_y)
+    queries = {"val": rng.integers(0, 2, 300), "test": rng.integers(0, 2, 200)}
+    points = {s: rng.normal(size=(len(y), 2)) * 0.1 + 0.15 * y[:, None] for s, y in queries.items()}
+
+    def search(split: str, k: int):
+        sq = ((points[split][:, None, :] - memory[None]) ** 2).sum(-1)
+        rows = np.argsort(sq, axis=1)[:, :k]
+        return rows, np.take_along_axis(sq, rows, 1)
+
+    both = reference_methods(search, labels, np.ones(2000), queries["val"], 2, 8, ("accuracy", "nll"))
+    alone = reference_method(search, labels, np.ones(2000), queries["val"], 2, k_start=8)
+    ref, by_nll = both["accuracy"].info, both["nll"].info
+    assert ref["label"] == alone.info["label"] and ref["k_searched"] == alone.info["k_searched"]
+    assert by_nll["k_searched"] > ref["k_searched"] and by_nll["choice"]["k"] > ref["k_searched"]
+    assert "k" not in by_nll["edges"] and both["nll"].test.shape == (200, 2)
+
+
 def test_the_label_filter_baseline_searches_only_its_corner_of_the_reference_space():
     from attnknn_lib.evaluation.reference import FILTER
     hood, target = _hood()

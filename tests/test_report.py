@@ -339,3 +339,20 @@ def test_a_one_seed_record_read_back_from_json_gives_dashes_not_a_crash(tmp_path
     assert "\\newcommand{\\PrimaryDiffBaseAccLow}{--}" in text
     assert "\\newcommand{\\PrimaryDiffBaseAcc}{-0.20}" in text
     assert "\\newcommand{\\PrimaryDiffBaseAccVerdict}{inconclusive against}" in text
+
+
+def test_the_readme_results_block_keeps_summaries_and_names_each_notebooks_pdf():
+    from attnknn_lib.report.compose import condensed
+
+    lines = ["Fashion-MNIST:\n**The answer.**", "", "- **a setting**: detail", "  - nested detail"]
+    assert condensed(lines, "07_attention_study.ipynb") == [
+        "**The answer.**", "", "Details: [`results/notebooks/07_attention_study.pdf`]"
+        "(results/notebooks/07_attention_study.pdf).", ""]
+    plain = condensed(["- k-sweep: one line", "  - nested"], "02_k_sweep.ipynb")
+    assert plain[0] == "- k-sweep: one line" and "nested" not in " ".join(plain)
+
+
+def test_the_committed_readme_results_block_is_at_most_a_thousand_words():
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = text.split("<!-- results:start -->", 1)[1].split("<!-- results:end -->", 1)[0]
+    assert len(block.split()) <= 1000, len(block.split())

@@ -37,7 +37,7 @@ def smoke_run(tmp_path_factory):
     """One uninterrupted run of the whole smoke profile (PDFs and paper): (folder, process, seconds)."""
     out = tmp_path_factory.mktemp("smoke") / "out"
     start = time.perf_counter()
-    proc = run_all("--profile", "smoke", "--out", str(out))
+    proc = run_all("--profile", "smoke", "--out", str(out), timeout=1200)  # 9 notebooks; a busy machine
     return out, proc, time.perf_counter() - start
 
 
@@ -59,7 +59,7 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     # the study's second dataset: main's digits Attn-KNN of 2 splits (digits is not among main's smoke datasets)
     assert started.count("train") == 8 + 4 + 2 + 1 + 1 + 2 + 2
     notebooks = {f"notebook_{n}" for n in ("main", "k_sweep", "noise", "long_tail", "efficiency", "theory",
-                                           "attention_study", "positive_control")}
+                                           "attention_study", "positive_control", "headroom_regimes")}
     assert notebooks | {"pdf", "report", "paper"} <= set(started)
     assert started.count("pdf") == len(notebooks)
 
@@ -88,7 +88,7 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
                 recomputed = float((arrays[f"test_{m}"].argmax(1) == arrays["test_labels"]).mean())
                 assert recomputed == pytest.approx(entry["test_raw"]["accuracy"]["value"], abs=1e-6), m
     for nb in ("01_main", "02_k_sweep", "03_noise", "04_long_tail", "05_efficiency", "06_theory", "07_attention_study",
-               "08_positive_control"):
+               "08_positive_control", "09_headroom_regimes"):
         executed = (out / "results" / "notebooks" / f"{nb}.ipynb").read_text()
         assert "it/s]" not in executed and "IProgress" not in executed and str(tmp_path) not in executed.split(
             '"papermill"')[0], nb
@@ -116,6 +116,10 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     pc = json.loads((out / "results" / "positive_control_clusters.json").read_text())["results"]
     assert set(pc["levels"]) == {"0", "1.5"} and pc["seeds"] == [0, 1]
     assert all(set(lv["summary"]["diff"]["attnknn"]) == {"reference", "reference_nll"} for lv in pc["levels"].values())
+    regimes = json.loads((out / "results" / "headroom_regimes_fashion_mnist.json").read_text())["results"]
+    assert set(regimes["candidates"]) == {"pixels_pca", "few_labels", "other_classes"} and regimes["seeds"] == [0, 1]
+    assert all(set(c["summary"]["diff"]["attnknn"]) == {"reference", "reference_nll"}
+               for c in regimes["candidates"].values())
     tail = json.loads((out / "results" / "long_tail_fashion_mnist.json").read_text())["results"]["settings"]
     cell = tail["trained"]["curves"]["0.01"]
     sizes = cell["size_ranked_sizes"]  # the class order is drawn per seed; the profile is the same
@@ -286,3 +290,119 @@ def test_an_interrupted_smoke_run_resumes_to_the_uninterrupted_results_bit_for_b
     started = jobs_started(log)
     assert "Submitted job" in log and "notebook_theory" in started and "train" not in started, started
     assert (out / "results" / "theory_fashion_mnist.json").exists()
+
+
+CLUSTER = REPO / "tests" / "cluster"
+
+
+def cluster_unavailable() -> str | None:
+    """Why the SLURM test cannot run here (None: it can)."""
+    how = ("it runs as its own timed step of .ci/run; to run it: as root, apt-get install slurm-wlm slurmdbd munge "
+           "mariadb-server, then ATTNKNN_CLUSTER_TEST=1 ./run_all.sh test -m cluster")
+    if os.environ.get("ATTNKNN_CLUSTER_TEST") != "1":
+        return f"the one-node SLURM cluster test is off ({how})"
+    check = subprocess.run(["bash", str(CLUSTER / "slurm.sh"), "check"], capture_output=True, text=True)
+    return None if check.returncode == 0 else f"no SLURM test cluster here: {check.stdout.strip()} ({how})"
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster(tmp_path_factory):
+    """A one-node SLURM cluster with accounting (tests/cluster/slurm.sh), stopped by process id
+    whatever the test does: the environment that points sbatch, sacct and scancel at it."""
+    reason = cluster_unavailable()
+    if reason:
+        pytest.skip(reason)
+    folder = tmp_path_factory.mktemp("slurm")
+    started = subprocess.run(["bash", str(CLUSTER / "slurm.sh"), "start", str(folder)], capture_output=True,
+                             text=True, timeout=300)
+    try:
+        assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-3000:]
+        yield {**os.environ, "SLURM_CONF": str(folder / "slurm.conf"), "PATH": os.environ["PATH"] + ":/usr/sbin"}
+    finally:
+        subprocess.run(["bash", str(CLUSTER / "slurm.sh"), "stop", str(folder)], capture_output=True, timeout=120)
+
+
+def site_profile(folder: Path) -> Path:
+    """The repository's SLURM workflow profile with the test cluster's overlay (tests/cluster/overlay.yaml):
+    its partition, CPUs and memory in every rule, no GPU request."""
+    import yaml
+
+    config = yaml.safe_load((REPO / "workflow" / "profiles" / "slurm" / "config.yaml").read_text())
+    overlay = yaml.safe_load((CLUSTER / "overlay.yaml").read_text())
+    for block in (config["default-resources"], *config.get("set-resources", {}).values()):
+        block.update(slurm_partition=overlay["partition"], cpus_per_task=overlay["cpus_per_task"],
+                     mem_mb=overlay["mem_mb"])
+        for key in overlay["drop"]:
+            block.pop(key, None)
+    for key in ("seconds-between-status-checks", "slurm-init-seconds-before-status-checks"):
+        if key in overlay:
+            config[key] = overlay[key]
+    folder.mkdir()
+    (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return folder
+
+
+def sacct_jobs(env: dict) -> list[dict]:
+    """Every job the cluster's accounting knows: id, name, comment (Snakemake's rule) and state."""
+    out = subprocess.run(["sacct", "-X", "-n", "-P", "-a", "-S", "now-1days", "-o", "JobID,JobName,Comment,State"],
+                         capture_output=True, text=True, env=env, check=True).stdout
+    return [dict(zip(("id", "name", "comment", "state"), ln.split("|"))) for ln in out.splitlines() if ln]
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_the_smoke_profile_through_a_slurm_cluster_equals_a_local_run(smoke_run, slurm_cluster, tmp_path):
+    """Every job of the smoke profile submitted by the SLURM executor plugin with the repository's
+    profile to a one-node cluster (sbatch, sacct): the results equal the local run's apart from
+    provenance and timings. Then one job cancelled midway (scancel) stops the run with a clear line,
+    and a rerun completes it."""
+    env = slurm_cluster
+    profile = site_profile(tmp_path / "profile")
+    out = tmp_path / "slurm"
+    args = ["--profile", "smoke", "--out", str(out), "--workflow-profile", str(profile)]
+    proc = run_all(*args, timeout=1800, env=env)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    started = jobs_started(log)
+    jobs = sacct_jobs(env)
+    local_rules = {"report", "paper", "all"}  # Snakemake runs these on the submitting host
+    remote = [r for r in started if r not in local_rules]
+    assert remote.count("train") == started.count("train") > 0 and any(r.startswith("notebook_") for r in remote)
+    assert len(jobs) >= len(remote) and all(j["state"] == "COMPLETED" for j in jobs), jobs
+    for rule in set(remote):
+        assert any(rule in j["comment"] for j in jobs), (rule, jobs)
+    a, b = result_views(smoke_run[0]), result_views(out)
+    assert set(a) == set(b) and len(a) >= 10
+    for name in a:
+        a[name].pop("provenance"), b[name].pop("provenance")
+        assert a[name] == b[name], name
+
+    # a job cancelled by the scheduler midway: the run stops with a clear line, a rerun completes it
+    victim = out / "results" / "theory_fashion_mnist.json"
+    victim.unlink()
+    run = subprocess.Popen(["bash", str(REPO / "run_all.sh"), *args, "--only", "theory", "--no-pdf", "--no-paper"],
+                           cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 600
+    cancelled: list[str] = []  # the first running job, then its retry (the profile allows one): same comment
+    victim_job = None
+    while time.time() < deadline and run.poll() is None:
+        queue = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i|%k"], capture_output=True, text=True,
+                               env=env).stdout.split()
+        for job, comment in (line.split("|", 1) for line in queue):
+            if job not in cancelled and victim_job in (None, comment):
+                time.sleep(2)
+                subprocess.run(["scancel", job], env=env, check=True)
+                cancelled.append(job)
+                victim_job = comment
+        time.sleep(0.5)
+    failed_log = run.communicate(timeout=600)[0]
+    assert cancelled and run.returncode != 0, failed_log[-3000:]
+    assert len(cancelled) == 2, cancelled  # the first attempt and its retry
+    assert "failed, SLURM status is: 'CANCELLED'" in failed_log, failed_log[-3000:]
+    assert "error: the workflow stopped" in failed_log and not victim.exists(), failed_log[-3000:]
+    states = {j["id"]: j["state"] for j in sacct_jobs(env)}
+    assert all(states[job].startswith("CANCELLED") for job in cancelled), states
+    again = run_all(*args, "--only", "theory", "--no-pdf", "--no-paper", timeout=900, env=env)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
+    assert record_view(json.loads(victim.read_text()))["results"] == result_views(smoke_run[0], "theory_*")[
+        "theory_fashion_mnist.json"]["results"]

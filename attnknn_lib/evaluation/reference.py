@@ -58,6 +58,10 @@ PARAM_NAMES = {"distance": "tau", "cosine": "T", "rank": "decay"}  # a rule's pa
 MAX_EXTENSIONS = 3  # times a grid is extended past an open edge
 BALANCED = 1.5  # largest / smallest class share below which the prior exponent is not tuned
 REFERENCE_K = 256  # neighbours searched first; doubled while the choice sits at the largest k
+NLL_GAIN_TOL = 1e-3
+"""An NLL-tuned choice at the largest k searched doubles k while a doubling lowers its validation NLL
+by at least this much (a tenth of the NLL margin): a vote weighted by distance keeps gaining a
+little NLL from ever farther neighbours, up to the whole memory, at a cost that grows with it."""
 SELECTIONS = ("accuracy", "nll")  # what the reference is tuned on (validation), the other breaking ties
 
 
@@ -256,9 +260,10 @@ def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray
     (noisy ones under label noise), ``loo`` (M,) each row's leave-one-out agreement, ``val_y`` the
     validation targets; ``space`` narrows the search (``rules``, ``thetas``, ``betas`` of
     :func:`tune_reference`). Neighbours are searched to ``k_start`` and doubled while a choice sits
-    at the largest k searched, up to the whole memory (the first selection decides: the others are
-    chosen among the same neighbours, a choice at the largest k reported in its ``edges``); test is
-    searched once, to the chosen k."""
+    at the largest k searched, up to the whole memory (the first selection decides, so its choice is
+    the one it makes alone; a later selection whose choice still sits at the largest k searches on,
+    doubling the same way, on its own, the NLL selection while a doubling gains at least
+    :data:`NLL_GAIN_TOL`); test is searched once, to the chosen k."""
     memory_labels = np.asarray(memory_labels, dtype=np.int64)
     loo = np.asarray(loo, dtype=np.float64)
     m = len(memory_labels)
@@ -271,16 +276,33 @@ def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray
         if "k" not in tuned[selects[0]]["edges"] or k >= m:
             break
         k = min(2 * k, m)
+    searched = {select: (k, hood) for select in selects}
+    for select in selects[1:]:  # a later selection at the largest k: its own search, doubled the same way
+        kk = k
+        while "k" in tuned[select]["edges"] and kk < m:
+            kk = min(2 * kk, m)
+            rows, sq = search("val", kk)
+            wider = Neighbourhood(memory_labels[rows], sq, loo[rows])
+            before = tuned[select]["choice"].val_nll
+            tuned[select] = tune_references(wider, val_y, prior, num_classes, selects=(select,), **space)[select]
+            searched[select] = (kk, wider)
+            gain = before - tuned[select]["choice"].val_nll
+            if select == "nll" and gain < NLL_GAIN_TOL:  # what lies further is worth less than the tolerance
+                tuned[select]["k_gain"] = gain
+                break
     out = {}
     for select, t in tuned.items():
-        if k >= m and "k" in t["edges"]:
+        k_sel, hood = searched[select]
+        if k_sel >= m and "k" in t["edges"]:
             t["edges"].remove("k")  # every memory row votes: that end is bounded
         choice = t["choice"]
         val_p = reference_probs(choice, hood, prior, num_classes)
         rows, sq = search("test", choice.k)
         test_p = reference_probs(choice, Neighbourhood(memory_labels[rows], sq, loo[rows]), prior, num_classes)
         info = {"choice": choice.to_dict(), "label": choice.label(), "configs": t["configs"],
-                "edges": t["edges"], "k_searched": k, "grids": t["grids"]}
+                "edges": t["edges"], "k_searched": k_sel, "grids": t["grids"]}
+        if "k_gain" in t:  # NLL selection stopped by NLL_GAIN_TOL: its last doubling's gain
+            info["k_gain"] = t["k_gain"]
         out[select] = MethodProbs(val_p, test_p, info)
     return out
 

@@ -72,6 +72,18 @@ def experiments_table(experiments: Iterable[ExperimentViews], records: list[dict
     return "\n".join(lines)
 
 
+def condensed(lines: list[str], notebook: str) -> list[str]:
+    """An experiment's README lines as the Results block shows them: its bold summary lines where it
+    has any, else its top-level lines (a table, one bullet per finding); nested detail stays in the
+    notebook's PDF, which the last line names. The block then stays short enough to read through
+    (the full findings: each notebook's PDF and the paper)."""
+    lines = "\n".join(lines).splitlines()  # an experiment may return several lines in one string
+    bold = [ln for ln in lines if ln.startswith("**")]
+    kept = bold or [ln for ln in lines if not ln.startswith(" ")]
+    pdf = f"results/notebooks/{Path(notebook).stem}.pdf"
+    return [*kept, "", f"Details: [`{pdf}`]({pdf}).", ""]
+
+
 def compose(records: list[dict], experiments: Iterable[ExperimentViews]) -> Report:
     """The report of ``records`` (all of one profile: see :func:`~attnknn_lib.report.records.read_records`)."""
     experiments = list(experiments)
@@ -86,7 +98,7 @@ def compose(records: list[dict], experiments: Iterable[ExperimentViews]) -> Repo
         if not recs:
             continue
         macros.update(e.views.macros(recs))
-        sections.append((e.views.readme_section, e.views.readme_lines(recs)))
+        sections.append((e.views.readme_section, condensed(e.views.readme_lines(recs), e.notebook)))
         if e.views.answer_lines is not None:
             bullets, term_lines = split_terms(e.views.answer_lines(recs))
             answer += bullets

@@ -15,6 +15,7 @@ from attnknn_lib.experiments.attention_study.measure import (
     gallery_key,
     gallery_path,
 )
+from attnknn_lib.experiments.fixed_embedding import k_range
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
@@ -250,11 +251,6 @@ def second_line(record: dict) -> str | None:
     return ". ".join(parts) or None
 
 
-def _k_range(ks: list[int]) -> str:
-    ks = sorted(ks)
-    return f"{ks[0]}" if ks[0] == ks[-1] else f"{ks[0]}-{ks[-1]}"
-
-
 def _reference_ks(s: dict) -> list[int]:
     """The reference's chosen k per seed (from its labels in an older record)."""
     ref = s.get("reference") or {}
@@ -282,7 +278,7 @@ def attnknn_line(record: dict) -> str:
             continue
         v = s["attnknn"]["verdicts_reference"]["accuracy"]
         ks = _reference_ks(s)
-        notes = ([f"the rule's k {_k_range(ks)}"] if ks else []) + ([] if counted(st) else
+        notes = ([f"the rule's k {k_range(ks)}"] if ks else []) + ([] if counted(st) else
                                                                    ["not counted: models below main's budget"])
         cells.append(f"{setting_title(st)} {_interval(v, 'accuracy')}" + (f" ({'; '.join(notes)})" if notes else ""))
     clean = settings["clean"]

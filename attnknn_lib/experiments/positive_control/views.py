@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
+from attnknn_lib.experiments.fixed_embedding import k_range
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text, markdown_lists
@@ -35,11 +36,6 @@ def _diff(level: dict, name: str, ref: str, metric: str) -> dict:
     return level["summary"]["diff"][name][ref][metric]
 
 
-def _k_range(ks: list[int]) -> str:
-    """The rule's k over seeds: one value, or the lowest and highest."""
-    return f"{min(ks)}" if min(ks) == max(ks) else f"{min(ks)}-{max(ks)}"
-
-
 def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     """Per nuisance scale (means over seeds): the headroom at k before any head is trained, the
     strongest rule (its k per seed) and every ceiling, test accuracy in %."""
@@ -50,7 +46,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         hr, means = s["headroom"], s["means"]
         row = {f"recall@{k}": _pp(hr["at_k"]["recall"]), f"uniform@{k}": _pp(hr["at_k"]["uniform_accuracy"]),
                f"fixable@{k}": _pp(hr["at_k"]["fixable"]),
-               "rule's k": _k_range(s["reference_k"])}
+               "rule's k": k_range(s["reference_k"])}
         row.update({CEILINGS[m]: _pp(means[m]["accuracy"]) for m in CEILINGS})
         rows[key] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
@@ -278,7 +274,7 @@ def answer_lines(records: list[dict]) -> list[str]:
         room_low = low["summary"]["means"]["oracle_inside_k"]["accuracy"] - low["summary"]["means"]["reference"]["accuracy"]
         room_high = (high["summary"]["means"]["oracle_inside_k"]["accuracy"]
                      - high["summary"]["means"]["reference"]["accuracy"])
-        why_low = (f", where the rule votes over k = {_k_range(low['summary']['reference_k'])} neighbours and even "
+        why_low = (f", where the rule votes over k = {k_range(low['summary']['reference_k'])} neighbours and even "
                    f"the oracle weights on {res['k']} fall short of it ({signed(100 * room_low, 2)} pp)"
                    if a_lo["verdict"] == "worse" and room_low <= 0 else "")
         share = learn["value"] / room_high if room_high > 0 else None

@@ -1,0 +1,282 @@
+"""The comparison on one fixed embedding, shared by the experiments that measure where a learned
+neighbour weighting has room to win (the positive control and the real regimes).
+
+Given a labelled memory, validation and test rows of one embedding (the embedding stays frozen),
+:func:`compare` measures, in this order:
+
+1. **headroom** before any head is trained: the headroom table (recall, uniform vote, fixable
+   share) at the heads' k and at the reference's chosen k, and the geometry-only ceiling (the best
+   distance / cosine / uniform vote over at most the heads' k neighbours, tuned on validation);
+2. **the strongest rule that learns nothing**
+   (:func:`~attnknn_lib.evaluation.reference.references`), tuned on validation accuracy, and the
+   same search tuned on validation NLL (the reference of the calibration endpoints);
+3. **learnable headroom**: the boosted-trees learner of the attention study
+   (:func:`~attnknn_lib.evaluation.learnable.learned_rule`, cross-fitted on validation) reading as
+   many neighbours as the reference's chosen k (at least the heads' k);
+4. **the heads** (:data:`HEADS`; Attn-KNN is the paper's attention with the prototype's loss)
+   trained on memory queries (each query's own row excluded from its neighbours), their epoch
+   chosen on validation, scored once on test: accuracy as voted, NLL and Brier after a calibrator
+   fitted on validation, and their effective k = exp(entropy of the weights), mean over test queries.
+
+An experiment may add its own methods (the positive control's oracle weights) through ``extras``.
+:func:`summarise` turns one setting's seeds into seed-level intervals and verdicts: every seed has
+its own test rows, so the seeds' differences are independent and carry the test set's sampling
+error, and the interval takes no extra test term (:func:`~attnknn_lib.evaluation.verdicts.seed_level`
+with ``test_se`` 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import torch
+
+from attnknn_lib.base.errors import ConfigError, check_range
+from attnknn_lib.base.knobs import csv, knob
+from attnknn_lib.base.runtime import seed_everything
+from attnknn_lib.evaluation.calibration import fit_calibrator
+from attnknn_lib.evaluation.learnable import learned_rule
+from attnknn_lib.evaluation.metrics import METRICS, accuracy, nll
+from attnknn_lib.evaluation.reference import (
+    REFERENCE_K,
+    Choice,
+    Neighbourhood,
+    Search,
+    reference_probs,
+    references,
+    tune_reference,
+)
+from attnknn_lib.evaluation.verdicts import MARGINS, resolvable, seed_level
+from attnknn_lib.experiments.shared import ExperimentConfig, searcher
+from attnknn_lib.knn.bank import MemoryBank
+from attnknn_lib.knn.headroom import headroom, loo_agreement, loo_agreement_without
+from attnknn_lib.knn.votes import effective_neighbours
+from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention
+from attnknn_lib.models.neighbour_heads import BlindAttention, LabelAwareAttention, NeighbourReadout
+from attnknn_lib.training.head_fitting import Neighbourhoods, predict, train_head
+
+HEADS = {  # name -> (label, what it is)
+    "attnknn": ("Attn-KNN", "the paper's multi-head attention with the prototype's loss (entropy bonus 0.01)"),
+    "blind_none": ("label-blind, no entropy term", "the same attention without the entropy bonus"),
+    "label_aware": ("label-aware scores", "scores from distances, ranks, label shares and agreement"),
+    "readout": ("TabR-style readout", "values E[y] + MLP(q - n) and an MLP readout, not a vote"),
+}
+ENDPOINTS = (("accuracy", "raw"), ("nll", "calibrated"), ("brier", "calibrated"))
+"""What each head is judged on against the reference: accuracy as voted, NLL and Brier after the
+calibrator fitted on validation (proper scores; ECE is only described)."""
+REFERENCES = ("reference", "reference_nll")  # tuned on validation accuracy / on validation NLL (calibrated)
+CALIBRATION_ENDPOINTS = ("nll", "brier")  # judged against both references
+RESOLVED_AT = (3, 5)  # seed counts at which the smallest resolvable difference is reported
+
+
+class Rows(Protocol):
+    """One split of an embedding: unit vectors ``x`` (N, D) and labels ``y`` (N,)."""
+
+    x: np.ndarray
+    y: np.ndarray
+
+
+Extras = Callable[[Search, int], dict[str, tuple[np.ndarray, np.ndarray, dict]]]
+"""An experiment's own methods: given the search and the reference's chosen k, name ->
+(validation probabilities, test probabilities, info)."""
+
+
+@dataclass(frozen=True)
+class HeadKnobs(ExperimentConfig):
+    """The knobs of the comparison on a fixed embedding, on top of the shared recipe (whose k,
+    num_heads and entropy weight are Attn-KNN's). One definition for every experiment that uses it."""
+
+    heads: tuple[str, ...] = knob(("attnknn", "label_aware", "readout"), "heads trained on the frozen embedding "
+                                                                         "(among those of HEADS)")
+    train_queries: int = knob(12000, "training queries per head (a seeded subset of the memory, each query's own row "
+                                     "excluded from its neighbours)")
+    head_epochs: int = knob(24, "most epochs per head; it stops earlier at a plateau (head_patience)")
+    head_patience: int = knob(4, "a head stops after this many epochs without a better validation score")
+    head_batch_size: int = knob(256, "training queries per step of a head")
+    head_lr: float = knob(0.01, "AdamW learning rate of the heads")
+    loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
+    reference_k: int = knob(REFERENCE_K, "neighbours searched for the strongest rule that learns nothing, doubled "
+                                         "while its chosen k is the largest searched")
+    moved_share: float = knob(0.9, "declared before the run: a head 'moves from uniform' when its mean effective k "
+                                   "on test is below this share of k")
+    margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
+    margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
+    margin_brier: float = knob(MARGINS["brier"], "equivalence margin of Brier differences")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "heads", csv(self.heads))
+        for h in self.heads:
+            if h not in HEADS:
+                raise ConfigError(f"heads={h!r} is not allowed; choose among: {', '.join(HEADS)}")
+        for name in ("train_queries", "head_epochs", "head_patience", "head_batch_size", "loo_k", "reference_k"):
+            check_range(name, getattr(self, name), 1, None)
+        check_range("moved_share", self.moved_share, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+        for name in ("head_lr", "margin_accuracy", "margin_nll", "margin_brier"):
+            check_range(name, getattr(self, name), 0.0, None)
+
+    def check_dims(self, name: str, dims: int) -> None:
+        """The attention splits the embedding's dimensions into ``num_heads`` heads."""
+        if dims % self.num_heads:
+            raise ConfigError(f"{name} = {dims} is not allowed with num_heads={self.num_heads}; give a multiple of "
+                              f"num_heads (the attention splits the dimensions into heads)")
+
+    def margin(self, metric: str) -> float:
+        return getattr(self, f"margin_{metric}")
+
+
+def scores(val: np.ndarray, test: np.ndarray, val_y: np.ndarray, test_y: np.ndarray) -> dict:
+    """One method's numbers: validation accuracy and NLL, and every test metric raw and after the
+    calibrator fitted on validation (clean labels)."""
+    cal = fit_calibrator(val, val_y)
+    return {"val_accuracy": accuracy(val, val_y), "val_nll": nll(val, val_y), "calibrator": cal.to_dict(),
+            "raw": {m: fn(test, test_y) for m, fn in METRICS.items()},
+            "calibrated": {m: fn(cal.apply(test), test_y) for m, fn in METRICS.items()}}
+
+
+def differences(a: dict, b: dict) -> dict:
+    """A minus B on the endpoints: accuracy as voted, NLL and Brier (and ECE, described) calibrated."""
+    return {"accuracy": a["raw"]["accuracy"] - b["raw"]["accuracy"],
+            **{m: a["calibrated"][m] - b["calibrated"][m] for m in ("nll", "brier", "ece")}}
+
+
+def geometry_ceiling(val: Neighbourhood, test: Neighbourhood, val_y: np.ndarray, num_classes: int,
+                     prior: np.ndarray) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The best vote that reweights only by geometry (uniform, distance, cosine; no filter, no prior)
+    over at most the k neighbours a head reads, tuned on validation."""
+    tuned = tune_reference(val, val_y, prior, num_classes, thetas=(None,), betas=(0.0,))
+    choice: Choice = tuned["choice"]
+    return ({"label": choice.label(), "configs": tuned["configs"]},
+            reference_probs(choice, val, prior, num_classes), reference_probs(choice, test, prior, num_classes))
+
+
+def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.nn.Module:
+    if name in ("attnknn", "blind_none"):
+        return BlindAttention(MultiHeadNeighborAttention(AttentionConfig(num_classes, dims, num_heads)))
+    if name == "label_aware":
+        return LabelAwareAttention(num_classes, dims)
+    return NeighbourReadout(num_classes, dims)
+
+
+def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dict[str, Neighbourhoods],
+                seed: int) -> dict:
+    """Every head of ``cfg.heads``: validation and test probabilities, and what training did."""
+    mem = torch.from_numpy(np.ascontiguousarray(memory, dtype=np.float32))
+    out = {}
+    for name in cfg.heads:
+        seed_everything(seed)
+        head = build_head(name, cfg.num_heads, num_classes, memory.shape[1])
+        entropy = cfg.entropy_weight if name == "attnknn" else 0.0
+        res = train_head(head, hoods["train"], hoods["val"], mem, num_classes, epochs=cfg.head_epochs, lr=cfg.head_lr,
+                         batch_size=cfg.head_batch_size, entropy_weight=entropy, seed=seed, name=name,
+                         patience=cfg.head_patience)
+        pv, _ = predict(res.model, hoods["val"], mem, num_classes)
+        pt, wt = predict(res.model, hoods["test"], mem, num_classes)
+        info = {"best_epoch": res.best_epoch, "epochs_run": len(res.history),
+                "plateau": len(res.history) - res.best_epoch >= cfg.head_patience,
+                "effective_k": float(effective_neighbours(wt).mean())}
+        if isinstance(head, BlindAttention):
+            info["temperatures"] = [float(t) for t in head.attention.temperatures().detach()]
+        out[name] = (pv, pt, info)
+    return out
+
+
+def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: int, seed: int,
+            extras: Extras | None = None) -> dict:
+    """Everything measured on one embedding and seed (see the module docstring): the headroom at
+    the heads' k and at the reference's, every method's scores, and every method minus each reference."""
+    k = cfg.k
+    bank = MemoryBank().build(memory.x, memory.y)
+    own = bank.search_excluding(memory.x, max(k, cfg.loo_k + 1), np.arange(len(memory.y)))  # each row's other rows
+    loo = loo_agreement(memory.y[own.indices[:, :cfg.loo_k]], memory.y)
+    prior = np.bincount(memory.y, minlength=num_classes) / len(memory.y)
+    search = searcher(bank, {"val": val.x, "test": test.x})
+    search("val", cfg.reference_k), search("test", cfg.reference_k)  # searched once, read by every part
+
+    def hood(split: str, kk: int) -> Neighbourhood:
+        rows, sq = search(split, kk)
+        return Neighbourhood(memory.y[rows], sq, loo[rows])
+
+    def hoods_of(rows: np.ndarray, sq: np.ndarray, query: np.ndarray, target: np.ndarray,
+                 agreement: np.ndarray | None = None) -> Neighbourhoods:
+        agree = loo[rows] if agreement is None else agreement
+        return Neighbourhoods(query, rows, sq.astype(np.float32), memory.y[rows], agree.astype(np.float32), target)
+
+    n_train = min(cfg.train_queries, len(memory.y))
+    train_rows = np.sort(np.random.default_rng([seed, 2]).choice(len(memory.y), n_train, replace=False))
+    t_rows, t_sq = own.indices[train_rows, :k], own.sq_dist[train_rows, :k]
+    hoods = {"train": hoods_of(t_rows, t_sq, memory.x[train_rows], memory.y[train_rows],
+                               loo_agreement_without(train_rows, t_rows, own.indices, memory.y, cfg.loo_k)),
+             **{s: hoods_of(*search(s, k), q.x, q.y) for s, q in (("val", val), ("test", test))}}
+
+    probs, info = {}, {}
+    ref, ref_nll = references(search, memory.y, loo, val.y, num_classes, cfg.reference_k)
+    for name, m in zip(REFERENCES, (ref, ref_nll)):
+        probs[name], info[name] = (m.val, m.test), m.info
+    k_ref = info["reference"]["choice"]["k"]
+    info["geometry"], *probs["geometry"] = geometry_ceiling(hood("val", k), hood("test", k), val.y, num_classes,
+                                                             prior)
+    for name, (pv, pt, extra_info) in (extras(search, k_ref) if extras else {}).items():
+        probs[name], info[name] = (pv, pt), extra_info
+    k_learn = max(k, k_ref)
+    fit = learned_rule(hood("val", k_learn), val.y, hood("test", k_learn), prior, num_classes, k_learn, seed)
+    probs["learner"], info["learner"] = (fit["val"], fit["test"]), {"k": k_learn, "configs": fit["configs"],
+                                                                     "folds": fit["folds"]}
+    for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed).items():
+        probs[name], info[name] = (pv, pt), head_info
+
+    scored = {name: {**scores(pv, pt, val.y, test.y), "info": info[name]} for name, (pv, pt) in probs.items()}
+    diffs = {name: {r: differences(scored[name], scored[r]) for r in REFERENCES}
+             for name in scored if name not in REFERENCES}
+    test_labels = memory.y[search("test", max(k, k_ref))[0]]
+    return {"headroom": {"at_k": headroom(test_labels, test.y, num_classes, k),
+                         "at_reference_k": headroom(test_labels, test.y, num_classes, k_ref)},
+            "methods": scored, "diff": diffs}
+
+
+def summarise(cfg: HeadKnobs, per_seed: dict[str, dict]) -> dict:
+    """One setting over its seeds (each a :func:`compare` output). Per comparison and endpoint: the
+    seed-level interval and verdict (independent test rows per seed, so no test term) and the
+    smallest difference it resolves at :data:`RESOLVED_AT` seeds; per method the means; per head its
+    mean effective k and whether it moved from uniform (below ``moved_share`` x k); the headroom
+    means, the reference's choices per seed and the grid edges it reached."""
+    seeds = list(per_seed)
+    first = per_seed[seeds[0]]
+    out = {"diff": {}, "effective_k": {}, "moved": {}, "means": {}}
+    for name in first["diff"]:
+        out["diff"][name] = {}
+        for ref in REFERENCES:
+            entry = {}
+            for metric in ("accuracy", *CALIBRATION_ENDPOINTS):
+                if ref == "reference_nll" and metric == "accuracy":
+                    continue
+                d = [per_seed[s]["diff"][name][ref][metric] for s in seeds]
+                v = seed_level(d, 0.0, metric, cfg.margin(metric))
+                if len(d) > 1:
+                    v["resolvable"] = {str(n): resolvable(v["seed_sd"], 0.0, n) for n in RESOLVED_AT}
+                entry[metric] = v
+            out["diff"][name][ref] = entry
+    for name in first["methods"]:
+        m = [per_seed[s]["methods"][name] for s in seeds]
+        out["means"][name] = {"accuracy": float(np.mean([x["raw"]["accuracy"] for x in m])),
+                              **{e: float(np.mean([x["calibrated"][e] for x in m])) for e in ("nll", "brier", "ece")}}
+        if "effective_k" in m[0]["info"]:
+            eff = float(np.mean([x["info"]["effective_k"] for x in m]))
+            out["effective_k"][name] = eff
+            out["moved"][name] = eff < cfg.moved_share * cfg.k
+    out["headroom"] = {key: {f: float(np.mean([per_seed[s]["headroom"][key][f] for s in seeds]))
+                             for f in ("recall", "uniform_accuracy", "fixable", "all_agree_right")}
+                       for key in ("at_k", "at_reference_k")}
+    out["reference_k"] = [per_seed[s]["methods"]["reference"]["info"]["choice"]["k"] for s in seeds]
+    out["reference_labels"] = [per_seed[s]["methods"]["reference"]["info"]["label"] for s in seeds]
+    out["reference_nll_labels"] = [per_seed[s]["methods"]["reference_nll"]["info"]["label"] for s in seeds]
+    out["edges"] = sorted({e for s in seeds for r in REFERENCES for e in per_seed[s]["methods"][r]["info"]["edges"]})
+    return out
+
+
+def k_range(ks: list[int]) -> str:
+    """The rule's k over seeds: one value, or the lowest and highest."""
+    return f"{min(ks)}" if min(ks) == max(ks) else f"{min(ks)}-{max(ks)}"

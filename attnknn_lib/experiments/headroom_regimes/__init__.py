@@ -1,0 +1,27 @@
+"""Real regimes with room (notebook ``09_headroom_regimes``): is there data on this machine where a
+learned neighbour weighting has room to win, and does Attn-KNN win there?
+
+Three candidate embeddings of Fashion-MNIST with room to learn (:data:`~.config.CANDIDATES`): PCA of
+the pixels, a CNN trained on 1 % of the labels while the memory holds every label, and a CNN
+trained on other classes than the ones it is evaluated on. On each, before any head is trained:
+the headroom table, the strongest rule that learns nothing (tuned on accuracy, and on NLL) and the
+learnable headroom; then Attn-KNN and the study's heads against both references, with their
+effective k (5 seeds, each with its own test rows).
+"""
+
+from attnknn_lib.experiments.declaration import Experiment, Views
+from attnknn_lib.experiments.headroom_regimes import measure, views
+from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, NAME, NOTEBOOK, Config
+
+EXPERIMENT = Experiment(
+    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
+    views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Is there a real regime with room?",
+                answer_lines=views.answer_lines),
+    question="three candidate embeddings of Fashion-MNIST with room to learn (PCA of pixels, a CNN on 1 % of the "
+             "labels, a CNN on other classes): headroom, the strongest rule that learns nothing, learnable headroom, "
+             "then Attn-KNN and the study's heads against it (5 seeds, each its own test rows)",
+    models="none of the workflow: the candidate embedders and the heads train in the notebook",
+    profiles={"smoke": {"seeds": "0,1", "max_train": 3000, "max_val": 600, "test_rows": 500, "train_queries": 1500,
+                        "head_epochs": 3, "reference_k": 64, "few_label_epochs": 3, "transfer_epochs": 1,
+                        "embedder_val": 300, "label_share": 0.05}},
+)

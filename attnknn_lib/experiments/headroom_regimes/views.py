@@ -1,0 +1,316 @@
+"""Real-regime views: tables, the figure, macros, README lines and findings read off its record
+(no measuring)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.experiments.fixed_embedding import HEADS, k_range
+from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
+from attnknn_lib.report.figures import plt
+from attnknn_lib.report.findings import difference_text, markdown_lists
+from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
+from attnknn_lib.report.tables import booktabs, interval_text, latex_escape
+
+
+def _candidates(record: dict) -> list[tuple[str, dict]]:
+    return list(record["results"]["candidates"].items())
+
+
+def _pp(x: float) -> str:
+    return f"{100 * x:.2f}"
+
+
+def _diff(cand: dict, name: str, ref: str, metric: str) -> dict:
+    return cand["summary"]["diff"][name][ref][metric]
+
+
+def _shown(record: dict, cand: dict) -> dict[str, str]:
+    """Attn-KNN, then the chosen head (marked), then the other heads: name -> label."""
+    heads = record["results"]["heads"]
+    chosen = cand.get("chosen_head")
+    order = ["attnknn"] * ("attnknn" in heads) + [chosen] * (chosen is not None)
+    order += [h for h in heads if h not in order]
+    return {h: heads[h] + (" (chosen)" if h == chosen else "") for h in order}
+
+
+def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
+    """One row per candidate (means over seeds): its classes and memory rows, the headroom at k
+    before any head is trained, the strongest rule (its k per seed), the geometry-only and the
+    learnable ceiling, the room (the larger ceiling minus the rule) and whether it reaches the margin."""
+    res = record["results"]
+    k = res["k"]
+    rows = {}
+    for _, c in _candidates(record):
+        s = c["summary"]
+        emb = next(iter(c["per_seed"].values()))["embedding"]
+        hr, means = s["headroom"]["at_k"], s["means"]
+        rows[c["label"]] = {"classes": str(emb["num_classes"]), "memory": f"{emb['n_memory']:,}",
+                            f"recall@{k}": _pp(hr["recall"]), f"fixable@{k}": _pp(hr["fixable"]),
+                            "rule's k": k_range(s["reference_k"]), "strongest rule": _pp(means["reference"]["accuracy"]),
+                            f"geometry, k<={k}": _pp(means["geometry"]["accuracy"]),
+                            "boosted trees": _pp(means["learner"]["accuracy"]),
+                            "room (pp)": signed(100 * c["room"]["largest"], 2),
+                            "has room": "yes" if c["has_room"] else "no"}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "candidate"
+    if latex:  # the candidates' labels become the LaTeX table's header ("1 %" must not start a comment)
+        df.columns = [c.replace("@", " at ").replace("<=", "$\\le$") for c in df.columns]
+        df.index = [latex_escape(i) for i in df.index]
+    return df
+
+
+SHORT = {"pixels_pca": "PCA", "few_labels": "few labels", "other_classes": "other classes",  # LaTeX rows
+         "attnknn": "Attn-KNN", "label_aware": "label-aware", "readout": "readout", "learner": "boosted trees"}
+
+
+def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
+    """One row per (candidate, method): accuracy against the accuracy-tuned rule, NLL and Brier
+    (after calibration) against the NLL-tuned rule, as difference [95 % interval] and verdict; and
+    each head's effective k (exp of the weights' entropy, mean over test queries and seeds). In
+    rows carry short names (:data:`SHORT`) and the chosen head a star, so the table fits the page."""
+    rows = {}
+    for key, c in _candidates(record):
+        s = c["summary"]
+        for name in [*_shown(record, c), "learner"]:
+            acc, nll, brier = (_diff(c, name, "reference", "accuracy"), _diff(c, name, "reference_nll", "nll"),
+                               _diff(c, name, "reference_nll", "brier"))
+            star = ("$^*$" if latex else "*") if name == c.get("chosen_head") else ""
+            row_label = f"{SHORT.get(key, key)}: {SHORT.get(name, name)}{star}"
+            rows[row_label] = {
+                "accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100)}",
+                "verdict": acc["verdict"],
+                "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3)}",
+                "NLL verdict": nll["verdict"], "Brier verdict": brier["verdict"],
+                "eff. k": f"{s['effective_k'][name]:.1f}" if name in s["effective_k"] else "--"}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "candidate: method"
+    if latex:
+        df = df.rename(columns={"accuracy (pp)": "accuracy (pp) [95\\,\\% CI]", "NLL": "NLL [95\\,\\% CI]"})
+    return df
+
+
+def embedder_frame(record: dict) -> pd.DataFrame:
+    """How each CNN embedding was built, per seed: rows it trained on, its chosen epoch (of those
+    run) and its validation accuracy on the classes it trained on, and the classes evaluated."""
+    rows = {}
+    for key, c in _candidates(record):
+        for seed, p in c["per_seed"].items():
+            e = p["embedding"]
+            if "epochs" not in e:  # PCA: nothing trained
+                continue
+            rows[f"{SHORT.get(key, key)}, seed {seed}"] = {
+                "trained on": f"{e['train_rows']:,} rows", "epoch": f"{e['best_epoch']} of {e['epochs']}",
+                "val. acc.": _pp(e["embedder_val_accuracy"]),
+                "classes evaluated": " ".join(map(str, e["target_classes"])) if "target_classes" in e else "all"}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "embedder"
+    return df
+
+
+def figure(record: dict):
+    """Left: per candidate, each head and the boosted-trees learner minus the strongest rule that
+    learns nothing, in accuracy points (mean over seeds, seed-level 95 % interval), with the room the
+    ceilings measured before any head trained. Right: the heads' effective k."""
+    res = record["results"]
+    cands = _candidates(record)
+    heads = list(res["heads"])
+    shown = heads + ["learner"]
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.2), layout="constrained", width_ratios=(3, 2))
+    x = np.arange(len(cands))
+    width = 0.8 / len(shown)
+    for i, name in enumerate(shown):
+        d = [_diff(c, name, "reference", "accuracy") for _, c in cands]
+        mean = np.array([100 * e["value"] for e in d])
+        err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
+        label = res["heads"].get(name, "boosted trees (learnable headroom)")
+        color = "tab:brown" if name == "learner" else f"C{i}"
+        axes[0].bar(x + (i - (len(shown) - 1) / 2) * width, mean, width, yerr=err, color=color, capsize=2,
+                    label=label, alpha=0.85, error_kw={"ecolor": "0.45", "lw": 1})
+        if name in res["heads"]:
+            axes[1].plot(x, [c["summary"]["effective_k"][name] for _, c in cands], color=color, marker="o", ms=5,
+                         ls="none", label=label)  # candidates are categories: no line between them
+    axes[0].plot(x, [100 * c["room"]["largest"] for _, c in cands], "k_", ms=18, mew=1.5,
+                 label="room before training (ceiling minus rule)")
+    axes[0].axhline(0, color="black", lw=0.8)
+    axes[0].axhline(100 * res["room_margin"], color="grey", lw=0.8, ls=":")
+    axes[0].set_ylabel("minus the strongest rule (accuracy, pp)")
+    axes[1].axhline(res["k"], color="black", lw=0.8, ls="--")
+    axes[1].axhline(res["moved_threshold"], color="grey", lw=0.8, ls=":")
+    axes[1].set_ylim(0, res["k"] + 1)
+    axes[1].set_ylabel(f"effective k = exp(H), of k = {res['k']}")
+    for ax in axes:
+        ax.set_xticks(x, [c["label"].replace(" on ", "\non ") for _, c in cands], fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=7, frameon=False)
+    fig.suptitle(f"Real regimes (Fashion-MNIST): gain over the strongest rule and sharpness "
+                 f"({len(res['seeds'])} seeds)", fontsize=9)
+    return fig
+
+
+def write_outputs(record: dict, paths: Paths) -> dict:
+    src = source_note(NOTEBOOK, ARTIFACTS.record_file(DATASET))
+    res = record["results"]
+    n, k = len(res["seeds"]), res["k"]
+    return {"headroom": ARTIFACTS.write_table(paths, "headroom", DATASET, booktabs(
+        headroom_frame(record, latex=True).T,
+        f"Real regimes: room to win on three candidate embeddings of Fashion-MNIST, measured before any head is "
+        f"trained (test accuracy in \\%, mean over {n} seeds, each with its own {res['test_rows']:,} test rows). "
+        f"Recall and fixable share at $k = {k}$; the strongest rule that learns nothing (its $k$ per seed); the "
+        f"geometry-only vote over at most {k} neighbours and the boosted-trees learner on neighbour features; the "
+        f"room is the larger of the two minus the rule, and a candidate has room at "
+        f"{100 * res['room_margin']:g}\\,pp or more (declared before the run). {src}.", f"tab:{NAME}_headroom",
+        escape_index=False, size="footnotesize")),
+        "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
+            verdict_frame(record, latex=True),
+            f"Real regimes: each head and the learner minus the strongest rule that learns nothing, seed-level "
+            f"95\\,\\% intervals over {n} seeds. Accuracy against the rule tuned on accuracy; NLL and Brier, after "
+            f"calibration on validation, against the rule tuned on NLL. Candidates: PCA of pixels, the CNN "
+            f"trained on few labels, the CNN trained on other classes; $^*$: the head chosen on validation (the "
+            f"best validation accuracy among the study's heads). Effective $k$: exp of the weights' entropy. {src}.",
+            f"tab:{NAME}_verdicts", escape_index=False, colsep="3pt", size="footnotesize")),
+        "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
+
+
+TAGS = {"pixels_pca": "Pca", "few_labels": "Few", "other_classes": "Other"}  # macro names of the candidates
+
+
+def _candidate_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]:
+    """One candidate's macros under ``tag``; '--' for each when the profile leaves it out."""
+    names = ("Room", "Has Room", "Reference Acc", "Reference K", "Attnknn Acc Diff", "Attnknn Acc Low",
+             "Attnknn Acc High", "Attnknn Acc Verdict", "Attnknn Nll Diff", "Attnknn Nll Low", "Attnknn Nll High",
+             "Attnknn Nll Verdict", "Attnknn Eff K", "Chosen", "Chosen Acc Diff", "Chosen Acc Verdict",
+             "Learner Acc Diff", "Learner Acc Verdict", "Fixable")
+    if cand is None:
+        return {macro_name(*pre, tag, n): "--" for n in names}
+    s = cand["summary"]
+    out = {macro_name(*pre, tag, "Room"): signed(100 * cand["room"]["largest"], 2),
+           macro_name(*pre, tag, "Has Room"): "yes" if cand["has_room"] else "no",
+           macro_name(*pre, tag, "Reference Acc"): _pp(s["means"]["reference"]["accuracy"]),
+           macro_name(*pre, tag, "Reference K"): k_range(s["reference_k"]),
+           macro_name(*pre, tag, "Fixable"): _pp(s["headroom"]["at_k"]["fixable"])}
+    acc, nll = _diff(cand, "attnknn", "reference", "accuracy"), _diff(cand, "attnknn", "reference_nll", "nll")
+    for metric, d, dec, scale in (("Acc", acc, 2, 100), ("Nll", nll, 3, 1)):
+        out[macro_name(*pre, tag, "Attnknn", metric, "Diff")] = signed(scale * d["value"], dec)
+        out[macro_name(*pre, tag, "Attnknn", metric, "Low")] = signed(scale * d["low"], dec)
+        out[macro_name(*pre, tag, "Attnknn", metric, "High")] = signed(scale * d["high"], dec)
+        out[macro_name(*pre, tag, "Attnknn", metric, "Verdict")] = d["verdict"]
+    out[macro_name(*pre, tag, "Attnknn Eff K")] = f"{s['effective_k']['attnknn']:.1f}"
+    chosen = cand.get("chosen_head")
+    for key, name in (("Chosen", chosen), ("Learner", "learner")):
+        d = _diff(cand, name, "reference", "accuracy") if name else None
+        out[macro_name(*pre, tag, key, "Acc Diff")] = signed(100 * d["value"], 2) if d else "--"
+        out[macro_name(*pre, tag, key, "Acc Verdict")] = d["verdict"] if d else "--"
+    out[macro_name(*pre, tag, "Chosen")] = _shown_label(chosen)
+    return out
+
+
+def _shown_label(head: str | None) -> str:
+    return HEADS[head][0] if head else "--"
+
+
+def regime_macros(record: dict) -> dict[str, str]:
+    """Counts (seeds, candidates, those with room, Attn-KNN's wins) and per candidate (:data:`TAGS`)
+    its room, the rule, Attn-KNN's accuracy and NLL verdicts, its effective k, the chosen head's and
+    the learner's accuracy verdicts."""
+    res = record["results"]
+    pre = (NAME,)
+    cands = res["candidates"]
+    out = {macro_name(*pre, "Seeds"): str(len(res["seeds"])), macro_name(*pre, "Candidates"): str(len(cands)),
+           macro_name(*pre, "With Room"): str(len(res["selected"])),
+           macro_name(*pre, "Room Margin"): f"{100 * res['room_margin']:g}",
+           macro_name(*pre, "Test Rows"): f"{res['test_rows']:,}",
+           macro_name(*pre, "Attnknn Wins"): str(len(_wins(record, "attnknn")))}
+    cfg = record["config"]  # how the candidates were built, for the text
+    out.update({macro_name(*pre, "Pca Dims"): str(cfg["pca_dims"]),
+                macro_name(*pre, "Label Share"): f"{100 * cfg['label_share']:g}",
+                macro_name(*pre, "Source Classes"): str(cfg["source_classes"]),
+                macro_name(*pre, "Moved Threshold"): f"{res['moved_threshold']:.1f}"})
+    for name, tag in TAGS.items():
+        out.update(_candidate_macros(pre, tag, cands.get(name)))
+    return out
+
+
+def macros(records: list[dict]) -> dict[str, str]:
+    return record_macros(records, regime_macros, NOTEBOOK, ARTIFACTS.record_file, aliases=False)
+
+
+def _wins(record: dict, name: str) -> list[str]:
+    return [c["label"] for _, c in _candidates(record) if _diff(c, name, "reference", "accuracy")["verdict"] == "better"]
+
+
+def finding_lines(record: dict) -> list[str]:
+    """Per candidate, one line: its room before training, Attn-KNN's accuracy and NLL verdicts and
+    sharpness, the chosen head's verdict."""
+    k = record["results"]["k"]
+    lines = []
+    for _, c in _candidates(record):
+        s = c["summary"]
+        acc, nll = _diff(c, "attnknn", "reference", "accuracy"), _diff(c, "attnknn", "reference_nll", "nll")
+        moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
+        chosen = c.get("chosen_head")
+        chosen_text = (f"; the chosen head ({_shown_label(chosen)}) "
+                       f"{difference_text(_diff(c, chosen, 'reference', 'accuracy'), 'accuracy')}" if chosen else "")
+        lines.append(f"- **{c['label']}** (room before training {signed(100 * c['room']['largest'], 2)} pp, "
+                     f"{'at or above' if c['has_room'] else 'below'} the declared "
+                     f"{100 * record['results']['room_margin']:g} pp; the rule's k {k_range(s['reference_k'])}): "
+                     f"Attn-KNN {difference_text(acc, 'accuracy')} in accuracy, {difference_text(nll, 'nll')} in "
+                     f"calibrated NLL against the NLL-tuned rule, effective k {s['effective_k']['attnknn']:.1f} of "
+                     f"{k} ({moved}){chosen_text}.")
+    return lines
+
+
+def _summary(record: dict) -> str:
+    """Which candidates had room before training, where Attn-KNN won, and, when a head won where no
+    room was measured, that the room measures missed it."""
+    res = record["results"]
+    n = len(res["candidates"])
+    labels = {c["label"] for _, c in _candidates(record) if c["has_room"]}
+    wins = _wins(record, "attnknn")
+    any_head = [c["label"] for _, c in _candidates(record)
+                if any(_diff(c, h, "reference", "accuracy")["verdict"] == "better" for h in res["heads"])]
+    room = (f"{len(labels)} of {n} candidate embeddings of Fashion-MNIST ({', '.join(sorted(labels))}) have room "
+            f"of at least {100 * res['room_margin']:g} pp before any head is trained" if labels else
+            f"None of {n} candidate embeddings of Fashion-MNIST has room of {100 * res['room_margin']:g} pp before "
+            f"any head is trained")
+    won = (f"Attn-KNN beats the strongest rule on {len(wins)} ({', '.join(wins)})" if wins else
+           "Attn-KNN beats the strongest rule on none")
+    missed = [c for c in any_head if c not in labels]
+    tail = (f"; some head beats it on {len(any_head)} ({', '.join(any_head)})" if any_head else "")
+    tail += (", where the room measures, which read no coordinates, found less than the margin" if missed else "")
+    return f"{room}; {won}{tail} ({len(res['seeds'])} seeds)."
+
+
+def answer_lines(records: list[dict]) -> list[str]:
+    """One bullet of the README's answer: the candidates' room and Attn-KNN's verdict on each."""
+    out = []
+    for record in records:
+        k = record["results"]["k"]
+        parts = []
+        for _, c in _candidates(record):
+            acc = _diff(c, "attnknn", "reference", "accuracy")
+            parts.append(f"{c['label']} (room {signed(100 * c['room']['largest'], 2)} pp): "
+                         f"{difference_text(acc, 'accuracy')}, effective k "
+                         f"{c['summary']['effective_k']['attnknn']:.1f} of {k}")
+        out.append(f"- **Real regimes chosen by measured room**: {_summary(record)} Attn-KNN against the strongest "
+                   f"rule, by candidate: " + "; ".join(parts) + ".")
+    if out:
+        out += ["", "**Terms.**", "",
+                "- *Room* (real regimes): the larger of the geometry-only and the learnable ceiling minus the "
+                "strongest rule, measured before any head is trained."]
+    return out
+
+
+def readme_lines(records: list[dict]) -> list[str]:
+    """The real regimes' answer, then one line per candidate."""
+    out = []
+    for r in records:
+        out += [f"**{_summary(r)}**", ""] + finding_lines(r)
+    return out
+
+
+def findings(record: dict) -> str:
+    """The notebook's answer (the README's lines of this record)."""
+    return markdown_lists([_summary(record), "", *finding_lines(record)])

@@ -1,0 +1,102 @@
+"""The real regimes: disjoint test blocks per seed, the candidate embeddings, the room and the
+chosen head, and the config's refusals (the whole experiment runs in the smoke workflow test)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.data.registry import Dataset, DataSplit
+from attnknn_lib.experiments.headroom_regimes import EXPERIMENT, views
+from attnknn_lib.experiments.headroom_regimes import measure as hr
+
+
+def _images(n: int, seed: int) -> DataSplit:
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 10
+    x = rng.integers(0, 60, size=(n, 28, 28, 1), dtype=np.uint8)
+    x[np.arange(n), y * 2, :, 0] = 250  # a class-dependent bright row: principal components see it
+    return DataSplit(x, y.astype(np.int64), np.arange(n, dtype=np.int64))
+
+
+def _dataset() -> Dataset:
+    return Dataset("fashion_mnist", "image", 10, (1, 28, 28), tuple(map(str, range(10))), _images(400, 0),
+                   _images(100, 1), _images(10000, 2), (0.1,), (0.3,))
+
+
+def test_each_seed_reads_its_own_disjoint_block_of_the_test_set():
+    ds = _dataset()
+    blocks = [hr.test_block(ds, s, 2000) for s in range(5)]
+    ids = [set(b.ids.tolist()) for b in blocks]
+    assert all(len(i) == 2000 for i in ids) and len(set().union(*ids)) == 10000
+    np.testing.assert_array_equal(hr.test_block(ds, 3, 2000).ids, blocks[3].ids)
+
+
+def test_pca_rows_are_unit_vectors_of_the_memorys_components_and_keep_the_labels():
+    ds = _dataset()
+    rows = hr.pca_rows(ds, {"memory": ds.train, "val": ds.val, "test": ds.test}, 8)
+    assert rows["memory"].x.shape == (400, 8) and rows["test"].x.shape == (10000, 8)
+    np.testing.assert_allclose(np.linalg.norm(rows["val"].x, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(rows["val"].y, ds.val.y)
+    centred = rows["memory"].x - rows["memory"].x.mean(0)
+    nn = ((rows["test"].x[:200] @ rows["memory"].x.T).argmax(1))  # the class row survives the projection
+    assert (ds.train.y[nn] == ds.test.y[:200]).mean() > 0.9 and np.isfinite(centred).all()
+
+
+def test_the_labelled_share_is_stratified_with_every_class():
+    y = np.repeat(np.arange(10), [500] * 9 + [50])
+    idx = hr._stratified(y, 100, np.random.default_rng(0))
+    counts = np.bincount(y[idx], minlength=10)
+    assert counts.min() >= 1 and abs(counts[:9] - 10).max() <= 1 and len(set(idx)) == len(idx)
+
+
+def test_room_is_the_larger_ceiling_above_the_rule_and_the_chosen_head_is_picked_on_validation():
+    summary = {"means": {"reference": {"accuracy": 0.80}, "geometry": {"accuracy": 0.79},
+                         "learner": {"accuracy": 0.815}}}
+    assert hr.room(summary) == pytest.approx({"geometry": -0.01, "learner": 0.015, "largest": 0.015})
+    cfg = EXPERIMENT.Config(heads="attnknn,label_aware,readout")
+    per_seed = {s: {"methods": {"attnknn": {"val_accuracy": 0.99}, "label_aware": {"val_accuracy": v},
+                                "readout": {"val_accuracy": 0.85}}} for s, v in (("0", 0.9), ("1", 0.7))}
+    assert hr.chosen_head(cfg, per_seed) == "readout"  # mean 0.85 > 0.80; Attn-KNN is never the chosen head
+    assert hr.chosen_head(EXPERIMENT.Config(heads="attnknn"), per_seed) is None
+
+
+def test_config_refuses_overlapping_test_blocks_unknown_candidates_and_unsplittable_dimensions():
+    with pytest.raises(ConfigError, match="test_rows"):
+        EXPERIMENT.Config(seeds="0,5", test_rows=2000)
+    with pytest.raises(ConfigError, match="candidates"):
+        EXPERIMENT.Config(candidates="pixels_pca,imagenet")
+    with pytest.raises(ConfigError, match="multiple of num_heads"):
+        EXPERIMENT.Config(pca_dims=30)
+    with pytest.raises(ConfigError, match="label_share"):
+        EXPERIMENT.Config(label_share=0)
+
+
+def test_views_read_a_record_without_measuring():
+    def diff(v):
+        return {"value": v, "low": v - 0.01, "high": v + 0.01, "verdict": "better" if v > 0.01 else "inconclusive"}
+
+    def cand(label, room, att):
+        methods = {m: {"accuracy": 0.8, "nll": 0.5, "brier": 0.3, "ece": 0.02}
+                   for m in ("reference", "geometry", "learner")}
+        d = {m: {"reference": {"accuracy": diff(att), "nll": diff(0.0), "brier": diff(0.0)},
+                 "reference_nll": {"nll": diff(0.0), "brier": diff(0.0)}} for m in ("attnknn", "readout", "learner")}
+        emb = {"num_classes": 10, "n_memory": 100, "dims": 64}
+        return {"label": label, "room": {"largest": room}, "has_room": room >= 0.01, "chosen_head": "readout",
+                "per_seed": {"0": {"embedding": emb}},
+                "summary": {"means": methods, "diff": d, "effective_k": {"attnknn": 6.0, "readout": 15.0},
+                            "moved": {"attnknn": True, "readout": False}, "reference_k": [8, 12],
+                            "headroom": {"at_k": {"recall": 0.98, "fixable": 0.1}}}}
+    record = {"experiment": "headroom_regimes", "dataset": "fashion_mnist",
+              "config": {"pca_dims": 64, "label_share": 0.01, "source_classes": 5}, "results": {
+        "k": 16, "seeds": [0, 1], "heads": {"attnknn": "Attn-KNN", "readout": "TabR-style readout"},
+        "moved_threshold": 14.4, "room_margin": 0.01, "test_rows": 2000, "selected": ["pixels_pca"],
+        "candidates": {"pixels_pca": cand("PCA of pixels", 0.02, 0.03), "few_labels": cand("CNN", 0.0, 0.0)}}}
+    assert list(views.headroom_frame(record)["has room"]) == ["yes", "no"]
+    assert "1 of 2 candidate embeddings" in views.findings(record) and "beats the strongest rule on 1" in views.findings(
+        record)
+    m = views.regime_macros(record)
+    assert m["HeadroomRegimesPcaAttnknnAccVerdict"] == "better" and m["HeadroomRegimesOtherRoom"] == "--"
+    assert m["HeadroomRegimesWithRoom"] == "1" and m["HeadroomRegimesPcaChosen"] == "TabR-style readout"
+    assert m["HeadroomRegimesLabelShare"] == "1" and m["HeadroomRegimesPcaDims"] == "64"
