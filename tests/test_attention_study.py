@@ -289,3 +289,41 @@ def test_the_study_and_main_give_attnknn_against_the_strongest_rule_one_interval
         for key in ("value", "low", "high", "test_se"):
             assert mine[metric][key] == pytest.approx(theirs[split][metric][key], rel=1e-9, abs=1e-12)
     assert study.drop_pairs({"x": [{"raw": {study.PAIR: 1, "accuracy": 2}}]}) == {"x": [{"raw": {"accuracy": 2}}]}
+
+
+def test_the_trees_learner_reads_as_many_neighbours_as_the_reference_chose(monkeypatch):
+    """The learnable headroom has no cap the reference does not share: where the reference chose a
+    k beyond the memory's stored neighbourhoods, the boosted trees read that many, searched anew,
+    with this memory's (possibly noisy) labels and agreements."""
+    from attnknn_lib.experiments import shared as core
+    from attnknn_lib.experiments.attention_study import measure
+    from attnknn_lib.experiments.attention_study.config import Config
+    from attnknn_lib.experiments.shared import Frozen
+    from attnknn_lib.knn.bank import MemoryBank
+
+    rng = np.random.default_rng(0)
+    train, val, test = (rng.normal(size=(n, 4)).astype(np.float32) for n in (200, 40, 30))
+    y = rng.integers(0, 3, 200)
+    frozen = Frozen(train, val, test, np.arange(200))
+    bank = MemoryBank().build(train, y)
+    self_nb = bank.search_excluding(train, 17, np.arange(200))
+    val_nb, test_nb = bank.search(val, 8), bank.search(test, 8)
+    cfg = Config()
+    mem = measure.memory_setting(frozen, y, self_nb, val_nb, test_nb, rng.integers(0, 3, 40),
+                                 rng.integers(0, 3, 30), np.arange(20), "symmetric/0.4", 3, cfg, 0)
+    seen = {}
+
+    def fake_rule(val_hood, val_y, test_hood, prior, num_classes, k, seed):
+        seen.update(val=val_hood, test=test_hood, k=k)
+        return {"val": np.full((40, 3), 1 / 3), "test": np.full((30, 3), 1 / 3), "folds": [], "configs": 0,
+                "features": 1}
+    monkeypatch.setattr(measure, "learned_rule", fake_rule)
+    search = core.searcher(bank, {"val": val, "test": test})
+    measure.gbm_learner(mem, 32, 3, 0, search)
+    rows, _ = search("val", 32)
+    assert seen["k"] == 32 and seen["val"].labels.shape == (40, 32) and seen["test"].labels.shape == (30, 32)
+    assert (seen["val"].labels == mem.labels[rows]).all() and (seen["val"].loo == mem.loo[rows]).all()
+    assert not (mem.labels == y).all()  # the noisy memory's labels, not the clean ones
+    measure.gbm_learner(mem, 8, 3, 0, search)  # within the stored neighbourhoods: no new search
+    assert seen["val"].labels is mem.val.labels or (seen["val"].labels == mem.val.labels).all()
+    assert sum(measure.fold_queries(40)) + 2 * 4 == 40  # each half of 20 tunes on its fifth

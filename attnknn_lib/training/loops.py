@@ -462,15 +462,16 @@ def train_cnn(model: CNNClassifier, dataset: Dataset, cfg: TrainConfig, train_la
 def train_attention_head(attention: MultiHeadNeighborAttention, bank: MemoryBank, val_emb: np.ndarray,
                          val_labels: np.ndarray, k: int, epochs: int = 3, lr: float = 1e-3, batch_size: int = 512,
                          entropy_weight: float = 0.01, seed: int = 0, progress: bool = True,
-                         train_neighbors: Neighbors | None = None, val_neighbors: Neighbors | None = None
-                         ) -> TrainResult:
+                         train_neighbors: Neighbors | None = None, val_neighbors: Neighbors | None = None,
+                         patience: int | None = None) -> TrainResult:
     """Train only ``attention`` over a fixed embedding (``bank``: training embeddings and labels).
 
     Used for ablations: every variant sees the same embedding, so differences come from the
     attention alone. A training query's neighbours exclude itself (searched once: the embedding
     does not change; pass ``train_neighbors``/``val_neighbors`` to share the searches between
     variants). Loss: vote NLL - ``entropy_weight`` x attention entropy. The epoch with the best
-    validation accuracy (ties: NLL) is kept.
+    validation accuracy (ties: NLL) is kept. With ``patience``, training stops once the best epoch
+    lies that many epochs back (a plateau); ``epochs`` is then the most it may run.
     """
     seed_everything(seed)
     n = len(bank)
@@ -500,4 +501,6 @@ def train_attention_head(attention: MultiHeadNeighborAttention, bank: MemoryBank
         probs, _ = attnknn_probs(attention, bank, val_emb, k, neighbors=val_nb)
         selection.add({"epoch": epoch, "train_loss": total / n,
                        "temperatures": attention.temperatures().detach().tolist()}, probs, t0)
+        if patience is not None and epoch - selection.best["epoch"] >= patience:
+            break
     return selection.result()

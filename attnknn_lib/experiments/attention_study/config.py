@@ -66,10 +66,10 @@ class Config(ExperimentConfig):
     long_tail_ratio: float = knob(0.01, "a memory of Attn-KNN retrained on a long-tailed subset with this imbalance "
                                         "ratio, as in the long-tail experiment (0: none)")
     long_tail_seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of the long-tailed models (among seeds)")
-    long_tail_max_train: int = knob(10000, "training rows before the imbalance (0 keeps the recipe's); the "
-                                           "long-tail experiment's default, so its models are shared")
-    long_tail_epochs: int = knob(2, "epochs of the long-tailed models (0 keeps the recipe's); the long-tail "
-                                    "experiment's default")
+    long_tail_max_train: int = knob(0, "training rows before the imbalance (0 keeps the recipe's); the "
+                                       "long-tail experiment's default, so its models are shared")
+    long_tail_epochs: int = knob(0, "epochs of the long-tailed models (0 keeps the recipe's: main's budget); the "
+                                    "long-tail experiment's default")
     end_to_end_seeds: int = knob(3, "Attn-KNN retrained end to end without the entropy bonus for the first n "
                                     "seeds, all if fewer (training jobs of the workflow; 0: none)")
     collapse_seeds: int = knob(3, "seeds (the first n) of the sweep of what could hold the attention at uniform "

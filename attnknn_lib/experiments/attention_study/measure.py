@@ -19,7 +19,7 @@ from attnknn_lib.data.spec import prepare
 from attnknn_lib.evaluation.bootstrap import paired_bootstrap_diff
 from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs
-from attnknn_lib.evaluation.learnable import learned_rule
+from attnknn_lib.evaluation.learnable import SELECT_SHARE, learned_rule
 from attnknn_lib.evaluation.methods import (
     T_GRID,
     TAU_GRID,
@@ -151,8 +151,10 @@ def second_dataset(cfg: Config, paths: Paths, name: str) -> dict:
                                  c, cfg, r)
             emb = core.relabel(clean, mem.labels)
             ref = core.reference_of(emb, prepared)
+            deeper = core.searcher(clean.bank, {"val": frozen.val, "test": frozen.test})
             methods = {"reference": ref, "attnknn": attnknn_method(model.attention, emb, cfg.k),
-                       "uniform": knn_methods(emb, ds, cfg.k)["uniform"], **learners(cfg, mem, k, ds, r)}
+                       "uniform": knn_methods(emb, ds, cfg.k)["uniform"],
+                       **learners(cfg, mem, k, ds, r, deeper, ref.info["choice"]["k"])}
             scored = score(methods, ds, n_boot=1, seed=r)  # split-level intervals: no test-point bootstrap
             best = max(LEARNERS, key=lambda n: scored[n]["val"]["accuracy"])
             entry[setting] = {m: {metric: scored[m][f"test_{split}"][metric]["value"] for metric, split in COMPARED}
@@ -502,7 +504,8 @@ def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> 
 
 
 def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bool,
-              keep: dict | None = None, reference: tuple | None = None, reference_nll: tuple | None = None) -> dict:
+              keep: dict | None = None, reference: tuple | None = None, reference_nll: tuple | None = None,
+              search: Search | None = None, k_ref: int | None = None) -> dict:
     """Every variant at k in one setting and seed, scored against the tuned kNN rule at k and,
     given ``reference`` (its test probabilities raw and calibrated), against the strongest
     non-learned rule. ``keep`` (a dict) receives each variant's test weights, test probabilities
@@ -553,7 +556,8 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
                                                                  seed)}
         out["methods"][name] = entry
     if reference is not None:
-        out["learner"], out["learnable"] = learnable(cfg, mem, k, ds, seed, reference, out["methods"])
+        out["learner"], out["learnable"] = learnable(cfg, mem, k, ds, seed, reference, out["methods"], search,
+                                                     k_ref)
     if "adaptive_k" in methods:
         out["methods"]["adaptive_k"]["fixed_k"] = best_fixed_k(cfg, mem, probs["adaptive_k"], extra["adaptive_k"]["k"],
                                                                ds, seed)
@@ -563,34 +567,56 @@ def setting_k(cfg: Config, mem: Memory, k: int, ds, seed: int, with_adaptive: bo
 LEARNERS = ("gbm", "label_aware_heldout")  # the learners behind the learnable headroom (clean held-out targets)
 
 
-def gbm_learner(mem: Memory, k: int, num_classes: int, seed: int) -> dict:
+def gbm_learner(mem: Memory, k: int, num_classes: int, seed: int, search: Search | None = None) -> dict:
     """The boosted-trees learner at k on ``mem``'s neighbourhoods (:func:`~attnknn_lib.evaluation.learnable.
-    learned_rule`, cross-fitted on the clean validation queries; the prior is the memory's class shares)."""
+    learned_rule`, cross-fitted on the clean validation queries; the prior is the memory's class shares).
+    Where k exceeds the neighbours ``mem`` holds, ``search`` reads deeper (labels and agreements of
+    this memory), so the learner can read as many neighbours as the reference chose."""
     prior = np.bincount(mem.labels, minlength=num_classes) / len(mem.labels)
-    hood = {s: Neighbourhood(h.labels, h.sq_dist, h.loo) for s, h in (("val", mem.val), ("test", mem.test))}
-    return learned_rule(hood["val"], mem.val.target, hood["test"], prior, num_classes, k, seed)
+
+    def hood(split: str) -> Neighbourhood:
+        h = getattr(mem, split)
+        if search is None or k <= h.labels.shape[1]:
+            return Neighbourhood(h.labels, h.sq_dist, h.loo)
+        rows, sq = search(split, k)
+        return Neighbourhood(mem.labels[rows], sq, mem.loo[rows])
+    return learned_rule(hood("val"), mem.val.target, hood("test"), prior, num_classes, k, seed)
 
 
-def learners(cfg: Config, mem: Memory, k: int, ds, seed: int) -> dict[str, MethodProbs]:
-    """Every learner of :data:`LEARNERS` at k, as methods whose ``info`` holds its tuning budget (the
-    configurations scored, both folds together)."""
-    fit = gbm_learner(mem, k, ds.num_classes, seed)
+def fold_queries(n_val: int) -> list[int]:
+    """How many validation queries each of the learner's two folds fits on (its half, less the
+    fifth it tunes on: :data:`~attnknn_lib.evaluation.learnable.SELECT_SHARE`)."""
+    return [len(h) - max(1, int(round(SELECT_SHARE * len(h)))) for h in np.array_split(np.arange(n_val), 2)]
+
+
+def learners(cfg: Config, mem: Memory, k: int, ds, seed: int, search: Search | None = None,
+             k_ref: int | None = None) -> dict[str, MethodProbs]:
+    """Every learner of :data:`LEARNERS`, as methods whose ``info`` holds its tuning budget (the
+    configurations scored, both folds together): the boosted trees read max(k, ``k_ref``)
+    neighbours (the reference's chosen k: no cap the reference does not share), the label-aware
+    attention k."""
+    fit = gbm_learner(mem, max(k, k_ref or k), ds.num_classes, seed, search)
     att = train_variant(cfg, "label_aware_heldout", mem, k, ds.num_classes, seed)
-    return {"gbm": MethodProbs(fit["val"], fit["test"], info={"gbm_configs": fit["configs"]}),
+    return {"gbm": MethodProbs(fit["val"], fit["test"], info={"gbm_configs": fit["configs"],
+                                                              "gbm_k": max(k, k_ref or k)}),
             "label_aware_heldout": MethodProbs(att["val"], att["test"],
                                                info={"attention_configs": sum(f["configs"] for f in att["search"])})}
 
 
-def learnable(cfg: Config, mem: Memory, k: int, ds, seed: int, reference: tuple, methods: dict) -> tuple[dict, dict]:
-    """The boosted-trees learner at k (:func:`~attnknn_lib.evaluation.learnable.learned_rule`, cross-fitted
-    on clean validation queries) against the reference; and the learnable headroom: the learner of
+def learnable(cfg: Config, mem: Memory, k: int, ds, seed: int, reference: tuple, methods: dict,
+              search: Search | None = None, k_ref: int | None = None) -> tuple[dict, dict]:
+    """The boosted-trees learner (:func:`~attnknn_lib.evaluation.learnable.learned_rule`, cross-fitted
+    on clean validation queries) reading max(k, ``k_ref``) neighbours, ``k_ref`` being the
+    reference's chosen k, against the reference; and the learnable headroom: the learner of
     :data:`LEARNERS` with the best (out-of-fold) validation accuracy minus the reference, paired on test."""
-    fit = gbm_learner(mem, k, ds.num_classes, seed)
+    k_learn = max(k, k_ref or k)
+    fit = gbm_learner(mem, k_learn, ds.num_classes, seed, search)
     probs = MethodProbs(fit["val"], fit["test"])
     scored, diff = against_reference(cfg, probs, ds, seed, reference)
     learner = {"val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
                "test_calibrated": scored["test_calibrated"], "folds": fit["folds"], "configs": fit["configs"],
-               "features": fit["features"], "diff_reference": diff}
+               "features": fit["features"], "diff_reference": diff, "k": k_learn,
+               "fold_queries": fold_queries(len(ds.val.y))}
     pool = {"gbm": learner, **{n: methods[n] for n in LEARNERS if n in methods}}
     best = max(pool, key=lambda n: pool[n]["val_accuracy"])
     return learner, {"learner": best, "diff_reference": pool[best]["diff_reference"]}
@@ -630,14 +656,15 @@ def long_tail_entry(cfg: Config, paths: Paths, run_, seed: int) -> dict:
     mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y,
                          _train_rows(len(frozen.train), cfg.train_queries, seed), "clean", ds.num_classes, cfg, seed)
     ks = tuple(k for k in cfg.headroom_ks if k <= k_max)
-    reference, ref_probs, nll_probs = reference_entry(
-        cfg, mem, core.searcher(bank, {"val": frozen.val, "test": frozen.test}), ds, seed)
+    search = core.searcher(bank, {"val": frozen.val, "test": frozen.test})
+    reference, ref_probs, nll_probs = reference_entry(cfg, mem, search, ds, seed)
     return {"headroom": headroom_table(mem, ks, ds.num_classes), "ceilings": ceilings(mem, ks, ds.num_classes),
             "flipped_share": 0.0, "memory_size": len(frozen.train), "run": run_.id, "reference": reference,
             "attnknn": main_attention(cfg, model.attention, bank, frozen, (val_nb, test_nb), ds, seed, ref_probs,
                                       reference_nll=nll_probs),
             "variants": {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
-                                           reference=ref_probs, reference_nll=nll_probs)
+                                           reference=ref_probs, reference_nll=nll_probs, search=search,
+                                           k_ref=reference["choice"]["k"])
                          for k in cfg.variant_ks if k <= k_max}}
 
 
@@ -798,7 +825,8 @@ def run(cfg: Config, paths: Paths) -> dict:
                 kept: dict = {}
                 entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
                                                        keep=kept if k == k_gallery and seed == cfg.seeds[0] else None,
-                                                       reference=ref_probs, reference_nll=nll_probs)
+                                                       reference=ref_probs, reference_nll=nll_probs,
+                                                       search=search, k_ref=entry["reference"]["choice"]["k"])
                                      for k in cfg.variant_ks if k <= k_max}
                 if kept:
                     cases, images = gallery(mem, kept, setting, k_gallery, ds)
@@ -970,7 +998,8 @@ def summarise_learnable(cfg: Config, runs_k: list[dict], methods: dict) -> dict:
                        "configs": [x["configs"] for x in ls],
                        "rounds": [f["rounds"] for x in ls for f in x["folds"]],
                        "edges": sum(f["edge"] for x in ls for f in x["folds"]),
-                       "verdicts_reference": seed_verdicts(cfg, [x["diff_reference"] for x in ls])},
+                       "verdicts_reference": seed_verdicts(cfg, [x["diff_reference"] for x in ls]),
+                       "k": [x["k"] for x in ls], "fold_queries": ls[0]["fold_queries"]},
            "learnable": {"learners": [r["learnable"]["learner"] for r in runs_k], "verdicts": room}}
     head = room["accuracy"]["value"]
     for name, m in methods.items():

@@ -259,12 +259,18 @@ def _reference_ks(s: dict) -> list[int]:
     return [int(part.strip()[2:]) for c in ref.get("choices", []) for part in c.split(",") if part.strip().startswith("k=")]
 
 
-UNDER_TRAINED = ("long_tail/",)  # settings whose models train below main's budget: reported, not counted
+RETRAINED = "long_tail/"  # settings whose models are retrained: counted only at main's budget
 
 
-def counted(setting: str) -> bool:
-    """Whether a setting counts toward the headline (its models trained at main's budget)."""
-    return not setting.startswith(UNDER_TRAINED)
+def below_budget(cfg: dict) -> bool:
+    """Whether the record's long-tailed models trained below main's budget (a subset of the rows or
+    fewer epochs than main's recipe: either knob set)."""
+    return bool(cfg.get("long_tail_max_train", 1) or cfg.get("long_tail_epochs", 1))
+
+
+def counted(setting: str, cfg: dict) -> bool:
+    """Whether a setting counts toward the headline: its models trained at main's budget."""
+    return not (setting.startswith(RETRAINED) and below_budget(cfg))
 
 
 def attnknn_line(record: dict) -> str:
@@ -278,7 +284,7 @@ def attnknn_line(record: dict) -> str:
             continue
         v = s["attnknn"]["verdicts_reference"]["accuracy"]
         ks = _reference_ks(s)
-        notes = ([f"the rule's k {k_range(ks)}"] if ks else []) + ([] if counted(st) else
+        notes = ([f"the rule's k {k_range(ks)}"] if ks else []) + ([] if counted(st, record["config"]) else
                                                                    ["not counted: models below main's budget"])
         cells.append(f"{setting_title(st)} {_interval(v, 'accuracy')}" + (f" ({'; '.join(notes)})" if notes else ""))
     clean = settings["clean"]
@@ -692,9 +698,18 @@ def _fewer_seeds(res: dict) -> str:
                    for n, s in res["summary"]["settings"].items() if len(s.get("seeds") or res["seeds"]) < len(res["seeds"]))
 
 
+def trees_read_reference_k(res: dict) -> bool:
+    """Whether the record's boosted-trees learner read the reference's chosen k (records before this
+    code read only the k neighbours: their text must say so)."""
+    return any("k" in kv.get("learner", {}) for s in res["summary"]["settings"].values()
+               for kv in s.get("variants", {}).values())
+
+
 def write_outputs(record: dict, paths: Paths) -> dict:
     res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     seeds = ", ".join(map(str, res["seeds"])) + _fewer_seeds(res)
+    trees_k = ", reading as many neighbours as the reference chose (at least k)" if trees_read_reference_k(res) \
+        else ", reading the k neighbours"
     cfg = record["config"]
     out = {"headroom": ARTIFACTS.write_table(paths, "headroom", d, booktabs(
         headroom_frame(record, latex=True),
@@ -739,11 +754,11 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         "learnable": ARTIFACTS.write_table(paths, "learnable", d, booktabs(
             learnable_frame(record, latex=True),
             f"{title}: learnable headroom, per memory setting and k (seeds {seeds}; test accuracy in \\%, "
-            f"recall@k in \\% of test queries, captured shares in \\%). Two learners read only the "
-            f"k neighbours (labels, distances, ranks, their own neighbours' agreement) and are trained on clean "
+            f"recall@k in \\% of test queries, captured shares in \\%). Two learners read the "
+            f"neighbours' labels, distances, ranks and their own neighbours' agreement and are trained on clean "
             f"held-out validation labels, cross-fitted in two halves (each fit on one half, tuned on a fifth of it, "
-            f"applied to the other): gradient-boosted trees on per-class neighbour features (trees) and the label-aware "
-            f"attention (l.-aware). Learnable headroom: the one with the better out-of-fold validation accuracy minus the "
+            f"applied to the other): gradient-boosted trees on per-class neighbour features (trees){trees_k}, "
+            f"and the label-aware attention at k (l.-aware). Learnable headroom: the one with the better out-of-fold validation accuracy minus the "
             f"strongest rule that learns nothing (ref.), with its 95\\% seed-level $t$ interval and verdict "
             f"B / W / E / ? against a {100 * cfg['margin_accuracy']:g} pp margin. Capt.: the share of that "
             f"headroom the prototype's head (proto.) and the variant chosen on validation (chosen) won over the reference "
@@ -947,7 +962,7 @@ GLOSSARY = (
     "both after temperature scaling fitted on validation.",
     "- *Chosen head*: the attention variant with the best validation accuracy among {n_heads} trained on the frozen "
     "embedding (label-blind or label-aware scores, a readout and its query-only control, a mixture over k).",
-    "- *Learnable headroom*: the better of two learners that read only the k neighbours and learn from clean "
+    "- *Learnable headroom*: the better of two learners that read {learner_reads} and learn from clean "
     "held-out labels (boosted trees, label-aware attention), minus the reference.",
     "- *Effective k*: exp(H), H the entropy of a query's neighbour weights (mean over test queries); it equals k when "
     "every neighbour weighs the same and 1 when one neighbour takes all the weight.",
@@ -1009,11 +1024,13 @@ def answer_lines(records: list[dict]) -> list[str]:
     for setting, s in settings.items():
         v = _chosen_against_reference((s.get("variants") or {}).get(k))
         if setting.startswith("long_tail/") and v:
+            rows = f"{cfg['long_tail_max_train']:,}" if cfg.get("long_tail_max_train") else "all"
+            epochs = cfg.get("long_tail_epochs") or "main's"
+            budget = (f"; not counted in the answer: its models train on {rows} images for {epochs} epochs, below "
+                      f"main's budget" if below_budget(cfg) else "")
             lines.append(f"- **Long-tailed memory** (imbalance ratio {setting.partition('/')[2]}, model retrained on "
                          f"it, {seeds_text(len(s['seeds']))}), the chosen head against the strongest rule, which may "
-                         f"correct for class shares: {_interval(v, 'accuracy')}; not counted in the answer: its models "
-                         f"train on {cfg['long_tail_max_train']:,} images for {cfg['long_tail_epochs']} epochs, below "
-                         f"main's budget.")
+                         f"correct for class shares: {_interval(v, 'accuracy')}{budget}.")
     second = second_line(record)
     if second:
         lines.append(f"- **Digits, descriptive only** (not counted in any verdict): {second}.")
@@ -1026,7 +1043,9 @@ def answer_lines(records: list[dict]) -> list[str]:
     margins = (f"{100 * cfg['margin_accuracy']:g} pp accuracy, {cfg['margin_ece']:g} ECE, {cfg['margin_nll']:g} NLL"
                + (f", {cfg['margin_brier']:g} Brier" if "margin_brier" in cfg else ""))
     heads = len(cfg["variants"])
-    glossary = [g.format(margins=margins, bins=N_BINS, n_heads=heads, k=k) for g in GLOSSARY]
+    reads = ("the neighbours (the trees as many as the reference chose, the attention k)"
+             if trees_read_reference_k(res) else "only the k neighbours")
+    glossary = [g.format(margins=margins, bins=N_BINS, n_heads=heads, k=k, learner_reads=reads) for g in GLOSSARY]
     return lines + ["", "**Terms.**", ""] + glossary
 
 
@@ -1055,10 +1074,10 @@ def plain_answer(record: dict) -> str | None:
     end to end) against the strongest rule that learns nothing in each memory setting the record
     measured it in, then whether the head chosen on validation at the experiment's k beats that rule
     in any setting, and whether attention trained end to end leaves uniform weights. Settings whose
-    models train below main's budget (:data:`UNDER_TRAINED`) are left out of the counts. None for a
+    models train below main's budget (:func:`below_budget`) are left out of the counts. None for a
     record from before the reference."""
     res, k = record["results"], str(record["config"]["k"])
-    settings = {st: s for st, s in res["summary"]["settings"].items() if counted(st)}
+    settings = {st: s for st, s in res["summary"]["settings"].items() if counted(st, record["config"])}
     verdicts = {}
     for setting, s in settings.items():
         kv = (s.get("variants") or {}).get(k)

@@ -28,7 +28,10 @@ class Config(ExperimentConfig):
     sqrt_k: bool = knob(True, "add k as round(sqrt(training rows)), marked in the figure")
     retrain: bool = knob(True, "also train a fresh attention at each k on the frozen embedding")
     retrain_seeds: int = knob(3, "how many of the seeds (the first ones) get the attention retrained")
-    head_epochs: int = knob(1, "epochs of each retrained attention")
+    head_epochs: int = knob(12, "most epochs of each retrained attention (main's recipe epochs); it stops earlier "
+                                "at a plateau (head_patience)")
+    head_patience: int = knob(2, "a retrained attention stops after this many epochs without a better validation "
+                                 "score")
     n_boot: int = knob(200, "bootstrap resamples for the 95 % intervals")
 
     def __post_init__(self) -> None:
@@ -40,4 +43,5 @@ class Config(ExperimentConfig):
             raise ConfigError(f"k_values={','.join(map(str, self.k_values))} is not allowed; every k must be >= 1")
         check_range("retrain_seeds", self.retrain_seeds, 1, len(self.seeds))
         check_range("head_epochs", self.head_epochs, 1, None)
+        check_range("head_patience", self.head_patience, 1, None)
         check_range("n_boot", self.n_boot, 1, None)

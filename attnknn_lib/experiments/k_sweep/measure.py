@@ -37,14 +37,15 @@ def k_grid(cfg: Config, n_train: int) -> tuple[list[int], int | None]:
 
 def _retrained(cfg: Config, emb, val, val_y, k: int, num_classes: int, seed: int, train_nb) -> tuple[MethodProbs, dict]:
     """A fresh attention trained at k on the frozen embedding (the training queries' neighbours
-    exclude themselves), evaluated at k."""
+    exclude themselves) to a plateau of its validation score, evaluated at k."""
     seed_everything(seed)
     head = MultiHeadNeighborAttention(cfg.attention_config(num_classes))
     res = train_attention_head(head, emb.bank, val, val_y, k, epochs=cfg.head_epochs, seed=seed,
                                train_neighbors=train_nb, val_neighbors=emb.neighbors[("val", "original")],
-                               progress=False)
+                               progress=False, patience=cfg.head_patience)
     info = {"history": res.history, "best_epoch": res.best_epoch, "seconds": round(res.seconds, 2),
-            "temperatures": res.model.temperatures().tolist()}
+            "temperatures": res.model.temperatures().tolist(),
+            "plateau": len(res.history) - res.best_epoch >= cfg.head_patience}
     return attnknn_method(res.model, emb, k), info
 
 

@@ -223,7 +223,22 @@ def findings(record: dict) -> str:
     words = [d["verdict"] for d in nll.values()]
     lines.append("- NLL after calibration, Attn-KNN: " + ", ".join(f"{words.count(w)} {w}" for w in VERDICTS
                                                                      if words.count(w)) + f" over {len(words)} k.")
+    trained = retrained_training(record)
+    if trained:
+        lines.append(f"- The retrained attention reached a plateau of its validation score in {trained}.")
     return markdown_lists(lines)
+
+
+def retrained_training(record: dict) -> str | None:
+    """'n of m runs (epochs run a-b)': how many retrained attentions (seed x k) stopped at a plateau;
+    None for a record without retraining or from before the plateau was recorded."""
+    heads = [by_k["retrained_attention"] for s in record["results"]["per_seed"].values()
+             for by_k in s["by_k"].values() if by_k.get("retrained_attention")]
+    if not heads or "plateau" not in heads[0]:
+        return None
+    runs = [len(h["history"]) for h in heads]
+    return (f"{sum(h['plateau'] for h in heads)} of {len(heads)} runs (seed x k; epochs run "
+            f"{min(runs)}-{max(runs)} of at most {record['config']['head_epochs']})")
 
 
 def advantage_frame(record: dict) -> pd.DataFrame:

@@ -28,6 +28,10 @@ class Config(RobustnessConfig):
     """Long-tail knobs on top of the shared recipe and the robustness settings."""
 
     ratios: tuple[float, ...] = knob((1.0, 0.1, 0.01), "imbalance ratios, smallest over largest class (1 is balanced)")
+    # the long-tailed models train at main's budget (the whole long-tailed subset, main's epochs): the
+    # balanced ratio 1 is then main's own model, trained once
+    retrain_max_train: int = knob(0, "training rows of setting trained before the imbalance (0 keeps the recipe's)")
+    retrain_epochs: int = knob(0, "epochs of setting trained (0 keeps the recipe's)")
     imbalance_seed: int = knob(0, "seed offset of the subsample: models of seed s get class order and rows of seed offset + s")
 
     def __post_init__(self) -> None:

@@ -53,7 +53,10 @@ class Config(ExperimentConfig):
     tta_views: int = knob(6, "test-time augmentation views, 1 to 6")
     n_boot: int = knob(HEADLINE_BOOT, "bootstrap resamples for the 95 % intervals")
     ablation: bool = knob(True, "ablate the attention components on the primary dataset (first seed)")
-    ablation_epochs: int = knob(2, "epochs per ablation variant")
+    ablation_epochs: int = knob(12, "most epochs per ablation variant (main's recipe epochs); it stops earlier at a "
+                                    "plateau (ablation_patience)")
+    ablation_patience: int = knob(2, "an ablation variant stops after this many epochs without a better validation "
+                                     "score")
     mixup_control: float = knob(0.2, "MixUp alpha of a control CNN on the primary dataset (0: no control)")
     control_seeds: int = knob(3, "the control CNN is trained for the first n seeds")
     replay: bool = knob(True, "prototype replay on the primary dataset's first seed: re-introduce its defects one at a time")
@@ -74,6 +77,7 @@ class Config(ExperimentConfig):
         check_choice("primary", self.primary, self.datasets)
         check_range("tta_views", self.tta_views, 1, 6)
         check_range("ablation_epochs", self.ablation_epochs, 1, None)
+        check_range("ablation_patience", self.ablation_patience, 1, None)
         check_range("n_boot", self.n_boot, 1, None)
         check_range("k", self.k, 1, max(K_ENSEMBLE))
         check_range("control_seeds", self.control_seeds, 1, None)

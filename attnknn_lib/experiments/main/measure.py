@@ -60,11 +60,13 @@ def run_ablation(cfg: Config, ds, emb, seed: int) -> dict:
         att = MultiHeadNeighborAttention(replace(base, **switches))
         res = train_attention_head(att, emb.bank, emb.val["original"], ds.val.y, cfg.k, epochs=cfg.ablation_epochs,
                                    seed=seed, train_neighbors=train_nb,
-                                   val_neighbors=emb.neighbors[("val", "original")], progress=False)
+                                   val_neighbors=emb.neighbors[("val", "original")], progress=False,
+                                   patience=cfg.ablation_patience)
         probs = attnknn_method(res.model, emb, cfg.k)
         methods[name] = MethodProbs(probs.val, probs.test, {"switches": switches})
         extra[name] = {"history": res.history, "best_epoch": res.best_epoch, "seconds": res.seconds,
-                       "temperatures": res.model.temperatures().tolist()}
+                       "temperatures": res.model.temperatures().tolist(),
+                       "plateau": len(res.history) - res.best_epoch >= cfg.ablation_patience}
     scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
     for name in scored:
         scored[name]["label"] = name.replace("_", " ")

@@ -143,8 +143,9 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
     if ablation:
         out["ablation"] = ARTIFACTS.write_table(paths, "ablation", name, booktabs(
             methods_frame(ablation),
-            f"{title}: attention components trained on the frozen Attn-KNN embedding of seed {first} "
-            f"(test, 95\\% intervals; {CAL_NOTE}). {src}.", "tab:ablation-primary", escape_index=False))
+            f"{title}: attention components trained on the frozen Attn-KNN embedding of seed {first}"
+            f"{_ablation_epochs(ablation)} (test, 95\\% intervals; {CAL_NOTE}). {src}.", "tab:ablation-primary",
+            escape_index=False))
     return out
 
 
@@ -465,6 +466,19 @@ def training_frame(record: dict) -> pd.DataFrame:
                 "selected epoch": int(t["best_epoch"]), "epochs": len(t["history"]),
                 "training time": _duration(t["seconds"])}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["seed", "model"])
+
+
+def _ablation_epochs(ablation: dict) -> str:
+    """', each to a plateau of its validation score (epochs run a-b)' (or how many reached one), or ''
+    for a record from before the plateau was recorded."""
+    runs = [m["training"] for m in ablation.values() if "plateau" in m.get("training", {})]
+    if not runs:
+        return ""
+    n = [len(r["history"]) for r in runs]
+    reached = sum(r["plateau"] for r in runs)
+    head = "each to a plateau of its validation score" if reached == len(runs) else \
+        f"{reached} of {len(runs)} to a plateau of their validation score"
+    return f", {head} (epochs run {min(n)}-{max(n)})"
 
 
 def ablation_frame(record: dict) -> pd.DataFrame:
