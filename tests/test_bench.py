@@ -125,6 +125,29 @@ def test_the_training_steps_alone_are_summed_over_every_run_and_set_against_the_
     assert bench.cpu_stage_times(tmp_path)["stages"]["training"]["step_seconds"] is None
 
 
+def test_training_time_splits_into_steps_the_banks_refresh_and_the_rest(tmp_path, monkeypatch):
+    monkeypatch.delenv("ATTNKNN_ARTIFACTS", raising=False)
+    declared = catalog.experiments()
+    ids = sorted({r.id for n, p in bench.resolve("cpu", None, []).items() for r in declared[n].runs(declared[n].Config(**p))})
+    for rid in ids:
+        record_time(tmp_path / TIMES, "train", rid, 40.0)
+        model = tmp_path / "artifacts" / "models" / rid
+        model.mkdir(parents=True)
+        epochs = [{"train_seconds": 10.0, "refresh_seconds": 3.0}, {"train_seconds": 20.0, "refresh_seconds": 5.0}]
+        (model / "train.json").write_text(json.dumps({"history": epochs}))
+    t = bench.cpu_stage_times(tmp_path)["stages"]["training"]
+    assert t["refresh_seconds"] == pytest.approx(8.0 * len(ids))
+    assert t["rest_seconds"] == pytest.approx(2.0 * len(ids))  # 40 s a job, less 30 s of steps and 8 of refresh
+    rows = {r.measurement: r for r in bench.table({**_micro(), "cpu_run": bench.cpu_stage_times(tmp_path)})
+            .itertuples(index=False)}
+    rest = rows["cpu run: training, the rest (start-up, loading, validation, bookkeeping)"]
+    assert rest.ratio == pytest.approx(2.0 / 40.0) and rest[3] == "share of training time"
+    first = json.loads((tmp_path / "artifacts" / "models" / ids[0] / "train.json").read_text())
+    first["history"][0].pop("refresh_seconds")  # a model from before the split: no split is claimed
+    (tmp_path / "artifacts" / "models" / ids[0] / "train.json").write_text(json.dumps(first))
+    assert "rest_seconds" not in bench.cpu_stage_times(tmp_path)["stages"]["training"]
+
+
 def _micro() -> dict:
     """The micro-benchmark part of a bench record, with made-up numbers (table needs them)."""
     us = dict.fromkeys(("attention_batched", "attention_single", "distance_batched", "distance_single",

@@ -126,6 +126,21 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def bf16_kernels() -> str:
+    """The family of native bf16 kernels this CPU gives oneDNN, which decides the last digits of a
+    bf16 training step: 'AMX' (Intel Sapphire Rapids and later), 'AVX512-BF16' (e.g. AMD Zen 4), or
+    'none' (no native bf16: training runs in fp32). Two CPUs of one family give the same bits for the
+    same code, config and seed; across families, results agree at the seed level, not bit for bit."""
+    try:
+        flags = next((ln.split(":", 1)[1].split() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                      if ln.startswith("flags")), [])
+    except OSError:
+        flags = []
+    if "amx_bf16" in flags:
+        return "AMX"
+    return "AVX512-BF16" if "avx512_bf16" in flags else "none"
+
+
 def machine() -> dict:
     """What can make two runs of the same code, config and seed differ in the last digits: the
     instruction set the kernels dispatch to (torch and FAISS pick AVX2/AVX-512 at run time), the
@@ -134,6 +149,7 @@ def machine() -> dict:
     import torch
 
     info = {"cpu_model": cpu_model(), "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "bf16_kernels": bf16_kernels(),
             "torch_threads": torch.get_num_threads(), "torch_interop_threads": torch.get_num_interop_threads(),
             "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
             "blas": next((ln.strip() for ln in torch.__config__.parallel_info().splitlines()

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from attnknn_lib.base.files import read_json, write_json
+from attnknn_lib.base.provenance import bf16_kernels
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.spec import Prepared, prepare
 from attnknn_lib.models import AttentionConfig, build_attnknn, build_cnn
@@ -83,7 +84,8 @@ def save(run: TrainingRun, prepared: Prepared, result: TrainResult, artifacts: s
         torch.save(result.epoch_states, tmp / "epochs.pt")
     write_json(tmp / "train.json", {"run": run.to_dict(), "run_id": run.id, "label": run.label,
                                     "data_fingerprint": prepared.fingerprint(), "history": result.history,
-                                    "best_epoch": result.best_epoch, "seconds": result.seconds})
+                                    "best_epoch": result.best_epoch, "seconds": result.seconds,
+                                    "bf16_kernels": bf16_kernels()})  # what the bf16 steps' last digits depend on
     shutil.rmtree(folder, ignore_errors=True)  # an unusable earlier copy
     os.replace(tmp, folder)
     return folder

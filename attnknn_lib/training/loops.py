@@ -404,6 +404,7 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
             bar.set_postfix(loss=f"{loss.item():.3f}")
         train_seconds = time.perf_counter() - t0
         new_bank = fresh_bank()  # clean embeddings of this epoch's model: validation now, training next
+        refresh_seconds = time.perf_counter() - t0 - train_seconds
         with head_norms(model.embedder) as norms:
             val_emb = embed(model.embedder, x_val, cfg.eval_batch_size, device, desc="embed val")
         probs, _ = attnknn_probs(model.attention, new_bank, val_emb, cfg.k, device=device)
@@ -413,7 +414,8 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
         selection.add({"epoch": epoch, **{f"train_{k}": v / n for k, v in sums.items()}, "lr": sched.get_last_lr()[0],
                        "temperatures": model.attention.temperatures().detach().cpu().tolist(),
                        "val_norm_mean": float(torch.cat(norms).mean()), "val_norm_std": float(torch.cat(norms).std()),
-                       **diagnostics.epoch(), "train_seconds": train_seconds, "precision": precision.name}, probs, t0)
+                       **diagnostics.epoch(), "train_seconds": train_seconds, "refresh_seconds": refresh_seconds,
+                       "precision": precision.name}, probs, t0)
     return selection.result()
 
 
@@ -453,7 +455,8 @@ def train_cnn(model: CNNClassifier, dataset: Dataset, cfg: TrainConfig, train_la
         train_seconds = time.perf_counter() - t0
         probs = cnn_probs(model, x_val, cfg.eval_batch_size, device)
         selection.add({"epoch": epoch, "train_loss": total / len(labels), "lr": sched.get_last_lr()[0],
-                       "train_seconds": train_seconds, "precision": precision.name}, probs, t0)
+                       "train_seconds": train_seconds, "refresh_seconds": 0.0,  # a CNN has no bank
+                       "precision": precision.name}, probs, t0)
     return selection.result()
 
 

@@ -269,21 +269,30 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
             s = read_json(meta)["seconds"] if meta.exists() else None
         return s
 
-    def step_seconds(rid: str) -> float | None:
-        """The seconds of the run's training steps (each epoch's ``train_seconds``: forward,
-        backward and optimiser over the epoch's batches), from its model's record."""
+    def epoch_seconds(rid: str, key: str) -> float | None:
+        """The sum over the run's epochs of ``key``: ``train_seconds`` (the training steps: forward,
+        backward and optimiser over the epoch's batches) or ``refresh_seconds`` (the clean bank's
+        rebuild: the training set embedded in eval mode), from its model's record; None where an
+        epoch lacks it (a model trained before it was recorded)."""
         meta = paths.artifacts / "models" / rid / "train.json"
         hist = read_json(meta).get("history", []) if meta.exists() else []
-        steps = [h.get("train_seconds") for h in hist]
-        return sum(steps) if steps and None not in steps else None
+        values = [h.get(key) for h in hist]
+        return sum(values) if values and None not in values else None
 
     seconds = {rid: train_seconds(rid) for rid in sorted(run_ids)}
     missing = sum(s is None for s in seconds.values())
     train = sum(s for s in seconds.values() if s is not None)
-    steps = [step_seconds(rid) for rid in sorted(run_ids)]
+    sums = {}
+    for key in ("train_seconds", "refresh_seconds"):
+        got = [epoch_seconds(rid, key) for rid in sorted(run_ids)]
+        sums[key] = sum(got) if got and None not in got else None
     stages = {"training": {"seconds": train if missing < len(run_ids) else None, "jobs": len(run_ids),
-                           "missing": missing,
-                           "step_seconds": sum(steps) if None not in steps else None}}
+                           "missing": missing, "step_seconds": sums["train_seconds"],
+                           "refresh_seconds": sums["refresh_seconds"]}}
+    t = stages["training"]
+    if None not in (t["seconds"], t["step_seconds"], t["refresh_seconds"]) and not missing:
+        # the rest: process start-up, loading, per-epoch validation and bookkeeping
+        t["rest_seconds"] = t["seconds"] - t["step_seconds"] - t["refresh_seconds"]
     for name in resolved:
         s, source = timed("notebook", name), "job"
         if s is None:  # the notebook's compute: its results' provenance (the last record written is the longest)
@@ -446,6 +455,11 @@ def table(bench: dict):
             rows.append(("cpu run: training steps alone (forward, backward, optimiser)",
                          f"{st['step_seconds']:.0f} of {st['seconds']:.0f} s", st["step_seconds"] / core_budget,
                          on_cores))
+        if st.get("rest_seconds") is not None:
+            for key, what in (("refresh_seconds", "the clean bank's refresh each epoch"),
+                              ("rest_seconds", "the rest (start-up, loading, validation, bookkeeping)")):
+                rows.append((f"cpu run: training, {what}", f"{st[key]:.0f} of {st['seconds']:.0f} s",
+                             st[key] / st["seconds"], "share of training time"))
         budget = NOTEBOOK_BUDGETS_S.get(name.removeprefix("notebook "))
         if budget and st.get("own_training_seconds") is not None:
             both = st["seconds"] + st["own_training_seconds"]
