@@ -182,3 +182,32 @@ def test_the_study_shows_its_variants_one_readable_frame_per_memory_setting():
     assert sum(len(p) for p in parts.values()) == len(whole)
     for title, part in parts.items():
         assert (~part.isin(["", "--"])).any().all() and frame_problems(part) == [], title
+
+
+def test_a_notebook_table_renders_as_markdown_that_keeps_every_interval_on_one_line():
+    """The PDF of a notebook turns its tables into LaTeX tables from Markdown: an interval's parts are
+    joined by a no-break space and its minus signs are U+2212 (LaTeX breaks a line at neither), so a
+    wrapped cell never splits an interval; Markdown's special characters print as themselves."""
+    from attnknn_lib.report.tables import markdown_frame, show
+
+    df = pd.DataFrame({"Δ acc. (pp)": ["-0.05 [-0.22, +0.11] equivalent"], "k_eff": ["15.9"]}, index=["a | b *"])
+    df.index.name = "k: method"
+    text = markdown_frame(df)
+    head, rule, row = text.splitlines()
+    assert head.startswith("| k: method |") and set(rule) <= {"|", "-"} and rule.count("|") == 4
+    assert "\\[\u22120.22,\u00a0+0.11\\]" in row and "\u22120.05" in row  # whole, unbreakable
+    assert "a \\| b \\*" in row and "k\\_eff" in head  # escaped: no column split, no emphasis
+    assert show(df)._repr_markdown_() == text and "<table" in show(df)._repr_html_()
+
+
+def test_the_study_findings_fit_a_page_and_its_variants_figure_reads_against_the_strongest_rule():
+    study = api("attention_study")
+    rec = _record("attention_study_fashion_mnist")
+    text = study.findings(rec)
+    assert len(text.split()) < 600 and text.count("\n- ") <= 12, len(text.split())  # a page of bullets
+    fig = study.variants_figure(rec)
+    axes = [a for a in fig.axes if a.get_visible()]
+    assert len(axes) == sum(str(rec["config"]["k"]) in (s.get("variants") or {})
+                            for s in rec["results"]["summary"]["settings"].values())
+    assert len({a.get_xlim() for a in axes}) == 1  # one shared axis
+    assert "strongest rule" in fig._suptitle.get_text()

@@ -34,6 +34,7 @@ from attnknn_lib.experiments.declaration import Artifacts
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
 from attnknn_lib.knn.headroom import loo_agreement
 from attnknn_lib.report.macros import source_note
+from attnknn_lib.report.tables import markdown_frame
 from attnknn_lib.training.cache import load_or_train
 from attnknn_lib.training.loops import TrainResult
 from attnknn_lib.training.recipe import Recipe
@@ -288,7 +289,4 @@ def parameters_frame(cfg) -> pd.DataFrame:
 def parameters_markdown(cfg) -> str:
     """:func:`parameters_frame` as a Markdown table (the notebook's PDF wraps its cells instead of
     splitting the table into column blocks)."""
-    df = parameters_frame(cfg)
-    lines = ["| parameter | value | meaning |", "| --- | --- | --- |"]
-    lines += [f"| `{name}` | {row['value']} | {row['meaning']} |" for name, row in df.iterrows()]
-    return "\n".join(lines)
+    return markdown_frame(parameters_frame(cfg))

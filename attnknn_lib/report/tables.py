@@ -151,6 +151,57 @@ def plain_frame(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+_MD_ESCAPE = str.maketrans({c: "\\" + c for c in "\\|*_$[]`<>#"})
+
+
+def _keep_together(cell: str) -> str:
+    """An interval as one unbreakable unit ('[-0.10, +0.20]' with a no-break space) and its minus
+    signs as U+2212, where LaTeX never breaks a line: a wrapped table cell keeps every interval whole."""
+    import re
+
+    cell = re.sub(r"(?<![\w.])-(?=[\d.])", "\u2212", cell)
+    return re.sub(r"\[([^\]]*)\]", lambda m: "[" + m.group(1).replace(" ", "\u00a0") + "]", cell)
+
+
+def markdown_frame(df: pd.DataFrame) -> str:
+    """``df`` (its index as the first column) as a Markdown pipe table. The notebook's PDF renders it
+    as a LaTeX table as wide as the text whose cells wrap at spaces; a wide DataFrame's text would
+    split into column blocks of 80 characters instead. Column widths (the separator's dashes) follow
+    the longest unbreakable piece of each column (an interval, a word), and give a label column room
+    for a few words."""
+    frame = plain_frame(df)
+    head = [frame.index.name or ""] + [str(c) for c in frame.columns]
+    body = [[str(i)] + ["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in row]
+            for i, row in zip(frame.index, frame.itertuples(index=False))]
+    cells = [[_keep_together(c) for c in row] for row in [head, *body]]
+    width = []
+    for j in range(len(head)):
+        column = [r[j] for r in cells]
+        piece = max(len(w) for c in column for w in (c.split(" ") or [""]))
+        width.append(max(3, piece, min(max(map(len, column)), 24 if j == 0 else 40)))
+    line = ["| " + " | ".join(c.translate(_MD_ESCAPE) for c in r) + " |" for r in cells]
+    return "\n".join([line[0], "|" + "|".join("-" * (w + 2) for w in width) + "|", *line[1:]])
+
+
+class Table:
+    """A frame for a notebook: HTML in JupyterLab, a Markdown table in the exported PDF (which
+    wraps cells instead of splitting the table into column blocks; see :func:`markdown_frame`)."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.frame = plain_frame(df)
+
+    def _repr_html_(self) -> str:
+        return self.frame.to_html()
+
+    def _repr_markdown_(self) -> str:
+        return markdown_frame(self.frame)
+
+
+def show(df: pd.DataFrame) -> Table:
+    """``df`` as a notebook shows it (:class:`Table`): every cell as plain text, whole."""
+    return Table(df)
+
+
 def written_frame(files: list) -> pd.DataFrame:
     """One row per LaTeX table file a notebook wrote: its name, its ``\\label`` and number of body
     rows, so the executed notebook lists what the paper inputs without printing LaTeX source."""

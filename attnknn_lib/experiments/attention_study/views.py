@@ -64,14 +64,16 @@ def _seeds(res: dict) -> str:
 
 # ----------------------------------------------------------------------------- frames
 
-def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
-    """Per setting and k: recall@k, uniform vote, all-agree shares, fixable share and its part
-    within 1 / 2 / 4 votes (test, % of queries, mean over seeds)."""
+def headroom_frame(record: dict, latex: bool = False, ks: tuple[int, ...] | None = None) -> pd.DataFrame:
+    """Per setting and k (``ks``, every k measured if None): recall@k, uniform vote, all-agree shares,
+    fixable share and its part within 1 / 2 / 4 votes (test, % of queries, mean over seeds)."""
     pc = "" if latex else " (%)"
     le = "$\\le$" if latex else "within "
     rows = {}
     for setting, s in record["results"]["summary"]["settings"].items():
         for k, h in s["headroom"].items():
+            if ks is not None and int(k) not in ks:
+                continue
             rows[f"{short_setting(setting) if latex else setting_title(setting)}, k = {k}"] = {
                 f"recall@k{pc}": pct(h["recall"]), f"uniform{pc}": pct(h["uniform_accuracy"]),
                 f"agree, right{pc}": pct(h["all_agree_right"]), f"agree, wrong{pc}": pct(h["all_agree_wrong"]),
@@ -452,18 +454,42 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     return df.fillna("")
 
 
+def _one_line(v: dict) -> str:
+    """'+0.05 [-0.10, +0.20] E': a difference in pp with its seed-level interval and verdict letter
+    (:data:`VERDICT_MARK`), short enough for one line of a notebook table."""
+    scale, dec, _ = DIFF_FORMAT["accuracy"]
+    text = signed(scale * v["value"], dec)
+    if v["low"] is not None and v["low"] == v["low"]:
+        text += f" [{signed(scale * v['low'], dec)}, {signed(scale * v['high'], dec)}]"
+    return f"{text} {VERDICT_MARK[v['verdict']]}"
+
+
 def variants_by_setting(record: dict) -> dict[str, pd.DataFrame]:
-    """The notebook's variants table (:func:`variants_frame`), one frame per memory setting (rows: k
-    and method; columns with no value in that setting dropped), so that each prints whole and can be read."""
-    df = variants_frame(record)
+    """The notebook's variants table, one compact frame per memory setting, a row per row of
+    :func:`variants_frame` (k and variant, short names, * the chosen one): test accuracy (mean over
+    seeds), the accuracy difference to the tuned kNN rule at k and to the strongest rule that learns
+    nothing (pp, seed-level interval, verdict letter), and the effective k. Every cell fits one line
+    of the PDF page; the calibration differences and the rest are in the table file and the record."""
     out = {}
-    for setting in record["results"]["summary"]["settings"]:
-        prefix = f"{short_setting(setting)}, "
-        part = df[[str(i).startswith(prefix) for i in df.index]].copy()
-        if len(part):
-            part.index = [str(i)[len(prefix):] for i in part.index]
-            part.index.name = "k: method"
-            out[setting_title(setting)] = part.loc[:, (~part.isin(["", "--"])).any()]
+    for setting, s in record["results"]["summary"]["settings"].items():
+        rows = {}
+        for k, kv in (s.get("variants") or {}).items():
+            for name, m in kv["methods"].items():
+                vr = (m.get("verdicts_reference") or {}).get("accuracy")
+                rows[f"k={k}: {SHORT[name]}{' *' if name == kv['chosen'] else ''}"] = {
+                    "acc. (%)": f"{100 * m['accuracy']['mean']:.2f}",
+                    "vs kNN at k (pp)": "" if name == "baseline" else _one_line(m["verdicts"]["accuracy"]),
+                    "vs ref. (pp)": _one_line(vr) if vr else "",
+                    "k_eff": "" if name == "baseline" else f"{m['effective_k']['mean']:.1f}"}
+                if "fixed_k" in m:  # the k-mixture against the uniform vote at its own best single k
+                    f = m["fixed_k"]
+                    rows[f"k={k}: k-mixture − fixed k ({'/'.join(map(str, sorted(set(f['k']))))})"] = {
+                        "acc. (%)": f"{100 * f['accuracy']['mean']:.2f}",
+                        "vs kNN at k (pp)": _one_line(f["verdicts"]["accuracy"]), "vs ref. (pp)": "", "k_eff": ""}
+        if rows:
+            df = pd.DataFrame.from_dict(rows, orient="index")
+            df.index.name = "k: variant"
+            out[setting_title(setting)] = df.loc[:, (df != "").any()]
     return out
 
 
@@ -602,8 +628,8 @@ def headroom_figure(record: dict):
 def diagnostics_figure(record: dict):
     """Over main's training epochs (one line per seed): the share of training queries whose vote
     carries a gradient (validation / test shares of the trained embedding as dashed lines), the
-    entropy of the averaged and per-head weights against ln k, and the entropy term's gradient
-    over the NLL's."""
+    effective k (exp of the entropy) of the averaged and per-head weights on an axis from 0 to k,
+    so a drift reads at its true size, and the entropy term's gradient over the NLL's."""
     res = record["results"]
     per = {s: d["diagnostics"] for s, d in res["per_seed"].items()}
     fig, axes = plt.subplots(1, 3, figsize=(7.4, 2.4))
@@ -613,74 +639,80 @@ def diagnostics_figure(record: dict):
         epochs = range(1, len(e["val_accuracy"]) + 1)
         if all(v is not None for v in e["diag_gradient_share"]):
             axes[0].plot(epochs, [100 * v for v in e["diag_gradient_share"]], color="C0", lw=1, alpha=0.7)
-            axes[1].plot(epochs, e["diag_head_entropy"], color="C1", lw=1, alpha=0.7)
+            axes[1].plot(epochs, np.exp(e["diag_head_entropy"]), color="C1", lw=1, alpha=0.7)
             axes[2].plot(epochs, e["diag_entropy_grad_ratio"], color="C2", lw=1, alpha=0.7)
-        axes[1].plot(epochs, e["train_entropy"], color="C0", lw=1, alpha=0.7)
+        axes[1].plot(epochs, np.exp(e["train_entropy"]), color="C0", lw=1, alpha=0.7)
     for split, style in (("val", "--"), ("test", ":")):
         axes[0].axhline(100 * shares[split], ls=style, color="black", lw=1, label=f"{split} (trained)")
     axes[0].plot([], [], color="C0", label="training batches")
     axes[0].set_ylabel("queries with a gradient (%)", fontsize=8)
     k = record["config"]["k"]
-    axes[1].axhline(np.log(k), color="grey", ls=":", lw=1, label=f"ln {k} (uniform)")
+    axes[1].axhline(k, color="grey", ls=":", lw=1, label=f"k = {k} (uniform)")
     axes[1].plot([], [], color="C0", label="averaged weights")
     axes[1].plot([], [], color="C1", label="per head (mean)")
-    axes[1].set_ylabel("entropy (nats)", fontsize=8)
+    axes[1].set_ylim(0, k * 1.15)  # from one neighbour taking all the weight (1) to uniform (k)
+    axes[1].set_ylabel("effective k = exp(entropy)", fontsize=8)
     axes[2].set_ylabel("|grad H| / |grad NLL|", fontsize=8)
     axes[2].set_yscale("log")
     for ax in axes:
         ax.set_xlabel("epoch", fontsize=8)
         ax.tick_params(labelsize=7)
+        ax.xaxis.get_major_locator().set_params(integer=True)
     axes[0].legend(fontsize=6.5, frameon=False)
-    axes[1].legend(fontsize=6.5, frameon=False)
+    axes[1].legend(fontsize=6.5, frameon=False, loc="lower right")
     fig.suptitle(f"The prototype attention during main's training ({_seeds(res)}, one line each)", fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return fig
 
 
 def variants_figure(record: dict, margin: float | None = None):
-    """Per setting and k: each variant's accuracy difference to the tuned kNN rule (points, seed-level
-    95 % interval), the equivalence margin shaded."""
+    """At the experiment's k, one panel per memory setting on one shared axis: each variant's accuracy
+    difference to the strongest rule that learns nothing (points, seed-level 95 % interval), the
+    equivalence margin shaded, the variant chosen on validation in red. A record from before the
+    reference falls back to the tuned kNN rule at k (said on the axis)."""
     res = record["results"]
+    k = str(record["config"]["k"])
     margin = 100 * (margin if margin is not None else record["config"]["margin_accuracy"])
-    panels = [(s, k, kv) for s, e in res["summary"]["settings"].items() for k, kv in (e.get("variants") or {}).items()]
+    panels = [(st, e["variants"][k]) for st, e in res["summary"]["settings"].items() if k in (e.get("variants") or {})]
     if not panels:
         fig, ax = plt.subplots(figsize=(3.5, 1.5))
         ax.text(0.5, 0.5, "no variants were trained", ha="center", va="center")
         ax.axis("off")
         return fig
-    names = [n for n in VARIANTS if any(n in kv["methods"] for _, _, kv in panels)]
-    settings = list(dict.fromkeys(s for s, _, _ in panels))
-    ks = list(dict.fromkeys(k for _, k, _ in panels))
-    # one row of panels per memory setting, one column per k: readable at the page's width
-    fig, axes = plt.subplots(len(settings), len(ks), figsize=(7.4, len(settings) * (0.2 * len(names) + 0.6) + 0.8),
+    against_ref = all(m.get("verdicts_reference") for _, kv in panels for n, m in kv["methods"].items()
+                      if n != "baseline")
+    key = "verdicts_reference" if against_ref else "verdicts"
+    names = [n for n in VARIANTS if any(n in kv["methods"] for _, kv in panels)]
+    cols = min(len(panels), 3)
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7.4, rows * (0.22 * len(names) + 0.7) + 0.9), sharex=True,
                              sharey=True, squeeze=False)
     for ax in axes.flat:
         ax.set_visible(False)
-    for setting, k, kv in panels:
-        ax = axes[settings.index(setting)][ks.index(k)]
+    for j, (setting, kv) in enumerate(panels):
+        ax = axes.flat[j]
         ax.set_visible(True)
         for i, n in enumerate(names):
             if n not in kv["methods"]:
                 continue
-            v = kv["methods"][n]["verdicts"]["accuracy"]
+            v = kv["methods"][n][key]["accuracy"]
             lo = v["low"] if v["low"] is not None and v["low"] == v["low"] else v["value"]
             hi = v["high"] if v["high"] is not None and v["high"] == v["high"] else v["value"]
             ax.errorbar(100 * v["value"], i, xerr=[[100 * (v["value"] - lo)], [100 * (hi - v["value"])]], fmt="o",
                         ms=3, color="C3" if n == kv["chosen"] else "C0", capsize=2)
-        ax.axvspan(-margin, margin, color="grey", alpha=0.2, lw=0)
+        ax.axvspan(-margin, margin, color="grey", alpha=0.25, lw=0)
         ax.axvline(0, color="black", lw=0.8)
-        ax.set_title(f"{short_setting(setting)}, k = {k}" + _panel_seeds(res, res["summary"]["settings"][setting]),
-                     fontsize=8)
+        ax.set_title(setting_title(setting) + _panel_seeds(res, res["summary"]["settings"][setting]), fontsize=8)
         ax.tick_params(labelsize=7)
-    fig.supxlabel("accuracy difference to the tuned kNN rule at the same k (percentage points)", fontsize=8)
+        ax.grid(axis="x", lw=0.3, alpha=0.5)
     axes[0][0].set_yticks(range(len(names)))
+    axes[0][0].set_yticklabels([variant_label(n) for n in names], fontsize=7)
     axes[0][0].invert_yaxis()
-    for row in axes:
-        row[0].set_yticks(range(len(names)))
-        row[0].set_yticklabels([variant_label(n) for n in names], fontsize=7)
-    fig.suptitle(f"Variants against the tuned kNN rule ({_seeds(res)}, 95 % seed-level intervals; grey: ±{margin:g} pp "
-                 "margin; red: chosen on validation)", fontsize=8)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))  # about 0.4 inch for the title, any height
+    rule = "the strongest rule that learns nothing" if against_ref else "the tuned kNN rule at k"
+    fig.supxlabel(f"accuracy difference to {rule} (percentage points; one axis for every panel)", fontsize=8)
+    fig.suptitle(f"Variants at k = {k} minus {rule}\n({_seeds(res)}, 95 % seed-level intervals; grey: "
+                 f"±{margin:g} pp margin; red: chosen on validation)", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / fig.get_figheight()))  # about 0.5 inch for the title, any height
     return fig
 
 
@@ -1123,96 +1155,34 @@ def macros(records: list[dict]) -> dict[str, str]:
 
 
 def findings(record: dict) -> str:
-    """The notebook's answer in a few sentences, every number and verdict word read from the record."""
+    """The notebook's answer in at most a page: the README's answer bullets (Attn-KNN itself, the
+    chosen head, noise, long tail, Digits, end to end), then one sentence each on the room there was
+    (fixable share, learnable headroom), what could hold the weights at uniform, and the gradient
+    diagnostics. Every number and verdict word is read from the record; the tables above hold the rest."""
     res = record["results"]
     k = str(record["config"]["k"])
-    answer = plain_answer(record)
-    lines = [f"**{answer}**", ""] if answer else []
-    for setting, s in res["summary"]["settings"].items():
-        h = s["headroom"].get(k)
-        if not h:
-            continue
-        seeds = s.get("seeds") or res["seeds"]
-        which = "" if len(seeds) == len(res["seeds"]) else f" (seeds {', '.join(map(str, seeds))})"
-        lines.append(
-            f"- **{setting_title(setting)}, k = {k}**{which}: the true label is among the {k} neighbours for "
-            f"{pct(h['recall'])} % of test queries, the uniform vote gets {pct(h['uniform_accuracy'])} %, so "
-            f"{pct(h['fixable'])} % are fixable by some reweighting, {pct(h['fixable_within']['1'])} % within one "
-            f"vote. Tuned ceilings: geometry-only {pct(s['ceilings']['geometry']['test_accuracy']['mean'])} %, "
-            f"label-aware {pct(s['ceilings']['label_aware']['test_accuracy']['mean'])} %."
-            + (f" The strongest non-learned rule (every knob tuned on validation) gets "
-               f"{pct(s['reference']['accuracy']['mean'])} % ({'; '.join(dict.fromkeys(s['reference']['choices']))})."
-               if s.get("reference") else "")
-            + (f" Filtering the memory's labels by neighbour agreement, then voting (after Bahri et al., 2020): "
-               f"{pct(s['reference']['filter']['accuracy']['mean'])} %, "
-               f"{signed(100 * s['reference']['filter']['verdict_reference']['value'], 2)} pp against that rule "
-               f"({s['reference']['filter']['verdict_reference']['verdict']})."
-               if (s.get("reference") or {}).get("filter") else ""))
-        for kk, kv in (s.get("variants") or {}).items():
-            chosen = kv["chosen"]
-            m = kv["methods"][chosen]
-            v = m["verdicts"]["accuracy"]
-            cap = m["captured"]["mean"]
-            lines.append(
-                f"  - variants at k = {kk}: chosen on validation: **{variant_label(chosen)}**, "
-                f"{signed(100 * v['value'], 2)} pp against the tuned kNN rule ({v['verdict']}; calibrated ECE "
-                f"{m['verdicts']['ece']['verdict']}, NLL {m['verdicts']['nll']['verdict']}), effective k "
-                f"{m['effective_k']['mean']:.1f}, captured {'--' if cap is None else f'{num(cap, 0, 100):.0f} %'} of the "
-                "fixable headroom. Verdicts of all variants on accuracy: " + ", ".join(
-                    f"{variant_label(n)} {x['verdicts']['accuracy']['verdict']}"
-                    for n, x in kv["methods"].items() if n != "baseline") + ".")
-            if m.get("verdicts_reference"):
-                r = m["verdicts_reference"]["accuracy"]
-                lines.append(
-                    f"  - against the strongest non-learned rule: {variant_label(chosen)} {signed(100 * r['value'], 2)} "
-                    f"pp ({r['verdict']}; calibrated ECE {m['verdicts_reference']['ece']['verdict']}). All variants on "
-                    "accuracy: " + ", ".join(f"{variant_label(n)} {x['verdicts_reference']['accuracy']['verdict']}"
-                                             for n, x in kv["methods"].items()
-                                             if n != "baseline" and x.get("verdicts_reference")) + ".")
-            if kv.get("learnable"):
-                room = kv["learnable"]["verdicts"]["accuracy"]
-                cap = m.get("captured_learnable")
-                lines.append(
-                    f"  - learnable headroom at k = {kk} (the best learner on clean held-out labels minus the "
-                    f"strongest non-learned rule): {signed(100 * room['value'], 2)} pp "
-                    f"{_bracket(room, 100, 2)} ({room['verdict']}); "
-                    + (f"{variant_label(chosen)} captured {num(cap, 0, 100):.0f} % of it." if cap is not None else
-                       "the chosen variant reads no neighbour, so it captures none of it." if chosen == "query_only"
-                       else "no established room for any head to capture.") + budget_text(s, kv))
-            fixed = (kv["methods"].get("adaptive_k") or {}).get("fixed_k")
-            if fixed:
-                f = fixed["verdicts"]
-                lines.append(f"  - the learned mixture over k against the uniform vote at its best single k (k = "
-                             f"{'/'.join(map(str, sorted(set(fixed['k']))))}, chosen on validation per seed): "
-                             f"{signed(100 * f['accuracy']['value'], 2)} pp ({f['accuracy']['verdict']}; calibrated "
-                             f"ECE {f['ece']['verdict']}).")
-    e2e = res["summary"].get("end_to_end")
-    if e2e:
-        m, p = e2e["models"]["no_bonus"], e2e["models"]["prototype"]
-        d = e2e["no_bonus_minus_prototype"]["verdicts"]["accuracy"]
-        lines.append(
-            f"- **End to end without the entropy bonus** (seeds {', '.join(map(str, e2e['seeds']))}): effective k "
-            f"{m['effective_k']['mean']:.2f} of {k} (prototype recipe {p['effective_k']['mean']:.2f}), mean "
-            f"temperature {np.mean(m['temperatures_last']):.3f} ({np.mean(p['temperatures_last']):.3f}); against its "
-            f"own tuned kNN rule {signed(100 * m['verdicts']['accuracy']['value'], 2)} pp "
-            f"({m['verdicts']['accuracy']['verdict']}); minus the prototype recipe {signed(100 * d['value'], 2)} pp "
-            f"({d['verdict']}).")
+    lines = answer_lines([record])
+    lines = lines[:lines.index("")] if "" in lines else lines  # the README's glossary: the cells above define terms
+    settings = res["summary"]["settings"]
+    fixable = [f"{setting_title(st)} {pct(s['headroom'][k]['fixable'])} %" for st, s in settings.items()
+               if s.get("headroom", {}).get(k)]
+    if fixable:
+        lines.append(f"- **Room to win at k = {k}**: the share of test queries some reweighting of the {k} neighbours "
+                     f"could fix: " + "; ".join(fixable) + ".")
+    rooms = [f"{setting_title(st)} {_interval(kv['learnable']['verdicts']['accuracy'], 'accuracy')}"
+             for st, s in settings.items() if (kv := (s.get("variants") or {}).get(k)) and kv.get("learnable")]
+    if rooms:
+        lines.append(f"- **Learnable headroom at k = {k}** (the better learner on clean held-out labels minus the "
+                     f"strongest rule): " + "; ".join(rooms) + ".")
     sweep = collapse_reading(record)
     if sweep:
         lines.append(f"- **What holds the weights at uniform**: {sweep}.")
-    second = second_line(record)
-    if second:
-        room = second_learnable(record, None)
-        lines.append(f"- **A second dataset**, main's Attn-KNN against the strongest rule that learns nothing "
-                     f"(split-level): {second}." + (f" Learnable headroom (the better learner on clean held-out "
-                                                     f"labels minus the strongest rule), {room}." if room else ""))
     shares = gradient_shares(record)
     per = [d["diagnostics"]["per_epoch"] for d in res["per_seed"].values()]
     last = [p["diag_gradient_share"][-1] for p in per if p["diag_gradient_share"][-1] is not None]
     train = f"{100 * np.mean(last):.1f} %" if last else "not recorded"
     lines.append(f"- **Diagnostics**: in main's last training epoch the vote of {train} of training queries carried "
-                 f"a gradient; on the trained embedding {100 * shares['val']:.1f} % of validation and "
-                 f"{100 * shares['test']:.1f} % of test queries do (over {_seeds(res)}).")
+                 f"a gradient; on the trained embedding {100 * shares['test']:.1f} % of test queries do.")
     return markdown_lists(lines)
 
 
@@ -1242,7 +1212,8 @@ def gallery_figure(record: dict, images: dict[str, np.ndarray]):
     g = record["results"]["gallery"]
     names, k = g["class_names"], g["k"]
     cases = list(g["cases"].values())
-    fig = plt.figure(figsize=(figures.MAX_WIDTH, 1.3 * len(cases) + 0.3), layout="constrained")
+    legend: dict[str, str] = {}  # rule -> colour, one legend for every panel
+    fig = plt.figure(figsize=(figures.MAX_WIDTH, 1.45 * len(cases) + 0.5), layout="constrained")
     outer = fig.add_gridspec(len(cases), 1)
     for i, case in enumerate(cases):
         grid = outer[i].subgridspec(2, k + 1, height_ratios=(1.0, 0.9), hspace=0.05, wspace=0.05)
@@ -1266,23 +1237,28 @@ def gallery_figure(record: dict, images: dict[str, np.ndarray]):
         ax = fig.add_subplot(grid[1, 1:])
         shown = list(case["weights"])
         width = 0.8 / len(shown)
+        said = []
         for m_i, m in enumerate(shown):
             label, colour = GALLERY_SHOWN[m] if m in GALLERY_SHOWN else (f"best: {variant_label(m)}", BEST_COLOUR)
-            pred = names[case["predictions"][m]]
-            ax.bar(np.arange(k) + (m_i - (len(shown) - 1) / 2) * width, case["weights"][m], width, color=colour,
-                   label=f"{label} → {pred}")
+            ax.bar(np.arange(k) + (m_i - (len(shown) - 1) / 2) * width, case["weights"][m], width, color=colour)
+            said.append(f"{label} → {names[case['predictions'][m]]}")
+            legend[label.split(":")[0]] = colour
         ax.set_xlim(-0.5, k - 0.5)
         ax.set_xticks([])
         ax.set_ylim(0, max(0.2, 1.1 * max(max(w) for w in case["weights"].values())))
         ax.tick_params(labelsize=6.5)
         ax.set_ylabel("weight", fontsize=7)
-        ax.legend(fontsize=6.5, loc="upper right", frameon=False, ncol=len(shown))
+        # each rule's prediction above its bars' panel, off the bars (the colours: the figure's legend)
+        ax.set_title(";   ".join(said), fontsize=6.5, loc="left", pad=2)
         lab = fig.add_subplot(grid[1, 0])
         lab.axis("off")
         lab.text(0.5, 0.5, f"{case['rule']}\n({setting_title(case['setting'])})\ntrue: {names[case['label']]}",
                  ha="center", va="center", fontsize=6.5)
     fig.suptitle(f"{REGISTRY[record['dataset']].title}: a query (framed) and its {k} nearest neighbours, seed {g['seed']}; red label: "
                  "not the query's class, ×: flipped in the memory", fontsize=8)
+    fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in legend.values()], labels=list(legend),
+               loc="outside lower center", ncol=len(legend), fontsize=7, frameon=False, title="weight given by",
+               title_fontsize=7)
     return fig
 
 
