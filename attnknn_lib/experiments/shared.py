@@ -286,7 +286,15 @@ def parameters_frame(cfg) -> pd.DataFrame:
     return df
 
 
+def _first_clause(text: str) -> str:
+    """A knob's help up to its first '; ' (what follows explains why), for the PDF's parameter table;
+    the whole help is in the notebook's parameters cell and ``./run_all.sh --list``."""
+    return text.split("; ", 1)[0]
+
+
 def parameters_markdown(cfg) -> str:
     """:func:`parameters_frame` as a Markdown table (the notebook's PDF wraps its cells instead of
     splitting the table into column blocks)."""
-    return markdown_frame(parameters_frame(cfg))
+    df = parameters_frame(cfg)
+    df["meaning"] = df["meaning"].map(_first_clause)
+    return markdown_frame(df)

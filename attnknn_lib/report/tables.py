@@ -163,22 +163,32 @@ def _keep_together(cell: str) -> str:
     return re.sub(r"\[([^\]]*)\]", lambda m: "[" + m.group(1).replace(" ", "\u00a0") + "]", cell)
 
 
+PAGE_CHARS = 110  # characters of table text across a notebook PDF's page (11 pt, 6.5 in)
+
+
 def markdown_frame(df: pd.DataFrame) -> str:
     """``df`` (its index as the first column) as a Markdown pipe table. The notebook's PDF renders it
     as a LaTeX table as wide as the text whose cells wrap at spaces; a wide DataFrame's text would
     split into column blocks of 80 characters instead. Column widths (the separator's dashes) follow
-    the longest unbreakable piece of each column (an interval, a word), and give a label column room
-    for a few words."""
+    each column's longest cell, capped (20 characters for the label column, 40 for the others: a
+    difference with its interval and verdict stays on one or two lines), then narrowed, widest
+    first, to fit :data:`PAGE_CHARS`, but never below a column's longest unbreakable piece (an
+    interval, a word)."""
     frame = plain_frame(df)
     head = [frame.index.name or ""] + [str(c) for c in frame.columns]
     body = [[str(i)] + ["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in row]
             for i, row in zip(frame.index, frame.itertuples(index=False))]
     cells = [[_keep_together(c) for c in row] for row in [head, *body]]
-    width = []
+    width, least = [], []
     for j in range(len(head)):
         column = [r[j] for r in cells]
-        piece = max(len(w) for c in column for w in (c.split(" ") or [""]))
-        width.append(max(3, piece, min(max(map(len, column)), 24 if j == 0 else 40)))
+        least.append(max(3, max(len(w) for c in column for w in (c.split(" ") or [""]))))
+        width.append(max(least[-1], min(max(map(len, column)), 20 if j == 0 else 40)))
+    # LaTeX scales the widths to the text's: above about PAGE_CHARS in all, a column would get less
+    # than its longest unbreakable piece and overprint its neighbour, so the widest give way first
+    while sum(width) + 3 * len(width) > PAGE_CHARS and any(w > m for w, m in zip(width, least)):
+        j = max((j for j in range(len(width)) if width[j] > least[j]), key=lambda j: width[j])
+        width[j] -= 1
     line = ["| " + " | ".join(c.translate(_MD_ESCAPE) for c in r) + " |" for r in cells]
     return "\n".join([line[0], "|" + "|".join("-" * (w + 2) for w in width) + "|", *line[1:]])
 
