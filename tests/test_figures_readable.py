@@ -55,7 +55,7 @@ def _check(fig) -> None:
 
 @pytest.mark.parametrize("reduce", [False, True])
 def test_robustness_figures(reduce):
-    for rec, draw in ((_record("noise"), noise.weights_figure), (_record("long_tail"), long_tail.figure)):
+    for rec, draw in ((_record("noise"), noise.figure), (_record("long_tail"), long_tail.figure)):
         _check(draw(_one_seed_robustness(rec) if reduce else rec))
 
 

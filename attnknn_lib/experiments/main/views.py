@@ -101,6 +101,8 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
         f"Profile "
         f"\\texttt{{{profile}}}. {src}.", "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}",
         escape_index=False))}
+    if not primary:
+        return out
     first = str(res["seeds"][0])
     bins = {METHOD_LABELS[m]: reliability_bins(run.methods[m].test, ds.test.y) for m in RELIABILITY_METHODS
             if m in run.methods}
@@ -108,8 +110,6 @@ def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Pat
             for m in RELIABILITY_METHODS if m in run.methods}
     fig = figures.reliability_diagrams(bins, eces, f"{title} (test, seed {first}, before calibration)")
     out["reliability"] = ARTIFACTS.save_figure(paths, "reliability", name, fig)
-    if not primary:
-        return out
     out["paired"] = ARTIFACTS.write_table(paths, "paired", name, booktabs(
         _diff_frame(res["paired"]),
         f"{title}: paired differences on the same test points (Attn-KNN minus the other method). Per seed: 95\\% "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
@@ -52,46 +51,6 @@ def figure(record: dict):
     return figures.curve_panels(panels, "noise rate (%)", ncols=len(panels) // 2,
                               title=f"{REGISTRY[record['dataset']].title}: label noise (clean test labels; mean "
                                     f"$\\pm$ s.d. over seeds)")
-
-
-def weights_figure(record: dict):
-    """Mean weight of a flipped neighbour over that of a clean one, against the noise rate: mean and
-    s.d. over seeds on a fixed range around 1 (uniform voting), so a deviation of 1e-4 looks like one."""
-
-    res = record["results"]
-    plt = figures.plt
-    methods = ("attnknn", "distance", "cosine")
-    panels = [(sname, s, kind) for sname, s in res["settings"].items() for kind in res["kinds"]]
-    fig, axes = plt.subplots(1, len(panels), figsize=(min(1.6 * len(panels) + 0.3, 6.5), 2.5), sharey=True,
-                             squeeze=False, layout="constrained")
-    values = []
-    for ax, (sname, s, kind) in zip(axes[0], panels):
-        rates = [r for r in s["rates"] if r > 0]
-        for i, m in enumerate(methods):
-            per_seed = np.array([[np.nan if v is None else v for v in s["curves"][f"{kind}/{r:g}"]["weight_ratio"][m]["values"]]
-                                 for r in rates], dtype=float)  # (rates, seeds)
-            values.append(per_seed)
-            x = 100 * np.asarray(rates) + (i - 1) * 1.2  # a small dodge: the three rules share each rate
-            ax.errorbar(x, np.nanmean(per_seed, 1), yerr=np.nanstd(per_seed, 1), color=f"C{i}", marker="osD"[i], ms=3.5,
-                        lw=1, capsize=2, label=LABELS[m])
-        ax.axhspan(0.99, 1.01, color="grey", alpha=0.15, lw=0, label="within 1 % of uniform")
-        ax.axhline(1.0, color="black", lw=0.7)
-        ax.set_title(f"{SETTING_NAMES[sname]}, {kind[:4]}.\n({len(s['seeds'])} seeds)")
-        ax.set_xticks([100 * r for r in rates])
-        ax.set_xlim(100 * min(rates) - 6, 100 * max(rates) + 6)
-        ax.set_xlabel("noise rate (%)")
-        ax.grid(alpha=0.3)
-    spread = np.nanmax(np.abs(np.concatenate([v.ravel() for v in values]) - 1), initial=0)
-    half = max(0.1, 1.2 * spread)  # +-10 % unless the data go further
-    axes[0, 0].set_ylim(1 - half, 1 + half)
-    axes[0, 0].yaxis.set_major_formatter(figures.matplotlib.ticker.FormatStrFormatter("%.2f"))  # no offset notation
-    axes[0, 0].set_ylabel("flipped / clean weight")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    order = [labels.index(LABELS[m]) for m in methods] + [labels.index("within 1 % of uniform")]
-    fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center", ncol=4,
-               frameon=False)
-    fig.suptitle("Weight of a flipped neighbour over a clean one (1 = uniform; mean $\\pm$ s.d. over seeds)")
-    return fig
 
 
 def noise_label(kind: str, rate: str | float) -> str:
@@ -157,7 +116,6 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"weight of a clean neighbour ($k = {res['k']}$; uniform voting: 1; below 1: flipped neighbours are "
         f"down-weighted), Attn-KNN's effective number of neighbours $\\exp(H(w))$ (uniform: $k$), and the share of flipped neighbours. {src}.", f"tab:{NAME}-weights"))
     out["figure"] = ARTIFACTS.save_figure(paths, "figure", d, figure(record))
-    out["weights_figure"] = ARTIFACTS.save_figure(paths, "weights_figure", d, weights_figure(record))
     return out
 
 
