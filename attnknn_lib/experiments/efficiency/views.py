@@ -12,6 +12,7 @@ from attnknn_lib.experiments.efficiency.measure import STAGES
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
+from attnknn_lib.report.findings import markdown_lists
 from attnknn_lib.report.macros import macro_name, record_macros
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs
@@ -294,9 +295,36 @@ def readme_lines(records: list[dict]) -> list[str]:
     return per_dataset(records, _bullet)
 
 
+def reading(res: dict) -> list[str]:
+    """What the numbers mean, one sentence each: where one prediction's time goes, whether an
+    approximate index pays at this bank size, and what training costs against the CNN."""
+    p, h = res["prediction"], res["default_hnsw"]
+    flat = next(e for e in res["indexes"] if e["label"] == "Flat L2")
+    single = p["single_shares"]
+    big = max(("embed", "search"), key=lambda part: single[part])
+    out = [f"One query at a time, a prediction takes {single['attnknn_total_us'] / 1000:.1f} ms, "
+           f"{100 * single[big]:.0f} % of it in the {'neighbour search' if big == 'search' else 'embedding'} and "
+           f"{100 * single['attention']:.1f} % in the attention: the attention is "
+           + ("a small part of the cost, so Attn-KNN predicts at about the cost of a plain kNN vote over the "
+              "same embedding." if single["attention"] < 0.1 else "a noticeable part of a prediction's cost.")]
+    gain = flat["single_us"] / h["single_us"]
+    out.append(f"At {res['n_bank']:,} rows, {h['label']} answers one query {gain:.0f} x faster than exact search "
+               f"({h['single_us']:.0f} against {flat['single_us']:.0f} µs) at recall@{res['recall_k']} "
+               f"{h['recall']:.3f}; batched, exact search is {flat['batched_us']:.0f} µs per query, so an approximate "
+               f"index pays for single queries, " + ("hardly for batches." if flat["batched_us"] < 2 * h["batched_us"]
+                                                     else "and for batches too."))
+    tr = res["training"]
+    out.append(f"Training: an Attn-KNN epoch costs {tr['attnknn_over_cnn']:.1f} x a CNN epoch "
+               f"({tr['attnknn']['seconds_per_epoch']:.0f} against {tr['cnn']['seconds_per_epoch']:.0f} s), for the "
+               f"neighbour search in every step and the clean bank's rebuild each epoch.")
+    return out
+
+
 def findings(record: dict) -> str:
-    """The notebook's answer in a few sentences (the README's bullet of this record)."""
-    return _bullet(record["results"], REGISTRY[record["dataset"]].title)[2:]
+    """The notebook's answer (the README's bullet of this record), then what it means."""
+    res = record["results"]
+    return markdown_lists([_bullet(res, REGISTRY[record["dataset"]].title)[2:], ""]
+                          + [f"- {line}" for line in reading(res)])
 
 
 def training_frame(record: dict) -> pd.DataFrame:

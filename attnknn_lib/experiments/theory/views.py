@@ -11,6 +11,7 @@ from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.experiments.theory.config import ARTIFACTS, NAME, NOTEBOOK
 from attnknn_lib.experiments.theory.measure import METHODS
 from attnknn_lib.report.figures import plt
+from attnknn_lib.report.findings import markdown_lists
 from attnknn_lib.report.macros import macro_name, pct, record_macros
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, num, sd_text
@@ -324,9 +325,34 @@ def readme_lines(records: list[dict]) -> list[str]:
     return per_dataset(records, _bullet)
 
 
+def reading(res: dict) -> list[str]:
+    """What the numbers mean, one sentence each: how fast a softmax attention's truncation error
+    falls with k, what the top-k truncation does to Attn-KNN's own scores, and how far from uniform
+    its trained weights are."""
+    tr = res["truncation"]
+    slopes = {float(t): e["fit"]["slope"] for t, e in tr["softmax"].items()}
+    cold, hot = min(slopes), max(slopes)
+    att, k = tr["attnknn"], res["training_k"]
+    i = tr["ks"].index(k)
+    eff = [f["effective_k"] for f in res["geometry"]["final"].values()]
+    mean_eff = sum(eff) / len(eff)
+    return [f"A softmax attention over the memory is close to its top-k truncation only when it is sharp: the "
+            f"truncation error falls with slope {slopes[cold]:.2f} at T = {cold:g} but {slopes[hot]:.2f} at "
+            f"T = {hot:g}, where far rows keep real weight.",
+            f"Attn-KNN's trained scores are of the second kind: over all {tr['n']:,} rows they give "
+            f"{100 * att['accuracy'][-1]:.2f} % accuracy against {100 * att['accuracy'][i]:.2f} % within its "
+            f"{k} neighbours, so its accuracy comes from the retrieval's top-k, not from the scores.",
+            f"Within the {k}, its weights are "
+            + (f"uniform but for {k - mean_eff:.3f} of an effective neighbour (effective k {mean_eff:.3f} of {k}): it "
+               f"votes like a uniform kNN over the same neighbours." if k - mean_eff < 0.05 else
+               f"not uniform (effective k {mean_eff:.3f} of {k}).")]
+
+
 def findings(record: dict) -> str:
-    """The notebook's answer in a few sentences (the README's bullet of this record)."""
-    return _bullet(record["results"], REGISTRY[record["dataset"]].title)[2:]
+    """The notebook's answer (the README's bullet of this record), then what it means."""
+    res = record["results"]
+    return markdown_lists([_bullet(res, REGISTRY[record["dataset"]].title)[2:], ""]
+                          + [f"- {line}" for line in reading(res)])
 
 
 def fits_frame(record: dict) -> pd.DataFrame:
