@@ -189,6 +189,10 @@ class Experiment:
     # timed experiment's notebook job runs alone, on every core, and reruns compare without them
     timed: tuple[str, ...] = ()
     profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # knob values per profile
+    # a measurement cut into parts the workflow runs as jobs of their own (:mod:`.parts`): cfg -> the
+    # part names, and (cfg, paths, part) -> computes and stores that part; ``run`` then reads them
+    parts: Callable[[Any], list[str]] | None = None
+    run_part: Callable[[Any, Paths, str], object] | None = None
 
     def __post_init__(self) -> None:
         if self.artifacts.name != self.name:

@@ -307,6 +307,9 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
         stages[f"notebook {name}"] = {"seconds": s, "source": source, "own_training_jobs": len(own),
                                       "own_training_seconds": sum(x for x in own_s if x is not None)
                                       if all(x is not None for x in own_s) else None}
+        exp_parts = declared[name].parts(declared[name].Config(**resolved[name])) if declared[name].parts else []
+        if exp_parts:  # the measurement's part jobs, which ran before the notebook job, beside others
+            stages[f"notebook {name}"]["parts"] = {p: timed("part", f"{name}-{p}") for p in exp_parts}
     pdfs = [timed("pdf", Path(declared[n].notebook).stem) for n in resolved]
     stages["pdf"] = {"seconds": sum(p for p in pdfs if p is not None) if any(p is not None for p in pdfs) else None,
                      "jobs": len(pdfs),
@@ -314,6 +317,7 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
     stages["report"] = {"seconds": timed("report", "report")}
     stages["paper"] = {"seconds": timed("paper", "paper")}
     total = sum(v["seconds"] or 0.0 for v in stages.values())  # own training is inside "training"
+    total += sum(x or 0.0 for v in stages.values() for x in (v.get("parts") or {}).values())  # part jobs
     complete = missing == 0 and all(v["seconds"] is not None and not v.get("missing") for v in stages.values())
     # jobs run side by side, so the run's wall time (first job's start to last job's end, without
     # the set-up before the first job) is less than the sum of the job times
@@ -460,6 +464,12 @@ def table(bench: dict):
                               ("rest_seconds", "the rest (start-up, loading, validation, bookkeeping)")):
                 rows.append((f"cpu run: training, {what}", f"{st[key]:.0f} of {st['seconds']:.0f} s",
                              st[key] / st["seconds"], "share of training time"))
+        part_s = {p: x for p, x in (st.get("parts") or {}).items() if x is not None}
+        if part_s:
+            longest = max(part_s, key=part_s.get)
+            rows.append((f"cpu run: {name}, its {len(part_s)} part jobs",
+                         f"{sum(part_s.values()):.0f} s in all, longest {part_s[longest]:.0f} s ({longest})",
+                         part_s[longest] / (15 * 60), "longest part's share of 15 min"))
         budget = NOTEBOOK_BUDGETS_S.get(name.removeprefix("notebook "))
         if budget and st.get("own_training_seconds") is not None:
             both = st["seconds"] + st["own_training_seconds"]

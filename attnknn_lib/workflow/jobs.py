@@ -6,6 +6,8 @@ the runs it needs, and the report steps. No experiment detail lives in the Snake
 
 Job commands (``python -m attnknn_lib.workflow.jobs <command> --plan PLAN``):
 
+* ``part NAME --part P``: one part of an experiment's measurement into the shared artifacts folder
+  (:mod:`attnknn_lib.experiments.parts`), before its notebook job, beside the other jobs.
 * ``notebook NAME``: papermill into a staging folder (progress bars off inside the kernel,
   models read from the shared artifacts folder); when every declared output is there they are
   moved into place, so a failed or interrupted job leaves the previous outputs untouched.
@@ -87,6 +89,18 @@ def run_notebook(plan: dict, name: str) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
+def run_part(plan: dict, name: str, part: str) -> None:
+    """One part of an experiment's measurement (:mod:`attnknn_lib.experiments.parts`), stored in the
+    shared artifacts folder for the notebook job to read."""
+    exp = catalog.get(name)
+    if part not in plan["experiments"][name].get("parts", []):
+        raise AttnKNNError(f"part={part!r} is not a part of {name}; its parts: "
+                           f"{', '.join(plan['experiments'][name].get('parts', [])) or 'none'}")
+    cfg = exp.Config(**plan["experiments"][name]["params"])
+    os.environ.update({"ATTNKNN_ARTIFACTS": plan["artifacts"], "ATTNKNN_PROGRESS": "off"})
+    exp.run_part(cfg, Paths(Path(plan["root"])), part)
+
+
 def check_outputs(folder: Path, declared: list[str], job: str, experiment: str) -> None:
     """A job's outputs are what its experiment declares: one line naming a declared file it did not
     write, or a file it wrote that is not declared (the job's outputs then stay in staging)."""
@@ -146,8 +160,9 @@ def build_paper(plan: dict) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow.jobs", description="one job of the workflow")
-    ap.add_argument("command", choices=("notebook", "pdf", "report", "paper", "parameters"))
-    ap.add_argument("target", nargs="?", help="experiment name (notebook) or executed notebook (pdf)")
+    ap.add_argument("command", choices=("notebook", "part", "pdf", "report", "paper", "parameters"))
+    ap.add_argument("target", nargs="?", help="experiment name (notebook, part) or executed notebook (pdf)")
+    ap.add_argument("--part", help="which part of the experiment's measurement (part)")
     ap.add_argument("--plan", required=False, help="plan.json written by ./run_all.sh")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -155,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         plan = read_json(args.plan) if args.plan else None
         if args.command == "notebook":
             run_notebook(plan, args.target)
+        elif args.command == "part":
+            run_part(plan, args.target, args.part)
         elif args.command == "pdf":
             export_pdf(Path(args.target))
         elif args.command == "report":
@@ -168,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     if plan is not None:
-        name = args.target if args.command == "notebook" else Path(args.target).stem if args.target else args.command
+        name = (args.target if args.command == "notebook" else f"{args.target}-{args.part}" if args.command == "part"
+                else Path(args.target).stem if args.target else args.command)
         record_time(Path(plan["root"]) / TIMES, args.command, name, time.perf_counter() - t0)
     return 0
 

@@ -50,7 +50,9 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -
         plan["experiments"][name] = {"notebook": exp.notebook, "params": params, "outputs": exp.outputs(cfg),
                                      "executed": executed, "runs": list(dict.fromkeys(r.id for r in runs)), "code": notebook_code(exp),
                                      # timings in the results: the job runs alone, on every core
-                                     "timed": bool(exp.timed)}
+                                     "timed": bool(exp.timed),
+                                     # parts of its measurement the workflow runs as jobs before the notebook
+                                     "parts": exp.parts(cfg) if exp.parts else []}
     for rid, run in merge_runs(every_run).items():  # one spec per model, whichever experiments need it
         run.write_spec(paths.artifacts / "runs")
         plan["runs"][rid] = run.label

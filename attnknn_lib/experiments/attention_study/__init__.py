@@ -32,6 +32,7 @@ from attnknn_lib.experiments.declaration import Experiment, Views
 
 EXPERIMENT = Experiment(
     name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
+    parts=measure.parts, run_part=measure.run_part,
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Can the attention learn? (attention study)",
                 answer_lines=views.answer_lines),
     question=("can an attention over the k neighbours learn, and how much is there to win: headroom of any "

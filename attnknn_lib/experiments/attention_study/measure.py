@@ -35,6 +35,7 @@ from attnknn_lib.evaluation.reference import FILTER, Neighbourhood, Search, refe
 from attnknn_lib.evaluation.verdicts import HEADLINE_BOOT, resolvable, seed_level, split_level
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, VARIANTS, Config, parse_setting
+from attnknn_lib.experiments.parts import part_result
 from attnknn_lib.knn.bank import MemoryBank, Neighbors
 from attnknn_lib.knn.headroom import (
     captured,
@@ -786,80 +787,116 @@ def _train_rows(n: int, size: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).permutation(n)[:min(size, n)])
 
 
-def run(cfg: Config, paths: Paths) -> dict:
-    """Headroom, diagnostics and variants for every seed; writes ``results/attention_study_<d>.json``."""
-    device, prov, clock = core.begin(cfg)
+def parts(cfg: Config) -> list[str]:
+    """One part per seed and one per second dataset (:mod:`~attnknn_lib.experiments.parts`): the
+    workflow runs them as jobs of their own, so no job holds the whole study."""
+    return [f"seed{seed}" for seed in cfg.seeds] + [f"second_{name}" for name in cfg.second_datasets]
+
+
+def _gallery_k(cfg: Config) -> int:
+    return cfg.k if cfg.k in cfg.variant_ks else max(cfg.variant_ks)
+
+
+def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
+    """One seed of the study: every memory setting's headroom, ceilings, references, main's
+    Attn-KNN and variants; its diagnostics, long-tailed memory and end-to-end control; the gallery's
+    cases and images on the first seed. Writes the seed's neighbour lists under the artifacts."""
     cpu = torch.device("cpu")
     prepared = prepare(core.data_spec(cfg, cfg.dataset))
     ds = prepared.dataset
     c = ds.num_classes
     k_max = min(cfg.k_max, len(ds.train) - 1)
-    per_seed = {}
-    k_gallery = cfg.k if cfg.k in cfg.variant_ks else max(cfg.variant_ks)
+    k_gallery = _gallery_k(cfg)
     gallery_cases: dict = {}
     gallery_images: dict = {}
-    for seed in bar(cfg.seeds, desc="seeds"):
-        run_ = runs(cfg)[cfg.seeds.index(seed)]
-        trained = core.trained(run_, paths, prepared)[0]
-        frozen = core.frozen_embeddings(run_, trained.model.to(cpu), prepared, paths, cpu)
-        bank = MemoryBank().build(frozen.train, ds.train.y)
-        self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k + 1), np.arange(len(frozen.train)))
-        val_nb, test_nb = bank.search(frozen.val, k_max), bank.search(frozen.test, k_max)
-        rows = _train_rows(len(frozen.train), cfg.train_queries, seed)
-        search = core.searcher(bank, {"val": frozen.val, "test": frozen.test})
-        settings, arrays = {}, {}
-        for setting in cfg.settings:
-            mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y, rows, setting,
-                                 c, cfg, seed)
-            entry = {"headroom": headroom_table(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
-                     "ceilings": ceilings(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
-                     "flipped_share": float(mem.flipped.mean())}
-            entry["reference"], ref_probs, nll_probs = reference_entry(cfg, mem, search, ds, seed)
-            # main's Attn-KNN (trained end to end on clean labels), voting over this memory's labels
-            entry["attnknn"] = main_attention(cfg, trained.model.attention, bank, frozen, (val_nb, test_nb), ds,
-                                              seed, ref_probs, labels=mem.labels, reference_nll=nll_probs)
-            if setting == "clean":
-                if seed in cfg.seeds[:cfg.collapse_seeds]:
-                    entry["collapse"] = collapse_sweep(cfg, mem, ds, seed, ref_probs)
-            if setting in cfg.variant_settings:
-                kept: dict = {}
-                entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
-                                                       keep=kept if k == k_gallery and seed == cfg.seeds[0] else None,
-                                                       reference=ref_probs, reference_nll=nll_probs,
-                                                       search=search, k_ref=entry["reference"]["choice"]["k"])
-                                     for k in cfg.variant_ks if k <= k_max}
-                if kept:
-                    cases, images = gallery(mem, kept, setting, k_gallery, ds)
-                    gallery_cases.update(cases)
-                    gallery_images.update(images)
-            settings[setting] = entry
-            key = setting.replace("/", "_")
-            arrays[f"memory_labels_{key}"] = mem.labels
-            arrays[f"flipped_{key}"] = mem.flipped
-            if setting == "clean":
-                clean = mem
-        hoods = {"train": clean.train, "val": clean.val, "test": clean.test}
-        per_seed[str(seed)] = {"settings": settings, "diagnostics": diagnostics(trained.history, hoods, cfg.k),
-                               "best_epoch": trained.best_epoch}
-        lt = [r for r in long_tail_runs(cfg) if r.seed == seed]
-        if lt:
-            settings[long_tail_setting(cfg)] = long_tail_entry(cfg, paths, lt[0], seed)
-        control = [r for r in end_to_end_runs(cfg) if r.seed == seed]
-        if control:
-            per_seed[str(seed)]["end_to_end"] = end_to_end(
-                cfg, paths, prepared, {"prototype": (run_, trained),
-                                       "no_bonus": (control[0], core.trained(control[0], paths, prepared)[0])}, seed)
-        write_npz(paths.artifacts / f"{NAME}_{cfg.dataset}_s{seed}_neighbours.npz", test_labels=ds.test.y,
-                  test_neighbour_rows=test_nb.indices, test_neighbour_sq_dist=test_nb.sq_dist,
-                  test_neighbour_labels=ds.train.y[test_nb.indices], memory_ids=ds.train.ids, **arrays)
+    run_ = runs(cfg)[cfg.seeds.index(seed)]
+    trained = core.trained(run_, paths, prepared)[0]
+    frozen = core.frozen_embeddings(run_, trained.model.to(cpu), prepared, paths, cpu)
+    bank = MemoryBank().build(frozen.train, ds.train.y)
+    self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k + 1), np.arange(len(frozen.train)))
+    val_nb, test_nb = bank.search(frozen.val, k_max), bank.search(frozen.test, k_max)
+    rows = _train_rows(len(frozen.train), cfg.train_queries, seed)
+    search = core.searcher(bank, {"val": frozen.val, "test": frozen.test})
+    settings, arrays = {}, {}
+    for setting in cfg.settings:
+        mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y, rows, setting,
+                             c, cfg, seed)
+        entry = {"headroom": headroom_table(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
+                 "ceilings": ceilings(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
+                 "flipped_share": float(mem.flipped.mean())}
+        entry["reference"], ref_probs, nll_probs = reference_entry(cfg, mem, search, ds, seed)
+        # main's Attn-KNN (trained end to end on clean labels), voting over this memory's labels
+        entry["attnknn"] = main_attention(cfg, trained.model.attention, bank, frozen, (val_nb, test_nb), ds,
+                                          seed, ref_probs, labels=mem.labels, reference_nll=nll_probs)
+        if setting == "clean":
+            if seed in cfg.seeds[:cfg.collapse_seeds]:
+                entry["collapse"] = collapse_sweep(cfg, mem, ds, seed, ref_probs)
+        if setting in cfg.variant_settings:
+            kept: dict = {}
+            entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
+                                                   keep=kept if k == k_gallery and seed == cfg.seeds[0] else None,
+                                                   reference=ref_probs, reference_nll=nll_probs,
+                                                   search=search, k_ref=entry["reference"]["choice"]["k"])
+                                 for k in cfg.variant_ks if k <= k_max}
+            if kept:
+                cases, images = gallery(mem, kept, setting, k_gallery, ds)
+                gallery_cases.update(cases)
+                gallery_images.update(images)
+        settings[setting] = entry
+        key = setting.replace("/", "_")
+        arrays[f"memory_labels_{key}"] = mem.labels
+        arrays[f"flipped_{key}"] = mem.flipped
+        if setting == "clean":
+            clean = mem
+    hoods = {"train": clean.train, "val": clean.val, "test": clean.test}
+    out = {"settings": settings, "diagnostics": diagnostics(trained.history, hoods, cfg.k),
+           "best_epoch": trained.best_epoch}
+    lt = [r for r in long_tail_runs(cfg) if r.seed == seed]
+    if lt:
+        settings[long_tail_setting(cfg)] = long_tail_entry(cfg, paths, lt[0], seed)
+    control = [r for r in end_to_end_runs(cfg) if r.seed == seed]
+    if control:
+        out["end_to_end"] = end_to_end(
+            cfg, paths, prepared, {"prototype": (run_, trained),
+                                   "no_bonus": (control[0], core.trained(control[0], paths, prepared)[0])}, seed)
+    write_npz(paths.artifacts / f"{NAME}_{cfg.dataset}_s{seed}_neighbours.npz", test_labels=ds.test.y,
+              test_neighbour_rows=test_nb.indices, test_neighbour_sq_dist=test_nb.sq_dist,
+              test_neighbour_labels=ds.train.y[test_nb.indices], memory_ids=ds.train.ids, **arrays)
+    return {"per_seed": out, "gallery_cases": gallery_cases, "gallery_images": gallery_images}
+
+
+def _compute_part(cfg: Config, paths: Paths, part: str):
+    if part.startswith("second_"):
+        return second_dataset(cfg, paths, part.removeprefix("second_"))
+    return measure_seed(cfg, paths, int(part.removeprefix("seed")))
+
+
+def run_part(cfg: Config, paths: Paths, part: str):
+    """Part ``part`` (see :func:`parts`), computed and stored unless stored under this config and code."""
+    core.start(cfg)
+    return part_result(paths, cfg, NAME, part, lambda: _compute_part(cfg, paths, part))
+
+
+def run(cfg: Config, paths: Paths) -> dict:
+    """Headroom, diagnostics and variants for every seed and the second datasets (each a part,
+    :func:`parts`: stored by the workflow's part jobs, or computed here), the summary and the
+    gallery; writes ``results/attention_study_<d>.json``."""
+    device, prov, clock = core.begin(cfg)
+    prepared = prepare(core.data_spec(cfg, cfg.dataset))
+    ds = prepared.dataset
+    part = {p: part_result(paths, cfg, NAME, p, lambda p=p: _compute_part(cfg, paths, p))
+            for p in bar(parts(cfg), desc="parts")}
+    per_seed = {str(seed): part[f"seed{seed}"]["per_seed"] for seed in cfg.seeds}
+    gallery_cases = {k: v for seed in cfg.seeds for k, v in part[f"seed{seed}"]["gallery_cases"].items()}
+    gallery_images = {k: v for seed in cfg.seeds for k, v in part[f"seed{seed}"]["gallery_images"].items()}
     if gallery_images:
         write_npz(gallery_path(paths, cfg.dataset), **gallery_images)
     summary = summarise(cfg, per_seed)
     results = {"dataset": ds.summary(), "seeds": list(cfg.seeds), "per_seed": drop_pairs(per_seed),
-               "summary": drop_pairs(summary), "gallery": {"seed": cfg.seeds[0], "k": k_gallery,
+               "summary": drop_pairs(summary), "gallery": {"seed": cfg.seeds[0], "k": _gallery_k(cfg),
                                                                "class_names": list(ds.class_names),
                                                                "cases": gallery_cases},
-               "second": {name: second_dataset(cfg, paths, name) for name in cfg.second_datasets},
+               "second": {name: part[f"second_{name}"] for name in cfg.second_datasets},
                "timings": {"seconds": clock()}}
     return core.write_record(paths, ARTIFACTS, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
 

@@ -15,6 +15,7 @@ from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, NAME, NOT
 
 EXPERIMENT = Experiment(
     name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
+    parts=measure.parts, run_part=measure.run_part,
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Is there a real regime with room?",
                 answer_lines=views.answer_lines),
     question="three candidate embeddings of Fashion-MNIST with room to learn (PCA of pixels, a CNN on 1 % of the "

@@ -37,7 +37,15 @@ from attnknn_lib.data.transforms import to_tensor
 from attnknn_lib.evaluation.inference import embed
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.fixed_embedding import ENDPOINTS, HEADS, compare, summarise
-from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, CANDIDATES, DATASET, OFFICIAL_TEST, Config
+from attnknn_lib.experiments.headroom_regimes.config import (
+    ARTIFACTS,
+    CANDIDATES,
+    DATASET,
+    NAME,
+    OFFICIAL_TEST,
+    Config,
+)
+from attnknn_lib.experiments.parts import part_result
 from attnknn_lib.models import build_cnn
 from attnknn_lib.training.loops import train_cnn
 
@@ -159,23 +167,43 @@ def chosen_head(cfg: Config, per_seed: dict[str, dict]) -> str | None:
     return max(others, key=lambda h: np.mean([p["methods"][h]["val_accuracy"] for p in per_seed.values()]))
 
 
+def parts(cfg: Config) -> list[str]:
+    """One part per seed (:mod:`~attnknn_lib.experiments.parts`): the workflow runs them as jobs."""
+    return [f"seed{seed}" for seed in cfg.seeds]
+
+
+def measure_seed(cfg: Config, seed: int) -> dict:
+    """One seed: its data fingerprint and, per candidate, the embedding built and the comparison."""
+    ds = load(cfg, seed)
+    test = test_block(ds, seed, cfg.test_rows)
+    out = {"fingerprint": ds.fingerprint(), "candidates": {}}
+    for name in cfg.candidates:
+        rows, num_classes, info = candidate(cfg, name, ds, test, seed)
+        result = compare(cfg, rows["memory"], rows["val"], rows["test"], num_classes, seed)
+        result["embedding"] = {**info, "num_classes": num_classes, "dims": int(rows["memory"].x.shape[1]),
+                               **{f"n_{s}": len(r.y) for s, r in rows.items()}}
+        out["candidates"][name] = result
+    return out
+
+
+def run_part(cfg: Config, paths: Paths, part: str) -> dict:
+    """Part ``seedN`` (see :func:`parts`), computed and stored unless stored under this config and code."""
+    core.start(cfg)
+    seed = int(part.removeprefix("seed"))
+    return part_result(paths, cfg, NAME, part, lambda: measure_seed(cfg, seed))
+
+
 def run(cfg: Config, paths: Paths) -> dict:
-    """Every candidate x seed (:func:`candidate`, then the comparison), the summaries, the selection
-    by measured room, and the record."""
+    """Every seed (:func:`measure_seed`, stored by the workflow's part jobs or computed here), the
+    summaries, the selection by measured room, and the record."""
     _, prov, _ = core.begin(cfg)
     per: dict[str, dict] = {c: {} for c in cfg.candidates}
-    built: dict[str, dict] = {c: {} for c in cfg.candidates}
     fingerprints = {}
     for seed in bar(cfg.seeds, desc="headroom regimes (seed)"):
-        ds = load(cfg, seed)
-        test = test_block(ds, seed, cfg.test_rows)
-        fingerprints[str(seed)] = ds.fingerprint()
+        part = part_result(paths, cfg, NAME, f"seed{seed}", lambda: measure_seed(cfg, seed))
+        fingerprints[str(seed)] = part["fingerprint"]
         for name in cfg.candidates:
-            rows, num_classes, info = candidate(cfg, name, ds, test, seed)
-            out = compare(cfg, rows["memory"], rows["val"], rows["test"], num_classes, seed)
-            out["embedding"] = {**info, "num_classes": num_classes, "dims": int(rows["memory"].x.shape[1]),
-                                **{f"n_{s}": len(r.y) for s, r in rows.items()}}
-            per[name][str(seed)], built[name][str(seed)] = out, info
+            per[name][str(seed)] = part["candidates"][name]
     candidates = {}
     for name, per_seed in per.items():
         summary = summarise(cfg, per_seed)

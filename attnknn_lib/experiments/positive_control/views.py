@@ -156,7 +156,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"Positive control: each head minus the strongest rule that learns nothing, seed-level 95\\,\\% "
             f"intervals over {n} seeds (each seed its own data and test set). Accuracy against the rule tuned on "
             f"accuracy; NLL and Brier, after calibration on validation, against the rule tuned on NLL. Effective "
-            f"$k$: exp of the weights' entropy. {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="footnotesize")),
+            f"$k$: exp of the weights' entropy. {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="footnotesize",
+            colsep="3pt")),
         "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
     return out
 

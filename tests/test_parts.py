@@ -1,0 +1,59 @@
+"""A long measurement cut into parts the workflow runs as jobs (attnknn_lib.experiments.parts)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.parts import part_file, part_result, stored
+
+
+def test_a_part_is_computed_once_and_read_back_exactly_under_the_same_config_and_code(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNKNN_ARTIFACTS", str(tmp_path / "artifacts"))
+    exp = catalog.get("headroom_regimes")
+    cfg, paths = exp.Config(), Paths(tmp_path)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"x": float("nan"), (1, 2): np.arange(3)}  # what JSON would not keep: NaN, tuple keys, arrays
+
+    first = part_result(paths, cfg, exp.name, "seed0", compute)
+    again = part_result(paths, cfg, exp.name, "seed0", compute)
+    assert len(calls) == 1 and part_file(paths, exp.name, "seed0").exists()
+    assert np.isnan(again["x"]) and (again[(1, 2)] == first[(1, 2)]).all()
+    other = exp.Config(seeds=(0,))  # another config: the stored part is not read
+    assert stored(paths, other, exp.name, "seed0") is None
+    part_result(paths, other, exp.name, "seed0", compute)
+    assert len(calls) == 2
+    part_file(paths, exp.name, "seed0").write_bytes(b"cut sh")  # truncated: computed again, not an error
+    part_result(paths, other, exp.name, "seed0", compute)
+    assert len(calls) == 3
+
+
+def test_the_plan_gives_the_long_experiments_their_part_jobs_and_a_bad_part_gets_one_line(tmp_path, capsys):
+    from attnknn_lib.workflow import jobs
+    from attnknn_lib.workflow.plan import make_plan
+    from attnknn_lib.workflow.profiles import resolve
+
+    resolved = resolve("cpu", None, [])
+    plan = make_plan({n: resolved[n] for n in ("attention_study", "headroom_regimes", "theory")},
+                     Paths(tmp_path), pdf=False, paper=False)
+    study, regimes = plan["experiments"]["attention_study"], plan["experiments"]["headroom_regimes"]
+    assert study["parts"] == [f"seed{s}" for s in range(5)] + ["second_digits"]
+    assert regimes["parts"] == [f"seed{s}" for s in range(5)] and plan["experiments"]["theory"]["parts"] == []
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    assert jobs.main(["part", "headroom_regimes", "--part", "seed9", "--plan", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "part='seed9' is not a part of headroom_regimes" in err[0] and "seed0" in err[0]
+
+
+@pytest.mark.parametrize("name", ["attention_study", "headroom_regimes"])
+def test_a_parted_experiment_declares_both_halves(name):
+    exp = catalog.get(name)
+    assert exp.parts is not None and exp.run_part is not None and exp.parts(exp.Config())
