@@ -382,9 +382,13 @@ def collapse_reading(record: dict) -> str | None:
         return (f"none of the {len(es)} settings moves the weights from uniform (lowest effective k {keff:.2f} of {k}, "
                 f"{name}): the collapse is not an artefact of the learning rate, the temperature's bounds or the "
                 f"initialisation")
-    return (f"{len(moved)} of {len(es)} settings move the weights from uniform, furthest {name} (effective k "
-            f"{keff:.2f} of {k}), which is {signed(100 * v['value'], 2)} pp against the strongest rule "
-            f"({v['verdict']}): moving {'helps' if v['verdict'] == 'better' else 'does not help'}")
+    said = {"better": "sharper weights beat the rule there", "worse": "sharper weights cost accuracy there",
+            "equivalent": "sharper weights matched the rule there",
+            "inconclusive": "the seeds cannot tell whether sharper weights help"}[v["verdict"]]
+    return (f"changing one knob at a time, {len(moved)} of {len(es)} settings bring the effective k below "
+            f"{UNIFORM_SHARE * k:.1f} of {k} ({100 * UNIFORM_SHARE:g} % of k, the threshold for moving from "
+            f"uniform); the sharpest (\"{name}\") reaches {keff:.2f} and scores {_interval(v, 'accuracy')} against "
+            f"the strongest rule: {said}")
 
 
 def _diff_cell(v: dict, metric: str, latex: bool, interval: bool = True) -> str:
