@@ -71,7 +71,10 @@ class TrainConfig:
     online_update: bool = True  # also write each batch's fresh embeddings into the bank (see module doc)
     exclude_self: bool = True  # False re-creates the prototype's defect: a training query finds itself
     index_type: str = "flat_l2"
-    eval_batch_size: int = 1024
+    # rows per forward pass of every eval-mode embedding (the clean bank's refresh each epoch, validation):
+    # on one thread 256 embeds Fashion-MNIST's 54,000 rows in 5.3 s against 6.2 s at 1024 (cache-sized
+    # batches), with bit-identical embeddings (eval mode: each row's output is independent of its batch)
+    eval_batch_size: int = 256
     seed: int = 0
     device: str = "auto"
     amp: bool = False  # mixed precision: bf16 autocast on CUDA and on CPUs with native bf16 (else fp32)
