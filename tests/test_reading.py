@@ -34,6 +34,24 @@ def test_a_changed_measurement_parameter_names_itself_and_how_to_recompute(tmp_p
         nb.run(_never)
 
 
+def test_a_record_from_older_defaults_is_shown_with_a_note_and_a_parameter_set_in_the_notebook_still_stops(
+        tmp_path, monkeypatch, capsys):
+    """Defaults that changed since the committed run (the user set nothing) leave the committed record
+    readable, with one note naming the old values and the command that updates it."""
+    monkeypatch.delenv(reading.OUT_ENV, raising=False)
+    exp = catalog.get("theory")
+    record = json.loads((REPO_ROOT / exp.artifacts.record_file("fashion_mnist")).read_text())
+    record["config"]["truncation_queries"] = 7  # as if the default had been 7 when it ran
+    monkeypatch.setattr(reading, "read_json", lambda _path: record)
+    nb = reading.session(exp, exp.Config(), tmp_path, recompute=False)
+    assert nb.run(_never) is record
+    note = capsys.readouterr().err
+    assert "truncation_queries=7 (default now" in note and "--only theory" in note
+    nb = reading.session(exp, exp.Config(truncation_queries=9), tmp_path, recompute=False)
+    with pytest.raises(ConfigError, match=r"truncation_queries=9 \(committed 7\)"):
+        nb.run(_never)
+
+
 def test_recompute_writes_under_out_dir_and_the_workflow_always_recomputes(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv(reading.OUT_ENV, raising=False)
     exp = catalog.get("theory")
