@@ -62,6 +62,8 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
                                            "attention_study", "positive_control", "headroom_regimes")}
     assert notebooks | {"pdf", "report", "paper"} <= set(started)
     assert started.count("pdf") == len(notebooks)
+    # the long measurements as part jobs: the study's 2 seeds and its second dataset, the regimes' 2 seeds
+    assert started.count("part_attention_study") == 3 and started.count("part_headroom_regimes") == 2
 
     for ds in ("fashion_mnist", "iris"):
         record = json.loads((out / "results" / f"main_{ds}.json").read_text())
@@ -165,7 +167,7 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     assert dag.returncode == 0, dag.stderr[-2000:]
     assert (out / "figures" / "workflow_dag.pdf").stat().st_size > 1000
     assert {p.stem.split("-")[0] for p in (out / ".attnknn" / "times").glob("*.json")} == {
-        "train", "notebook", "pdf", "report", "paper"}  # every job recorded its wall time (./run_all.sh bench)
+        "train", "part", "notebook", "pdf", "report", "paper"}  # every job recorded its wall time (./run_all.sh bench)
 
 
 def fake_cluster(folder: Path) -> Path:
