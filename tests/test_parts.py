@@ -9,7 +9,7 @@ import pytest
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments import catalog
-from attnknn_lib.experiments.parts import part_file, part_result, stored
+from attnknn_lib.experiments.parts import part_file, part_result, part_seconds, stored
 
 
 def test_a_part_is_computed_once_and_read_back_exactly_under_the_same_config_and_code(tmp_path, monkeypatch):
@@ -24,13 +24,15 @@ def test_a_part_is_computed_once_and_read_back_exactly_under_the_same_config_and
 
     first = part_result(paths, cfg, exp.name, "seed0", compute)
     again = part_result(paths, cfg, exp.name, "seed0", compute)
-    assert len(calls) == 1 and part_file(paths, exp.name, "seed0").exists()
+    assert len(calls) == 1 and part_file(paths, cfg, exp.name, "seed0").exists()
+    assert part_seconds(paths, cfg, exp.name, ["seed0"]) >= 0 and part_seconds(paths, cfg, exp.name, ["seed1"]) is None
     assert np.isnan(again["x"]) and (again[(1, 2)] == first[(1, 2)]).all()
-    other = exp.Config(seeds=(0,))  # another config: the stored part is not read
+    other = exp.Config(seeds=(0,))  # another config: its own folder, the stored part is not read
     assert stored(paths, other, exp.name, "seed0") is None
+    assert part_file(paths, other, exp.name, "seed0").parent != part_file(paths, cfg, exp.name, "seed0").parent
     part_result(paths, other, exp.name, "seed0", compute)
     assert len(calls) == 2
-    part_file(paths, exp.name, "seed0").write_bytes(b"cut sh")  # truncated: computed again, not an error
+    part_file(paths, other, exp.name, "seed0").write_bytes(b"cut sh")  # truncated: computed again, not an error
     part_result(paths, other, exp.name, "seed0", compute)
     assert len(calls) == 3
 

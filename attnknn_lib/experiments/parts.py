@@ -3,7 +3,7 @@
 An experiment whose notebook would take longer than one job should (the study's seeds, the real
 regimes' seeds) declares ``parts(cfg)`` (names such as ``seed0``) and ``run_part(cfg, paths, part)``.
 The workflow runs one job per part beside the other jobs; each writes its result under
-``<artifacts>/parts/<experiment>/<part>.pkl`` with the key it was computed under (the config's
+``<artifacts>/parts/<experiment>/<config fingerprint>/<part>.pkl`` with the key it was computed under (the config's
 fingerprint and the experiment's code). The notebook's ``run`` then asks :func:`part_result` for each
 part: a stored result under the same key is read, anything else (no file, another config or code,
 a notebook recomputing on its own) is computed here and stored. Either way the record is made from
@@ -19,6 +19,7 @@ must come back exactly as computed (NaN, tuples, integer keys, arrays).
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,15 @@ from attnknn_lib.base.provenance import config_fingerprint, experiment_code
 PARTS = "parts"  # under the artifacts folder
 
 
-def part_file(paths: Paths, experiment: str, part: str) -> Path:
-    """Where part ``part`` of ``experiment`` keeps its result."""
-    return paths.artifacts / PARTS / experiment / f"{part}.pkl"
+def part_dir(cfg, experiment: str) -> str:
+    """The folder of ``experiment``'s parts under this config, relative to the artifacts folder: one
+    per config, so runs of other parameters that share the artifacts folder never overwrite them."""
+    return f"{PARTS}/{experiment}/{config_fingerprint(cfg.to_dict())}"
+
+
+def part_file(paths: Paths, cfg, experiment: str, part: str) -> Path:
+    """Where part ``part`` of ``experiment`` under ``cfg`` keeps its result."""
+    return paths.artifacts / part_dir(cfg, experiment) / f"{part}.pkl"
 
 
 def part_key(cfg, experiment: str) -> dict[str, str]:
@@ -42,15 +49,31 @@ def part_key(cfg, experiment: str) -> dict[str, str]:
 
 def stored(paths: Paths, cfg, experiment: str, part: str) -> Any | None:
     """The stored result of a part under this config and code, else None."""
-    path = part_file(paths, experiment, part)
+    path = part_file(paths, cfg, experiment, part)
     if not path.exists():
         return None
     try:
         with open(path, "rb") as f:
             kept = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
-        return None  # a truncated or foreign file: computed again
-    return kept["result"] if kept.get("key") == part_key(cfg, experiment) else None
+        return kept["result"] if kept.get("key") == part_key(cfg, experiment) else None
+    except Exception:  # a truncated, foreign or unreadable file (any unpickling error): computed again
+        return None
+
+
+def part_seconds(paths: Paths, cfg, experiment: str, parts: list[str]) -> float | None:
+    """The compute seconds the stored parts took (the record's own wall time only reads them), or
+    None where a part has no stored time."""
+    total = 0.0
+    for part in parts:
+        try:
+            with open(part_file(paths, cfg, experiment, part), "rb") as f:
+                seconds = pickle.load(f).get("seconds")
+        except Exception:
+            return None
+        if seconds is None:
+            return None
+        total += seconds
+    return total
 
 
 def part_result(paths: Paths, cfg, experiment: str, part: str, compute: Callable[[], Any]) -> Any:
@@ -59,7 +82,9 @@ def part_result(paths: Paths, cfg, experiment: str, part: str, compute: Callable
     kept = stored(paths, cfg, experiment, part)
     if kept is not None:
         return kept
+    start = time.perf_counter()
     result = compute()
-    blob = pickle.dumps({"key": part_key(cfg, experiment), "part": part, "result": result})
-    atomic_write(part_file(paths, experiment, part), lambda f: f.write(blob))
+    blob = pickle.dumps({"key": part_key(cfg, experiment), "part": part, "result": result,
+                         "seconds": round(time.perf_counter() - start, 2)})
+    atomic_write(part_file(paths, cfg, experiment, part), lambda f: f.write(blob))
     return result

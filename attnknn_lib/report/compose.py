@@ -57,7 +57,8 @@ def split_terms(lines: list[str]) -> tuple[list[str], list[str]]:
 def job_minutes(records: list[dict]) -> str:
     """The wall time of the runs behind an experiment's records (its notebook job's analysis), in
     minutes; '--' without a record."""
-    seconds = sum(r.get("provenance", {}).get("wall_seconds") or 0.0 for r in records)
+    seconds = sum((r.get("provenance", {}).get("wall_seconds") or 0.0)  # parts: computed in jobs of their own
+                  + (r.get("results", {}).get("timings", {}).get("parts_seconds") or 0.0) for r in records)
     return f"{seconds / 60:.0f} min" if records else "--"
 
 

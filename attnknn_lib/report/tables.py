@@ -151,7 +151,7 @@ def plain_frame(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-_MD_ESCAPE = str.maketrans({c: "\\" + c for c in "\\|*_$[]`<>#"})
+_MD_ESCAPE = str.maketrans({c: "\\" + c for c in "\\|*_$[]`<>#~^"})
 
 
 def _keep_together(cell: str) -> str:
@@ -176,8 +176,8 @@ def markdown_frame(df: pd.DataFrame) -> str:
     interval, a word)."""
     frame = plain_frame(df)
     head = [frame.index.name or ""] + [str(c) for c in frame.columns]
-    body = [[str(i)] + ["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in row]
-            for i, row in zip(frame.index, frame.itertuples(index=False))]
+    body = [[str(i)] + ["" if v is None or v != v else " ".join(str(v).split("\n")) for v in row]
+            for i, row in zip(frame.index, frame.itertuples(index=False))]  # v != v: NaN of any float type
     cells = [[_keep_together(c) for c in row] for row in [head, *body]]
     width, least = [], []
     for j in range(len(head)):

@@ -11,9 +11,10 @@ from pathlib import Path
 from attnknn_lib.base.errors import CorruptFileError
 from attnknn_lib.base.files import read_json, write_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
-from attnknn_lib.base.provenance import PACKAGE_DIR, code_fingerprint, imported_files
+from attnknn_lib.base.provenance import PACKAGE_DIR, code_fingerprint, experiment_code, imported_files
 from attnknn_lib.experiments import catalog
 from attnknn_lib.experiments.declaration import Experiment
+from attnknn_lib.experiments.parts import part_dir
 from attnknn_lib.training.runs import merge_runs
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
@@ -52,7 +53,12 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -
                                      # timings in the results: the job runs alone, on every core
                                      "timed": bool(exp.timed),
                                      # parts of its measurement the workflow runs as jobs before the notebook
-                                     "parts": exp.parts(cfg) if exp.parts else []}
+                                     "parts": exp.parts(cfg) if exp.parts else [],
+                                     # where they are stored, and the code they are computed by (the
+                                     # experiment's, without the notebook's cells: editing those reruns
+                                     # only the notebook job)
+                                     **({"part_dir": part_dir(cfg, name), "part_code": experiment_code(name)}
+                                        if exp.parts else {})}
     for rid, run in merge_runs(every_run).items():  # one spec per model, whichever experiments need it
         run.write_spec(paths.artifacts / "runs")
         plan["runs"][rid] = run.label
