@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments.fixed_embedding import HEADS, k_range
+from attnknn_lib.experiments.fixed_embedding import HEADS, answer_findings, answer_then_lines, k_range, with_term
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
-from attnknn_lib.report.findings import difference_text, markdown_lists
+from attnknn_lib.report.findings import difference_text
 from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
 from attnknn_lib.report.tables import booktabs, interval_text, latex_escape
 
@@ -296,21 +296,15 @@ def answer_lines(records: list[dict]) -> list[str]:
                          f"{c['summary']['effective_k']['attnknn']:.1f} of {k}")
         out.append(f"- **Real regimes chosen by measured room**: {_summary(record)} Attn-KNN against the strongest "
                    f"rule, by candidate: " + "; ".join(parts) + ".")
-    if out:
-        out += ["", "**Terms.**", "",
-                "- *Room* (real regimes): the larger of the geometry-only and the learnable ceiling minus the "
-                "strongest rule, measured before any head is trained."]
-    return out
+    return with_term(out, "- *Room* (real regimes): the larger of the geometry-only and the learnable ceiling minus the "
+                "strongest rule, measured before any head is trained.")
 
 
 def readme_lines(records: list[dict]) -> list[str]:
     """The real regimes' answer, then one line per candidate."""
-    out = []
-    for r in records:
-        out += [f"**{_summary(r)}**", ""] + finding_lines(r)
-    return out
+    return answer_then_lines(records, _summary, finding_lines)
 
 
 def findings(record: dict) -> str:
     """The notebook's answer (the README's lines of this record)."""
-    return markdown_lists([_summary(record), "", *finding_lines(record)])
+    return answer_findings(record, _summary, finding_lines)

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments.fixed_embedding import k_range
+from attnknn_lib.experiments.fixed_embedding import answer_findings, answer_then_lines, k_range, with_term
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
-from attnknn_lib.report.findings import difference_text, markdown_lists
+from attnknn_lib.report.findings import difference_text
 from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
 from attnknn_lib.report.tables import booktabs, interval_text
 
@@ -287,21 +287,15 @@ def answer_lines(records: list[dict]) -> list[str]:
                    f"nothing is better at {len(wins)} of {len(lv)} scales; at s = {k1} "
                    f"{difference_text(a_hi, 'accuracy')}, effective k {high['summary']['effective_k']['attnknn']:.1f} "
                    f"of {res['k']}; at s = {k0} {difference_text(a_lo, 'accuracy')}{why_low}. {learner}")
-    if out:
-        out += ["", "**Terms.**", "",
-                "- *Nuisance scale s* (positive control): the norm of noise dimensions that the retrieval cannot "
-                "ignore and a query/key projection can; s = 0 leaves no room to win."]
-    return out
+    return with_term(out, "- *Nuisance scale s* (positive control): the norm of noise dimensions that the retrieval cannot "
+                "ignore and a query/key projection can; s = 0 leaves no room to win.")
 
 
 def readme_lines(records: list[dict]) -> list[str]:
     """The positive control's answer, then one line per scale."""
-    out = []
-    for r in records:
-        out += [f"**{_summary(r)}**", ""] + finding_lines(r)
-    return out
+    return answer_then_lines(records, _summary, finding_lines)
 
 
 def findings(record: dict) -> str:
     """The notebook's answer (the README's lines of this record)."""
-    return markdown_lists([_summary(record), "", *finding_lines(record)])
+    return answer_findings(record, _summary, finding_lines)
