@@ -114,6 +114,9 @@ def check_outputs(folder: Path, declared: list[str], job: str, experiment: str) 
         raise AttnKNNError(f"{job} wrote {', '.join(extra)}, which it does not declare {where}")
 
 
+PDF_TEMPLATES = Path(__file__).parent / "pdf_template"  # nbconvert's LaTeX template at 10 pt, narrower margins
+
+
 def export_pdf(notebook: Path) -> Path:
     """``jupyter nbconvert --to pdf`` into a temporary folder, then renamed next to the notebook."""
     notebook = Path(notebook)
@@ -121,7 +124,8 @@ def export_pdf(notebook: Path) -> Path:
         # the PDF shows the run's parameters once, as the setup cell's table (parameters_markdown):
         # neither the defaults cell nor papermill's injected copy of it
         cmd = [sys.executable, "-m", "nbconvert", "--to", "pdf", "--log-level", "WARN", str(notebook),
-               "--output-dir", tmp, "--TagRemovePreprocessor.enabled=True",
+               "--output-dir", tmp, f"--TemplateExporter.extra_template_basedirs={PDF_TEMPLATES}",
+               "--template", "attnknn", "--TagRemovePreprocessor.enabled=True",
                "--TagRemovePreprocessor.remove_cell_tags=parameters",
                "--TagRemovePreprocessor.remove_cell_tags=injected-parameters"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
