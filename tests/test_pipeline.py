@@ -230,3 +230,23 @@ def test_the_longest_notebook_of_the_last_run_goes_first_on_the_critical_path(tm
     assert longest_notebook(plan, tmp_path) == "results/notebooks/slow.ipynb"
     assert longest_notebook(plan, tmp_path / "new", tmp_path) == "results/notebooks/slow.ipynb"  # the repo's
     assert longest_notebook(plan, tmp_path / "new") is None
+
+
+@pytest.mark.slow
+def test_notebook_pdfs_use_the_projects_template_at_ten_points(tmp_path):
+    """export_pdf renders through attnknn_lib/workflow/pdf_template (10 pt, narrower margins), so
+    a report's tables and figures take fewer pages than nbconvert's 11 pt default."""
+    import nbformat
+    import pymupdf
+
+    from attnknn_lib.workflow.jobs import export_pdf
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A title\n\nSome words in the body.")])
+    path = tmp_path / "note.ipynb"
+    nbformat.write(nb, path)
+    pdf = pymupdf.open(export_pdf(path))
+    sizes = [round(span["size"]) for block in pdf[0].get_text("dict")["blocks"] for line in block.get("lines", [])
+             for span in line["spans"] if span["text"].strip()]
+    assert min(sizes) == 10  # the body text (the title is larger)
+    left = min(b[0] for b in pdf[0].get_text("blocks"))
+    assert left < 72 * 0.95  # the text starts inside nbconvert's 1 in margin
