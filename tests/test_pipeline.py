@@ -250,3 +250,11 @@ def test_notebook_pdfs_use_the_projects_template_at_ten_points(tmp_path):
     assert min(sizes) == 10  # the body text (the title is larger)
     left = min(b[0] for b in pdf[0].get_text("blocks"))
     assert left < 72 * 0.95  # the text starts inside nbconvert's 1 in margin
+
+
+def test_part_jobs_run_side_by_side_only_as_far_as_memory_holds():
+    from attnknn_lib.workflow.cli import PART_MEMORY_GB, parts_at_once
+
+    assert parts_at_once(24 * 2 ** 30) == 1  # this 2-core, 24 GB machine: one study part at a time
+    assert parts_at_once(2 ** 30) == 1  # never none
+    assert parts_at_once(128 * 2 ** 30) == 128 // PART_MEMORY_GB

@@ -95,6 +95,17 @@ def longest_notebook(plan: dict, *roots: Path) -> str | None:
     return None
 
 
+PART_MEMORY_GB = 16  # what one part job of the cpu profile may hold (the study's seed parts peak near 14 GB)
+
+
+def parts_at_once(total_bytes: int | None = None) -> int:
+    """How many part jobs may run side by side on this machine: its memory over
+    :data:`PART_MEMORY_GB`, at least one (two study parts at once ran out of 24 GB)."""
+    if total_bytes is None:
+        total_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(1, int(total_bytes // (PART_MEMORY_GB * 2 ** 30)))
+
+
 def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> list[str]:
     """The Snakemake call for the plan: local cores or an executor, profile, rerun rules."""
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory", str(root),
@@ -104,7 +115,7 @@ def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> li
     if args.executor and args.executor != "local":
         cmd += ["--executor", args.executor, "--jobs", str(args.jobs or 4)]
     else:
-        cmd += ["--cores", str(cores)]
+        cmd += ["--cores", str(cores), "--resources", f"part_memory={parts_at_once()}"]
     if args.workflow_profile:
         cmd += ["--workflow-profile", str(Path(args.workflow_profile).resolve())]
     if args.force:
