@@ -143,3 +143,20 @@ def test_the_label_filter_baseline_searches_only_its_corner_of_the_reference_spa
     assert filt["choice"].rule == "uniform" and filt["choice"].theta in FILTER["thetas"]
     assert filt["configs"] < full["configs"]
     assert filt["choice"].val_accuracy <= full["choice"].val_accuracy  # a subset of the reference's grid
+
+
+def test_the_search_shares_a_pairs_unfiltered_scores_across_thresholds_bit_for_bit():
+    from attnknn_lib.evaluation import reference as ref
+
+    rng = np.random.default_rng(3)
+    n, k, c = 50, 40, 4
+    hood = ref.Neighbourhood(labels=rng.integers(0, c, (n, k)), sq_dist=np.sort(rng.uniform(0, 2, (n, k)), axis=1),
+                             loo=rng.integers(0, 9, (n, k)) / 8)
+    prior = np.full(c, 1 / c)
+    ks = [1, 4, 16, 40]
+    shared = ref._unfiltered(hood, "cosine", 0.1, ks, c)
+    for theta in (None, 0.5, 1.0):
+        alone = ref._probs(hood, "cosine", 0.1, theta, ks, prior, c, (0.0, 1.0))
+        reused = ref._probs(hood, "cosine", 0.1, theta, ks, prior, c, (0.0, 1.0), shared)
+        for a, b in zip(alone, reused):
+            assert all(np.array_equal(a[beta], b[beta]) for beta in a)

@@ -124,12 +124,21 @@ def reference_probs(choice: Choice, hood: Neighbourhood, prior: np.ndarray, num_
                   (choice.beta,))[0][choice.beta]
 
 
-def _probs(hood: Neighbourhood, rule: str, param: float | None, theta: float | None, ks: list[int],
-           prior: np.ndarray, num_classes: int, betas: tuple[float, ...] | None = None) -> list[dict[float, np.ndarray]]:
-    """For each k of ``ks``: {beta: probabilities (N, C)} of (rule, param, theta)."""
+def _unfiltered(hood: Neighbourhood, rule: str, param: float | None, ks: list[int],
+                num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(weights (N, max ks), class scores (L, N, C) at each k of ``ks``) of (rule, param) with no
+    label filter: what every filter threshold of the pair shares (the search computes it once)."""
     w = _weights(rule, param, hood.sq_dist[:, :max(ks)])
+    return w, prefix_class_scores(w, hood.labels[:, :max(ks)], ks, num_classes)
+
+
+def _probs(hood: Neighbourhood, rule: str, param: float | None, theta: float | None, ks: list[int],
+           prior: np.ndarray, num_classes: int, betas: tuple[float, ...] | None = None,
+           unfiltered: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict[float, np.ndarray]]:
+    """For each k of ``ks``: {beta: probabilities (N, C)} of (rule, param, theta); ``unfiltered``:
+    :func:`_unfiltered` of (rule, param, ks) when already computed."""
+    w, scores = unfiltered if unfiltered is not None else _unfiltered(hood, rule, param, ks, num_classes)
     lab = hood.labels[:, :max(ks)]
-    scores = prefix_class_scores(w, lab, ks, num_classes)  # (L, N, C)
     if theta is not None:
         kept = prefix_class_scores(w * (hood.loo[:, :max(ks)] >= theta), lab, ks, num_classes)
         empty = kept.sum(axis=2, keepdims=True) <= 0
@@ -164,11 +173,14 @@ def _search(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_class
     best = dict(best)
     for rule in grids:
         for param in grids[rule]:
+            shared = None  # the pair's unfiltered weights and scores, computed once for all its thetas
             for theta in thetas:
                 todo = [b for b in betas if (rule, param, theta, ks[-1], b) not in done]
                 if not todo:
                     continue
-                for k, by_beta in zip(ks, _probs(val, rule, param, theta, ks, prior, num_classes, tuple(todo))):
+                shared = shared or _unfiltered(val, rule, param, ks, num_classes)
+                for k, by_beta in zip(ks, _probs(val, rule, param, theta, ks, prior, num_classes, tuple(todo),
+                                                 shared)):
                     for beta, p in by_beta.items():
                         done.add((rule, param, theta, k, beta))
                         acc = accuracy(p, target)
