@@ -386,8 +386,7 @@ def profile_lines(profiles: dict, n: int = 3, run_stages: dict | None = None) ->
         owners = p.get("by_owner") or {}
         total = sum(owners.values())
         cells = [f"{100 * owners.get(k, 0.0) / total:.0f} %" if total else "-" for k in OWNERS]
-        block = next((r for r in p["by_cumulative_time"] if not r["function"].startswith("attnknn_lib/experiments/")
-                      and r["cumulative_seconds"] < 0.9 * p["wall_seconds"]), None)
+        block = largest_block(p)
         big = (f"`{_short(block['function'])}` {100 * block['cumulative_seconds'] / p['wall_seconds']:.0f} %"
                if block else "-")
         knobs = f", {', '.join(p['overrides'])}" if p["overrides"] else ""
@@ -398,6 +397,13 @@ def profile_lines(profiles: dict, n: int = 3, run_stages: dict | None = None) ->
     lines += ["", "Owners: " + "; ".join(f"{c}: {d}" for c, d in OWNERS.values()) + ". The library functions "
               "with the most own time (their Python and the operator arithmetic in their lines):", "", *notes]
     return lines
+
+
+def largest_block(profile: dict) -> dict | None:
+    """A profile's largest library call: the first by cumulative time outside ``experiments/``
+    that is under 90 % of the whole (the entry points above it hold everything)."""
+    return next((r for r in profile["by_cumulative_time"] if not r["function"].startswith("attnknn_lib/experiments/")
+                 and r["cumulative_seconds"] < 0.9 * profile["wall_seconds"]), None)
 
 
 def _short(function: str) -> str:
@@ -527,10 +533,10 @@ def largest_items(cpu: dict, profiles: dict | None = None, n: int = 3) -> list[t
             continue
         seconds = st["seconds"] + sum(x for x in (st.get("parts") or {}).values() if x is not None)
         p = (profiles or {}).get(name.removeprefix("notebook "))
-        block = p and next((r for r in p["by_cumulative_time"] if not r["function"].startswith(
-            "attnknn_lib/experiments/") and r["cumulative_seconds"] < 0.9 * p["wall_seconds"]), None)
+        block = largest_block(p) if p else None
         cut = (f"a faster `{_short(block['function'])}`, {100 * block['cumulative_seconds'] / p['wall_seconds']:.0f} % "
-               "of its profile" if block else "splitting it into part jobs that run beside the others")
+               "of its profile" if block else "faster part jobs (the longest one decides when the notebook can start)"
+               if st.get("parts") else "splitting it into part jobs that run beside the others")
         items.append((name + (" and its part jobs" if st.get("parts") else ""), seconds, cut))
     if (stages.get("pdf") or {}).get("seconds") is not None:
         items.append(("PDF exports", stages["pdf"]["seconds"], "fewer pages"))
