@@ -109,10 +109,11 @@ def test_the_reference_searches_more_neighbours_while_its_choice_is_the_largest_
     assert ref.test.shape == (200, 2) and accuracy(ref.test, queries["test"]) > 0.8
 
 
-def test_the_nll_tuned_reference_searches_on_past_the_accuracy_tuned_ones_largest_k():
+def test_the_nll_tuned_reference_searches_on_past_the_accuracy_tuned_ones_largest_k(monkeypatch):
     """Two overlapping classes with a few flipped labels: accuracy settles on a small k, while the
     NLL of a wider vote keeps falling, so the NLL selection doubles k on its own until its choice
     leaves the edge; the accuracy choice is the one it makes alone."""
+    from attnknn_lib.evaluation import reference
     from attnknn_lib.evaluation.reference import reference_method, reference_methods
 
     rng = np.random.default_rng(1)
@@ -133,6 +134,11 @@ def test_the_nll_tuned_reference_searches_on_past_the_accuracy_tuned_ones_larges
     assert ref["label"] == alone.info["label"] and ref["k_searched"] == alone.info["k_searched"]
     assert by_nll["k_searched"] > ref["k_searched"] and by_nll["choice"]["k"] > ref["k_searched"]
     assert "k" not in by_nll["edges"] and both["nll"].test.shape == (200, 2)
+    # capped below where it stopped on its own: it stops at the cap and keeps k among its open edges
+    monkeypatch.setattr(reference, "NLL_K_MAX", ref["k_searched"] * 2)
+    capped = reference_methods(search, labels, np.ones(2000), queries["val"], 2, 8, ("accuracy", "nll"))["nll"].info
+    assert by_nll["k_searched"] > ref["k_searched"] * 2  # so the cap binds
+    assert capped["k_searched"] == ref["k_searched"] * 2 and "k" in capped["edges"]
 
 
 def test_the_label_filter_baseline_searches_only_its_corner_of_the_reference_space():

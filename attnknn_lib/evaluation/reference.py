@@ -59,6 +59,10 @@ MAX_EXTENSIONS = 3  # times a grid is extended past an open edge
 BALANCED = 1.5  # largest / smallest class share below which the prior exponent is not tuned
 REFERENCE_K = 256  # neighbours searched first; doubled while the choice sits at the largest k
 NLL_GAIN_TOL = 1e-3
+# the widest vote a later (NLL) selection searches on its own: under label noise a vote's NLL keeps
+# falling as k grows, and its doubling reached the whole memory (54,000 rows x 6,000 queries held
+# 22 GB and was killed for memory); at the cap its choice keeps "k" among its open edges
+NLL_K_MAX = 4096
 """An NLL-tuned choice at the largest k searched doubles k while a doubling lowers its validation NLL
 by at least this much (a tenth of the NLL margin): a vote weighted by distance keeps gaining a
 little NLL from ever farther neighbours, up to the whole memory, at a cost that grows with it."""
@@ -274,7 +278,7 @@ def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray
     :func:`tune_reference`). Neighbours are searched to ``k_start`` and doubled while a choice sits
     at the largest k searched, up to the whole memory (the first selection decides, so its choice is
     the one it makes alone; a later selection whose choice still sits at the largest k searches on,
-    doubling the same way, on its own, the NLL selection while a doubling gains at least
+    doubling the same way, on its own, up to :data:`NLL_K_MAX` neighbours, the NLL selection while a doubling gains at least
     :data:`NLL_GAIN_TOL`); test is searched once, to the chosen k."""
     memory_labels = np.asarray(memory_labels, dtype=np.int64)
     loo = np.asarray(loo, dtype=np.float64)
@@ -291,8 +295,8 @@ def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray
     searched = {select: (k, hood) for select in selects}
     for select in selects[1:]:  # a later selection at the largest k: its own search, doubled the same way
         kk = k
-        while "k" in tuned[select]["edges"] and kk < m:
-            kk = min(2 * kk, m)
+        while "k" in tuned[select]["edges"] and kk < min(m, NLL_K_MAX):
+            kk = min(2 * kk, m, NLL_K_MAX)
             rows, sq = search("val", kk)
             wider = Neighbourhood(memory_labels[rows], sq, loo[rows])
             before = tuned[select]["choice"].val_nll
