@@ -11,7 +11,7 @@ import torch
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.files import write_npz
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.base.progress import bar
+from attnknn_lib.base.progress import bar, peak_memory_gb, write
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.label_noise import inject_label_noise
 from attnknn_lib.data.registry import REGISTRY
@@ -843,6 +843,8 @@ def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
                 gallery_cases.update(cases)
                 gallery_images.update(images)
         settings[setting] = entry
+        # one line per setting in the part job's log: where its time and memory go
+        write(f"[attention_study] seed {seed}, {setting}: done, peak memory {peak_memory_gb():.1f} GB")
         key = setting.replace("/", "_")
         arrays[f"memory_labels_{key}"] = mem.labels
         arrays[f"flipped_{key}"] = mem.flipped
