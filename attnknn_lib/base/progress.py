@@ -42,11 +42,3 @@ def write(message: str) -> None:
     one line per epoch that replaces the bars."""
     if enabled():
         tqdm.write(message, file=sys.stderr)
-
-
-def peak_memory_gb() -> float:
-    """This process's peak resident memory so far, in GB (Linux reports kilobytes, macOS bytes)."""
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (2 ** 30 if sys.platform == "darwin" else 2 ** 20)

@@ -4,6 +4,7 @@ this machine has."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -45,6 +46,14 @@ def loglog_fit(x, y) -> dict[str, float]:
 def total_ram_bytes() -> int:
     """Physical memory of this machine (bytes)."""
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def peak_memory_gb() -> float:
+    """This process's peak resident memory so far, in GB (Linux reports kilobytes, macOS bytes)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2 ** 30 if sys.platform == "darwin" else 2 ** 20)
 
 
 def record_time(folder: Path, stage: str, name: str, seconds: float, **extra) -> Path:

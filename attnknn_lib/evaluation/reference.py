@@ -59,13 +59,13 @@ MAX_EXTENSIONS = 3  # times a grid is extended past an open edge
 BALANCED = 1.5  # largest / smallest class share below which the prior exponent is not tuned
 REFERENCE_K = 256  # neighbours searched first; doubled while the choice sits at the largest k
 NLL_GAIN_TOL = 1e-3
+"""An NLL-tuned choice at the largest k searched doubles k while a doubling lowers its validation NLL
+by at least this much (a tenth of the NLL margin): a vote weighted by distance keeps gaining a
+little NLL from ever farther neighbours, up to the whole memory, at a cost that grows with it."""
 # the widest vote a later (NLL) selection searches on its own: under label noise a vote's NLL keeps
 # falling as k grows, and its doubling reached the whole memory (54,000 rows x 6,000 queries held
 # 22 GB and was killed for memory); at the cap its choice keeps "k" among its open edges
 NLL_K_MAX = 4096
-"""An NLL-tuned choice at the largest k searched doubles k while a doubling lowers its validation NLL
-by at least this much (a tenth of the NLL margin): a vote weighted by distance keeps gaining a
-little NLL from ever farther neighbours, up to the whole memory, at a cost that grows with it."""
 SELECTIONS = ("accuracy", "nll")  # what the reference is tuned on (validation), the other breaking ties
 
 

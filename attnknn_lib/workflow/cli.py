@@ -27,6 +27,7 @@ import yaml
 from attnknn_lib.base.errors import AttnKNNError, ConfigError
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.runtime import device_available
+from attnknn_lib.base.timing import total_ram_bytes
 from attnknn_lib.experiments import catalog
 from attnknn_lib.workflow import overview
 from attnknn_lib.workflow.plan import make_plan, write_plan
@@ -102,7 +103,7 @@ def parts_at_once(total_bytes: int | None = None) -> int:
     """How many part jobs may run side by side on this machine: its memory over
     :data:`PART_MEMORY_GB`, at least one (two study parts at once ran out of 24 GB)."""
     if total_bytes is None:
-        total_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        total_bytes = total_ram_bytes()
     return max(1, int(total_bytes // (PART_MEMORY_GB * 2 ** 30)))
 
 

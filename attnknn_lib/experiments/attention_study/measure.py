@@ -11,8 +11,9 @@ import torch
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.files import write_npz
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.base.progress import bar, peak_memory_gb, write
+from attnknn_lib.base.progress import bar, write
 from attnknn_lib.base.runtime import seed_everything
+from attnknn_lib.base.timing import peak_memory_gb
 from attnknn_lib.data.label_noise import inject_label_noise
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import prepare
