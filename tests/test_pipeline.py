@@ -258,3 +258,19 @@ def test_part_jobs_run_side_by_side_only_as_far_as_memory_holds():
     assert parts_at_once(24 * 2 ** 30) == 1  # this 2-core, 24 GB machine: one study part at a time
     assert parts_at_once(2 ** 30) == 1  # never none
     assert parts_at_once(128 * 2 ** 30) == 128 // PART_MEMORY_GB
+
+
+def test_a_jobs_peak_memory_counts_its_largest_child():
+    """A notebook job's memory is its kernel's (a child process): the job's time record and log line
+    report the larger of its own peak and its largest finished child's."""
+    import subprocess
+    import sys
+
+    script = ("import subprocess, sys; from attnknn_lib.workflow.jobs import _peak_memory_gb; "
+              "before = _peak_memory_gb(); "
+              "subprocess.run([sys.executable, '-c', 'b = bytearray(1536 * 2 ** 20); b[::4096] = bytes(len(b[::4096]))']); "
+              "print(before, _peak_memory_gb())")
+    # a fresh process: this test process's own children (other tests' subprocesses) would count too
+    before, after = map(float, subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                                              text=True).stdout.split())
+    assert before < 1.4 <= after  # the child held 1.5 GB; the job itself far less

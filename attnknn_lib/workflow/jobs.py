@@ -162,6 +162,15 @@ def build_paper(plan: dict) -> Path:
     return paths.paper / "main.pdf"
 
 
+def _peak_memory_gb() -> float:
+    """The larger of this job's peak resident memory and its largest finished child's (a notebook
+    job's kernel), in GB (Linux reports kilobytes, macOS bytes)."""
+    import resource
+
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return peak / (2 ** 30 if sys.platform == "darwin" else 2 ** 20)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow.jobs", description="one job of the workflow")
     ap.add_argument("command", choices=("notebook", "part", "pdf", "report", "paper", "parameters"))
@@ -191,7 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     if plan is not None:
         name = (args.target if args.command == "notebook" else f"{args.target}-{args.part}" if args.command == "part"
                 else Path(args.target).stem if args.target else args.command)
-        record_time(Path(plan["root"]) / TIMES, args.command, name, time.perf_counter() - t0)
+        seconds, peak = time.perf_counter() - t0, _peak_memory_gb()
+        record_time(Path(plan["root"]) / TIMES, args.command, name, seconds, peak_memory_gb=round(peak, 2))
+        # one line in the workflow's log per job: a job near the machine's memory says so before it is killed
+        print(f"[{args.command}] {name}: {seconds:.0f} s, peak memory {peak:.1f} GB", file=sys.stderr)
     return 0
 
 
