@@ -15,7 +15,8 @@ from attnknn_lib.evaluation.bootstrap import paired_bootstrap_diff
 from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_baseline, score
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, Config
+from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, NAME, Config
+from attnknn_lib.experiments.parts import part_result, part_seconds
 from attnknn_lib.models import MultiHeadNeighborAttention
 from attnknn_lib.training.loops import train_attention_head
 
@@ -49,46 +50,71 @@ def _retrained(cfg: Config, emb, val, val_y, k: int, num_classes: int, seed: int
     return attnknn_method(res.model, emb, k), info
 
 
-def run(cfg: Config, paths: Paths) -> dict:
-    """Every seed and k; writes ``results/k_sweep_<dataset>.json`` and returns its record."""
+def parts(cfg: Config) -> list[str]:
+    """One part per seed (:mod:`~attnknn_lib.experiments.parts`): the workflow runs them as jobs."""
+    return [f"seed{seed}" for seed in cfg.seeds]
 
-    device, prov, clock = core.begin(cfg)
+
+def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
+    """One seed at every k: its scored methods (``by_k``) and, per k, the test probabilities (raw,
+    calibrated) of the best baseline and the compared methods, for the paired differences."""
+    device = core.start(cfg)
+    prepared = prepare(core.data_spec(cfg, cfg.dataset))
+    ds = prepared.dataset
+    ks, _ = k_grid(cfg, len(ds.train))
+    run_ = core.model_runs(cfg, prepared.spec, (seed,), kinds=("attnknn",))[0]
+    result, cached = core.trained(run_, paths, prepared)
+    model = result.model.to(device)
+    frozen = core.frozen_embeddings(run_, model, prepared, paths, device)
+    emb = core.bank_of(frozen, ds.train.y, max(ks))
+    retrain = cfg.retrain and cfg.seeds.index(seed) < cfg.retrain_seeds
+    train_nb = emb.bank.search_excluding(frozen.train, max(ks), np.arange(len(ds.train))) if retrain else None
+    out = {"loaded_from_cache": cached, "by_k": {}, "test_probs": {}}
+    for k in bar(ks, desc=f"seed {seed}: k"):
+        methods = core.vote_methods(emb, prepared, model.attention, k)
+        head = None
+        if retrain:
+            methods["attnknn_retrained"], head = _retrained(cfg, emb, frozen.val, ds.val.y, k, ds.num_classes,
+                                                            seed, train_nb)
+        scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
+        for m in scored:
+            scored[m]["label"] = LABELS[m]
+        best = best_baseline(methods, ds.val.y, scored)
+        out["by_k"][str(k)] = {"methods": scored, "best_baseline": best, "retrained_attention": head}
+        out["test_probs"][k] = {("best baseline" if key == best else key):
+                                (methods[key].test, Calibrator(**scored[key]["calibrator"]).apply(methods[key].test))
+                                for key in (best, *COMPARED) if key in methods}
+    return out
+
+
+def run_part(cfg: Config, paths: Paths, part: str) -> dict:
+    """Part ``seedN`` (see :func:`parts`), computed and stored unless stored under this config and code."""
+    seed = int(part.removeprefix("seed"))
+    return part_result(paths, cfg, NAME, part, lambda: measure_seed(cfg, paths, seed))
+
+
+def run(cfg: Config, paths: Paths) -> dict:
+    """Every seed (:func:`measure_seed`, stored by the workflow's part jobs or computed here), the
+    summaries and paired differences; writes ``results/k_sweep_<dataset>.json`` and returns its record."""
+    _, prov, clock = core.begin(cfg)
     prepared = prepare(core.data_spec(cfg, cfg.dataset))
     ds = prepared.dataset
     ks, k_sqrt = k_grid(cfg, len(ds.train))
     per_seed: dict[str, dict] = {}
     test_probs: dict[int, dict[str, list]] = {k: {} for k in ks}  # k -> key -> [(raw, calibrated) per seed]
-    for i, seed in enumerate(cfg.seeds):
-        run_ = core.model_runs(cfg, prepared.spec, (seed,), kinds=("attnknn",))[0]
-        result, cached = core.trained(run_, paths, prepared)
-        model = result.model.to(device)
-        frozen = core.frozen_embeddings(run_, model, prepared, paths, device)
-        emb = core.bank_of(frozen, ds.train.y, max(ks))
-        retrain = cfg.retrain and i < cfg.retrain_seeds
-        train_nb = emb.bank.search_excluding(frozen.train, max(ks), np.arange(len(ds.train))) if retrain else None
-        seed_out = {"loaded_from_cache": cached, "by_k": {}}
-        for k in bar(ks, desc=f"seed {seed}: k"):
-            methods = core.vote_methods(emb, prepared, model.attention, k)
-            head = None
-            if retrain:
-                methods["attnknn_retrained"], head = _retrained(cfg, emb, frozen.val, ds.val.y, k, ds.num_classes,
-                                                                seed, train_nb)
-            scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
-            for m in scored:
-                scored[m]["label"] = LABELS[m]
-            best = best_baseline(methods, ds.val.y, scored)
-            seed_out["by_k"][str(k)] = {"methods": scored, "best_baseline": best, "retrained_attention": head}
-            for key in (best, *COMPARED):
-                if key in methods:
-                    cal = Calibrator(**scored[key]["calibrator"])
-                    name = "best baseline" if key == best else key
-                    test_probs[k].setdefault(name, []).append((methods[key].test, cal.apply(methods[key].test)))
-        per_seed[str(seed)] = seed_out
+    for seed in bar(cfg.seeds, desc="k-sweep (seed)"):
+        part = part_result(paths, cfg, NAME, f"seed{seed}", lambda seed=seed: measure_seed(cfg, paths, seed))
+        per_seed[str(seed)] = {"loaded_from_cache": part["loaded_from_cache"], "by_k": part["by_k"]}
+        for k in ks:
+            for name, probs in part["test_probs"][k].items():
+                test_probs[k].setdefault(name, []).append(probs)
     summary = {str(k): core.aggregate_seeds({s: per_seed[s]["by_k"][str(k)]["methods"] for s in per_seed}) for k in ks}
     paired = {str(k): _paired(test_probs[k], ds.test.y, cfg.n_boot) for k in ks}
     results = {"dataset": ds.summary(), "seeds": list(cfg.seeds), "k_values": ks, "k_sqrt": k_sqrt,
                "training_k": cfg.k, "summary": summary, "paired": paired, "advantage": _advantage(paired),
-               "per_seed": per_seed, "timings": {"seconds": clock()}}
+               "per_seed": per_seed,
+               # the record's wall time only reads the parts; what computing them took is kept beside it
+               "timings": {"seconds": clock(), "parts_seconds": part_seconds(paths, cfg, NAME, parts(cfg))}}
     return core.write_record(paths, ARTIFACTS, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
 
 
