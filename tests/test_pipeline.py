@@ -10,6 +10,7 @@ import pytest
 import yaml
 from experiment_api import api
 
+from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments import catalog
 from attnknn_lib.workflow.cli import main as pipeline_main
 
@@ -252,12 +253,22 @@ def test_notebook_pdfs_use_the_projects_template_at_ten_points(tmp_path):
     assert left < 72 * 0.95  # the text starts inside nbconvert's 1 in margin
 
 
-def test_part_jobs_run_side_by_side_only_as_far_as_memory_holds():
-    from attnknn_lib.workflow.cli import PART_MEMORY_GB, parts_at_once
+def test_part_jobs_run_side_by_side_only_as_far_as_memory_holds(tmp_path):
+    from attnknn_lib.workflow.cli import RESERVED_MEMORY_GB, part_memory_budget_gb
+    from attnknn_lib.workflow.plan import make_plan
+    from attnknn_lib.workflow.profiles import resolve
 
-    assert parts_at_once(24 * 2 ** 30) == 1  # this 2-core, 24 GB machine: one study part at a time
-    assert parts_at_once(2 ** 30) == 1  # never none
-    assert parts_at_once(128 * 2 ** 30) == 128 // PART_MEMORY_GB
+    resolved = resolve("cpu", None, [])
+    plan = make_plan({n: resolved[n] for n in ("attention_study", "k_sweep", "theory")}, Paths(tmp_path),
+                     pdf=False, paper=False)
+    study, sweep = (plan["experiments"][n]["part_memory_gb"] for n in ("attention_study", "k_sweep"))
+    assert "part_memory_gb" not in plan["experiments"]["theory"]  # no parts
+    gb = 2 ** 30
+    # this 24 GB machine: one study part and one k-sweep part at once, never two study parts
+    budget = part_memory_budget_gb(plan, 24 * gb)
+    assert budget == 24 - RESERVED_MEMORY_GB and study + sweep <= budget < 2 * study
+    assert part_memory_budget_gb(plan, 4 * gb) == study  # the largest part can always run, alone
+    assert part_memory_budget_gb(plan, 128 * gb) // study == 7
 
 
 def test_a_jobs_peak_memory_counts_its_largest_child():

@@ -96,15 +96,17 @@ def longest_notebook(plan: dict, *roots: Path) -> str | None:
     return None
 
 
-PART_MEMORY_GB = 16  # what one part job of the cpu profile may hold (the study's seed parts peak near 14 GB)
+RESERVED_MEMORY_GB = 4  # left to the training and notebook jobs beside the parts, and the system
 
 
-def parts_at_once(total_bytes: int | None = None) -> int:
-    """How many part jobs may run side by side on this machine: its memory over
-    :data:`PART_MEMORY_GB`, at least one (two study parts at once ran out of 24 GB)."""
+def part_memory_budget_gb(plan: dict, total_bytes: int | None = None) -> int:
+    """The memory, in GB, that part jobs running side by side may declare together
+    (``part_memory_gb`` of each in the plan): the machine's less :data:`RESERVED_MEMORY_GB`, and never
+    less than the largest part's, so that every part can run (alone)."""
     if total_bytes is None:
         total_bytes = total_ram_bytes()
-    return max(1, int(total_bytes // (PART_MEMORY_GB * 2 ** 30)))
+    largest = max((e.get("part_memory_gb", 0) for e in plan["experiments"].values()), default=0)
+    return max(largest, int(total_bytes / 2 ** 30) - RESERVED_MEMORY_GB)
 
 
 def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> list[str]:
@@ -116,7 +118,8 @@ def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> li
     if args.executor and args.executor != "local":
         cmd += ["--executor", args.executor, "--jobs", str(args.jobs or 4)]
     else:
-        cmd += ["--cores", str(cores), "--resources", f"part_memory={parts_at_once()}"]
+        budget = part_memory_budget_gb(json.loads(Path(plan_path).read_text()))
+        cmd += ["--cores", str(cores), "--resources", f"part_memory={budget}"]
     if args.workflow_profile:
         cmd += ["--workflow-profile", str(Path(args.workflow_profile).resolve())]
     if args.force:

@@ -35,6 +35,14 @@ def notebook_code(exp: Experiment) -> str:
     return code_fingerprint(imported_files([f"{PACKAGE_DIR.name}.experiments.{exp.name}"], cells))
 
 
+# What one part job may hold, in GB (peak resident, cpu profile): the local run lets part jobs run side
+# by side while their sum fits the machine's memory (attnknn_lib.workflow.cli.part_memory_budget_gb).
+# The study's seed parts held 14 GB (two at once ran out of 24 GB; one alone reached 22.5 GB before
+# the NLL selection's k was capped); the k-sweep's and the regimes' seed parts hold a few GB.
+PART_MEMORY_GB = {"attention_study": 16}
+OTHER_PART_MEMORY_GB = 4
+
+
 def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -> dict:
     """The plan of ``resolved`` ({experiment: params}); writes the run specs under the artifacts folder."""
 
@@ -57,7 +65,8 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -
                                      # where they are stored, and the code they are computed by (the
                                      # experiment's, without the notebook's cells: editing those reruns
                                      # only the notebook job)
-                                     **({"part_dir": part_dir(cfg, name), "part_code": experiment_code(name)}
+                                     **({"part_dir": part_dir(cfg, name), "part_code": experiment_code(name),
+                                         "part_memory_gb": PART_MEMORY_GB.get(name, OTHER_PART_MEMORY_GB)}
                                         if exp.parts else {})}
     for rid, run in merge_runs(every_run).items():  # one spec per model, whichever experiments need it
         run.write_spec(paths.artifacts / "runs")
