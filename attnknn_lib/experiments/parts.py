@@ -1,8 +1,7 @@
 """A measurement cut into parts that the workflow runs as jobs of their own.
 
 An experiment whose notebook would take longer than one job should (the study's seeds, the real
-regimes' seeds, the k-sweep's seeds) declares ``parts(cfg)`` (names such as ``seed0``) and
-``run_part(cfg, paths, part)``.
+regimes' seeds) declares ``parts(cfg)`` (names such as ``seed0``) and ``run_part(cfg, paths, part)``.
 The workflow runs one job per part beside the other jobs; each writes its result under
 ``<artifacts>/parts/<experiment>/<config fingerprint>/<part>.pkl`` with the key it was computed under (the config's
 fingerprint and the experiment's code). The notebook's ``run`` then asks :func:`part_result` for each
