@@ -37,9 +37,9 @@ def notebook_code(exp: Experiment) -> str:
 
 # What one part job may hold, in GB (peak resident, cpu profile): the local run lets part jobs run side
 # by side while their sum fits the machine's memory (attnknn_lib.workflow.cli.part_memory_budget_gb).
-# The study's seed parts held 14 GB (two at once ran out of 24 GB; one alone reached 22.5 GB before
-# the NLL selection's k was capped); the k-sweep's and the regimes' seed parts hold a few GB.
-PART_MEMORY_GB = {"attention_study": 16}
+# Peaks measured in the final run: the study's seed parts 4.6-5.7 GB (14-22.5 GB before the NLL
+# selection's k was capped), the k-sweep's 2.9 GB, the regimes' 1.6-1.9 GB.
+PART_MEMORY_GB = {"attention_study": 8}
 OTHER_PART_MEMORY_GB = 4
 
 
