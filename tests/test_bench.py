@@ -83,18 +83,25 @@ def test_an_experiments_own_training_jobs_count_towards_its_budget(tmp_path):
     assert st["own_training_seconds"] == pytest.approx(100.0 * len(own))
 
 
-def test_the_runs_wall_time_spans_its_jobs_which_ran_side_by_side(tmp_path):
+def test_the_runs_wall_time_spans_its_jobs_which_ran_side_by_side_less_the_pauses(tmp_path):
     times = tmp_path / TIMES
-    # two notebooks of 100 s that ended together (side by side), then a report of 5 s
+    # two notebooks of 100 s that ended together (side by side), then a report of 5 s; then, after
+    # a pause of an hour (the run resumed in a later session), a paper job of 10 s
     jobs = (("notebook", "main", 100.0, "00:01:40"), ("notebook", "noise", 100.0, "00:01:40"),
-            ("report", "report", 5.0, "00:01:45"))
+            ("report", "report", 5.0, "00:01:45"), ("paper", "paper", 10.0, "01:01:55"))
     for stage, name, seconds, end in jobs:
         path = record_time(times, stage, name, seconds)
         path.write_text(json.dumps({**json.loads(path.read_text()), "finished": f"2026-01-01T{end}+00:00"}))
     out = bench.cpu_stage_times(tmp_path)
-    assert out["total_seconds"] == pytest.approx(205.0)  # the sum of the job times
-    assert out["wall_seconds"] == pytest.approx(105.0)  # from the first start to the last end
-    assert out["busy_share"] == pytest.approx(205.0 / (105.0 * out["cores"]))
+    assert out["total_seconds"] == pytest.approx(215.0)  # the sum of the job times
+    assert out["wall_seconds"] == pytest.approx(115.0)  # while some job ran: the hour's pause left out
+    assert out["busy_share"] == pytest.approx(215.0 / (115.0 * out["cores"]))
+
+
+@pytest.mark.parametrize("spans, covered", [([], 0.0), ([(0, 10)], 10.0), ([(0, 10), (5, 12)], 12.0),
+                                            ([(0, 10), (2, 3)], 10.0), ([(20, 30), (0, 10)], 20.0)])
+def test_the_covered_time_counts_overlaps_once_and_gaps_not_at_all(spans, covered):
+    assert bench.covered_seconds(spans) == pytest.approx(covered)
 
 
 def test_the_training_steps_alone_are_summed_over_every_run_and_set_against_the_core_budget(tmp_path, monkeypatch):

@@ -43,10 +43,14 @@ def test_the_plan_gives_the_long_experiments_their_part_jobs_and_a_bad_part_gets
     from attnknn_lib.workflow.profiles import resolve
 
     resolved = resolve("cpu", None, [])
-    plan = make_plan({n: resolved[n] for n in ("attention_study", "headroom_regimes", "k_sweep", "theory")},
+    plan = make_plan({n: resolved[n] for n in ("attention_study", "headroom_regimes", "k_sweep", "main", "theory")},
                      Paths(tmp_path), pdf=False, paper=False)
     study, regimes = plan["experiments"]["attention_study"], plan["experiments"]["headroom_regimes"]
-    assert study["parts"] == [f"seed{s}" for s in range(5)] + ["second_digits"]
+    # the collapse sweep of the first three seeds is a part of its own (a seed with it took 18-20 min)
+    assert study["parts"] == [f"seed{s}" for s in range(5)] + [f"collapse{s}" for s in range(3)] + ["second_digits"]
+    # main: one part per Fashion-MNIST seed, one per tabular dataset (its ten splits)
+    assert plan["experiments"]["main"]["parts"] == [f"fashion_mnist_seed{s}" for s in range(5)] + [
+        d for d in resolved["main"]["datasets"].split(",") if d != "fashion_mnist"]
     assert regimes["parts"] == [f"seed{s}" for s in range(5)] and plan["experiments"]["theory"]["parts"] == []
     assert plan["experiments"]["k_sweep"]["parts"] == ["seed0", "seed1", "seed2"]
     path = tmp_path / "plan.json"
@@ -56,7 +60,7 @@ def test_the_plan_gives_the_long_experiments_their_part_jobs_and_a_bad_part_gets
     assert len(err) == 1 and "part='seed9' is not a part of headroom_regimes" in err[0] and "seed0" in err[0]
 
 
-@pytest.mark.parametrize("name", ["attention_study", "headroom_regimes", "k_sweep"])
+@pytest.mark.parametrize("name", ["attention_study", "headroom_regimes", "k_sweep", "main"])
 def test_a_parted_experiment_declares_both_halves(name):
     exp = catalog.get(name)
     assert exp.parts is not None and exp.run_part is not None and exp.parts(exp.Config())

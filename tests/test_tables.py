@@ -200,8 +200,6 @@ def test_a_notebook_table_renders_as_markdown_that_keeps_every_interval_on_one_l
     assert show(df)._repr_markdown_() == text and "<table" in show(df)._repr_html_()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 45, missed in the final run: the study's findings are 641 words (target "
-                   "< 600, one page); shortening them changes the study's views, so its parts rerun with the fix")
 def test_the_study_findings_fit_a_page_and_its_variants_figure_reads_against_the_strongest_rule():
     study = api("attention_study")
     rec = _record("attention_study_fashion_mnist")

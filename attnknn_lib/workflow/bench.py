@@ -239,6 +239,17 @@ def smoke_end_to_end() -> dict:
     return {"seconds": seconds, "budget_seconds": SMOKE_BUDGET_S, "over_budget": seconds / SMOKE_BUDGET_S}
 
 
+def covered_seconds(spans: list[tuple[float, float]]) -> float:
+    """The length of the union of the intervals ``spans`` [(start, end)]: |U_i [s_i, e_i]|, the
+    time during which at least one job ran (overlaps counted once, gaps not at all)."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
 def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
     """Stage times of the last ``cpu`` run under ``root``: the training jobs of the cpu plan, each
     notebook, the PDF exports, the report and the paper (job wall times from ``.attnknn/times``;
@@ -322,9 +333,10 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
     total = sum(v["seconds"] or 0.0 for v in stages.values())  # own training is inside "training"
     total += sum(x or 0.0 for v in stages.values() for x in (v.get("parts") or {}).values())  # part jobs
     complete = missing == 0 and all(v["seconds"] is not None and not v.get("missing") for v in stages.values())
-    # jobs run side by side, so the run's wall time (first job's start to last job's end, without
-    # the set-up before the first job) is less than the sum of the job times
-    wall = max(e for _, e in spans) - min(s for s, _ in spans) if spans else None
+    # jobs run side by side, so the run's wall time is less than the sum of the job times; a run
+    # resumed in a later session pauses between sessions, so the wall time counts only the time
+    # some job was running (first job's start to last job's end, less the gaps)
+    wall = covered_seconds(spans) if spans else None
     cores = os.cpu_count() or 1
     steps = stages["training"]["step_seconds"]
     return {"stages": stages, "total_seconds": total, "wall_seconds": wall, "complete": complete, "cores": cores,
@@ -487,7 +499,7 @@ def table(bench: dict):
                  "cores' busy share over the wall time"))
     if cpu.get("wall_seconds") is not None:
         floor = cpu.get("floor_seconds")
-        rows.append(("cpu run: wall time, first job to last (jobs side by side)", f"{cpu['wall_seconds'] / 60:.1f} min",
+        rows.append(("cpu run: wall time while jobs ran (side by side; pauses between sessions left out)", f"{cpu['wall_seconds'] / 60:.1f} min",
                      cpu["wall_seconds"] / floor if floor else float("nan"),
                      "times the training steps' floor" if floor else ""))
     return pd.DataFrame(rows, columns=["measurement", "measured", "ratio", "ratio means"])

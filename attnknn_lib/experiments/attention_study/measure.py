@@ -16,7 +16,7 @@ from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.base.timing import peak_memory_gb
 from attnknn_lib.data.label_noise import inject_label_noise
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.data.spec import prepare
+from attnknn_lib.data.spec import Prepared, prepare
 from attnknn_lib.evaluation.bootstrap import paired_bootstrap_diff
 from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs
@@ -59,6 +59,7 @@ from attnknn_lib.models.neighbour_heads import (
 )
 from attnknn_lib.training.head_fitting import Neighbourhoods, predict, train_head
 from attnknn_lib.training.loops import selection_key
+from attnknn_lib.training.runs import TrainingRun
 
 ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blind_heldout": 0.01}  # others: 0
 DECAYS = (1.0, 2.0, 4.0, 8.0, 16.0)  # rank-decay lengths of the geometry-only ceiling
@@ -789,39 +790,87 @@ def _train_rows(n: int, size: int, seed: int) -> np.ndarray:
 
 
 def parts(cfg: Config) -> list[str]:
-    """One part per seed and one per second dataset (:mod:`~attnknn_lib.experiments.parts`): the
-    workflow runs them as jobs of their own, so no job holds the whole study."""
-    return [f"seed{seed}" for seed in cfg.seeds] + [f"second_{name}" for name in cfg.second_datasets]
+    """One part per seed, one per seed of the collapse sweep and one per second dataset
+    (:mod:`~attnknn_lib.experiments.parts`): the workflow runs them as jobs of their own, so no job
+    holds the whole study (a seed with its sweep took 18-20 min of job time, one without 10-11)."""
+    return [f"seed{seed}" for seed in cfg.seeds] + [f"collapse{seed}" for seed in collapse_seeds(cfg)] \
+        + [f"second_{name}" for name in cfg.second_datasets]
+
+
+def collapse_seeds(cfg: Config) -> tuple[int, ...]:
+    """The seeds of the collapse sweep: the first ``collapse_seeds``, where the clean memory is studied."""
+    return tuple(cfg.seeds[:cfg.collapse_seeds]) if "clean" in cfg.settings else ()
 
 
 def _gallery_k(cfg: Config) -> int:
     return cfg.k if cfg.k in cfg.variant_ks else max(cfg.variant_ks)
 
 
-def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
-    """One seed of the study: every memory setting's headroom, ceilings, references, main's
-    Attn-KNN and variants; its diagnostics, long-tailed memory and end-to-end control; the gallery's
-    cases and images on the first seed. Writes the seed's neighbour lists under the artifacts."""
+@dataclass
+class SeedMemory:
+    """What every memory setting of one seed is built from: main's frozen embedding, its bank, the
+    neighbour lists (training queries without themselves) and the rule search over them."""
+
+    prepared: Prepared
+    run: TrainingRun
+    trained: object  # the cached training result: model, history, best epoch
+    frozen: object
+    bank: MemoryBank
+    self_nb: Neighbors
+    val_nb: Neighbors
+    test_nb: Neighbors
+    rows: np.ndarray  # the training queries of the heads
+    search: Search
+
+    def setting(self, cfg: Config, setting: str, seed: int) -> Memory:
+        """The memory of ``setting`` (:func:`memory_setting`) on this seed."""
+        ds = self.prepared.dataset
+        return memory_setting(self.frozen, ds.train.y, self.self_nb, self.val_nb, self.test_nb, ds.val.y, ds.test.y,
+                              self.rows, setting, ds.num_classes, cfg, seed)
+
+
+def seed_memory(cfg: Config, paths: Paths, seed: int) -> SeedMemory:
+    """Main's Attn-KNN of ``seed`` (cached), its frozen embedding, bank and neighbour lists."""
     cpu = torch.device("cpu")
     prepared = prepare(core.data_spec(cfg, cfg.dataset))
+    ds = prepared.dataset
+    k_max = min(cfg.k_max, len(ds.train) - 1)
+    run_ = runs(cfg)[cfg.seeds.index(seed)]
+    trained = core.trained(run_, paths, prepared)[0]
+    frozen = core.frozen_embeddings(run_, trained.model.to(cpu), prepared, paths, cpu)
+    bank = MemoryBank().build(frozen.train, ds.train.y)
+    self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k + 1), np.arange(len(frozen.train)))
+    return SeedMemory(prepared, run_, trained, frozen, bank, self_nb, bank.search(frozen.val, k_max),
+                      bank.search(frozen.test, k_max), _train_rows(len(frozen.train), cfg.train_queries, seed),
+                      core.searcher(bank, {"val": frozen.val, "test": frozen.test}))
+
+
+def measure_collapse(cfg: Config, paths: Paths, seed: int) -> dict:
+    """The collapse sweep (:func:`collapse_sweep`) of one seed on its clean memory, against that
+    memory's reference: a part of its own, as it takes about as long as the rest of the seed."""
+    sm = seed_memory(cfg, paths, seed)
+    mem = sm.setting(cfg, "clean", seed)
+    _, ref_probs, _ = reference_entry(cfg, mem, sm.search, sm.prepared.dataset, seed)
+    return collapse_sweep(cfg, mem, sm.prepared.dataset, seed, ref_probs)
+
+
+def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
+    """One seed of the study (its collapse sweep aside, :func:`measure_collapse`): every memory
+    setting's headroom, ceilings, references, main's Attn-KNN and variants; its diagnostics,
+    long-tailed memory and end-to-end control; the gallery's cases and images on the first seed.
+    Writes the seed's neighbour lists under the artifacts."""
+    sm = seed_memory(cfg, paths, seed)
+    prepared, run_, trained, frozen, bank = sm.prepared, sm.run, sm.trained, sm.frozen, sm.bank
+    val_nb, test_nb, search = sm.val_nb, sm.test_nb, sm.search
     ds = prepared.dataset
     c = ds.num_classes
     k_max = min(cfg.k_max, len(ds.train) - 1)
     k_gallery = _gallery_k(cfg)
     gallery_cases: dict = {}
     gallery_images: dict = {}
-    run_ = runs(cfg)[cfg.seeds.index(seed)]
-    trained = core.trained(run_, paths, prepared)[0]
-    frozen = core.frozen_embeddings(run_, trained.model.to(cpu), prepared, paths, cpu)
-    bank = MemoryBank().build(frozen.train, ds.train.y)
-    self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k + 1), np.arange(len(frozen.train)))
-    val_nb, test_nb = bank.search(frozen.val, k_max), bank.search(frozen.test, k_max)
-    rows = _train_rows(len(frozen.train), cfg.train_queries, seed)
-    search = core.searcher(bank, {"val": frozen.val, "test": frozen.test})
     settings, arrays = {}, {}
     for setting in cfg.settings:
-        mem = memory_setting(frozen, ds.train.y, self_nb, val_nb, test_nb, ds.val.y, ds.test.y, rows, setting,
-                             c, cfg, seed)
+        mem = sm.setting(cfg, setting, seed)
         entry = {"headroom": headroom_table(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
                  "ceilings": ceilings(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
                  "flipped_share": float(mem.flipped.mean())}
@@ -829,9 +878,6 @@ def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
         # main's Attn-KNN (trained end to end on clean labels), voting over this memory's labels
         entry["attnknn"] = main_attention(cfg, trained.model.attention, bank, frozen, (val_nb, test_nb), ds,
                                           seed, ref_probs, labels=mem.labels, reference_nll=nll_probs)
-        if setting == "clean":
-            if seed in cfg.seeds[:cfg.collapse_seeds]:
-                entry["collapse"] = collapse_sweep(cfg, mem, ds, seed, ref_probs)
         if setting in cfg.variant_settings:
             kept: dict = {}
             entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
@@ -871,6 +917,8 @@ def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
 def _compute_part(cfg: Config, paths: Paths, part: str):
     if part.startswith("second_"):
         return second_dataset(cfg, paths, part.removeprefix("second_"))
+    if part.startswith("collapse"):
+        return measure_collapse(cfg, paths, int(part.removeprefix("collapse")))
     return measure_seed(cfg, paths, int(part.removeprefix("seed")))
 
 
@@ -890,6 +938,8 @@ def run(cfg: Config, paths: Paths) -> dict:
     part = {p: part_result(paths, cfg, NAME, p, lambda p=p: _compute_part(cfg, paths, p))
             for p in bar(parts(cfg), desc="parts")}
     per_seed = {str(seed): part[f"seed{seed}"]["per_seed"] for seed in cfg.seeds}
+    for seed in collapse_seeds(cfg):
+        per_seed[str(seed)]["settings"]["clean"]["collapse"] = part[f"collapse{seed}"]
     gallery_cases = {k: v for seed in cfg.seeds for k, v in part[f"seed{seed}"]["gallery_cases"].items()}
     gallery_images = {k: v for seed in cfg.seeds for k, v in part[f"seed{seed}"]["gallery_images"].items()}
     if gallery_images:

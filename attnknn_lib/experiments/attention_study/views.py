@@ -15,6 +15,7 @@ from attnknn_lib.experiments.attention_study.measure import (
     gallery_key,
     gallery_path,
 )
+from attnknn_lib.experiments.fixed_embedding import HeadKnobs as FixedEmbeddingConfig
 from attnknn_lib.experiments.fixed_embedding import k_range
 from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
@@ -276,8 +277,8 @@ def counted(setting: str, cfg: dict) -> bool:
 
 
 def attnknn_line(record: dict) -> str:
-    """Attn-KNN itself against the strongest rule in every setting the record measured it in, with the
-    reference's k beside it (the reason a fixed k = 16 loses under noise)."""
+    """Attn-KNN itself against the strongest rule in every setting the record measured it in, then
+    the reference's k where Attn-KNN loses (the reason a fixed k = 16 loses under noise)."""
     res, k = record["results"], str(record["config"]["k"])
     settings = res["summary"]["settings"]
     cells = []
@@ -285,10 +286,8 @@ def attnknn_line(record: dict) -> str:
         if "attnknn" not in s:
             continue
         v = s["attnknn"]["verdicts_reference"]["accuracy"]
-        ks = _reference_ks(s)
-        notes = ([f"the rule's k {k_range(ks)}"] if ks else []) + ([] if counted(st, record["config"]) else
-                                                                   ["not counted: models below main's budget"])
-        cells.append(f"{setting_title(st)} {_interval(v, 'accuracy')}" + (f" ({'; '.join(notes)})" if notes else ""))
+        note = "" if counted(st, record["config"]) else " (not counted: models below main's budget)"
+        cells.append(f"{setting_title(st)} {_interval(v, 'accuracy')}{note}")
     clean = settings["clean"]
     losses = [st for st, s in settings.items() if "attnknn" in s and
               s["attnknn"]["verdicts_reference"]["accuracy"]["verdict"] == "worse"]
@@ -296,10 +295,10 @@ def attnknn_line(record: dict) -> str:
     noisy = [st for st in wide if is_noise(st)]
     why = ""
     if wide:
-        why = (f" Where it loses, the rule votes over more neighbours than Attn-KNN's fixed k = {k} "
-               f"(up to {max(max(_reference_ks(settings[st])) for st in wide)})"
-               + (": a wider vote outweighs flipped labels, a reweighting of "
-                  f"{k} cannot." if noisy else "."))
+        ranges = ", ".join(f"{k_range(_reference_ks(settings[st]))} ({setting_title(st)})" for st in wide)
+        why = (f" Where it loses, the rule votes over more neighbours than Attn-KNN's fixed {k}: k {ranges}"
+               + (f"; a wider vote outweighs flipped labels, and Attn-KNN's weighting of {k}, trained on clean "
+                  f"labels, does not." if noisy else "."))
     return (f"- **Attn-KNN** ({REGISTRY[record['dataset']].title}, trained end to end, "
             f"{seeds_text(len(clean['seeds']))}) against the strongest rule that learns nothing on its own embedding, "
             f"accuracy: " + "; ".join(cells) + "." + why)
@@ -322,8 +321,7 @@ def proper_line(record: dict) -> str | None:
             cells.append(f"{setting_title(st)}: " + ", ".join(parts))
     if not cells:
         return None
-    return ("- **Calibration** (proper scores), calibrated NLL minus that of the same reference search tuned on "
-            "NLL: " + "; ".join(cells) + ".")
+    return ("- **Calibration** (proper scores): calibrated NLL minus that of the reference tuned on NLL: " + "; ".join(cells) + ".")
 
 
 def budgets(setting: dict, kv: dict) -> dict[str, int] | None:
@@ -379,16 +377,16 @@ def collapse_reading(record: dict) -> str | None:
     v = es[name]["verdicts_reference"]["accuracy"]
     moved = [n for n in es if es[n]["effective_k"]["mean"] < UNIFORM_SHARE * k]
     if not moved:
-        return (f"none of the {len(es)} settings moves the weights from uniform (lowest effective k {keff:.2f} of {k}, "
-                f"{name}): the collapse is not an artefact of the learning rate, the temperature's bounds or the "
-                f"initialisation")
+        return (f"none of the {len(es)} one-knob changes (learning rate, temperature bounds, initialisation) brings "
+                f"the effective k below {UNIFORM_SHARE * k:.1f} of {k} ({100 * UNIFORM_SHARE:g} % of k, the declared "
+                f"threshold); the lowest (\"{name}\", {keff:.2f}) scores {_interval(v, 'accuracy')} against the "
+                f"strongest rule")
     said = {"better": "sharper weights beat the rule there", "worse": "sharper weights cost accuracy there",
             "equivalent": "sharper weights matched the rule there",
             "inconclusive": "the seeds cannot tell whether sharper weights help"}[v["verdict"]]
-    return (f"changing one knob at a time, {len(moved)} of {len(es)} settings bring the effective k below "
-            f"{UNIFORM_SHARE * k:.1f} of {k} ({100 * UNIFORM_SHARE:g} % of k, the threshold for moving from "
-            f"uniform); the sharpest (\"{name}\") reaches {keff:.2f} and scores {_interval(v, 'accuracy')} against "
-            f"the strongest rule: {said}")
+    return (f"{len(moved)} of {len(es)} one-knob changes bring the effective k below {UNIFORM_SHARE * k:.1f} of {k} "
+            f"({100 * UNIFORM_SHARE:g} % of k); the sharpest (\"{name}\", {keff:.2f}) scores {_interval(v, 'accuracy')} "
+            f"against the strongest rule: {said}")
 
 
 def _diff_cell(v: dict, metric: str, latex: bool, interval: bool = True) -> str:
@@ -990,7 +988,7 @@ def study_macros(record: dict) -> dict[str, str]:
         out[macro_name(NAME, ds, "Second", name, "Title")] = e["title"]
     sweep = collapse_reading(record)
     if sweep:
-        out[macro_name(NAME, ds, "Collapse Reading")] = sweep
+        out[macro_name(NAME, ds, "Collapse Reading")] = sweep.replace("**", "")  # the verdict's bold is markdown
         out[macro_name(NAME, ds, "Collapse Seeds")] = seeds_text(len(res["summary"]["settings"]["clean"]["collapse"]["seeds"]))
     return out
 
@@ -1034,10 +1032,12 @@ def _chosen_against_reference(kv: dict | None) -> dict | None:
     return None
 
 
-def answer_lines(records: list[dict]) -> list[str]:
+def answer_lines(records: list[dict], headroom: bool = True) -> list[str]:
     """The README's answer: a few bullets, Attn-KNN itself first, each a method against the strongest
     rule that learns nothing with its seed-level difference and verdict, then a glossary (generated
-    from the study's record; an older record without Attn-KNN's own reference reads as before)."""
+    from the study's record; an older record without Attn-KNN's own reference reads as before).
+    ``headroom`` off leaves the clean memory's learnable headroom out of the chosen head's line (the
+    notebook's findings give it for every setting in a line of its own)."""
     if not records:
         return []
     record = records[0]
@@ -1055,16 +1055,14 @@ def answer_lines(records: list[dict]) -> list[str]:
         lines.append(proper)
     kv = (clean.get("variants") or {}).get(k)
     v = _chosen_against_reference(kv)
-    if v:
-        room = (f"; learnable headroom {_interval(kv['learnable']['verdicts']['accuracy'], 'accuracy')}"
-                if kv.get("learnable") else "")
-        lines.append(f"- **The chosen head** on the clean memory (k = {k}, {variant_label(kv['chosen'])}) against "
-                     f"the strongest rule: {_interval(v, 'accuracy')}{room}.")
-    noisy = [f"{setting_title(st)} {_interval(v, 'accuracy')}" for st, s in settings.items()
-             if is_noise(st) and (v := _chosen_against_reference((s.get("variants") or {}).get(k)))]
-    if noisy:
-        lines.append("- **Noisy labels in the memory**, the chosen head against the strongest rule: "
-                     + "; ".join(noisy) + ".")
+    if v:  # the clean memory, then the noisy ones, in one line
+        room = (f" (learnable headroom {_interval(kv['learnable']['verdicts']['accuracy'], 'accuracy')})"
+                if kv.get("learnable") and headroom else "")
+        noisy = [f"{setting_title(st)} {_interval(n, 'accuracy')}" for st, s in settings.items()
+                 if is_noise(st) and (n := _chosen_against_reference((s.get("variants") or {}).get(k)))]
+        lines.append(f"- **The chosen head** (k = {k}; on the clean memory {variant_label(kv['chosen'])}) against the "
+                     f"strongest rule: clean memory {_interval(v, 'accuracy')}{room}"
+                     + "".join(f"; {c}" for c in noisy) + ".")
     for setting, s in settings.items():
         v = _chosen_against_reference((s.get("variants") or {}).get(k))
         if setting.startswith("long_tail/") and v:
@@ -1077,7 +1075,7 @@ def answer_lines(records: list[dict]) -> list[str]:
                          f"correct for class shares: {_interval(v, 'accuracy')}{budget}.")
     second = second_line(record)
     if second:
-        lines.append(f"- **Digits, descriptive only** (not counted in any verdict): {second}.")
+        lines.append(f"- **A second dataset, descriptive only** (in no verdict): {second[0].upper()}{second[1:]}.")
     e2e = res["summary"].get("end_to_end")
     if e2e:
         m = e2e["models"]
@@ -1093,7 +1091,9 @@ def answer_lines(records: list[dict]) -> list[str]:
     return lines + ["", "**Terms.**", ""] + glossary
 
 
-UNIFORM_SHARE = 0.99  # effective k above this share of k reads as "still uniform" (15.84 of 16)
+# effective k at or above this share of k reads as "still uniform" (14.4 of 16): the share the positive
+# control and the real regimes declared before their runs, so every experiment reads the same threshold
+UNIFORM_SHARE = FixedEmbeddingConfig.__dataclass_fields__["moved_share"].default
 
 
 def end_to_end_reading(e2e: dict, k: int) -> str:
@@ -1103,7 +1103,7 @@ def end_to_end_reading(e2e: dict, k: int) -> str:
     keff = {name: m["effective_k"]["mean"] for name, m in e2e["models"].items()}
     flat = {name: v >= UNIFORM_SHARE * k for name, v in keff.items()}
     if flat["no_bonus"] and flat["prototype"]:
-        return "without the bonus the weights stay as close to uniform as with it, so the bonus is not what holds them there"
+        return "the weights stay as near uniform as with it: the bonus does not hold them"
     if flat["prototype"]:
         return "without the bonus the weights leave uniform, so the bonus does hold them there"
     if flat["no_bonus"]:
@@ -1174,7 +1174,7 @@ def findings(record: dict) -> str:
     res = record["results"]
     k = str(record["config"]["k"])
     answer = plain_answer(record)
-    lines = answer_lines([record])
+    lines = answer_lines([record], headroom=False)
     lines = lines[:lines.index("")] if "" in lines else lines  # the README's glossary: the cells above define terms
     if answer:  # the answer leads, in bold (the README's Results block shows that line alone)
         lines = [f"**{answer}**", ""] + [ln for ln in lines if not ln.startswith("- **The answer.**")]
@@ -1182,12 +1182,12 @@ def findings(record: dict) -> str:
     fixable = [f"{setting_title(st)} {pct(s['headroom'][k]['fixable'])} %" for st, s in settings.items()
                if s.get("headroom", {}).get(k)]
     if fixable:
-        lines.append(f"- **Room to win at k = {k}**: the share of test queries some reweighting of the {k} neighbours "
+        lines.append(f"- **Room to win at k = {k}**: share of test queries a reweighting of the {k} neighbours "
                      f"could fix: " + "; ".join(fixable) + ".")
     rooms = [f"{setting_title(st)} {_interval(kv['learnable']['verdicts']['accuracy'], 'accuracy')}"
              for st, s in settings.items() if (kv := (s.get("variants") or {}).get(k)) and kv.get("learnable")]
     if rooms:
-        lines.append(f"- **Learnable headroom at k = {k}** (the better learner on clean held-out labels minus the "
+        lines.append(f"- **Learnable headroom at k = {k}** (the best learner on clean held-out labels minus the "
                      f"strongest rule): " + "; ".join(rooms) + ".")
     sweep = collapse_reading(record)
     if sweep:

@@ -16,6 +16,7 @@ from attnknn_lib.experiments.main.config import ARTIFACTS, NAME, NOTEBOOK, Confi
 
 EXPERIMENT = Experiment(
     name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
+    parts=measure.parts, run_part=measure.run_part,
     # the main table leads the README's results block (no heading)
     views=Views(macros=views.macros, readme_lines=views.readme_lines),
     question="Attn-KNN against tuned uniform / distance / cosine kNN and a CNN, five datasets (Fashion-MNIST: 5 "

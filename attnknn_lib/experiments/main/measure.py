@@ -27,7 +27,8 @@ from attnknn_lib.evaluation.methods import (
 from attnknn_lib.evaluation.metrics import METRICS, accuracy
 from attnknn_lib.evaluation.verdicts import HIGHER_IS_BETTER, seed_level, split_level, verdict
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, Config
+from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, NAME, Config
+from attnknn_lib.experiments.parts import part_result, part_seconds
 from attnknn_lib.knn.votes import softmax_rows, vote
 from attnknn_lib.models import MultiHeadNeighborAttention
 from attnknn_lib.training.convergence import plateau
@@ -188,50 +189,96 @@ def _paired(cfg: Config, test_probs: dict[str, dict[str, tuple[np.ndarray, np.nd
     return out
 
 
-def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
-    """Every seed of one dataset: load the models, evaluate, aggregate, compare; save the arrays."""
-    device, prov, clock = core.begin(cfg)
+def measure_replicate(cfg: Config, name: str, seed: int, spec, paths: Paths) -> dict:
+    """One replicate (seed, or split) of dataset ``name``: load the models, embed, evaluate and score
+    every method; the ablation and the replay on the primary dataset's first seed; save its arrays.
+    Returns its per-seed entry, the compared methods' test probabilities (raw, calibrated), its data
+    fingerprint and, on the first replicate, every method's probabilities and the training curves
+    (the figures read them)."""
+    device = core.start(cfg)
     k_max = max(cfg.k, max(K_ENSEMBLE))
-    per_seed, test_probs, labels, fingerprints, first, replay = {}, {}, {}, {}, None, None
-    for seed, spec in cfg.replicates(name):
-        prepared = prepare(spec)
-        ds = prepared.dataset
-        fingerprints[str(seed)] = prepared.fingerprint()
-        views = tta_views(ds, cfg.tta_views)
-        models, cached = {}, {}
-        for run in core.model_runs(cfg, prepared.spec, (seed,)):
-            models[run.kind], cached[run.kind] = core.trained(run, paths, prepared)
-        attn, cnn = models["attnknn"].model.to(device), models["cnn"].model.to(device)
-        emb = core.embed_views(attn, prepared, cfg.tta_views, k_max, device)
-        methods = {**knn_methods(emb, ds, cfg.k), **attnknn_methods(attn.attention, emb, cfg.k),
-                   **cnn_methods(cnn, ds, views, device=device)}
-        for run in (cfg.control_runs() if name == cfg.primary else []):
-            if run.seed == seed:
-                control = core.trained(run, paths, prepared)[0].model.to(device)
-                methods["cnn_mixup"] = core.cnn_method(control, prepared, device)
-        methods["reference"] = core.reference_of(emb, prepared)  # k, rule, filter, prior tuned on validation
-        methods = {m: methods[m] for m in (*METHOD_LABELS, "reference") if m in methods}
-        scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
-        best = best_baseline(methods, ds.val.y, scored)
-        ablation = None
-        if cfg.ablation and name == cfg.primary and seed == cfg.seeds[0]:
-            ablation = run_ablation(cfg, ds, emb, seed)
-        if cfg.replay and name == cfg.primary and seed == cfg.seeds[0]:
-            replay = prototype_replay(cfg, prepared, paths, device, seed, methods, scored, best, emb)
-        per_seed[str(seed)] = {
-            "methods": scored, "best_baseline": best, "ablation": ablation,
-            "training": {kind: {"history": r.history, "best_epoch": r.best_epoch, "seconds": r.seconds,
-                                "plateau": plateau(r.history, r.best_epoch),
-                                "loaded_from_cache": cached[kind]} for kind, r in models.items()},
-            "temperatures": attn.attention.temperatures().tolist(),
-        }
-        test_probs[str(seed)], labels[str(seed)] = {}, ds.test.y
-        for key, m in (("attnknn", "attnknn"), ("reference", "reference"), ("best baseline", best), ("cnn", "cnn")):
-            cal = Calibrator(**scored[m]["calibrator"])  # the one score() fitted on validation
-            test_probs[str(seed)][key] = (methods[m].test, cal.apply(methods[m].test))
-        _save_arrays(name, seed, ds, methods, emb, paths)
-        if first is None:
-            first = DatasetRun(ds, {}, methods, {k: r.history for k, r in models.items()})
+    prepared = prepare(spec)
+    ds = prepared.dataset
+    views = tta_views(ds, cfg.tta_views)
+    models, cached = {}, {}
+    for run in core.model_runs(cfg, prepared.spec, (seed,)):
+        models[run.kind], cached[run.kind] = core.trained(run, paths, prepared)
+    attn, cnn = models["attnknn"].model.to(device), models["cnn"].model.to(device)
+    emb = core.embed_views(attn, prepared, cfg.tta_views, k_max, device)
+    methods = {**knn_methods(emb, ds, cfg.k), **attnknn_methods(attn.attention, emb, cfg.k),
+               **cnn_methods(cnn, ds, views, device=device)}
+    for run in (cfg.control_runs() if name == cfg.primary else []):
+        if run.seed == seed:
+            control = core.trained(run, paths, prepared)[0].model.to(device)
+            methods["cnn_mixup"] = core.cnn_method(control, prepared, device)
+    methods["reference"] = core.reference_of(emb, prepared)  # k, rule, filter, prior tuned on validation
+    methods = {m: methods[m] for m in (*METHOD_LABELS, "reference") if m in methods}
+    scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
+    best = best_baseline(methods, ds.val.y, scored)
+    first = seed == cfg.replicates(name)[0][0]
+    ablation = run_ablation(cfg, ds, emb, seed) if cfg.ablation and name == cfg.primary and first else None
+    replay = None
+    if cfg.replay and name == cfg.primary and first:
+        replay = prototype_replay(cfg, prepared, paths, device, seed, methods, scored, best, emb)
+    entry = {
+        "methods": scored, "best_baseline": best, "ablation": ablation,
+        "training": {kind: {"history": r.history, "best_epoch": r.best_epoch, "seconds": r.seconds,
+                            "plateau": plateau(r.history, r.best_epoch),
+                            "loaded_from_cache": cached[kind]} for kind, r in models.items()},
+        "temperatures": attn.attention.temperatures().tolist(),
+    }
+    test_probs = {}
+    for key, m in (("attnknn", "attnknn"), ("reference", "reference"), ("best baseline", best), ("cnn", "cnn")):
+        cal = Calibrator(**scored[m]["calibrator"])  # the one score() fitted on validation
+        test_probs[key] = (methods[m].test, cal.apply(methods[m].test))
+    _save_arrays(name, seed, ds, methods, emb, paths)
+    return {"per_seed": entry, "test_probs": test_probs, "test_labels": ds.test.y, "fingerprint": prepared.fingerprint(),
+            "replay": replay,
+            "methods": methods if first else None,
+            "histories": {k: r.history for k, r in models.items()} if first else None}
+
+
+def parts(cfg: Config) -> list[str]:
+    """One part per seed of the primary dataset and one per other dataset, all its replicates
+    (:mod:`~attnknn_lib.experiments.parts`): the workflow runs them as jobs of their own (main as
+    one job took 16 min; a tabular dataset's ten splits take seconds)."""
+    return [f"{cfg.primary}_seed{seed}" for seed, _ in cfg.replicates(cfg.primary)] \
+        + [name for name in cfg.datasets if name != cfg.primary]
+
+
+def _compute_part(cfg: Config, paths: Paths, part: str):
+    if part in cfg.datasets:
+        return [measure_replicate(cfg, part, seed, spec, paths) for seed, spec in cfg.replicates(part)]
+    seed = int(part.removeprefix(f"{cfg.primary}_seed"))
+    return measure_replicate(cfg, cfg.primary, seed, dict(cfg.replicates(cfg.primary))[seed], paths)
+
+
+def run_part(cfg: Config, paths: Paths, part: str):
+    """Part ``part`` (see :func:`parts`), computed and stored unless stored under this config and code."""
+    core.start(cfg)
+    return part_result(paths, cfg, NAME, part, lambda: _compute_part(cfg, paths, part))
+
+
+def _dataset_parts(cfg: Config, name: str) -> list[str]:
+    return [p for p in parts(cfg) if p == name or p.startswith(f"{name}_seed")]
+
+
+def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
+    """Every replicate of one dataset (:func:`measure_replicate`, stored by the workflow's part
+    jobs or computed here): aggregate and compare; the record is written."""
+    device, prov, clock = core.begin(cfg)
+    got = [part_result(paths, cfg, NAME, p, lambda p=p: _compute_part(cfg, paths, p)) for p in _dataset_parts(cfg, name)]
+    reps = got[0] if len(got) == 1 and isinstance(got[0], list) else got
+    replicates = cfg.replicates(name)
+    seeds = [str(seed) for seed, _ in replicates]
+    per_seed = {s: r["per_seed"] for s, r in zip(seeds, reps)}
+    test_probs = {s: r["test_probs"] for s, r in zip(seeds, reps)}
+    fingerprints = {s: r["fingerprint"] for s, r in zip(seeds, reps)}
+    replay = next((r["replay"] for r in reps if r["replay"] is not None), None)
+    first_ds = prepare(replicates[0][1]).dataset
+    ds = prepare(replicates[-1][1]).dataset if len(replicates) > 1 and cfg.by_splits(name) else first_ds
+    labels = {s: r["test_labels"] for s, r in zip(seeds, reps)}
+    first = DatasetRun(first_ds, {}, reps[0]["methods"], reps[0]["histories"])
     sizes = (len(ds.test), len(ds.train)) if cfg.by_splits(name) else None
     results = {
         "dataset": ds.summary(),
@@ -244,9 +291,10 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
         "model_configs": {"attention": cfg.attention_config(ds.num_classes).to_dict(),
                           "train": cfg.train_config(ds.kind, cfg.seeds[0]).to_dict(),
                           "backbone": cfg.backbone(ds.kind)[0]},
-        "timings": {"seconds": clock()},
+        # the record's wall time only reads the parts; what computing them took is kept beside it
+        "timings": {"seconds": clock(), "parts_seconds": part_seconds(paths, cfg, NAME, _dataset_parts(cfg, name))},
     }
-    fp = {name: prepared.fingerprint()}
+    fp = {name: fingerprints[seeds[0]]}
     if sizes is not None:  # one data fingerprint per split; the name keeps the first's
         fp = {name: next(iter(fingerprints.values())), **{f"{name} split {s}": f for s, f in fingerprints.items()}}
     _, record = core.write_record(paths, ARTIFACTS, name, cfg, prov, fp, results)
