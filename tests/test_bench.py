@@ -288,3 +288,49 @@ def test_a_bad_profiling_command_is_refused_in_one_line(argv, message, tmp_path,
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and "\n" not in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_the_device_check_sets_each_verdict_beside_the_committed_records_and_counts_the_equal_ones():
+    from attnknn_lib.workflow import device_check
+
+    def record(verdict: str) -> dict:
+        v = {"value": 0.001, "low": -0.001, "high": 0.003, "verdict": verdict, "se": 0.001}
+        return {"results": {"paired": {"attnknn_vs_reference": {"seed_level": {"raw": {"accuracy": v},
+                                                                                "calibrated": {"nll": v}}}}}}
+
+    ours, committed = device_check.verdicts(record("equivalent")), device_check.verdicts(record("inconclusive"))
+    assert set(ours) == {"attnknn_vs_reference raw accuracy", "attnknn_vs_reference calibrated nll"}
+    assert "se" not in ours["attnknn_vs_reference raw accuracy"]
+    assert device_check.compare(ours, ours)["equal"] == 2
+    out = device_check.compare(ours, committed)
+    assert out["equal"] == 0 and out["of"] == 2
+    check = {**out, "device": "GPU", "cpu_count": 16, "measured": "2026-11-27, at abc", "wall_seconds": 160.0,
+             "part_seconds": {"fashion_mnist_seed0": 141.0, "fashion_mnist_seed1": 145.0}}
+    text = bench.device_check_lines(check)[1]
+    assert "0 of its 2 seed-level verdicts" in text and "equivalent [-0.0010, +0.0030] there, inconclusive" in text
+    # the check runs main without what no verdict reads
+    cfg = device_check.check_config("cpu", "cuda")
+    assert cfg.datasets == ("fashion_mnist",) or cfg.datasets == "fashion_mnist"
+    assert not cfg.ablation and not cfg.replay and not cfg.control_runs() and cfg.device == "cuda"
+
+
+def test_the_device_check_refuses_a_bad_device_in_one_line(tmp_path, capsys):
+    from attnknn_lib.workflow import device_check
+
+    assert device_check.main(["--device", "tpu", "--out", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "device='tpu' is not allowed" in err[0]
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_the_status_estimate_counts_an_experiments_part_jobs(tmp_path, monkeypatch):
+    from attnknn_lib.base.paths import Paths
+    from attnknn_lib.workflow import overview
+    from attnknn_lib.workflow.profiles import resolve
+
+    stages = {"training": {"seconds": 100.0, "jobs": 10},
+              "notebook k_sweep": {"seconds": 300.0, "parts": {"seed0": 700.0, "seed1": 250.0, "seed2": None}}}
+    monkeypatch.setattr(overview, "_bench", lambda: stages)
+    states, total = overview._rows({"k_sweep": resolve("cpu", ["k_sweep"], [])["k_sweep"]}, Paths(tmp_path))
+    # nothing under tmp_path: the notebook, its three parts and its three models are all to be run
+    assert states[0]["parts_seconds"] == 950.0 and total == 300.0 + 950.0 + 3 * 10.0

@@ -362,6 +362,9 @@ def run(cfg: BenchConfig, root: Path = REPO_ROOT) -> dict:
     gpu = root / "results" / "training_stage_cuda.json"
     if gpu.exists():  # measured on a GPU machine (training_stage); not rerun here
         out["training_stage_cuda"] = {k: v for k, v in read_json(gpu).items() if k != "runs"}
+    check = root / "results" / "device_check_cuda.json"
+    if check.exists():  # main's comparison measured on a GPU machine (device_check); not rerun here
+        out["device_check_cuda"] = read_json(check)
     out["profiles"] = committed_profiles(root)
     if cfg.smoke:
         print("[bench] the smoke workflow end to end (about 5 minutes)", file=sys.stderr)
@@ -611,7 +614,28 @@ def markdown(bench: dict) -> str:
                       f"{gpu['wall_seconds']:,.0f} s of wall time in {gpu['workers']} processes and "
                       f"{gpu['job_seconds']:,.0f} s of job time{here} (`results/training_stage_cuda.json`, with each "
                       "group's validation accuracy)."]
+    lines += device_check_lines(bench.get("device_check_cuda"))
     return "\n".join(lines)
+
+
+def device_check_lines(check: dict | None) -> list[str]:
+    """Main's Fashion-MNIST comparison measured on a GPU machine (:mod:`.device_check`): its wall time
+    and how many of its seed-level verdicts equal the committed cpu record's, naming those that differ."""
+    if not check:
+        return []
+    def said_of(v: dict) -> str:
+        return f"{v['verdict']} [{v['low']:+.4f}, {v['high']:+.4f}]"
+
+    differ = [f"{key.replace('_', ' ')}: {said_of(v['device'])} there, {said_of(v['committed'])} here"
+              for key, v in check["verdicts"].items() if v["committed"] and v["device"]["verdict"] != v["committed"]["verdict"]]
+    parts = sorted(check["part_seconds"].values())
+    said = (f"Main's Fashion-MNIST comparison on a GPU ({check['device']}, {check['cpu_count']} CPU cores; "
+            f"`python -m attnknn_lib.workflow.device_check --device cuda`, {check['measured'].split(',')[0]}): each of "
+            f"its {len(parts)} seeds trains its Attn-KNN and CNN there and is measured as a part, "
+            f"{len(parts)} side by side ({parts[0]:,.0f}-{parts[-1]:,.0f} s each), {check['wall_seconds']:,.0f} s of wall "
+            f"time in all; {check['equal']} of its {check['of']} seed-level verdicts equal the cpu record's")
+    said += (" (" + "; ".join(differ) + ")." if differ else ".")
+    return ["", said + " (`results/device_check_cuda.json`; the ablation, the replay and the MixUp control left out.)"]
 
 
 BENCH_START, BENCH_END = "<!-- bench:start -->", "<!-- bench:end -->"

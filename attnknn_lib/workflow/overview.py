@@ -110,6 +110,8 @@ def experiment_state(name: str, params: dict, paths: Paths) -> dict:
     return {"name": name, "outputs": outputs, "missing": missing, "commit": commit, "code_changed": code,
             "parameters_changed": sorted({p for r in records for p in parameter_differences(r.get("config", {}), cfg)}),
             "models": len(runs), "models_missing": no_model, "notebook_seconds": stage.get("seconds"),
+            # the part jobs the notebook reads (the bench's record of the last run; a part it lacks counts 0)
+            "parts_seconds": sum(v or 0.0 for v in (stage.get("parts") or {}).values()),
             "record_seconds": sum(r.get("provenance", {}).get("wall_seconds") or 0.0 for r in records) or None}
 
 
@@ -119,7 +121,8 @@ def _minutes(seconds: float | None) -> str:
 
 def _rows(resolved: dict[str, dict], paths: Paths) -> tuple[list[dict], float | None]:
     """Every experiment's state with its verdict (``up_to_date``) and cost (job seconds a run would
-    take: its notebook job and the models it still needs, each model counted once), and the total."""
+    take: its notebook job, its part jobs and the models it still needs, each model counted once), and
+    the total."""
     states = [experiment_state(name, params, paths) for name, params in resolved.items()]
     training = _bench().get("training", {})
     per_model = training["seconds"] / training["jobs"] if training.get("jobs") else 0.0
@@ -132,7 +135,8 @@ def _rows(resolved: dict[str, dict], paths: Paths) -> tuple[list[dict], float | 
         new = [m for m in s["models_missing"] if m not in seen]
         seen.update(s["models_missing"])
         notebook = s["notebook_seconds"] or s["record_seconds"]
-        s["cost"] = 0.0 if s["up_to_date"] else None if notebook is None else notebook + len(new) * per_model
+        s["cost"] = 0.0 if s["up_to_date"] else None if notebook is None else \
+            notebook + s["parts_seconds"] + len(new) * per_model
         total = None if total is None or s["cost"] is None else total + s["cost"]
     return states, total
 

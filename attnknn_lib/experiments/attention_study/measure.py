@@ -59,7 +59,6 @@ from attnknn_lib.models.neighbour_heads import (
 )
 from attnknn_lib.training.head_fitting import Neighbourhoods, predict, train_head
 from attnknn_lib.training.loops import selection_key
-from attnknn_lib.training.runs import TrainingRun
 
 ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blind_heldout": 0.01}  # others: 0
 DECAYS = (1.0, 2.0, 4.0, 8.0, 16.0)  # rank-decay lengths of the geometry-only ceiling
@@ -790,11 +789,22 @@ def _train_rows(n: int, size: int, seed: int) -> np.ndarray:
 
 
 def parts(cfg: Config) -> list[str]:
-    """One part per seed, one per seed of the collapse sweep and one per second dataset
-    (:mod:`~attnknn_lib.experiments.parts`): the workflow runs them as jobs of their own, so no job
-    holds the whole study (a seed with its sweep took 18-20 min of job time, one without 10-11)."""
+    """One part per seed; per seed of each, its collapse sweep, its long-tailed memory and its
+    end-to-end control; one per second dataset (:mod:`~attnknn_lib.experiments.parts`): the workflow
+    runs them as jobs of their own, so no job holds the whole study (a seed with all four took 18-20
+    min of job time, one alone 8-11)."""
     return [f"seed{seed}" for seed in cfg.seeds] + [f"collapse{seed}" for seed in collapse_seeds(cfg)] \
+        + [f"longtail{seed}" for seed in cfg.seeds if _long_tail_run(cfg, seed)] \
+        + [f"e2e{seed}" for seed in cfg.seeds if _end_to_end_run(cfg, seed)] \
         + [f"second_{name}" for name in cfg.second_datasets]
+
+
+def _long_tail_run(cfg: Config, seed: int):
+    return next((r for r in long_tail_runs(cfg) if r.seed == seed), None)
+
+
+def _end_to_end_run(cfg: Config, seed: int):
+    return next((r for r in end_to_end_runs(cfg) if r.seed == seed), None)
 
 
 def collapse_seeds(cfg: Config) -> tuple[int, ...]:
@@ -812,7 +822,6 @@ class SeedMemory:
     neighbour lists (training queries without themselves) and the rule search over them."""
 
     prepared: Prepared
-    run: TrainingRun
     trained: object  # the cached training result: model, history, best epoch
     frozen: object
     bank: MemoryBank
@@ -840,7 +849,7 @@ def seed_memory(cfg: Config, paths: Paths, seed: int) -> SeedMemory:
     frozen = core.frozen_embeddings(run_, trained.model.to(cpu), prepared, paths, cpu)
     bank = MemoryBank().build(frozen.train, ds.train.y)
     self_nb = bank.search_excluding(frozen.train, max(k_max, cfg.loo_k + 1), np.arange(len(frozen.train)))
-    return SeedMemory(prepared, run_, trained, frozen, bank, self_nb, bank.search(frozen.val, k_max),
+    return SeedMemory(prepared, trained, frozen, bank, self_nb, bank.search(frozen.val, k_max),
                       bank.search(frozen.test, k_max), _train_rows(len(frozen.train), cfg.train_queries, seed),
                       core.searcher(bank, {"val": frozen.val, "test": frozen.test}))
 
@@ -854,13 +863,23 @@ def measure_collapse(cfg: Config, paths: Paths, seed: int) -> dict:
     return collapse_sweep(cfg, mem, sm.prepared.dataset, seed, ref_probs)
 
 
+def measure_end_to_end(cfg: Config, paths: Paths, seed: int) -> dict:
+    """The end-to-end control of one seed (:func:`end_to_end`): main's Attn-KNN against the same
+    recipe trained without the entropy bonus; a part of its own."""
+    prepared = prepare(core.data_spec(cfg, cfg.dataset))
+    run_ = runs(cfg)[cfg.seeds.index(seed)]
+    control = _end_to_end_run(cfg, seed)
+    return end_to_end(cfg, paths, prepared, {"prototype": (run_, core.trained(run_, paths, prepared)[0]),
+                                             "no_bonus": (control, core.trained(control, paths, prepared)[0])}, seed)
+
+
 def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
-    """One seed of the study (its collapse sweep aside, :func:`measure_collapse`): every memory
-    setting's headroom, ceilings, references, main's Attn-KNN and variants; its diagnostics,
-    long-tailed memory and end-to-end control; the gallery's cases and images on the first seed.
-    Writes the seed's neighbour lists under the artifacts."""
+    """One seed of the study (its collapse sweep, long-tailed memory and end-to-end control are parts
+    of their own): every memory setting's headroom, ceilings, references, main's Attn-KNN and
+    variants; its diagnostics; the gallery's cases and images on the first seed. Writes the seed's
+    neighbour lists under the artifacts."""
     sm = seed_memory(cfg, paths, seed)
-    prepared, run_, trained, frozen, bank = sm.prepared, sm.run, sm.trained, sm.frozen, sm.bank
+    prepared, trained, frozen, bank = sm.prepared, sm.trained, sm.frozen, sm.bank
     val_nb, test_nb, search = sm.val_nb, sm.test_nb, sm.search
     ds = prepared.dataset
     c = ds.num_classes
@@ -900,14 +919,6 @@ def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
     hoods = {"train": clean.train, "val": clean.val, "test": clean.test}
     out = {"settings": settings, "diagnostics": diagnostics(trained.history, hoods, cfg.k),
            "best_epoch": trained.best_epoch}
-    lt = [r for r in long_tail_runs(cfg) if r.seed == seed]
-    if lt:
-        settings[long_tail_setting(cfg)] = long_tail_entry(cfg, paths, lt[0], seed)
-    control = [r for r in end_to_end_runs(cfg) if r.seed == seed]
-    if control:
-        out["end_to_end"] = end_to_end(
-            cfg, paths, prepared, {"prototype": (run_, trained),
-                                   "no_bonus": (control[0], core.trained(control[0], paths, prepared)[0])}, seed)
     write_npz(paths.artifacts / f"{NAME}_{cfg.dataset}_s{seed}_neighbours.npz", test_labels=ds.test.y,
               test_neighbour_rows=test_nb.indices, test_neighbour_sq_dist=test_nb.sq_dist,
               test_neighbour_labels=ds.train.y[test_nb.indices], memory_ids=ds.train.ids, **arrays)
@@ -919,6 +930,11 @@ def _compute_part(cfg: Config, paths: Paths, part: str):
         return second_dataset(cfg, paths, part.removeprefix("second_"))
     if part.startswith("collapse"):
         return measure_collapse(cfg, paths, int(part.removeprefix("collapse")))
+    if part.startswith("longtail"):
+        seed = int(part.removeprefix("longtail"))
+        return long_tail_entry(cfg, paths, _long_tail_run(cfg, seed), seed)
+    if part.startswith("e2e"):
+        return measure_end_to_end(cfg, paths, int(part.removeprefix("e2e")))
     return measure_seed(cfg, paths, int(part.removeprefix("seed")))
 
 
@@ -940,6 +956,11 @@ def run(cfg: Config, paths: Paths) -> dict:
     per_seed = {str(seed): part[f"seed{seed}"]["per_seed"] for seed in cfg.seeds}
     for seed in collapse_seeds(cfg):
         per_seed[str(seed)]["settings"]["clean"]["collapse"] = part[f"collapse{seed}"]
+    for seed in cfg.seeds:
+        if f"longtail{seed}" in part:
+            per_seed[str(seed)]["settings"][long_tail_setting(cfg)] = part[f"longtail{seed}"]
+        if f"e2e{seed}" in part:
+            per_seed[str(seed)]["end_to_end"] = part[f"e2e{seed}"]
     gallery_cases = {k: v for seed in cfg.seeds for k, v in part[f"seed{seed}"]["gallery_cases"].items()}
     gallery_images = {k: v for seed in cfg.seeds for k, v in part[f"seed{seed}"]["gallery_images"].items()}
     if gallery_images:

@@ -937,6 +937,10 @@ def study_macros(record: dict) -> dict[str, str]:
                          if n != "baseline" and m.get("verdicts_reference")]
                 for word in VERDICTS:
                     out[macro_name(NAME, ds, tag, f"k{kk}", "Ref", word)] = str(words.count(word))
+                n = words.count("better")  # the count as the paper's sentence reads it
+                out[macro_name(NAME, ds, tag, f"k{kk}", "Ref Better Phrase")] = (
+                    f"none of the {len(words)} heads beats it" if not n else
+                    f"{n} of the {len(words)} heads beat{'s' if n == 1 else ''} it")
     shares = gradient_shares(record)
     for split, value in shares.items():
         out[macro_name(NAME, ds, "Gradient Share", split)] = f"{100 * value:.1f}"
