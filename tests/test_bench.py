@@ -334,3 +334,23 @@ def test_the_status_estimate_counts_an_experiments_part_jobs(tmp_path, monkeypat
     states, total = overview._rows({"k_sweep": resolve("cpu", ["k_sweep"], [])["k_sweep"]}, Paths(tmp_path))
     # nothing under tmp_path: the notebook, its three parts and its three models are all to be run
     assert states[0]["parts_seconds"] == 950.0 and total == 300.0 + 950.0 + 3 * 10.0
+
+
+def test_an_unreadable_cached_model_is_removed_so_the_workflow_retrains_it(tmp_path, capsys):
+    import torch
+
+    from attnknn_lib.base.paths import Paths
+    from attnknn_lib.workflow.cli import drop_unreadable_models
+
+    paths = Paths(tmp_path)
+    for rid in ("whole", "cut"):
+        folder = paths.artifacts / "models" / rid
+        folder.mkdir(parents=True)
+        torch.save({"w": torch.arange(1000.0)}, folder / "model.pt")
+        (folder / "train.json").write_text("{}")
+    cut = paths.artifacts / "models" / "cut" / "model.pt"
+    cut.write_bytes(cut.read_bytes()[:200])  # a training killed mid-write
+    said = drop_unreadable_models({"runs": {"whole": "", "cut": "", "never trained": ""}}, paths)
+    assert len(said) == 1 and "cut" in said[0]
+    assert not cut.exists() and not (cut.parent / "train.json").exists()
+    assert (paths.artifacts / "models" / "whole" / "model.pt").exists()

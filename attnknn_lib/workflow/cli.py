@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import yaml
@@ -206,6 +207,30 @@ def dag(cmd: list[str], root: Path) -> int:
     return 0
 
 
+def drop_unreadable_models(plan: dict, paths: Paths) -> list[str]:
+    """Remove every cached model of the plan whose weights file is not a whole archive (a training
+    killed mid-write, a disk that filled up): Snakemake sees a file and would not retrain it, so the
+    first job to load it would retrain it in its own process, on that job's threads, and a model
+    trained on other threads differs in its last bits. Removed, the training job of the workflow
+    retrains it as it trained the rest. Returns one line per model removed."""
+    said = []
+    for rid in plan["runs"]:
+        folder = paths.artifacts / "models" / rid
+        weights = folder / "model.pt"
+        if not weights.exists():
+            continue
+        try:
+            with zipfile.ZipFile(weights) as archive:  # torch.save writes a zip archive
+                whole = archive.testzip() is None
+        except (zipfile.BadZipFile, OSError):
+            whole = False
+        if not whole:
+            for f in (weights, folder / "train.json"):
+                f.unlink(missing_ok=True)
+            said.append(f"cached model {rid} is unreadable (cut short?): it is trained again")
+    return said
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -247,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         print(f"error: another ./run_all.sh is writing to {paths.root}; wait for it to finish", file=sys.stderr)
         return 2
+    for line in drop_unreadable_models(plan, paths):
+        print(f"[run_all] {line}", file=sys.stderr)
     if not args.force:
         try:
             print(f"[run_all] {overview.estimate_line(resolved, paths)}", file=sys.stderr)

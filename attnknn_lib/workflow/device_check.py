@@ -25,6 +25,7 @@ from attnknn_lib.base.errors import AttnKNNError, ConfigError, check_range
 from attnknn_lib.base.files import read_json, write_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.main import measure
 from attnknn_lib.workflow.profiles import resolve
 
 DATASET = "fashion_mnist"
@@ -57,8 +58,6 @@ def compare(ours: dict, committed: dict) -> dict:
 def _part(args: tuple[dict, str, str, int]) -> tuple[str, float]:
     params, part, root, threads = args
     os.environ["ATTNKNN_THREADS"] = str(threads)
-    from attnknn_lib.experiments.main import measure
-
     cfg = catalog.get("main").Config(**params)
     t0 = time.perf_counter()
     measure.run_part(cfg, Paths(Path(root)), part)
@@ -82,8 +81,6 @@ def main(argv: list[str] | None = None) -> int:
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    from attnknn_lib.experiments.main import measure
-
     threads = max(1, (os.cpu_count() or 1) // args.workers)
     with tempfile.TemporaryDirectory(prefix="attnknn-device-") as root:
         t0 = time.perf_counter()
