@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnknn_lib.base.errors import AttnKNNError, ConfigError, check_range
+from attnknn_lib.base.errors import AttnKNNError, check_choice, check_range
 from attnknn_lib.base.files import read_json, write_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.experiments import catalog
@@ -75,8 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         check_range("workers", args.workers, 1, None)
-        if args.device not in ("cuda", "cpu", "mps"):
-            raise ConfigError(f"device={args.device!r} is not allowed; choose cuda, cpu or mps")
+        check_choice("device", args.device, ("cuda", "cpu", "mps"))
         cfg = check_config(args.profile, args.device, args.seeds)
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)

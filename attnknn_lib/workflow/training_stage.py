@@ -20,7 +20,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from attnknn_lib.base.errors import AttnKNNError, ConfigError, check_range
+from attnknn_lib.base.errors import AttnKNNError, check_choice, check_range
 from attnknn_lib.base.files import write_json
 from attnknn_lib.experiments import catalog
 from attnknn_lib.training.cache import load_or_train
@@ -77,8 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         check_range("workers", args.workers, 1, None)
-        if args.device not in ("cuda", "cpu", "mps"):
-            raise ConfigError(f"device={args.device!r} is not allowed; choose cuda, cpu or mps")
+        check_choice("device", args.device, ("cuda", "cpu", "mps"))
         runs = plan_runs(args.profile)
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)
