@@ -37,8 +37,9 @@ def notebook_code(exp: Experiment) -> str:
 
 # What one part job may hold, in GB (peak resident, cpu profile): the local run lets part jobs run side
 # by side while their sum fits the machine's memory (attnknn_lib.workflow.cli.part_memory_budget_gb).
-# Peaks measured in the final run: the study's seed parts 4.6-5.7 GB (14-22.5 GB before the NLL
-# selection's k was capped), the k-sweep's 2.9 GB, the regimes' 1.6-1.9 GB.
+# Peaks measured in the final run: the study's parts up to 5.0 GB (its seed parts 4.8-5.0, its
+# collapse and long-tail parts 1.9-4.6; 14-22.5 GB before the NLL selection's k was capped), main's
+# 0.8-1.6 GB, the k-sweep's 2.9 GB, the regimes' 1.6-1.9 GB.
 PART_MEMORY_GB = {"attention_study": 8}
 OTHER_PART_MEMORY_GB = 4
 
