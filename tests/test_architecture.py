@@ -145,6 +145,15 @@ def test_a_notebook_job_depends_on_the_code_it_imports_not_on_the_whole_library(
     assert "report/tables.py" in {str(p.relative_to(PACKAGE)) for p in imported_files([], [cell])}
 
 
+def test_the_notebook_pdf_and_paper_jobs_start_without_torch_or_the_report():
+    """Each job is a process of its own: importing torch and every experiment's views (3.6 s here) in
+    the process that only starts a kernel, nbconvert or latexmk cost the smoke workflow a minute."""
+    probe = ("import sys, attnknn_lib.workflow.jobs; "
+             "print(sorted(m for m in ('torch', 'papermill', 'sklearn', 'attnknn_lib.report.compose') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "[]", out.stdout  # papermill: imported by the notebook job when it runs
+
+
 def test_a_job_that_writes_one_file_more_or_less_than_declared_fails(tmp_path):
     from attnknn_lib.base.errors import AttnKNNError
     from attnknn_lib.workflow.jobs import check_outputs

@@ -115,7 +115,7 @@ def test_the_report_job_stops_in_one_line_on_a_corrupt_results_file_and_keeps_th
     (tmp_path / "results" / "main_iris.json").write_text('{"experiment": "main", "resu')
     macros = tmp_path / "results" / "macros.tex"
     macros.write_text("% from an earlier run\n")
-    proc = subprocess.run([sys.executable, "-m", "attnknn_lib.workflow.jobs", "report", "--plan", str(plan_path)],
+    proc = subprocess.run([sys.executable, "-m", "attnknn_lib.workflow.report_job", "--plan", str(plan_path)],
                           capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [

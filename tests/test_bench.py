@@ -140,11 +140,19 @@ def test_training_time_splits_into_steps_the_banks_refresh_and_the_rest(tmp_path
         record_time(tmp_path / TIMES, "train", rid, 40.0)
         model = tmp_path / "artifacts" / "models" / rid
         model.mkdir(parents=True)
-        epochs = [{"train_seconds": 10.0, "refresh_seconds": 3.0}, {"train_seconds": 20.0, "refresh_seconds": 5.0}]
+        epochs = [{"train_seconds": 10.0, "refresh_seconds": 3.0, "seconds": 13.5},
+                  {"train_seconds": 20.0, "refresh_seconds": 5.0, "seconds": 25.5}]
         (model / "train.json").write_text(json.dumps({"history": epochs}))
     t = bench.cpu_stage_times(tmp_path)["stages"]["training"]
     assert t["refresh_seconds"] == pytest.approx(8.0 * len(ids))
     assert t["rest_seconds"] == pytest.approx(2.0 * len(ids))  # 40 s a job, less 30 s of steps and 8 of refresh
+    # where the rest is paid: 1 s inside the epochs (39 s of epochs), 1 s outside them (a 40-s job)
+    assert t["rest_in_epochs_seconds"] == pytest.approx(1.0 * len(ids))
+    assert t["rest_outside_epochs_seconds"] == pytest.approx(1.0 * len(ids))
+    said = bench.rest_split_sentence(t)
+    assert "(2.5 %) is paid inside the epochs" in said and "(2.5 %) once per job" in said and "goal" not in said
+    over = {**t, "rest_in_epochs_seconds": 0.06 * t["seconds"]}  # inside the epochs alone over the 5 % goal
+    assert "would still be above the 5 % goal" in bench.rest_split_sentence(over)
     rows = {r.measurement: r for r in bench.table({**_micro(), "cpu_run": bench.cpu_stage_times(tmp_path)})
             .itertuples(index=False)}
     rest = rows["cpu run: training, the rest (start-up, loading, validation, bookkeeping)"]

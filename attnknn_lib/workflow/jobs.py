@@ -12,9 +12,11 @@ Job commands (``python -m attnknn_lib.workflow.jobs <command> --plan PLAN``):
   models read from the shared artifacts folder); when every declared output is there they are
   moved into place, so a failed or interrupted job leaves the previous outputs untouched.
 * ``pdf NOTEBOOK``: nbconvert to PDF next to the executed notebook (atomically).
-* ``report``: ``results/macros.tex`` from the plan's result files only (all of one profile),
-  and the README's results block when writing into the repository.
 * ``paper``: latexmk on ``paper/main.tex``.
+
+The report job (the macros and the README's blocks) is :mod:`attnknn_lib.workflow.report_job`: it
+needs every experiment's views, which import torch, and this module imports neither, so a notebook,
+PDF or paper job starts in about half a second instead of 3.6 s (the smoke workflow runs 19 of them).
 
 And one for developers: ``parameters`` rewrites every committed notebook's parameters cell from
 its config class (after a knob is added or changed; a test checks that they agree).
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from attnknn_lib.base.errors import AttnKNNError
@@ -38,9 +41,7 @@ from attnknn_lib.base.knobs import parameters_cell
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.timing import record_time
 from attnknn_lib.experiments import catalog
-from attnknn_lib.report.compose import compose, write_report
-from attnknn_lib.report.records import read_records
-from attnknn_lib.workflow.plan import NOTEBOOK_DIR, STATE, TIMES, result_files
+from attnknn_lib.workflow.plan import NOTEBOOK_DIR, STATE, TIMES
 
 # ----------------------------------------------------------------------------- job commands
 
@@ -123,7 +124,10 @@ def export_pdf(notebook: Path) -> Path:
     with tempfile.TemporaryDirectory(dir=notebook.parent, prefix=".pdf-") as tmp:
         # the PDF shows the run's parameters once, as the setup cell's table (parameters_markdown):
         # neither the defaults cell nor papermill's injected copy of it
+        # two XeLaTeX passes, not nbconvert's three: the second completes the PDF's bookmarks, a third
+        # changed nothing (same pages, text and bookmarks, measured on 01_main) and cost 1.3 s a notebook
         cmd = [sys.executable, "-m", "nbconvert", "--to", "pdf", "--log-level", "WARN", str(notebook),
+               "--PDFExporter.latex_count=2",
                "--output-dir", tmp, f"--TemplateExporter.extra_template_basedirs={PDF_TEMPLATES}",
                "--template", "attnknn", "--TagRemovePreprocessor.enabled=True",
                "--TagRemovePreprocessor.remove_cell_tags=parameters",
@@ -134,15 +138,6 @@ def export_pdf(notebook: Path) -> Path:
             raise AttnKNNError(f"PDF export of {notebook.name} failed: {tail[0]}")
         os.replace(Path(tmp) / notebook.with_suffix(".pdf").name, notebook.with_suffix(".pdf"))
     return notebook.with_suffix(".pdf")
-
-
-def report(plan: dict) -> Path:
-    """Macros and the README block from the plan's result files (and the same profile's other
-    experiments' results already on disk: see :func:`result_files`)."""
-
-    report_ = compose(read_records(result_files(plan)), catalog.experiments().values())
-    return write_report(report_, Path(plan["root"]) / "results" / "macros.tex",
-                        Path(plan["repo"]) / "README.md" if plan["readme"] else None)
 
 
 def build_paper(plan: dict) -> Path:
@@ -171,40 +166,47 @@ def _peak_memory_gb() -> float:
     return peak / (2 ** 30 if sys.platform == "darwin" else 2 ** 20)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow.jobs", description="one job of the workflow")
-    ap.add_argument("command", choices=("notebook", "part", "pdf", "report", "paper", "parameters"))
-    ap.add_argument("target", nargs="?", help="experiment name (notebook, part) or executed notebook (pdf)")
-    ap.add_argument("--part", help="which part of the experiment's measurement (part)")
-    ap.add_argument("--plan", required=False, help="plan.json written by ./run_all.sh")
-    args = ap.parse_args(argv)
+def run_job(plan: dict | None, command: str, name: str, work: Callable[[], object]) -> int:
+    """Run one job's ``work``: an :class:`AttnKNNError` ends it in one line and exit code 1; with a
+    plan, its wall time and peak memory are recorded for ./run_all.sh bench and said in one line."""
     t0 = time.perf_counter()
     try:
-        plan = read_json(args.plan) if args.plan else None
-        if args.command == "notebook":
-            run_notebook(plan, args.target)
-        elif args.command == "part":
-            run_part(plan, args.target, args.part)
-        elif args.command == "pdf":
-            export_pdf(Path(args.target))
-        elif args.command == "report":
-            report(plan)
-        elif args.command == "parameters":
-            for path in write_parameter_cells():
-                print(f"rewrote the parameters cell of {path}")
-        else:
-            build_paper(plan)
+        work()
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     if plan is not None:
-        name = (args.target if args.command == "notebook" else f"{args.target}-{args.part}" if args.command == "part"
-                else Path(args.target).stem if args.target else args.command)
         seconds, peak = time.perf_counter() - t0, _peak_memory_gb()
-        record_time(Path(plan["root"]) / TIMES, args.command, name, seconds, peak_memory_gb=round(peak, 2))
+        record_time(Path(plan["root"]) / TIMES, command, name, seconds, peak_memory_gb=round(peak, 2))
         # one line in the workflow's log per job: a job near the machine's memory says so before it is killed
-        print(f"[{args.command}] {name}: {seconds:.0f} s, peak memory {peak:.1f} GB", file=sys.stderr)
+        print(f"[{command}] {name}: {seconds:.0f} s, peak memory {peak:.1f} GB", file=sys.stderr)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow.jobs", description="one job of the workflow "
+                                 "(the report job: python -m attnknn_lib.workflow.report_job)")
+    ap.add_argument("command", choices=("notebook", "part", "pdf", "paper", "parameters"))
+    ap.add_argument("target", nargs="?", help="experiment name (notebook, part) or executed notebook (pdf)")
+    ap.add_argument("--part", help="which part of the experiment's measurement (part)")
+    ap.add_argument("--plan", required=False, help="plan.json written by ./run_all.sh")
+    args = ap.parse_args(argv)
+    try:
+        plan = read_json(args.plan) if args.plan else None
+    except AttnKNNError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if args.command == "parameters":
+        for path in write_parameter_cells():
+            print(f"rewrote the parameters cell of {path}")
+        return 0
+    work = {"notebook": lambda: run_notebook(plan, args.target),
+            "part": lambda: run_part(plan, args.target, args.part),
+            "pdf": lambda: export_pdf(Path(args.target)),
+            "paper": lambda: build_paper(plan)}[args.command]
+    name = (args.target if args.command == "notebook" else f"{args.target}-{args.part}" if args.command == "part"
+            else Path(args.target).stem if args.target else args.command)
+    return run_job(plan, args.command, name, work)
 
 
 if __name__ == "__main__":
