@@ -146,6 +146,8 @@ def test_the_end_to_end_reading_follows_the_effective_k():
                            "prototype": {"effective_k": {"mean": prototype}}}}
 
     assert "the bonus does not hold them" in end_to_end_reading(e2e(15.99, 15.99), 16)
+    for pair in ((15.99, 15.99), (9.0, 15.99), (15.99, 9.0), (9.0, 10.0)):  # one clause: it follows a colon
+        assert ":" not in end_to_end_reading(e2e(*pair), 16), pair
     assert "does hold them" in end_to_end_reading(e2e(9.0, 15.99), 16)
     assert "with and without" in end_to_end_reading(e2e(9.0, 10.0), 16)
 
@@ -329,3 +331,19 @@ def test_the_trees_learner_reads_as_many_neighbours_as_the_reference_chose(monke
     measure.gbm_learner(mem, 8, 3, 0, search)  # within the stored neighbourhoods: no new search
     assert seen["val"].labels is mem.val.labels or (seen["val"].labels == mem.val.labels).all()
     assert sum(measure.fold_queries(40)) + 2 * 4 == 40  # each half of 20 tunes on its fifth
+
+
+def test_the_collapse_reading_counts_the_changes_apart_from_the_head_they_change():
+    from attnknn_lib.experiments.attention_study.measure import AS_TRAINED, COLLAPSE
+    from attnknn_lib.experiments.attention_study.views import collapse_reading
+
+    def record(keffs: dict[str, float]) -> dict:
+        v = {"value": 0.001, "low": -0.002, "high": 0.004, "verdict": "inconclusive"}
+        sweep = {n: {"effective_k": {"mean": keffs.get(n, 15.9)}, "verdicts_reference": {"accuracy": v}}
+                 for n in COLLAPSE}
+        return {"config": {"k": 16}, "results": {"summary": {"settings": {"clean": {"collapse": {"settings": sweep}}}}}}
+
+    changes = len(COLLAPSE) - 1
+    assert AS_TRAINED in COLLAPSE and f"none of the {changes} changes" in collapse_reading(record({}))
+    said = collapse_reading(record({"all sharp": 12.0, AS_TRAINED: 14.0}))
+    assert said.startswith(f"2 of {len(COLLAPSE)} heads (the head as trained and {changes} changes)"), said

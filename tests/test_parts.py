@@ -48,8 +48,9 @@ def test_the_plan_gives_the_long_experiments_their_part_jobs_and_a_bad_part_gets
     study, regimes = plan["experiments"]["attention_study"], plan["experiments"]["headroom_regimes"]
     # the collapse sweep, the long-tailed memory and the end-to-end control of the first three seeds are
     # parts of their own (a seed with all of them took 18-20 min)
-    assert study["parts"] == [f"seed{s}" for s in range(5)] + [f"{p}{s}" for p in ("collapse", "longtail", "e2e")
-                                                               for s in range(3)] + ["second_digits"]
+    # and a seed's four memory settings are two parts of two (one part of four took up to 893 s)
+    assert study["parts"] == [p for s in range(5) for p in (f"seed{s}", f"seed{s}b")] + [
+        f"{p}{s}" for p in ("collapse", "longtail", "e2e") for s in range(3)] + ["second_digits"]
     # main: one part per Fashion-MNIST seed, one per tabular dataset (its ten splits)
     assert plan["experiments"]["main"]["parts"] == [f"fashion_mnist_seed{s}" for s in range(5)] + [
         d for d in resolved["main"]["datasets"].split(",") if d != "fashion_mnist"]

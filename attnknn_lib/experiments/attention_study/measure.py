@@ -357,8 +357,10 @@ def reached_plateau(epochs_run: int, best_epoch: int, patience: int) -> bool:
     return epochs_run - best_epoch >= patience
 
 
+AS_TRAINED = "as trained"  # the collapse sweep's head that the other settings change
+
 COLLAPSE = {  # name -> (what changes, learning rate factor, attention config changes, q/k init scale)
-    "as trained": ("the prototype head without the entropy bonus", 1.0, {}, 1.0),
+    AS_TRAINED: ("the prototype head without the entropy bonus", 1.0, {}, 1.0),
     "lr / 10": ("learning rate divided by 10", 0.1, {}, 1.0),
     "lr x 10": ("learning rate multiplied by 10", 10.0, {}, 1.0),
     "sharp start": ("temperatures start at 0.1 instead of 0.5 (scores x 5)", 1.0, {"tau_init": 0.1}, 1.0),
@@ -788,12 +790,29 @@ def _train_rows(n: int, size: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).permutation(n)[:min(size, n)])
 
 
+SETTINGS_PER_PART = 2  # memory settings per seed part: a seed's four in one job took 10-15 min, the longest 893 s
+
+
+def setting_chunks(cfg: Config) -> list[tuple[str, ...]]:
+    """The memory settings of a seed, :data:`SETTINGS_PER_PART` per part job, in ``cfg.settings`` order."""
+    return [cfg.settings[i:i + SETTINGS_PER_PART] for i in range(0, len(cfg.settings), SETTINGS_PER_PART)]
+
+
+def seed_part_names(seed: int, chunks: int) -> list[str]:
+    """The part names of one seed's settings: ``seed0`` (the first chunk, with the seed's diagnostics and
+    neighbour lists), then ``seed0b``, ``seed0c``, ... for the next."""
+    return [f"seed{seed}" + ("" if j == 0 else "bcdefghijklmnopqrstuvwxyz"[j - 1]) for j in range(chunks)]
+
+
 def parts(cfg: Config) -> list[str]:
-    """One part per seed; per seed of each, its collapse sweep, its long-tailed memory and its
-    end-to-end control; one per second dataset (:mod:`~attnknn_lib.experiments.parts`): the workflow
-    runs them as jobs of their own, so no job holds the whole study (a seed with all four took 18-20
-    min of job time, one alone 8-11)."""
-    return [f"seed{seed}" for seed in cfg.seeds] + [f"collapse{seed}" for seed in collapse_seeds(cfg)] \
+    """Per seed, its memory settings in parts of :data:`SETTINGS_PER_PART` (:func:`seed_part_names`); per
+    seed of each, its collapse sweep, its long-tailed memory and its end-to-end control; one per second
+    dataset (:mod:`~attnknn_lib.experiments.parts`): the workflow runs them as jobs of their own, so no
+    job holds the whole study (a seed with all of it took 18-20 min of job time, its four settings alone
+    10-15)."""
+    chunks = len(setting_chunks(cfg))
+    return [p for seed in cfg.seeds for p in seed_part_names(seed, chunks)] \
+        + [f"collapse{seed}" for seed in collapse_seeds(cfg)] \
         + [f"longtail{seed}" for seed in cfg.seeds if _long_tail_run(cfg, seed)] \
         + [f"e2e{seed}" for seed in cfg.seeds if _end_to_end_run(cfg, seed)] \
         + [f"second_{name}" for name in cfg.second_datasets]
@@ -873,11 +892,12 @@ def measure_end_to_end(cfg: Config, paths: Paths, seed: int) -> dict:
                                              "no_bonus": (control, core.trained(control, paths, prepared)[0])}, seed)
 
 
-def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
-    """One seed of the study (its collapse sweep, long-tailed memory and end-to-end control are parts
-    of their own): every memory setting's headroom, ceilings, references, main's Attn-KNN and
-    variants; its diagnostics; the gallery's cases and images on the first seed. Writes the seed's
-    neighbour lists under the artifacts."""
+def measure_seed(cfg: Config, paths: Paths, seed: int, chunk: int = 0) -> dict:
+    """One seed's memory settings of chunk ``chunk`` (:func:`setting_chunks`; the collapse sweep,
+    long-tailed memory and end-to-end control are parts of their own): each setting's headroom,
+    ceilings, references, main's Attn-KNN and variants; the gallery's cases and images on the first
+    seed. The first chunk also gives the seed's diagnostics and writes its neighbour lists (with every
+    setting's memory labels) under the artifacts."""
     sm = seed_memory(cfg, paths, seed)
     prepared, trained, frozen, bank = sm.prepared, sm.trained, sm.frozen, sm.bank
     val_nb, test_nb, search = sm.val_nb, sm.test_nb, sm.search
@@ -887,8 +907,8 @@ def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
     k_gallery = _gallery_k(cfg)
     gallery_cases: dict = {}
     gallery_images: dict = {}
-    settings, arrays = {}, {}
-    for setting in cfg.settings:
+    settings = {}
+    for setting in setting_chunks(cfg)[chunk]:
         mem = sm.setting(cfg, setting, seed)
         entry = {"headroom": headroom_table(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
                  "ceilings": ceilings(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
@@ -911,18 +931,22 @@ def measure_seed(cfg: Config, paths: Paths, seed: int) -> dict:
         settings[setting] = entry
         # one line per setting in the part job's log: where its time and memory go
         write(f"[attention_study] seed {seed}, {setting}: done, peak memory {peak_memory_gb():.1f} GB")
-        key = setting.replace("/", "_")
-        arrays[f"memory_labels_{key}"] = mem.labels
-        arrays[f"flipped_{key}"] = mem.flipped
-        if setting == "clean":
-            clean = mem
-    hoods = {"train": clean.train, "val": clean.val, "test": clean.test}
-    out = {"settings": settings, "diagnostics": diagnostics(trained.history, hoods, cfg.k),
-           "best_epoch": trained.best_epoch}
-    write_npz(paths.artifacts / f"{NAME}_{cfg.dataset}_s{seed}_neighbours.npz", test_labels=ds.test.y,
-              test_neighbour_rows=test_nb.indices, test_neighbour_sq_dist=test_nb.sq_dist,
-              test_neighbour_labels=ds.train.y[test_nb.indices], memory_ids=ds.train.ids, **arrays)
-    return {"per_seed": out, "gallery_cases": gallery_cases, "gallery_images": gallery_images}
+    out = {"per_seed": {"settings": settings}, "gallery_cases": gallery_cases, "gallery_images": gallery_images}
+    if chunk == 0:
+        arrays = {}
+        for setting in cfg.settings:  # every setting's labels: cheap beside its measurement
+            mem = sm.setting(cfg, setting, seed)
+            key = setting.replace("/", "_")
+            arrays[f"memory_labels_{key}"] = mem.labels
+            arrays[f"flipped_{key}"] = mem.flipped
+        clean = sm.setting(cfg, "clean", seed)
+        hoods = {"train": clean.train, "val": clean.val, "test": clean.test}
+        out["per_seed"].update({"diagnostics": diagnostics(trained.history, hoods, cfg.k),
+                                "best_epoch": trained.best_epoch})
+        write_npz(paths.artifacts / f"{NAME}_{cfg.dataset}_s{seed}_neighbours.npz", test_labels=ds.test.y,
+                  test_neighbour_rows=test_nb.indices, test_neighbour_sq_dist=test_nb.sq_dist,
+                  test_neighbour_labels=ds.train.y[test_nb.indices], memory_ids=ds.train.ids, **arrays)
+    return out
 
 
 def _compute_part(cfg: Config, paths: Paths, part: str):
@@ -935,7 +959,9 @@ def _compute_part(cfg: Config, paths: Paths, part: str):
         return long_tail_entry(cfg, paths, _long_tail_run(cfg, seed), seed)
     if part.startswith("e2e"):
         return measure_end_to_end(cfg, paths, int(part.removeprefix("e2e")))
-    return measure_seed(cfg, paths, int(part.removeprefix("seed")))
+    number = part.removeprefix("seed")
+    chunk = "bcdefghijklmnopqrstuvwxyz".index(number[-1]) + 1 if number[-1].isalpha() else 0
+    return measure_seed(cfg, paths, int(number.rstrip("bcdefghijklmnopqrstuvwxyz")), chunk)
 
 
 def run_part(cfg: Config, paths: Paths, part: str):
@@ -953,7 +979,13 @@ def run(cfg: Config, paths: Paths) -> dict:
     ds = prepared.dataset
     part = {p: part_result(paths, cfg, NAME, p, lambda p=p: _compute_part(cfg, paths, p))
             for p in bar(parts(cfg), desc="parts")}
-    per_seed = {str(seed): part[f"seed{seed}"]["per_seed"] for seed in cfg.seeds}
+    chunks = {seed: [part[p] for p in seed_part_names(seed, len(setting_chunks(cfg)))] for seed in cfg.seeds}
+    per_seed = {str(seed): chunks[seed][0]["per_seed"] for seed in cfg.seeds}
+    for seed in cfg.seeds:
+        for more in chunks[seed][1:]:
+            per_seed[str(seed)]["settings"].update(more["per_seed"]["settings"])
+        # the settings in cfg.settings order, whichever part computed them
+        per_seed[str(seed)]["settings"] = {st: per_seed[str(seed)]["settings"][st] for st in cfg.settings}
     for seed in collapse_seeds(cfg):
         per_seed[str(seed)]["settings"]["clean"]["collapse"] = part[f"collapse{seed}"]
     for seed in cfg.seeds:
@@ -961,8 +993,8 @@ def run(cfg: Config, paths: Paths) -> dict:
             per_seed[str(seed)]["settings"][long_tail_setting(cfg)] = part[f"longtail{seed}"]
         if f"e2e{seed}" in part:
             per_seed[str(seed)]["end_to_end"] = part[f"e2e{seed}"]
-    gallery_cases = {k: v for seed in cfg.seeds for k, v in part[f"seed{seed}"]["gallery_cases"].items()}
-    gallery_images = {k: v for seed in cfg.seeds for k, v in part[f"seed{seed}"]["gallery_images"].items()}
+    gallery_cases = {k: v for seed in cfg.seeds for p in chunks[seed] for k, v in p["gallery_cases"].items()}
+    gallery_images = {k: v for seed in cfg.seeds for p in chunks[seed] for k, v in p["gallery_images"].items()}
     if gallery_images:
         write_npz(gallery_path(paths, cfg.dataset), **gallery_images)
     summary = summarise(cfg, per_seed)

@@ -11,6 +11,7 @@ from attnknn_lib.evaluation.metrics import N_BINS
 from attnknn_lib.evaluation.verdicts import VERDICTS
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, NOTEBOOK, VARIANTS
 from attnknn_lib.experiments.attention_study.measure import (
+    AS_TRAINED,
     END_TO_END,
     gallery_key,
     gallery_path,
@@ -376,15 +377,17 @@ def collapse_reading(record: dict) -> str | None:
     keff = es[name]["effective_k"]["mean"]
     v = es[name]["verdicts_reference"]["accuracy"]
     moved = [n for n in es if es[n]["effective_k"]["mean"] < UNIFORM_SHARE * k]
+    changes = sum(n != AS_TRAINED for n in es)  # one head is the head as trained, which the others change
     if not moved:
-        return (f"none of the {len(es)} one-knob changes (learning rate, temperature bounds, initialisation) brings "
+        return (f"none of the {changes} changes (learning rate, temperature bounds, initialisation, alone and "
+                "together) brings "
                 f"the effective k below {UNIFORM_SHARE * k:.1f} of {k} ({100 * UNIFORM_SHARE:g} % of k, the declared "
                 f"threshold); the lowest (\"{name}\", {keff:.2f}) scores {_interval(v, 'accuracy')} against the "
                 f"strongest rule")
     said = {"better": "sharper weights beat the rule there", "worse": "sharper weights cost accuracy there",
             "equivalent": "sharper weights matched the rule there",
             "inconclusive": "the seeds cannot tell whether sharper weights help"}[v["verdict"]]
-    return (f"{len(moved)} of {len(es)} one-knob changes bring the effective k below {UNIFORM_SHARE * k:.1f} of {k} "
+    return (f"{len(moved)} of {len(es)} heads (the head as trained and {changes} changes) bring the effective k below {UNIFORM_SHARE * k:.1f} of {k} "
             f"({100 * UNIFORM_SHARE:g} % of k); the sharpest (\"{name}\", {keff:.2f}) scores {_interval(v, 'accuracy')} "
             f"against the strongest rule: {said}")
 
@@ -1107,7 +1110,7 @@ def end_to_end_reading(e2e: dict, k: int) -> str:
     keff = {name: m["effective_k"]["mean"] for name, m in e2e["models"].items()}
     flat = {name: v >= UNIFORM_SHARE * k for name, v in keff.items()}
     if flat["no_bonus"] and flat["prototype"]:
-        return "the weights stay as near uniform as with it: the bonus does not hold them"
+        return "the weights stay as near uniform as with it, so the bonus does not hold them there"
     if flat["prototype"]:
         return "without the bonus the weights leave uniform, so the bonus does hold them there"
     if flat["no_bonus"]:
