@@ -118,3 +118,14 @@ def test_keeping_epochs_is_the_same_model_trained_once_and_the_plan_keeps_them(t
     spec = json.loads((tmp_path / "artifacts" / "runs" / f"{epochs_run.id}.json").read_text())
     assert spec["train"]["keep_epochs"] is True
     assert plan["experiments"]["main"]["runs"] == list(plan["runs"])  # the replay's copy is no second job
+    # --only an experiment that needs the model without its epochs leaves the spec (and its time)
+    # alone: a rewritten spec is newer than the model, and Snakemake would retrain it
+    path = tmp_path / "artifacts" / "runs" / f"{epochs_run.id}.json"
+    before = path.stat().st_mtime_ns
+    only = make_plan({"attention_study": resolve("cpu", None, [])["attention_study"]}, Paths.at(tmp_path), pdf=False,
+                     paper=False)
+    assert epochs_run.id in only["runs"] and path.stat().st_mtime_ns == before
+    assert json.loads(path.read_text())["train"]["keep_epochs"] is True
+    path.write_text(path.read_text()[:50])  # a spec cut short is written again
+    make_plan({"attention_study": resolve("cpu", None, [])["attention_study"]}, Paths.at(tmp_path), pdf=False, paper=False)
+    assert json.loads(path.read_text())["train"]["keep_epochs"] is False

@@ -369,6 +369,8 @@ def run(cfg: BenchConfig, root: Path = REPO_ROOT) -> dict:
     check = root / "results" / "device_check_cuda.json"
     if check.exists():  # main's comparison measured on a GPU machine (device_check); not rerun here
         out["device_check_cuda"] = read_json(check)
+        # the same check on other GPUs (device_check_cuda_<gpu>.json), set beside the first
+        out["device_check_cuda_repeats"] = [read_json(f) for f in sorted(check.parent.glob("device_check_cuda_*.json"))]
     out["profiles"] = committed_profiles(root)
     if cfg.smoke:
         print("[bench] the smoke workflow end to end (about 5 minutes)", file=sys.stderr)
@@ -637,13 +639,15 @@ def markdown(bench: dict) -> str:
                       f"{gpu['wall_seconds']:,.0f} s of wall time in {gpu['workers']} processes and "
                       f"{gpu['job_seconds']:,.0f} s of job time{here} (`results/training_stage_cuda.json`, with each "
                       "group's validation accuracy)."]
-    lines += device_check_lines(bench.get("device_check_cuda"))
+    lines += device_check_lines(bench.get("device_check_cuda"), bench.get("device_check_cuda_repeats") or [])
     return "\n".join(lines)
 
 
-def device_check_lines(check: dict | None) -> list[str]:
+def device_check_lines(check: dict | None, repeats: list[dict] = ()) -> list[str]:
     """Main's Fashion-MNIST comparison measured on a GPU machine (:mod:`.device_check`): its wall time
-    and how many of its seed-level verdicts equal the committed cpu record's, naming those that differ."""
+    and how many of its seed-level verdicts equal the committed cpu record's, naming those that differ;
+    then each repeat on another GPU, with how many of its verdicts, and of their values and intervals,
+    equal the first GPU's (what tells a GPU's kernels from chance)."""
     if not check:
         return []
     def said_of(v: dict) -> str:
@@ -658,7 +662,18 @@ def device_check_lines(check: dict | None) -> list[str]:
             f"{len(parts)} side by side ({parts[0]:,.0f}-{parts[-1]:,.0f} s each), {check['wall_seconds']:,.0f} s of wall "
             f"time in all; {check['equal']} of its {check['of']} seed-level verdicts equal the cpu record's")
     said += (" (" + "; ".join(differ) + ")." if differ else ".")
-    return ["", said + " (`results/device_check_cuda.json`; the ablation, the replay and the MixUp control left out.)"]
+    said += " (`results/device_check_cuda.json`; the ablation, the replay and the MixUp control left out.)"
+    for again in repeats:
+        keys = [k for k in again["verdicts"] if k in check["verdicts"]]
+        verdict = sum(again["verdicts"][k]["device"]["verdict"] == check["verdicts"][k]["device"]["verdict"] for k in keys)
+        exact = sum(again["verdicts"][k]["device"] == check["verdicts"][k]["device"] for k in keys)
+        said += (f" Repeated on a {again['device']} ({again['wall_seconds']:,.0f} s of wall time, "
+                 f"{again['measured'].split(',')[0]}): {again['equal']} of {again['of']} verdicts equal the cpu "
+                 f"record's, and {verdict} of {len(keys)} equal the {check['device']}'s, with the same values and "
+                 f"intervals in {exact} of {len(keys)}")
+        said += (": the verdicts that differ from the cpu record's come from the GPU's kernels, not from chance."
+                 if exact == len(keys) else ".")
+    return ["", said]
 
 
 BENCH_START, BENCH_END = "<!-- bench:start -->", "<!-- bench:end -->"

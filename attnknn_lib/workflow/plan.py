@@ -15,7 +15,7 @@ from attnknn_lib.base.provenance import PACKAGE_DIR, code_fingerprint, experimen
 from attnknn_lib.experiments import catalog
 from attnknn_lib.experiments.declaration import Experiment
 from attnknn_lib.experiments.parts import part_dir
-from attnknn_lib.training.runs import merge_runs
+from attnknn_lib.training.runs import TrainingRun, merge_runs
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 
@@ -70,12 +70,28 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -
                                          "part_memory_gb": PART_MEMORY_GB.get(name, OTHER_PART_MEMORY_GB)}
                                         if exp.parts else {})}
     for rid, run in merge_runs(every_run).items():  # one spec per model, whichever experiments need it
-        run.write_spec(paths.artifacts / "runs")
+        write_run_spec(run, paths.artifacts / "runs")
         plan["runs"][rid] = run.label
     # the report reads every experiment's views: it reruns when any experiment's code changes
     plan["report_code"] = code_fingerprint(imported_files(
         [f"{PACKAGE_DIR.name}.experiments.{n}" for n in catalog.names()] + [f"{PACKAGE_DIR.name}.report.compose"]))
     return plan
+
+
+def write_run_spec(run: TrainingRun, folder: Path) -> Path:
+    """``run``'s spec (:meth:`TrainingRun.write_spec`), unless the spec already there is the same
+    model that also keeps its epochs' weights (main's replay run, :func:`merge_runs`): that model
+    serves this run too. Without this, ``--only`` an experiment that needs the model but not its epochs
+    rewrote the spec, and Snakemake retrained the model from the newer file (seen: main's seed-0
+    Attn-KNN, 9 min into ``--only attention_study``)."""
+    path = Path(folder) / f"{run.id}.json"
+    try:
+        there = TrainingRun.from_dict(read_json(path)) if path.exists() else None
+    except (CorruptFileError, KeyError, TypeError):  # cut short or from other code: written again
+        there = None
+    if there is not None and there.id == run.id and merge_runs([run, there])[run.id] is there:
+        return path
+    return run.write_spec(folder)
 
 
 def write_plan(plan: dict, paths: Paths) -> Path:
