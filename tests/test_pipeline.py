@@ -285,3 +285,22 @@ def test_a_jobs_peak_memory_counts_its_largest_child():
     before, after = map(float, subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
                                               text=True).stdout.split())
     assert before < 1.4 <= after  # the child held 1.5 GB; the job itself far less
+
+
+def test_the_report_reads_the_other_experiments_in_the_order_a_full_plan_lists_them(tmp_path):
+    """``--only attention_study`` reads main's records from disk: in main's dataset order, not the
+    alphabet's (else the README's results table changed its row order)."""
+    from attnknn_lib.workflow.plan import result_files
+
+    datasets = ["fashion_mnist", "digits", "iris", "wine", "breast_cancer"]
+    (tmp_path / "results").mkdir()
+    for ds in ("breast_cancer", "fashion_mnist", "iris"):
+        (tmp_path / "results" / f"main_{ds}.json").write_text(json.dumps(
+            {"experiment": "main", "dataset": ds, "profile": "cpu", "config": {"datasets": datasets}}))
+    (tmp_path / "results" / "noise_fashion_mnist.json").write_text(json.dumps(
+        {"experiment": "noise", "dataset": "fashion_mnist", "profile": "cpu", "config": {}}))
+    plan = {"root": str(tmp_path), "experiments": {"attention_study": {
+        "params": {"profile": "cpu"}, "outputs": ["results/attention_study_fashion_mnist.json"]}}}
+    assert [f.name for f in result_files(plan)] == [
+        "attention_study_fashion_mnist.json", "main_fashion_mnist.json", "main_iris.json", "main_breast_cancer.json",
+        "noise_fashion_mnist.json"]

@@ -109,12 +109,15 @@ def write_plan(plan: dict, paths: Paths) -> Path:
 def result_files(plan: dict) -> list[Path]:
     """The result JSON files of the plan's experiments, then those of the profile's other
     experiments already on disk from an earlier run of the same profile (so ``--only noise`` keeps
-    main's macros); files of another profile are never read."""
+    main's macros); files of another profile are never read. The others come in the catalog's
+    order, and an experiment's datasets in its config's order, as a plan of every experiment lists
+    them: ``--only`` changes no row order of the README's tables."""
 
     root = Path(plan["root"])
     files = [root / o for e in plan["experiments"].values() for o in e["outputs"]
              if o.startswith("results/") and o.endswith(".json")]
     profiles = {e["params"].get("profile") for e in plan["experiments"].values()}
+    others: list[tuple[tuple, Path]] = []
     for f in sorted((root / "results").glob("*.json")):
         if f in files or f.name == "macros.json":
             continue
@@ -127,5 +130,7 @@ def result_files(plan: dict) -> list[Path]:
             continue
         if isinstance(record, dict) and record.get("experiment") in catalog.names() and \
                 record.get("experiment") not in plan["experiments"] and record.get("profile") in profiles:
-            files.append(f)
-    return files
+            datasets = list((record.get("config") or {}).get("datasets") or [])
+            rank = datasets.index(record.get("dataset")) if record.get("dataset") in datasets else 0
+            others.append(((catalog.names().index(record["experiment"]), rank, f.name), f))
+    return files + [f for _, f in sorted(others, key=lambda item: item[0])]
