@@ -319,11 +319,11 @@ def test_the_device_check_sets_each_verdict_beside_the_committed_records_and_cou
     # a repeat on another GPU: equal values everywhere say the differences are the GPU's kernels
     again = {**check, "device": "GPU2", "wall_seconds": 170.0}
     text = bench.device_check_lines(check, [again])[1]
-    assert "Repeated on a GPU2 (170 s" in text and "2 of 2 equal the GPU's, with the same values and intervals in 2 of 2" \
-        in text and "not from chance" in text
+    assert "Repeated on another GPU (GPU2, 170 s" in text and \
+        "2 of 2 equal the GPU's, with the same values and intervals in 2 of 2" in text and "run-to-run" in text
     moved = {**again, "verdicts": {k: {**v, "device": {**v["device"], "value": 0.002}} for k, v in check["verdicts"].items()}}
     text = bench.device_check_lines(check, [moved])[1]
-    assert "in 0 of 2." in text and "chance" not in text
+    assert "in 0 of 2." in text and "run-to-run" not in text
     # the check runs main without what no verdict reads
     cfg = device_check.check_config("cpu", "cuda")
     assert cfg.datasets == ("fashion_mnist",) or cfg.datasets == "fashion_mnist"

@@ -667,12 +667,12 @@ def device_check_lines(check: dict | None, repeats: list[dict] = ()) -> list[str
         keys = [k for k in again["verdicts"] if k in check["verdicts"]]
         verdict = sum(again["verdicts"][k]["device"]["verdict"] == check["verdicts"][k]["device"]["verdict"] for k in keys)
         exact = sum(again["verdicts"][k]["device"] == check["verdicts"][k]["device"] for k in keys)
-        said += (f" Repeated on a {again['device']} ({again['wall_seconds']:,.0f} s of wall time, "
+        said += (f" Repeated on another GPU ({again['device']}, {again['wall_seconds']:,.0f} s of wall time, "
                  f"{again['measured'].split(',')[0]}): {again['equal']} of {again['of']} verdicts equal the cpu "
                  f"record's, and {verdict} of {len(keys)} equal the {check['device']}'s, with the same values and "
                  f"intervals in {exact} of {len(keys)}")
-        said += (": the verdicts that differ from the cpu record's come from the GPU's kernels, not from chance."
-                 if exact == len(keys) else ".")
+        said += (": the two GPUs compute the same numbers, so the verdicts that differ from the cpu record's follow "
+                 "from GPU against CPU arithmetic, not from run-to-run variation." if exact == len(keys) else ".")
     return ["", said]
 
 
