@@ -2,7 +2,8 @@
 # Attn-KNN: one entry point.
 #   ./run_all.sh              set up what is missing, then run every experiment of the default profile
 #   ./run_all.sh test [ARGS]  set up what is missing, then run the test suite (ARGS go to pytest)
-#   ./run_all.sh status       what is up to date, stale or missing, and what a run would take (reads only; -v: every file)
+#   ./run_all.sh status       per experiment: re-measure (with an estimate), re-render or same (reads only; -v: every file)
+#   ./run_all.sh render       every table, figure, notebook PDF, macro, README block and the paper, from the records
 #   ./run_all.sh dag          the job graph as figures/workflow_dag.pdf
 #   ./run_all.sh lab          JupyterLab in the project's environment: notebooks/ and the executed results/notebooks/
 #   ./run_all.sh bench        this machine's speed as ratios (search vs GEMM, votes, smoke run, stage times)

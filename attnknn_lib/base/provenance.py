@@ -10,7 +10,7 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -77,20 +77,27 @@ def _imports(source: str) -> set[str]:
     return out
 
 
-def imported_files(modules: Iterable[str] = (), sources: Iterable[str] = ()) -> list[Path]:
+def imported_files(modules: Iterable[str] = (), sources: Iterable[str] = (),
+                   skip: Callable[[Path], bool] | None = None) -> list[Path]:
     """The library files that ``modules`` (dotted names) and the code ``sources`` import, directly
     or through each other, with the packages' ``__init__`` files they run: a static read of the
-    import statements (what decides the code a notebook runs)."""
+    import statements (what decides the code a notebook runs). A file for which ``skip`` is true is
+    neither listed nor followed."""
     todo = [name for src in sources for name in _imports(src)] + list(modules)
     seen: set[Path] = set()
+    skipped: set[Path] = set()
     while todo:
         name = todo.pop()
         parts = name.split(".")
         for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
             path = _module_file(".".join(parts[:i]))
-            if path is not None and path not in seen:
-                seen.add(path)
-                todo += list(_file_imports(path, path.stat().st_mtime_ns))
+            if path is None or path in seen or path in skipped:
+                continue
+            if skip is not None and skip(path):
+                skipped.add(path)
+                continue
+            seen.add(path)
+            todo += list(_file_imports(path, path.stat().st_mtime_ns))
     return sorted(seen)
 
 
@@ -199,8 +206,49 @@ class Provenance:
         }
 
 
-def experiment_code(name: str) -> str:
-    """The fingerprint of the library files an experiment package imports, directly or not (what
-    decides its record besides its parameters and data): stored in each record's provenance, so that
-    ``./run_all.sh status`` can tell whether this checkout's code would write the same record."""
-    return code_fingerprint(imported_files([f"{PACKAGE_DIR.name}.experiments.{name}"]))
+def normalised_source(path: Path) -> str:
+    """What a Python file computes, without what only a reader sees: its syntax tree with every
+    docstring removed, dumped without line numbers, so comments, docstrings and formatting never
+    change it (string constants that are not docstrings, a caption for example, still do)."""
+    tree = ast.parse(Path(path).read_text())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+
+
+def normalised_fingerprint(files: Iterable[Path]) -> str:
+    """SHA-256 (16 hex) over files' names relative to the library and their :func:`normalised_source`."""
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(str(Path(path).relative_to(PACKAGE_DIR)).encode())
+        h.update(normalised_source(path).encode())
+    return h.hexdigest()[:16]
+
+
+def rendering_file(path: Path) -> bool:
+    """Whether a library file only presents results (never measures them): the ``report`` layer,
+    an experiment's ``views`` (module or package) and an experiment package's ``__init__``, which
+    declares the experiment and wires its views in."""
+    rel = Path(path).resolve().relative_to(PACKAGE_DIR).parts
+    return (rel[0] == "report" or "views" in rel or "views.py" in rel
+            or (len(rel) == 3 and rel[0] == "experiments" and rel[2] == "__init__.py"))
+
+
+def measurement_files(name: str) -> list[Path]:
+    """The library files that decide experiment ``name``'s record: what its ``measure`` and
+    ``config`` modules import, directly or not, leaving out (and not following) the files that only
+    present results (:func:`rendering_file`)."""
+    base = f"{PACKAGE_DIR.name}.experiments.{name}"
+    return imported_files([f"{base}.measure", f"{base}.config"], skip=rendering_file)
+
+
+def measure_code(name: str) -> str:
+    """The measurement key of experiment ``name``: :func:`normalised_fingerprint` of its
+    :func:`measurement_files`. Stored in each record's provenance (``measure_code``), so that
+    ``./run_all.sh status`` can tell whether this checkout would measure the same record; a view, a
+    caption, a comment or a docstring never changes it."""
+    return normalised_fingerprint(measurement_files(name))

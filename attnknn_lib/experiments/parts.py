@@ -26,7 +26,7 @@ from typing import Any
 
 from attnknn_lib.base.files import atomic_write
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.base.provenance import config_fingerprint, experiment_code
+from attnknn_lib.base.provenance import config_fingerprint, measure_code
 
 PARTS = "parts"  # under the artifacts folder
 
@@ -44,7 +44,7 @@ def part_file(paths: Paths, cfg, experiment: str, part: str) -> Path:
 
 def part_key(cfg, experiment: str) -> dict[str, str]:
     """What a stored part must have been computed under to be read: the config and the code."""
-    return {"config": config_fingerprint(cfg.to_dict()), "code": experiment_code(experiment)}
+    return {"config": config_fingerprint(cfg.to_dict()), "code": measure_code(experiment)}
 
 
 def stored(paths: Paths, cfg, experiment: str, part: str) -> Any | None:

@@ -4,8 +4,10 @@ Opened in JupyterLab and run top to bottom with its default parameters, an exper
 *reads*: it renders the record, tables and figures committed under ``results/`` and ``figures/``,
 trains nothing, measures nothing and writes nothing. Recomputing is one explicit switch:
 
-* the workflow (``./run_all.sh``) runs every notebook through papermill with ``$ATTNKNN_OUT_DIR``
-  set to the job's staging folder: it always recomputes and writes there;
+* the workflow (``./run_all.sh``, ``./run_all.sh render``) runs every notebook through papermill
+  with ``$ATTNKNN_OUT_DIR`` set to the job's staging folder, which holds the records its measure job
+  wrote: the notebook *renders*, it reads those records and writes the tables and figures drawn
+  from them there (it measures nothing);
 * ``recompute = True`` in the parameters cell recomputes interactively and writes under
   ``out_dir`` (default ``scratch/``, ignored by git), so the committed outputs are never overwritten
   unless the user points ``out_dir`` at the repository itself. Before it starts, it says what it
@@ -74,21 +76,26 @@ def estimate(exp: Experiment, dataset: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class Session:
-    """One notebook's mode: where it reads or writes (``paths``) and whether it recomputes."""
+    """One notebook's mode: where it reads or writes (``paths``), whether it recomputes, and whether
+    it renders (reads the records under ``paths`` and writes what is drawn from them there)."""
 
     exp: Experiment
     cfg: object
     paths: Paths
     recompute: bool
+    render: bool = False
 
     def committed(self, dataset: str | None = None) -> dict:
-        """The committed record of ``dataset`` (the experiment's primary one by default), after
-        checking that it was measured with this notebook's parameters."""
+        """The committed record of ``dataset`` (the experiment's primary one by default; rendering:
+        the record under ``paths``), after checking that it was measured with this notebook's
+        parameters."""
         dataset = dataset or self.exp.artifacts.primary_dataset(self.cfg)
-        path = committed_path(self.exp, dataset)
+        path = self.paths.root / self.exp.artifacts.record_file(dataset) if self.render \
+            else committed_path(self.exp, dataset)
         if not path.exists():
-            raise ConfigError(f"no committed record {path.relative_to(REPO_ROOT)}; recompute: set recompute = True "
-                              f"in the parameters cell, or run ./run_all.sh --only {self.exp.name}")
+            raise ConfigError(f"no record {self.exp.artifacts.record_file(dataset)} under {path.parents[1]}; "
+                              f"recompute: set recompute = True in the parameters cell, or run "
+                              f"./run_all.sh --only {self.exp.name}")
         record = read_json(path)
         differ = parameter_differences(record.get("config", {}), self.cfg)
         default = type(self.cfg)().to_dict()
@@ -105,26 +112,32 @@ class Session:
                   f"./run_all.sh --only {self.exp.name} brings it up to date", file=sys.stderr)
         return record
 
-    def record(self, compute: Callable[[Paths], dict], dataset: str | None = None) -> dict:
-        """``compute(paths)`` (it measures and writes the outputs under ``paths``) when recomputing,
-        else the committed record (:meth:`committed`)."""
-        return compute(self.paths) if self.recompute else self.committed(dataset)
+    def record(self, compute: Callable[[Paths], dict], dataset: str | None = None,
+               write: Callable[[dict, Paths], object] | None = None) -> dict:
+        """The record of ``dataset``: ``compute(paths)`` (it measures and writes the record under
+        ``paths``) when recomputing, else the committed one (:meth:`committed`). When recomputing or
+        rendering, ``write(record, paths)`` then draws the tables and figures under ``paths``."""
+        if self.recompute:
+            record = compute(self.paths)
+        else:
+            record = self.committed(dataset)
+            if not self.render:
+                return record
+        if write is not None:
+            write(record, self.paths)
+        return record
 
     def run(self, write: Callable[[dict, Paths], object]) -> dict:
-        """The experiment's record: measured by its ``run`` and written out by ``write`` (its views'
-        ``write_outputs``) when recomputing, else the committed one."""
-        def compute(paths: Paths) -> dict:
-            record = self.exp.run(self.cfg, paths)
-            write(record, paths)
-            return record
-        return self.record(compute)
+        """The experiment's record: measured by its ``run`` (recomputing) or read (reading,
+        rendering), then drawn by ``write`` (its views' ``write_outputs``) unless only reading."""
+        return self.record(lambda paths: self.exp.run(self.cfg, paths), write=write)
 
 
 def session(exp: Experiment, cfg, out_dir: str | Path, recompute: bool) -> Session:
     """The notebook's mode (see the module docstring); an interactive recompute says first what it
     will run and about how long it takes."""
-    if workflow_job():
-        return Session(exp, cfg, Paths.at(out_dir), True)
+    if workflow_job():  # the workflow's notebook job renders the records its measure job wrote
+        return Session(exp, cfg, Paths.at(out_dir), False, render=True)
     if not recompute:
         return Session(exp, cfg, Paths.at(REPO_ROOT), False)
     out = Path(out_dir)  # relative to notebooks/, where a notebook's kernel starts, wherever this one did

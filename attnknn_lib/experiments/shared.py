@@ -21,7 +21,7 @@ import torch
 from attnknn_lib.base.files import write_json, write_npz
 from attnknn_lib.base.knobs import knob
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.base.provenance import Provenance, experiment_code
+from attnknn_lib.base.provenance import Provenance, measure_code
 from attnknn_lib.base.runtime import pick_device, set_threads
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import DataSpec, Prepared
@@ -251,7 +251,7 @@ def write_record(paths: Paths, artifacts: Artifacts, dataset: str | None, cfg, p
     """The record (the declared ``results/<experiment>_<dataset>.json``) = {experiment, dataset,
     profile, config, provenance, results}."""
     record = {"experiment": artifacts.name, "dataset": dataset, "profile": cfg.profile, "config": cfg.to_dict(),
-              "provenance": {**prov.record(data_fingerprints), "experiment_code": experiment_code(artifacts.name)},
+              "provenance": {**prov.record(data_fingerprints), "measure_code": measure_code(artifacts.name)},
               "results": results}
     return write_json(artifacts.record_path(paths, dataset), record), record
 

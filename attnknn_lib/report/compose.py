@@ -112,9 +112,15 @@ def compose(records: list[dict], experiments: Iterable[ExperimentViews]) -> Repo
                   experiments_table(experiments, records))
 
 
-def write_report(report: Report, macros_path: str | Path, readme_path: str | Path | None = None) -> Path:
-    """``results/macros.tex`` and, when given a README, its generated blocks (each atomically)."""
-    path = macro_file.write_macros(report.macros, macros_path)
+def write_report(report: Report, macros_path: str | Path, readme_path: str | Path | None = None,
+                 paper_path: str | Path | None = None) -> Path:
+    """``results/macros.tex`` and, when given a README, its generated blocks (each atomically). Given
+    the paper, only the macros it uses are written (:func:`~attnknn_lib.report.macros.used_by`), and a
+    generated-looking macro it uses that the records do not define stops the report."""
+    macros = report.macros
+    if paper_path is not None:
+        macros = macro_file.used_by(macros, Path(paper_path).read_text())
+    path = macro_file.write_macros(macros, macros_path)
     if readme_path is not None:
         readme.replace_block(readme_path, readme.ANSWER_START, readme.ANSWER_END, report.answer)
         readme.replace_block(readme_path, readme.README_START, readme.README_END, report.results)

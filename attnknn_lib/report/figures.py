@@ -24,7 +24,10 @@ plt.rcParams.update({"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "
 def save_figure(fig: plt.Figure, figures_dir: str | Path, name: str) -> list[Path]:
     """Write ``name``.pdf and ``name``.png atomically, then close the figure (an experiment writes
     many; open figures accumulate in memory); return the paths."""
-    paths = [atomic_write(Path(figures_dir) / f"{name}.{ext}", lambda f, ext=ext: fig.savefig(f, format=ext))
+    # no creation date in the PDF: a figure drawn again from the same record keeps its bytes
+    meta = {"pdf": {"CreationDate": None}, "png": {}}
+    paths = [atomic_write(Path(figures_dir) / f"{name}.{ext}",
+                          lambda f, ext=ext: fig.savefig(f, format=ext, metadata=meta[ext]))
              for ext in ("pdf", "png")]
     plt.close(fig)
     return paths

@@ -1,6 +1,6 @@
 """The command line behind ``./run_all.sh``: validate, plan, then run the Snakemake workflow.
 
-    ./run_all.sh [status|dag] [--profile cpu] [--only main,...] [--out DIR] [--no-pdf] [--no-paper]
+    ./run_all.sh [status|render|dag] [--profile cpu] [--only main,...] [--out DIR] [--no-pdf] [--no-paper]
                  [-p key=value ...] [--force] [--jobs N] [--executor NAME] [--workflow-profile DIR] [--list]
 
 Everything the user typed is checked before any work: an unknown profile, experiment or
@@ -8,7 +8,10 @@ parameter, a value of the wrong type or out of range, or missing data stops the 
 line naming the value and what is allowed (exit code 2). Then the library's plan (training runs,
 notebooks, reports) is written and Snakemake (``workflow/Snakefile``) runs what is missing or
 out of date: one job per training run, one per notebook, one per PDF, the macros and the paper.
-``status`` lists every output as up to date, stale or missing; ``dag`` draws the job graph.
+``render`` redraws everything from the records alone (tables, figures, executed notebooks and
+their PDFs, macros, README blocks, paper): no model, no measurement. ``status`` says per experiment
+whether its records must be measured again or only its outputs drawn again; ``dag`` draws the job
+graph.
 """
 
 from __future__ import annotations
@@ -123,7 +126,7 @@ def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> li
         cmd += ["--cores", str(cores), "--resources", f"part_memory={budget}"]
     if args.workflow_profile:
         cmd += ["--workflow-profile", str(Path(args.workflow_profile).resolve())]
-    if args.force:
+    if args.force or args.action == "render":  # render: every output is drawn again from the records
         cmd += ["--forceall"]
     return cmd + extra
 
@@ -134,8 +137,10 @@ def _epilog() -> str:
              "  ./run_all.sh                 set up, then run every experiment of the profile (training, notebooks, "
              "PDFs, paper)",
              "  ./run_all.sh test [ARGS]     set up, then the test suite (ARGS go to pytest; -m 'not slow': the fast tests)",
-             "  ./run_all.sh status [-v]     what is up to date, stale or missing, and the time a run would take "
-             "(reads only)",
+             "  ./run_all.sh status [-v]     per experiment: re-measure (with its estimate), re-render (seconds) or "
+             "same (reads only)",
+             "  ./run_all.sh render          every table, figure, notebook PDF, macro, README block and the paper "
+             "from the records (no model, minutes)",
              "  ./run_all.sh lab             JupyterLab: notebooks/ (runnable; they read the committed results) and "
              "results/notebooks/ (executed)",
              "  ./run_all.sh bench           this machine's speed as ratios, and the committed run's stage times",
@@ -156,9 +161,9 @@ def _epilog() -> str:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="./run_all.sh", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog())
-    ap.add_argument("action", nargs="?", default="run", choices=("run", "status", "dag"),
-                    help="run (default), status (what is up to date, stale or missing; reads only), dag (job graph "
-                         "figure)")
+    ap.add_argument("action", nargs="?", default="run", choices=("run", "status", "render", "dag"),
+                    help="run (default), status (what must be measured or drawn again; reads only), render (every "
+                         "output drawn again from the records, nothing measured), dag (job graph figure)")
     ap.add_argument("-v", "--verbose", action="store_true", help="status: every output file with its state and reason")
     ap.add_argument("--profile", default="cpu", help="configs/<name>.yaml (default: cpu)")
     ap.add_argument("--only", default="", help="comma-separated experiments (default: all)")
@@ -231,6 +236,17 @@ def drop_unreadable_models(plan: dict, paths: Paths) -> list[str]:
     return said
 
 
+def check_records(resolved: dict[str, dict], paths: Paths) -> None:
+    """Rendering reads the records: one line naming the first one missing under the output root, and
+    how to measure it."""
+    for name, params in resolved.items():
+        exp = catalog.get(name)
+        for rel in exp.artifacts.files(exp.Config(**params), "record"):
+            if not (paths.root / rel).exists():
+                raise ConfigError(f"no record {rel} under {paths.root} to render {name} from; measure it first: "
+                                  f"./run_all.sh --only {name}" + (f" --out {paths.root}" if paths.root != REPO_ROOT else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -239,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         resolved = resolve(args.profile, only, args.overrides)
         if args.validate:
             return 0
-        if args.action == "run" and not args.list:
+        if args.action in ("run", "render") and not args.list:
             _require_tools(not args.no_pdf, not args.no_paper)
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -253,7 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "status":  # reads only: no plan, no run spec, no Snakemake state
         print(overview.summary(resolved, paths, args.verbose))
         return 0
-    plan = make_plan(resolved, paths, pdf=not args.no_pdf, paper=not args.no_paper)
+    render_only = args.action == "render"
+    if render_only:
+        try:
+            check_records(resolved, paths)
+        except AttnKNNError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+    plan = make_plan(resolved, paths, pdf=not args.no_pdf, paper=not args.no_paper, render_only=render_only)
     plan["train_threads"] = train_threads(args)
     plan_path = write_plan(plan, paths)
     first = longest_notebook(plan, paths.root, REPO_ROOT)
@@ -274,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for line in drop_unreadable_models(plan, paths):
         print(f"[run_all] {line}", file=sys.stderr)
-    if not args.force:
+    if not args.force and not render_only:
         try:
             print(f"[run_all] {overview.estimate_line(resolved, paths)}", file=sys.stderr)
         except Exception as err:  # an estimate must never stop a run  # noqa: BLE001

@@ -8,9 +8,12 @@ Job commands (``python -m attnknn_lib.workflow.jobs <command> --plan PLAN``):
 
 * ``part NAME --part P``: one part of an experiment's measurement into the shared artifacts folder
   (:mod:`attnknn_lib.experiments.parts`), before its notebook job, beside the other jobs.
-* ``notebook NAME``: papermill into a staging folder (progress bars off inside the kernel,
-  models read from the shared artifacts folder); when every declared output is there they are
-  moved into place, so a failed or interrupted job leaves the previous outputs untouched.
+* ``measure NAME``: the experiment's measurement (training runs read from the model cache, parts
+  from their jobs) into a staging folder; its records are moved into place when all are there.
+* ``notebook NAME``: renders: papermill runs the notebook in a staging folder holding a copy of
+  its records (progress bars off inside the kernel); it reads them and writes the tables and figures;
+  when every declared output is there they are moved into place, so a failed or interrupted job
+  leaves the previous outputs untouched.
 * ``pdf NOTEBOOK``: nbconvert to PDF next to the executed notebook (atomically).
 * ``paper``: latexmk on ``paper/main.tex``.
 
@@ -25,6 +28,7 @@ its config class (after a knob is added or changed; a test checks that they agre
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -60,15 +64,54 @@ def write_parameter_cells(repo: Path = REPO_ROOT) -> list[Path]:
     return changed
 
 
+def _digest(path: Path) -> str:
+    """SHA-256 (16 hex) of a file's bytes (the records a notebook drew, for ./run_all.sh status)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def _staging(plan: dict, name: str, job: str) -> Path:
+    """An empty staging folder of one job (``<root>/.attnknn/staging/<job>-<name>``)."""
+    staging = Path(plan["root"]) / STATE / "staging" / f"{job}-{name}"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "results" / "notebooks").mkdir(parents=True)
+    return staging
+
+
+def _move_in(staging: Path, root: Path, files: list[str]) -> None:
+    """Every file is there (checked before): now move them into place, each rename atomic."""
+    for rel in files:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / rel, root / rel)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def run_measure(plan: dict, name: str) -> None:
+    """Measure one experiment into staging (its ``run``: training runs from the model cache, parts
+    from their jobs), then move its records into place; tables and figures are the notebook job's."""
+    exp = plan["experiments"][name]
+    root = Path(plan["root"])
+    staging = _staging(plan, name, "measure")
+    os.environ.update({"ATTNKNN_ARTIFACTS": plan["artifacts"], "ATTNKNN_PROGRESS": "off"})
+    experiment = catalog.get(name)
+    experiment.run(experiment.Config(**exp["params"]), Paths(staging))
+    check_outputs(staging, exp["records"], f"measurement of {name}", name)
+    _move_in(staging, root, exp["records"])
+
+
 def run_notebook(plan: dict, name: str) -> None:
-    """Execute one experiment notebook into staging, then move its declared outputs into place."""
+    """Render one experiment: its notebook runs in a staging folder that holds a copy of its records,
+    reads them and writes the tables and figures drawn from them there (it measures nothing); when
+    every declared output is there they are moved into place, so a failed or interrupted job leaves
+    the previous outputs untouched. A figure whose view cannot draw it from what this checkout holds
+    (its inputs are measurement files outside the records, absent on a fresh clone) stays as it was,
+    and the job says so."""
     import papermill as pm
 
     exp = plan["experiments"][name]
     root = Path(plan["root"])
-    staging = root / STATE / "staging" / name
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / "results" / "notebooks").mkdir(parents=True)
+    staging = _staging(plan, name, "notebook")
+    for rel in exp["records"]:
+        shutil.copy2(root / rel, staging / rel)
     os.environ.update({"ATTNKNN_OUT_DIR": str(staging), "ATTNKNN_ARTIFACTS": plan["artifacts"],
                        "ATTNKNN_PROGRESS": "off"})  # inherited by the kernel
     executed = staging / exp["executed"]
@@ -82,12 +125,20 @@ def run_notebook(plan: dict, name: str) -> None:
     nb = json.loads(executed.read_text())  # papermill records absolute paths of this machine
     nb["metadata"].get("papermill", {}).update({"input_path": f"notebooks/{exp['notebook']}",
                                                 "output_path": exp["executed"]})
+    for cell in nb["cells"]:  # papermill names its injected cell at random: one name, so a redraw keeps it
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+            cell["id"] = "injected-parameters"
+    nb["metadata"]["attnknn"] = {"render_code": exp["render_code"],  # what status compares with
+                                 "records": {rel: _digest(staging / rel) for rel in exp["records"]}}
     executed.write_text(json.dumps(nb, indent=1) + "\n")
-    check_outputs(staging, exp["outputs"] + [exp["executed"]], f"notebook {exp['notebook']}", name)
-    for rel in exp["outputs"] + [exp["executed"]]:  # all present: now move them in, each rename atomic
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / rel, root / rel)
-    shutil.rmtree(staging, ignore_errors=True)
+    rendered = exp["rendered"] + [exp["executed"]]
+    for rel in rendered:  # kept as drawn before: its view had nothing to draw it from
+        if not (staging / rel).exists() and (root / rel).exists() and rel.startswith("figures/"):
+            shutil.copy2(root / rel, staging / rel)
+            print(f"[notebook] {name}: {rel} kept as it was (its view draws it from measurement files that "
+                  f"are not here; the next measurement writes them)", file=sys.stderr)
+    check_outputs(staging, rendered + exp["records"], f"notebook {exp['notebook']}", name)
+    _move_in(staging, root, rendered)
 
 
 def run_part(plan: dict, name: str, part: str) -> None:
@@ -186,8 +237,8 @@ def run_job(plan: dict | None, command: str, name: str, work: Callable[[], objec
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow.jobs", description="one job of the workflow "
                                  "(the report job: python -m attnknn_lib.workflow.report_job)")
-    ap.add_argument("command", choices=("notebook", "part", "pdf", "paper", "parameters"))
-    ap.add_argument("target", nargs="?", help="experiment name (notebook, part) or executed notebook (pdf)")
+    ap.add_argument("command", choices=("measure", "notebook", "part", "pdf", "paper", "parameters"))
+    ap.add_argument("target", nargs="?", help="experiment name (measure, notebook, part) or executed notebook (pdf)")
     ap.add_argument("--part", help="which part of the experiment's measurement (part)")
     ap.add_argument("--plan", required=False, help="plan.json written by ./run_all.sh")
     args = ap.parse_args(argv)
@@ -200,11 +251,12 @@ def main(argv: list[str] | None = None) -> int:
         for path in write_parameter_cells():
             print(f"rewrote the parameters cell of {path}")
         return 0
-    work = {"notebook": lambda: run_notebook(plan, args.target),
+    work = {"measure": lambda: run_measure(plan, args.target),
+            "notebook": lambda: run_notebook(plan, args.target),
             "part": lambda: run_part(plan, args.target, args.part),
             "pdf": lambda: export_pdf(Path(args.target)),
             "paper": lambda: build_paper(plan)}[args.command]
-    name = (args.target if args.command == "notebook" else f"{args.target}-{args.part}" if args.command == "part"
+    name = (args.target if args.command in ("measure", "notebook") else f"{args.target}-{args.part}" if args.command == "part"
             else Path(args.target).stem if args.target else args.command)
     return run_job(plan, args.command, name, work)
 

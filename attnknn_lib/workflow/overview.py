@@ -1,25 +1,27 @@
-"""``./run_all.sh status``: what is up to date, stale or missing, and what a run would cost. It only
-reads: no plan, no run spec, no Snakemake state is written.
+"""``./run_all.sh status``: per experiment, whether its records must be measured again (and about
+how long that takes) or only its tables, figures and notebook drawn again (seconds). It only reads:
+no plan, no run spec, no Snakemake state is written.
 
-One summary first: the commit the outputs under the output root come from, per experiment whether
-this checkout's code and parameters would produce them unchanged, how many of its models are missing
-from the model cache, and the job time a run would take, from the last bench
-(``results/benchmarks.json``). Then, with ``-v``, one line per output file with its state and reason
-(missing; stale: code, parameters or a model changed since it was written).
+Records: *re-measure* when this checkout's measurement key (:func:`~attnknn_lib.base.provenance.measure_code`)
+or parameters differ from the ones the record stores. Outputs: *re-render* when the rendering key
+(:func:`~attnknn_lib.workflow.plan.render_code`) or a record differs from what the executed notebook
+says it was drawn with. With ``-v``, one line per output file with its state and reason.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 from pathlib import Path
 
 from attnknn_lib.base.errors import CorruptFileError
 from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
-from attnknn_lib.base.provenance import PACKAGE_DIR, experiment_code, imported_files
+from attnknn_lib.base.provenance import measure_code
 from attnknn_lib.experiments import catalog
 from attnknn_lib.experiments.reading import parameter_differences
-from attnknn_lib.workflow.plan import NOTEBOOK_DIR
+from attnknn_lib.workflow.plan import render_code
 
 BENCH = "results/benchmarks.json"
 
@@ -29,22 +31,6 @@ def _record(path: Path) -> dict | None:
         return read_json(path) if path.exists() else None
     except CorruptFileError:
         return None
-
-
-def _code_files(name: str, notebook: str) -> list[str]:
-    """The library files and the notebook behind an experiment's outputs, relative to the repository."""
-    import json
-
-    nb = json.loads((NOTEBOOK_DIR / notebook).read_text())
-    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
-    files = imported_files([f"{PACKAGE_DIR.name}.experiments.{name}"], cells)
-    return [str(p.relative_to(REPO_ROOT)) for p in files] + [f"notebooks/{notebook}"]
-
-
-def changed_since(commit: str, files: list[str]) -> list[str] | None:
-    """The files among ``files`` that differ between ``commit`` and this checkout (None: git cannot say)."""
-    out = _git("diff", "--name-only", commit, "--", *files)
-    return None if out is None else out.split()
 
 
 def _git(*args: str) -> str | None:
@@ -78,41 +64,76 @@ def _bench() -> dict:
     return (_record(path) or {}).get("cpu_run", {}).get("stages", {})
 
 
+def record_digest(path: Path) -> str:
+    """SHA-256 (16 hex) of a record file's bytes: the executed notebook names the records it drew."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def measure_state(name: str, pairs: list[tuple[Path, dict]], cfg) -> list[str]:
+    """Why an experiment's records would be measured again (empty: they are what this checkout
+    measures): a record missing, its measurement key from before keys were stored, or different
+    from this checkout's (code), or other parameters."""
+    exp = catalog.get(name)
+    expected = exp.artifacts.files(cfg, "record")
+    if len(pairs) < len(expected):
+        return ["record missing"]
+    here = measure_code(name)
+    reasons = []
+    for _, r in pairs:
+        stored = r.get("provenance", {}).get("measure_code")
+        if stored is None:
+            reasons.append("the record stores no measurement key (measured before keys covered only the "
+                           "measurement code)")
+        elif stored != here:
+            reasons.append("measurement code changed since the record")
+        if parameter_differences(r.get("config", {}), cfg):
+            reasons.append("parameters changed")
+    return sorted(set(reasons))
+
+
+def render_state(exp, rendered: list[str], executed: str, pairs: list[tuple[Path, dict]], paths: Paths) -> list[str]:
+    """Why an experiment's tables, figures and executed notebook would be drawn again (empty: they
+    are what this checkout draws from these records)."""
+    if any(not (paths.root / o).exists() for o in rendered + [executed]):
+        return ["an output is missing"]
+    try:
+        meta = json.loads((paths.root / executed).read_text()).get("metadata", {}).get("attnknn", {})
+    except (OSError, ValueError):
+        meta = {}
+    reasons = []
+    if meta.get("render_code") is None:
+        reasons.append("drawn before rendering keys were stored")
+    elif meta["render_code"] != render_code(exp):
+        reasons.append("rendering code or notebook changed")
+    drawn = meta.get("records", {})
+    if meta and any(drawn.get(str(f.relative_to(paths.root))) != record_digest(f) for f, _ in pairs):
+        reasons.append("a record changed since")
+    return reasons
+
+
 def experiment_state(name: str, params: dict, paths: Paths) -> dict:
-    """One experiment's state: its outputs present and missing, the commit of its record, the code
-    files and parameters changed since, its models missing from the cache, and the bench's times."""
+    """One experiment's state: its outputs missing, the commit of its records, why its records
+    would be measured again and why its outputs would be drawn again, its models missing from the
+    cache, and the bench's times."""
     exp = catalog.get(name)
     cfg = exp.Config(**params)
-    outputs = exp.outputs(cfg) + [f"results/notebooks/{Path(exp.notebook).stem}.ipynb"]
+    executed = f"results/notebooks/{Path(exp.notebook).stem}.ipynb"
+    outputs = exp.outputs(cfg) + [executed]
+    records = exp.artifacts.files(cfg, "record")
     missing = [o for o in outputs if not (paths.root / o).exists()]
-    pairs = [(f, r) for o in outputs if o.endswith(".json") and (r := _record(f := paths.root / o))]
-    records = [r for _, r in pairs]
-    code: list[str] | None = []
-    commit = None
-    for f, r in pairs:  # every record of the experiment (one per dataset) must stand for this code
-        commit = code_commit(f, r)
-        stored = r.get("provenance", {}).get("experiment_code")
-        if stored is not None:  # the record names its package's code fingerprint; the notebook and what only
-            # the notebook imports (the reading session) by git
-            here = [] if stored == experiment_code(name) else [f"attnknn_lib/experiments/{name} and its imports"]
-            package = {str(p.relative_to(REPO_ROOT)) for p in imported_files([f"{PACKAGE_DIR.name}.experiments.{name}"])}
-            own = [f for f in _code_files(name, exp.notebook) if f not in package]
-            notebook = changed_since(commit, own) if commit else []
-            found = here + (notebook or [])
-        else:
-            found = changed_since(commit, _code_files(name, exp.notebook)) if commit else None
-        code = None if found is None or code is None else sorted(set(code) | set(found))
-    if not pairs:
-        code = None
+    pairs = [(f, r) for o in records if (r := _record(f := paths.root / o))]
+    commit = code_commit(*pairs[0]) if pairs else None
+    measure = measure_state(name, pairs, cfg)
+    render = render_state(exp, [o for o in exp.outputs(cfg) if o not in records], executed, pairs, paths)
     runs = {r.id: r for r in exp.runs(cfg)}
     no_model = [rid for rid in runs if not (paths.artifacts / "models" / rid / "train.json").exists()]
     stage = _bench().get(f"notebook {name}", {})
-    return {"name": name, "outputs": outputs, "missing": missing, "commit": commit, "code_changed": code,
-            "parameters_changed": sorted({p for r in records for p in parameter_differences(r.get("config", {}), cfg)}),
+    return {"name": name, "outputs": outputs, "missing": missing, "commit": commit,
+            "measure_reasons": measure, "render_reasons": render,
             "models": len(runs), "models_missing": no_model, "notebook_seconds": stage.get("seconds"),
             # the part jobs the notebook reads (the bench's record of the last run; a part it lacks counts 0)
             "parts_seconds": sum(v or 0.0 for v in (stage.get("parts") or {}).values()),
-            "record_seconds": sum(r.get("provenance", {}).get("wall_seconds") or 0.0 for r in records) or None}
+            "record_seconds": sum(r.get("provenance", {}).get("wall_seconds") or 0.0 for _, r in pairs) or None}
 
 
 def _minutes(seconds: float | None) -> str:
@@ -129,26 +150,34 @@ def _rows(resolved: dict[str, dict], paths: Paths) -> tuple[list[dict], float | 
     seen: set[str] = set()
     total: float | None = 0.0  # None: some cost is unknown (no bench entry and no record)
     for s in states:
-        s["code"] = "?" if s["code_changed"] is None else ("changed" if s["code_changed"] else "same")
-        s["params"] = "changed" if s["parameters_changed"] else "same"
-        s["up_to_date"] = not s["missing"] and s["code"] == "same" and s["params"] == "same" and not s["models_missing"]
-        new = [m for m in s["models_missing"] if m not in seen]
-        seen.update(s["models_missing"])
+        s["measure"] = "re-measure" if s["measure_reasons"] else "same"
+        s["render"] = "re-render" if s["measure_reasons"] or s["render_reasons"] else "same"
+        s["up_to_date"] = s["measure"] == "same" and s["render"] == "same"
+        new = [m for m in s["models_missing"] if m not in seen] if s["measure"] != "same" else []
+        seen.update(new)
         notebook = s["notebook_seconds"] or s["record_seconds"]
-        s["cost"] = 0.0 if s["up_to_date"] else None if notebook is None else \
+        s["cost"] = 0.0 if s["measure"] == "same" else None if notebook is None else \
             notebook + s["parts_seconds"] + len(new) * per_model
         total = None if total is None or s["cost"] is None else total + s["cost"]
     return states, total
 
 
+def _estimate(s: dict) -> str:
+    if s["measure"] != "same":
+        return f"re-measure: {_minutes(s['cost'])}"
+    return "re-render: seconds" if s["render"] != "same" else "nothing to do"
+
+
 def estimate_line(resolved: dict[str, dict], paths: Paths) -> str:
     """One line for the start of a run: what it will redo and about how long, from the last bench."""
     states, total = _rows(resolved, paths)
-    stale = [s["name"] for s in states if not s["up_to_date"]]
-    if not stale:
+    measure = [s["name"] for s in states if s["measure"] != "same"]
+    render = [s["name"] for s in states if s["measure"] == "same" and s["render"] != "same"]
+    if not measure and not render:
         return "estimate: everything is up to date; this run only checks it"
-    return (f"estimate: {', '.join(stale)} to redo, about {_minutes(total)} of job time by the last bench "
-            f"(two jobs at once on two cores)")
+    said = [f"{', '.join(measure)} to measure, about {_minutes(total)} of job time by the last bench"] if measure else []
+    said += [f"{', '.join(render)} to render (seconds each)"] if render else []
+    return "estimate: " + "; ".join(said)
 
 
 def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False) -> str:
@@ -156,32 +185,34 @@ def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False) -> s
     states, total = _rows(resolved, paths)
     commits = sorted({s["commit"][:7] for s in states if s["commit"]})
     head = _git("rev-parse", "--short", "HEAD") or "unknown"
-    lines = [f"Outputs under {paths.root}: their code is that of commit {', '.join(commits) or '(none known)'}; "
+    lines = [f"Records under {paths.root} were measured at commit {', '.join(commits) or '(none known)'}; "
              f"this checkout is at {head}.", "",
-             f"{'experiment':18s} {'outputs':9s} {'code since':11s} {'parameters':11s} {'models missing':15s} "
-             f"estimate (job time)"]
+             f"{'experiment':18s} {'records':11s} {'outputs':10s} {'models missing':15s} to do"]
     for s in states:
-        outputs = "present" if not s["missing"] else f"{len(s['missing'])} missing"
-        lines.append(f"{s['name']:18s} {outputs:9s} {s['code']:11s} {s['params']:11s} "
-                     f"{len(s['models_missing']):>3d} of {s['models']:<8d} "
-                     f"{'up to date' if s['up_to_date'] else _minutes(s['cost'])}")
+        lines.append(f"{s['name']:18s} {s['measure']:11s} {s['render']:10s} "
+                     f"{len(s['models_missing']):>3d} of {s['models']:<8d} {_estimate(s)}")
     lines.append("")
-    stale = [s["name"] for s in states if not s["up_to_date"]]
-    if stale:
-        lines.append(f"To bring {', '.join(stale)} up to date: ./run_all.sh" +
-                     ("" if len(stale) == len(states) else f" --only {','.join(stale)}") +
-                     f" (about {_minutes(total)} of job time by the last bench; the workflow runs two jobs at once "
-                     f"on two cores).")
-    else:
+    measure = [s["name"] for s in states if s["measure"] != "same"]
+    render = [s["name"] for s in states if s["measure"] == "same" and s["render"] != "same"]
+    if measure:
+        lines.append(f"To measure {', '.join(measure)} again: ./run_all.sh" +
+                     ("" if len(measure) == len(states) else f" --only {','.join(measure)}") +
+                     f" (about {_minutes(total)} of job time by the last bench, models included).")
+    if render:
+        lines.append("To draw the outputs of " + ", ".join(render) + " again from their records: ./run_all.sh render"
+                     + ("" if len(render) == len(states) else f" --only {','.join(render)}") + " (minutes, no model).")
+    if not measure and not render:
         lines.append("Everything is up to date: ./run_all.sh would only check it.")
-    lines.append("'code since': the library files and notebook behind an experiment differ from the commit of its "
-                 "record; 'models missing': not in the model cache (artifacts/models), trained by the next run.")
+    lines.append("records: re-measure when this checkout would measure them differently (measurement code or "
+                 "parameters; comments, docstrings and views never count); outputs: re-render when the tables, "
+                 "figures or notebook would be drawn differently from the records; models missing: not in the "
+                 "model cache (artifacts/models), trained only when a record is measured.")
     if verbose:
         lines.append("")
         for s in states:
-            reasons = (["code: " + ", ".join(s["code_changed"])] if s["code_changed"] else []) + \
-                (["parameters: " + ", ".join(s["parameters_changed"])] if s["parameters_changed"] else [])
             for o in s["outputs"]:
+                reasons = s["measure_reasons"] if o.endswith(".json") and o.startswith("results/") and \
+                    "notebooks/" not in o else s["render_reasons"] or s["measure_reasons"]
                 state = "missing" if o in s["missing"] else "stale" if reasons else "up to date"
                 lines.append(f"{state:10s}  {o}" + (f"  ({'; '.join(reasons)})" if state == "stale" else ""))
             for m in s["models_missing"]:

@@ -11,7 +11,13 @@ from pathlib import Path
 from attnknn_lib.base.errors import CorruptFileError
 from attnknn_lib.base.files import read_json, write_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
-from attnknn_lib.base.provenance import PACKAGE_DIR, code_fingerprint, experiment_code, imported_files
+from attnknn_lib.base.provenance import (
+    PACKAGE_DIR,
+    config_fingerprint,
+    imported_files,
+    measure_code,
+    normalised_fingerprint,
+)
 from attnknn_lib.experiments import catalog
 from attnknn_lib.experiments.declaration import Experiment
 from attnknn_lib.experiments.parts import part_dir
@@ -26,13 +32,25 @@ STATE = ".attnknn"  # bookkeeping under the output root: plan, staging folders, 
 TIMES = f"{STATE}/times"
 
 
-def notebook_code(exp: Experiment) -> str:
-    """The fingerprint of the code a notebook job runs: the library files its experiment package and
-    its notebook import, directly or not (editing another experiment, or a docstring of a module it
-    does not import, reruns nothing)."""
+def notebook_cells(exp: Experiment) -> list[str]:
+    """The sources of an experiment notebook's cells, narrative included."""
     nb = json.loads((NOTEBOOK_DIR / exp.notebook).read_text())
-    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
-    return code_fingerprint(imported_files([f"{PACKAGE_DIR.name}.experiments.{exp.name}"], cells))
+    return ["".join(c["source"]) for c in nb["cells"]]
+
+
+def render_files(exp: Experiment) -> list[Path]:
+    """The library files that draw an experiment's outputs from its records: what its package (views
+    included) and its notebook's code cells import, directly or not."""
+    code = [c for c, cell in zip(notebook_cells(exp), json.loads((NOTEBOOK_DIR / exp.notebook).read_text())["cells"])
+            if cell["cell_type"] == "code"]
+    return imported_files([f"{PACKAGE_DIR.name}.experiments.{exp.name}"], code)
+
+
+def render_code(exp: Experiment) -> str:
+    """The rendering key of an experiment's tables, figures and executed notebook: its
+    :func:`render_files` (normalised: a comment or docstring changes nothing) and its notebook's
+    cells (narrative included: it is in the executed notebook and its PDF)."""
+    return config_fingerprint({"files": normalised_fingerprint(render_files(exp)), "cells": notebook_cells(exp)})
 
 
 # What one part job may hold, in GB (peak resident, cpu profile): the local run lets part jobs run side
@@ -44,11 +62,13 @@ PART_MEMORY_GB = {"attention_study": 8}
 OTHER_PART_MEMORY_GB = 4
 
 
-def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -> dict:
-    """The plan of ``resolved`` ({experiment: params}); writes the run specs under the artifacts folder."""
+def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, render_only: bool = False) -> dict:
+    """The plan of ``resolved`` ({experiment: params}); writes the run specs under the artifacts
+    folder. ``render_only``: the records are inputs (``./run_all.sh render``): no training, part or
+    measure job, only what is drawn from the records."""
 
     plan = {"repo": str(REPO_ROOT), "root": str(paths.root), "artifacts": str(paths.artifacts.resolve()),
-            "python": sys.executable, "pdf": pdf, "paper": paper,
+            "python": sys.executable, "pdf": pdf, "paper": paper, "render_only": render_only,
             "readme": paths.root == REPO_ROOT, "experiments": {}, "runs": {}}
     every_run = []
     for name, params in resolved.items():
@@ -57,8 +77,12 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -
         runs = exp.runs(cfg)
         every_run += runs
         executed = f"results/notebooks/{Path(exp.notebook).stem}.ipynb"
+        records = exp.artifacts.files(cfg, "record")
         plan["experiments"][name] = {"notebook": exp.notebook, "params": params, "outputs": exp.outputs(cfg),
-                                     "executed": executed, "runs": list(dict.fromkeys(r.id for r in runs)), "code": notebook_code(exp),
+                                     "records": records, "rendered": [o for o in exp.outputs(cfg) if o not in records],
+                                     "executed": executed, "runs": list(dict.fromkeys(r.id for r in runs)),
+                                     # what decides the records, and what decides what is drawn from them
+                                     "measure_code": measure_code(name), "render_code": render_code(exp),
                                      # timings in the results: the job runs alone, on every core
                                      "timed": bool(exp.timed),
                                      # parts of its measurement the workflow runs as jobs before the notebook
@@ -66,14 +90,15 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool) -
                                      # where they are stored, and the code they are computed by (the
                                      # experiment's, without the notebook's cells: editing those reruns
                                      # only the notebook job)
-                                     **({"part_dir": part_dir(cfg, name), "part_code": experiment_code(name),
+                                     **({"part_dir": part_dir(cfg, name), "part_code": measure_code(name),
                                          "part_memory_gb": PART_MEMORY_GB.get(name, OTHER_PART_MEMORY_GB)}
                                         if exp.parts else {})}
     for rid, run in merge_runs(every_run).items():  # one spec per model, whichever experiments need it
-        write_run_spec(run, paths.artifacts / "runs")
+        if not render_only:
+            write_run_spec(run, paths.artifacts / "runs")
         plan["runs"][rid] = run.label
     # the report reads every experiment's views: it reruns when any experiment's code changes
-    plan["report_code"] = code_fingerprint(imported_files(
+    plan["report_code"] = normalised_fingerprint(imported_files(
         [f"{PACKAGE_DIR.name}.experiments.{n}" for n in catalog.names()] + [f"{PACKAGE_DIR.name}.report.compose"]))
     return plan
 

@@ -1,6 +1,7 @@
 """The workflow's report job: ``python -m attnknn_lib.workflow.report_job --plan PLAN``.
 
-``results/macros.tex`` from the plan's result files only (all of one profile), and the README's
+``results/macros.tex`` from the plan's result files only (all of one profile; only the macros the
+paper uses, and none it uses missing), and the README's
 results block when writing into the repository. A module of its own because it reads every
 experiment's views, which import torch: the other jobs (:mod:`attnknn_lib.workflow.jobs`) then
 start without it.
@@ -26,7 +27,8 @@ def report(plan: dict) -> Path:
     experiments' results already on disk: see :func:`~attnknn_lib.workflow.plan.result_files`)."""
     report_ = compose(read_records(result_files(plan)), catalog.experiments().values())
     return write_report(report_, Path(plan["root"]) / "results" / "macros.tex",
-                        Path(plan["repo"]) / "README.md" if plan["readme"] else None)
+                        Path(plan["repo"]) / "README.md" if plan["readme"] else None,
+                        paper_path=Path(plan["repo"]) / "paper" / "main.tex")
 
 
 def main(argv: list[str] | None = None) -> int:

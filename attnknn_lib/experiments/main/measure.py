@@ -282,6 +282,7 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
     sizes = (len(ds.test), len(ds.train)) if cfg.by_splits(name) else None
     results = {
         "dataset": ds.summary(),
+        "class_names": list(ds.class_names),  # the confusion matrix's labels, for rendering without the data
         "seeds": [seed for seed, _ in cfg.replicates(name)],
         "replication": "seeds" if sizes is None else f"{len(per_seed)} stratified hold-out splits (split seed = model seed)",
         "summary": core.aggregate_seeds({s: d["methods"] for s, d in per_seed.items()}),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.files import read_json
@@ -15,7 +16,7 @@ from attnknn_lib.evaluation.methods import (
 from attnknn_lib.evaluation.metrics import confusion_matrix, reliability_bins
 from attnknn_lib.evaluation.verdicts import MARGINS, VERDICTS
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
-from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, DatasetRun, run_dataset
+from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import difference_text, markdown_lists, mean_pct, seeds_text
 from attnknn_lib.report.macros import (
@@ -87,52 +88,71 @@ CAL_NOTE = ("each method's second row: after the post-hoc calibrator fitted on v
             "it keeps the predicted class, so accuracy and F1 do not change)")
 
 
-def write_outputs(run: DatasetRun, paths: Paths, primary: bool) -> dict[str, Path]:
-    """The dataset's LaTeX table(s) and figures (curves, confusion matrix, ablation, paired
-    differences and per-seed intervals on the primary dataset)."""
+def first_seed_probs(record: dict, paths: Paths) -> dict[str, np.ndarray] | None:
+    """The first seed's test probabilities and labels that the measurement kept in the artifacts
+    folder (``main_<dataset>_s<seed>_probs.npz``), or None where they are not there (a fresh clone:
+    the reliability and confusion figures then stay as they were drawn)."""
+    path = paths.artifacts / f"main_{record['dataset']}_s{record['results']['seeds'][0]}_probs.npz"
+    if not path.exists():
+        return None
+    with np.load(path) as arrays:
+        return {key: arrays[key] for key in arrays.files if key.startswith("test_")}
 
-    ds, res, profile = run.dataset, run.record["results"], run.record["profile"]
-    name, title = ds.name, REGISTRY[ds.name].title
+
+def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
+    """The dataset's LaTeX table(s) and figures (curves, confusion matrix, ablation, paired
+    differences and per-seed intervals on the primary dataset), from its record and, for the
+    reliability and confusion figures, the first seed's probabilities (:func:`first_seed_probs`)."""
+
+    res, profile = record["results"], record["profile"]
+    name = record["dataset"]
+    title = REGISTRY[name].title
     seeds = ", ".join(map(str, res["seeds"]))
     src = source_note(NOTEBOOK, ARTIFACTS.record_file(name))
     out = {"table": ARTIFACTS.write_table(paths, "table", name, booktabs(
         seed_frame(res["summary"]),
-        f"{title}: test metrics, mean $\\pm$ s.d.\\ {_over(res)}{_control_note(res)}{_mlp_note(ds)}; {CAL_NOTE}. "
+        f"{title}: test metrics, mean $\\pm$ s.d.\\ {_over(res)}{_control_note(res)}{_mlp_note(name)}; {CAL_NOTE}. "
         f"Profile "
         f"\\texttt{{{profile}}}. {src}.", "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}",
         escape_index=False))}
     if not primary:
         return out
     first = str(res["seeds"][0])
-    bins = {METHOD_LABELS[m]: reliability_bins(run.methods[m].test, ds.test.y) for m in RELIABILITY_METHODS
-            if m in run.methods}
-    eces = {METHOD_LABELS[m]: res["per_seed"][first]["methods"][m]["test_raw"]["ece"]["value"]
-            for m in RELIABILITY_METHODS if m in run.methods}
-    fig = figures.reliability_diagrams(bins, eces, f"{title} (test, seed {first}, before calibration)")
-    out["reliability"] = ARTIFACTS.save_figure(paths, "reliability", name, fig)
+    probs = first_seed_probs(record, paths)
+    if probs is not None:
+        labels = probs["test_labels"]
+        shown = [m for m in RELIABILITY_METHODS if f"test_{m}" in probs]
+        bins = {METHOD_LABELS[m]: reliability_bins(probs[f"test_{m}"], labels) for m in shown}
+        eces = {METHOD_LABELS[m]: res["per_seed"][first]["methods"][m]["test_raw"]["ece"]["value"] for m in shown}
+        fig = figures.reliability_diagrams(bins, eces, f"{title} (test, seed {first}, before calibration)")
+        out["reliability"] = ARTIFACTS.save_figure(paths, "reliability", name, fig)
     out["paired"] = ARTIFACTS.write_table(paths, "paired", name, booktabs(
         _diff_frame(res["paired"]),
         f"{title}: paired differences on the same test points (Attn-KNN minus the other method). Per seed: 95\\% "
         f"paired bootstrap intervals over test points. Over seeds {seeds}: mean of the per-seed differences, 95\\% "
         f"$t$ interval counting the seeds' spread and the test set's bootstrap variance, and the verdict against "
-        f"the declared margins ({_margins_text(run.record['config'])}). Accuracy in percentage points; negative "
+        f"the declared margins ({_margins_text(record['config'])}). Accuracy in percentage points; negative "
         f"ECE / NLL differences favour Attn-KNN. {src}.", "tab:main-paired", colsep="2pt"))
     per_seed = {s: d["methods"] for s, d in res["per_seed"].items()}
     out["seeds"] = ARTIFACTS.write_table(paths, "seeds", name, booktabs(
         seed_intervals_frame(per_seed),
         f"{title}: test accuracy (\\%) of each seed with its 95\\% bootstrap interval. {src}.", "tab:main-seeds"))
-    fig = figures.training_curves({"Attn-KNN": run.histories["attnknn"], "CNN": run.histories["cnn"]},
+    trained = res["per_seed"][first]["training"]
+    fig = figures.training_curves({"Attn-KNN": trained["attnknn"]["history"], "CNN": trained["cnn"]["history"]},
                                 f"{title} (seed {first})")
     out["curves"] = ARTIFACTS.save_figure(paths, "curves", name, fig)
-    cm = confusion_matrix(run.methods["attnknn"].test, ds.test.y, ds.num_classes)
-    fig = figures.confusion_matrix_plot(cm, ds.class_names, f"Attn-KNN on {title} (test, seed {first})")
-    out["confusion"] = ARTIFACTS.save_figure(paths, "confusion", name, fig)
+    if probs is not None and "test_attnknn" in probs:
+        num_classes = res["dataset"]["num_classes"]
+        cm = confusion_matrix(probs["test_attnknn"], probs["test_labels"], num_classes)
+        names = res.get("class_names") or [str(c) for c in range(num_classes)]
+        fig = figures.confusion_matrix_plot(cm, tuple(names), f"Attn-KNN on {title} (test, seed {first})")
+        out["confusion"] = ARTIFACTS.save_figure(paths, "confusion", name, fig)
     if res.get("replay"):
         out["replay"] = ARTIFACTS.write_table(paths, "replay", name, booktabs(
-            replay_frame(run.record),
+            replay_frame(record),
             f"{title}: the prototype's defects re-introduced one at a time (seed {res['replay']['seed']}), each "
             f"row Attn-KNN minus its baseline as one run reports it: paired bootstrap 95\\% interval over test "
-            f"points and the verdict it gives against the margins ({_margins_text(run.record['config'])}; "
+            f"points and the verdict it gives against the margins ({_margins_text(record['config'])}; "
             f"equiv.: equivalent, incon.: inconclusive). First row: our protocol over seeds {seeds} (seed-level interval). "
             f"Self-matches: Attn-KNN retrained with training queries that find themselves; untuned baseline: "
             f"distance weights with $\\tau = 1$ on squared distances (nearly uniform); no calibration: ECE and NLL "
@@ -155,9 +175,9 @@ def _control_note(res: dict) -> str:
     return f"; the MixUp control CNN over seeds {', '.join(mix)} only" if mix and len(mix) < len(res["per_seed"]) else ""
 
 
-def _mlp_note(ds) -> str:
+def _mlp_note(name: str) -> str:
     """On a tabular set the network called CNN is a multilayer perceptron: the caption says so."""
-    return "; on this tabular set the ``CNN'' is a multilayer perceptron" if REGISTRY[ds.name].kind == "tabular" else ""
+    return "; on this tabular set the ``CNN'' is a multilayer perceptron" if REGISTRY[name].kind == "tabular" else ""
 
 
 def _over(res: dict) -> str:
@@ -494,15 +514,13 @@ def dataset_record(nb, cfg, name: str) -> dict:
     measured (:func:`~attnknn_lib.experiments.main.measure.run_dataset`) and written out when it
     recomputes, else the committed one."""
     def compute(paths: Paths) -> dict:
-        run = run_dataset(cfg, name, paths)
-        write_outputs(run, paths, primary=name == cfg.primary)
-        return run.record
-    return nb.record(compute, name)
+        return run_dataset(cfg, name, paths).record
+    return nb.record(compute, name, write=lambda record, paths: write_outputs(record, paths, primary=name == cfg.primary))
 
 
 def summary_table(nb, cfg) -> list[Path]:
     """The tables the notebook lists: the summary across datasets is written first when it recomputes
     (a reading notebook writes nothing)."""
-    if nb.recompute:
+    if nb.recompute or nb.render:
         write_summary_table(nb.paths, cfg.datasets)
     return ARTIFACTS.written(nb.paths, cfg)
