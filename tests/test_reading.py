@@ -52,7 +52,7 @@ def test_a_record_from_older_defaults_is_shown_with_a_note_and_a_parameter_set_i
         nb.run(_never)
 
 
-def test_recompute_writes_under_out_dir_and_the_workflow_always_recomputes(tmp_path, monkeypatch, capsys):
+def test_recompute_writes_under_out_dir_and_the_workflow_renders(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv(reading.OUT_ENV, raising=False)
     exp = catalog.get("theory")
     nb = reading.session(exp, exp.Config(), tmp_path / "scratch", recompute=True)
@@ -60,8 +60,16 @@ def test_recompute_writes_under_out_dir_and_the_workflow_always_recomputes(tmp_p
     assert "recomputing theory" in capsys.readouterr().err  # it says what it will run before it starts
     assert nb.record(lambda paths: {"written under": str(paths.root)}) == {"written under": str(nb.paths.root)}
     monkeypatch.setenv(reading.OUT_ENV, str(tmp_path / "staging"))
-    job = reading.session(exp, exp.Config(), "..", recompute=False)
-    assert job.recompute and job.paths.root.resolve() == (tmp_path / "staging").resolve()
+    job = reading.session(exp, exp.Config(), "..", recompute=True)
+    # the workflow's notebook job renders: it reads the record in its staging folder, never measures
+    assert job.render and not job.recompute and job.paths.root.resolve() == (tmp_path / "staging").resolve()
+    record = REPO_ROOT / exp.artifacts.record_file("fashion_mnist")
+    (tmp_path / "staging" / "results").mkdir(parents=True)
+    (tmp_path / "staging" / record.relative_to(REPO_ROOT)).write_bytes(record.read_bytes())
+    drawn = []
+    got = job.record(lambda paths: pytest.fail("a rendering notebook measured"), "fashion_mnist",
+                     write=lambda rec, paths: drawn.append(paths.root))
+    assert got["experiment"] == "theory" and drawn == [job.paths.root]
 
 
 def test_the_estimate_reads_the_committed_run():

@@ -15,6 +15,7 @@ Adding an experiment is one such package and one notebook (``notebooks/<NOTEBOOK
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,8 @@ from attnknn_lib.base.files import write_text
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.report import figures
 
-KINDS = ("record", "table", "figure")
+KINDS = ("record", "data", "table", "figure")
+MEASURED = ("record", "data")  # written by the measurement; tables and figures are drawn from them
 SCOPES = ("dataset", "primary", "experiment")
 FIGURE_FORMATS = ("pdf", "png")  # every figure is written in both (report.figures.save_figure)
 
@@ -33,17 +35,22 @@ FIGURE_FORMATS = ("pdf", "png")  # every figure is written in both (report.figur
 class Output:
     """One output of an experiment, by the key its writers and notebook use.
 
-    ``kind``: a results ``record`` (``results/<name>_<dataset>.json``), a LaTeX ``table``
-    (``results/tables/<stem>.tex``) or a ``figure`` (``figures/<stem>.pdf`` and ``.png``).
+    ``kind``: a results ``record`` (``results/<name>_<dataset>.json``), measured ``data`` a figure
+    is drawn from beside the record (``results/<stem>.npz``: arrays a person does not read), a LaTeX
+    ``table`` (``results/tables/<stem>.tex``) or a ``figure`` (``figures/<stem>.pdf`` and ``.png``).
     ``scope``: one per dataset of the config, one for its primary dataset only, or one per
     experiment (no dataset in the name). ``suffix`` follows the stem (``_calibration``);
-    ``when(cfg)`` says whether this config writes it (default: always)."""
+    ``when(cfg)`` says whether this config writes it (default: always). ``drawn_from`` (figures):
+    what the figure needs besides the record's numbers, the key of a ``data`` output or a field of
+    the record's results; a record measured before it was stored cannot be drawn again, and
+    rendering keeps the figure as it was."""
 
     key: str
     kind: str
     suffix: str = ""
     scope: str = "dataset"
     when: Callable[[Any], bool] | None = None
+    drawn_from: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS or self.scope not in SCOPES:
@@ -59,8 +66,12 @@ def table(key: str, suffix: str = "", scope: str = "dataset", when=None) -> Outp
     return Output(key, "table", suffix, scope, when)
 
 
-def figure(key: str, suffix: str = "", scope: str = "dataset", when=None) -> Output:
-    return Output(key, "figure", suffix, scope, when)
+def data(key: str, suffix: str, scope: str = "dataset", when=None) -> Output:
+    return Output(key, "data", suffix, scope, when)
+
+
+def figure(key: str, suffix: str = "", scope: str = "dataset", when=None, drawn_from: str | None = None) -> Output:
+    return Output(key, "figure", suffix, scope, when, drawn_from)
 
 
 def _one_dataset(cfg) -> tuple[str, ...]:
@@ -104,6 +115,8 @@ class Artifacts:
         o, stem = self.output(key), self.stem(key, dataset)
         if o.kind == "record":
             return f"results/{stem}.json"
+        if o.kind == "data":
+            return f"results/{stem}.npz"
         if o.kind == "table":
             return f"results/tables/{stem}.tex"
         return f"figures/{stem}.{ext}"
@@ -142,17 +155,41 @@ class Artifacts:
     def primary_dataset(self, cfg) -> str:
         return self.primary(cfg) if self.primary else self.datasets(cfg)[0]
 
-    def files(self, cfg, kind: str | None = None) -> list[str]:
+    def _scope(self, o: Output, cfg) -> tuple[str | None, ...]:
+        return {"dataset": self.datasets(cfg), "primary": (self.primary_dataset(cfg),),
+                "experiment": (None,)}[o.scope]
+
+    def files(self, cfg, kind: str | tuple[str, ...] | None = None) -> list[str]:
         """Every file this config writes (of ``kind`` only, if given), relative to the output root."""
+        kinds = (kind,) if isinstance(kind, str) else kind
         out = []
         for o in self.outputs:
-            if o.when is not None and not o.when(cfg) or kind not in (None, o.kind):
+            if o.when is not None and not o.when(cfg) or kinds is not None and o.kind not in kinds:
                 continue
-            scope = {"dataset": self.datasets(cfg), "primary": (self.primary_dataset(cfg),),
-                     "experiment": (None,)}[o.scope]
-            for d in scope:
+            for d in self._scope(o, cfg):
                 exts = FIGURE_FORMATS if o.kind == "figure" else ("",)
                 out += [self.relative(o.key, d, ext) for ext in exts]
+        return out
+
+    def measured(self, cfg) -> list[str]:
+        """The files the measurement writes (records and data), relative to the output root."""
+        return self.files(cfg, MEASURED)
+
+    def undrawable(self, cfg, root: Path) -> list[str]:
+        """The figure files under ``root`` that cannot be drawn again from what the measurement left
+        there: their ``drawn_from`` data file is missing, or their record lacks that field."""
+        out = []
+        for o in self.outputs:
+            if o.kind != "figure" or o.drawn_from is None or o.when is not None and not o.when(cfg):
+                continue
+            for d in self._scope(o, cfg):
+                if any(x.key == o.drawn_from for x in self.outputs):
+                    there = (root / self.relative(o.drawn_from, d)).exists()
+                else:
+                    rec = root / self.relative(self.record_key, d)
+                    there = rec.exists() and o.drawn_from in json.loads(rec.read_text()).get("results", {})
+                if not there:
+                    out += [self.relative(o.key, d, ext) for ext in FIGURE_FORMATS]
         return out
 
 

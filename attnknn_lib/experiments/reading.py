@@ -32,6 +32,7 @@ from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.experiments.declaration import Experiment
 
 OUT_ENV = "ATTNKNN_OUT_DIR"  # set by the workflow's notebook job (its staging folder)
+SOURCE_ENV = "ATTNKNN_SOURCE_ROOT"  # ... and the output root its records come from
 SCRATCH = "scratch"  # where an interactive recompute writes by default (relative to the repository)
 BENCH = "results/benchmarks.json"
 
@@ -111,6 +112,15 @@ class Session:
             print(f"note: the committed record was measured with {old}; it is shown as committed. "
                   f"./run_all.sh --only {self.exp.name} brings it up to date", file=sys.stderr)
         return record
+
+    def png(self, key: str, dataset: str | None = None) -> str:
+        """The PNG of figure ``key`` to show: the one this notebook drew, or, rendering, the one kept
+        as it was drawn before (a figure its record cannot draw again; see ``drawn_from``)."""
+        path = self.exp.artifacts.path(self.paths, key, dataset)
+        source = os.environ.get(SOURCE_ENV)
+        if self.render and source and not path.exists():
+            path = Path(source) / self.exp.artifacts.relative(key, dataset)
+        return str(path)
 
     def record(self, compute: Callable[[Paths], dict], dataset: str | None = None,
                write: Callable[[dict, Paths], object] | None = None) -> dict:

@@ -9,6 +9,7 @@ No experiment is named here.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,7 +63,8 @@ def _summary(path: Path) -> str:
     """The first line of a module's docstring (without reST markup)."""
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     first = " ".join(doc.split("\n\n")[0].split())  # the first paragraph on one line
-    return first.split(". ")[0].split(": ``")[0].replace("``", "`").replace(":mod:", "").rstrip(".")
+    first = re.sub(r":(mod|class|func|data|meth):`~?([^`]*)`", lambda m: f"`{m.group(2).split('.')[-1]}`", first)
+    return first.split(". ")[0].split(": ``")[0].replace("``", "`").rstrip(".")
 
 
 def layout_markdown(package: Path = PACKAGE) -> str:
@@ -72,15 +74,18 @@ def layout_markdown(package: Path = PACKAGE) -> str:
     tree = ast.parse((package / "__init__.py").read_text())
     layers = next(ast.literal_eval(n.value) for n in tree.body
                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "LAYERS")
-    lines = ["```", f"{package.name}/  layers, highest first: a module imports only from its own layer and those below"]
+    rows: list[tuple[str, str]] = []
     for layer in layers:
-        lines.append(f"  {layer + '/':<26}{_summary(package / layer / '__init__.py')}")
+        rows.append((f"  {layer}/", _summary(package / layer / "__init__.py")))
         for path in sorted((package / layer).rglob("*.py")):
             rel = path.relative_to(package / layer)
             if rel.name == "__init__.py" and rel.parent == Path("."):
                 continue
             name = f"{rel.parent}/" if rel.name == "__init__.py" else str(rel)
-            lines.append(f"    {name:<24}{_summary(path)}")
+            rows.append((f"    {name}", _summary(path)))
+    width = max(len(name) for name, _ in rows) + 2  # every name apart from its description
+    lines = ["```", f"{package.name}/  layers, highest first: a module imports only from its own layer and those below"]
+    lines += [f"{name:<{width}}{summary}".rstrip() for name, summary in rows]
     return "\n".join(lines + ["```"])
 
 

@@ -1,4 +1,4 @@
-"""The commands of the workflow's jobs: run a notebook, export its PDF, write the macros, build the paper.
+"""The commands of the workflow's jobs: measure an experiment, render its notebook, export its PDF, build the paper.
 
 :func:`make_plan` turns a resolved profile into the plan ``workflow/Snakefile`` reads: every
 training run (its spec file), every experiment notebook with its parameters, declared outputs and
@@ -94,24 +94,27 @@ def run_measure(plan: dict, name: str) -> None:
     os.environ.update({"ATTNKNN_ARTIFACTS": plan["artifacts"], "ATTNKNN_PROGRESS": "off"})
     experiment = catalog.get(name)
     experiment.run(experiment.Config(**exp["params"]), Paths(staging))
-    check_outputs(staging, exp["records"], f"measurement of {name}", name)
-    _move_in(staging, root, exp["records"])
+    check_outputs(staging, exp["measured"], f"measurement of {name}", name)
+    _move_in(staging, root, exp["measured"])
 
 
 def run_notebook(plan: dict, name: str) -> None:
     """Render one experiment: its notebook runs in a staging folder that holds a copy of its records,
     reads them and writes the tables and figures drawn from them there (it measures nothing); when
     every declared output is there they are moved into place, so a failed or interrupted job leaves
-    the previous outputs untouched. A figure whose view cannot draw it from what this checkout holds
-    (its inputs are measurement files outside the records, absent on a fresh clone) stays as it was,
-    and the job says so."""
+    the previous outputs untouched. A figure the records cannot draw again (the plan's ``kept``:
+    measured before the data it is drawn from was kept) is left as it was, and the job says so."""
     import papermill as pm
 
     exp = plan["experiments"][name]
     root = Path(plan["root"])
     staging = _staging(plan, name, "notebook")
-    for rel in exp["records"]:
+    for rel in exp["measured"]:
         shutil.copy2(root / rel, staging / rel)
+    for rel in exp["kept"]:
+        print(f"[notebook] {name}: {rel} kept as it was drawn (its record was measured before the data it is "
+              f"drawn from was kept beside it; the next measurement keeps it)", file=sys.stderr)
+    os.environ["ATTNKNN_SOURCE_ROOT"] = str(root)  # where the notebook finds a kept figure to show
     os.environ.update({"ATTNKNN_OUT_DIR": str(staging), "ATTNKNN_ARTIFACTS": plan["artifacts"],
                        "ATTNKNN_PROGRESS": "off"})  # inherited by the kernel
     executed = staging / exp["executed"]
@@ -129,15 +132,10 @@ def run_notebook(plan: dict, name: str) -> None:
         if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
             cell["id"] = "injected-parameters"
     nb["metadata"]["attnknn"] = {"render_code": exp["render_code"],  # what status compares with
-                                 "records": {rel: _digest(staging / rel) for rel in exp["records"]}}
+                                 "records": {rel: _digest(staging / rel) for rel in exp["measured"]}}
     executed.write_text(json.dumps(nb, indent=1) + "\n")
     rendered = exp["rendered"] + [exp["executed"]]
-    for rel in rendered:  # kept as drawn before: its view had nothing to draw it from
-        if not (staging / rel).exists() and (root / rel).exists() and rel.startswith("figures/"):
-            shutil.copy2(root / rel, staging / rel)
-            print(f"[notebook] {name}: {rel} kept as it was (its view draws it from measurement files that "
-                  f"are not here; the next measurement writes them)", file=sys.stderr)
-    check_outputs(staging, rendered + exp["records"], f"notebook {exp['notebook']}", name)
+    check_outputs(staging, rendered + exp["measured"], f"notebook {exp['notebook']}", name)
     _move_in(staging, root, rendered)
 
 

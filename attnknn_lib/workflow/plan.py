@@ -77,9 +77,12 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, r
         runs = exp.runs(cfg)
         every_run += runs
         executed = f"results/notebooks/{Path(exp.notebook).stem}.ipynb"
-        records = exp.artifacts.files(cfg, "record")
+        measured = exp.artifacts.measured(cfg)
+        # rendering only: a figure the records cannot draw again (measured before its data was kept) stays
+        kept = exp.artifacts.undrawable(cfg, paths.root) if render_only else []
         plan["experiments"][name] = {"notebook": exp.notebook, "params": params, "outputs": exp.outputs(cfg),
-                                     "records": records, "rendered": [o for o in exp.outputs(cfg) if o not in records],
+                                     "measured": measured, "kept": kept,
+                                     "rendered": [o for o in exp.outputs(cfg) if o not in measured + kept],
                                      "executed": executed, "runs": list(dict.fromkeys(r.id for r in runs)),
                                      # what decides the records, and what decides what is drawn from them
                                      "measure_code": measure_code(name), "render_code": render_code(exp),

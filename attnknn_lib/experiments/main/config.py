@@ -36,9 +36,9 @@ ARTIFACTS = Artifacts(NAME, (
     record(), table("table"),  # per dataset
     # the reliability diagram on the primary dataset only: a tabular test split of 30-180 rows leaves
     # most of the fifteen bins empty
-    figure("reliability", "_reliability", "primary"),
+    figure("reliability", "_reliability", "primary", drawn_from="figure_data"),
     table("paired", "_paired", "primary"), table("seeds", "_seeds", "primary"),
-    figure("curves", "_curves", "primary"), figure("confusion", "_confusion", "primary"),
+    figure("curves", "_curves", "primary"), figure("confusion", "_confusion", "primary", drawn_from="figure_data"),
     table("ablation", "_ablation", "primary", when=lambda cfg: cfg.ablation),
     table("replay", "_replay", "primary", when=lambda cfg: cfg.replay),
     table("summary", "_summary", "experiment"),  # every dataset in one table

@@ -24,10 +24,10 @@ from attnknn_lib.evaluation.methods import (
     knn_methods,
     score,
 )
-from attnknn_lib.evaluation.metrics import METRICS, accuracy
+from attnknn_lib.evaluation.metrics import METRICS, accuracy, confusion_matrix, reliability_bins
 from attnknn_lib.evaluation.verdicts import HIGHER_IS_BETTER, seed_level, split_level, verdict
 from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, NAME, Config
+from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, NAME, RELIABILITY_METHODS, Config
 from attnknn_lib.experiments.parts import part_result, part_seconds
 from attnknn_lib.knn.votes import softmax_rows, vote
 from attnknn_lib.models import MultiHeadNeighborAttention
@@ -292,6 +292,7 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
         "model_configs": {"attention": cfg.attention_config(ds.num_classes).to_dict(),
                           "train": cfg.train_config(ds.kind, cfg.seeds[0]).to_dict(),
                           "backbone": cfg.backbone(ds.kind)[0]},
+        "figure_data": figure_data(first, first_ds),
         # the record's wall time only reads the parts; what computing them took is kept beside it
         "timings": {"seconds": clock(), "parts_seconds": part_seconds(paths, cfg, NAME, _dataset_parts(cfg, name))},
     }
@@ -301,6 +302,16 @@ def run_dataset(cfg: Config, name: str, paths: Paths) -> DatasetRun:
     _, record = core.write_record(paths, ARTIFACTS, name, cfg, prov, fp, results)
     first.record = record
     return first
+
+
+def figure_data(first: DatasetRun, ds) -> dict:
+    """What the first seed's figures are drawn from besides the record's metrics, so that they can
+    be drawn again without the probabilities: the reliability bins of each method on the test set
+    (raw probabilities) and Attn-KNN's confusion matrix."""
+    methods = first.methods
+    return {"reliability": {m: {key: v.tolist() for key, v in reliability_bins(methods[m].test, ds.test.y).items()}
+                            for m in RELIABILITY_METHODS if m in methods},
+            "confusion": confusion_matrix(methods["attnknn"].test, ds.test.y, ds.num_classes).tolist()}
 
 
 def _save_arrays(name: str, seed: int, ds, methods: dict[str, MethodProbs], emb, paths: Paths) -> None:

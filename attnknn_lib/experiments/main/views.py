@@ -13,7 +13,6 @@ from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.methods import (
     METHOD_LABELS,
 )
-from attnknn_lib.evaluation.metrics import confusion_matrix, reliability_bins
 from attnknn_lib.evaluation.verdicts import MARGINS, VERDICTS
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
 from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
@@ -88,21 +87,11 @@ CAL_NOTE = ("each method's second row: after the post-hoc calibrator fitted on v
             "it keeps the predicted class, so accuracy and F1 do not change)")
 
 
-def first_seed_probs(record: dict, paths: Paths) -> dict[str, np.ndarray] | None:
-    """The first seed's test probabilities and labels that the measurement kept in the artifacts
-    folder (``main_<dataset>_s<seed>_probs.npz``), or None where they are not there (a fresh clone:
-    the reliability and confusion figures then stay as they were drawn)."""
-    path = paths.artifacts / f"main_{record['dataset']}_s{record['results']['seeds'][0]}_probs.npz"
-    if not path.exists():
-        return None
-    with np.load(path) as arrays:
-        return {key: arrays[key] for key in arrays.files if key.startswith("test_")}
-
-
 def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     """The dataset's LaTeX table(s) and figures (curves, confusion matrix, ablation, paired
-    differences and per-seed intervals on the primary dataset), from its record and, for the
-    reliability and confusion figures, the first seed's probabilities (:func:`first_seed_probs`)."""
+    differences and per-seed intervals on the primary dataset), from its record. The reliability and
+    confusion figures read its ``figure_data``; a record measured before it was stored leaves them
+    as they were drawn."""
 
     res, profile = record["results"], record["profile"]
     name = record["dataset"]
@@ -118,11 +107,11 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     if not primary:
         return out
     first = str(res["seeds"][0])
-    probs = first_seed_probs(record, paths)
-    if probs is not None:
-        labels = probs["test_labels"]
-        shown = [m for m in RELIABILITY_METHODS if f"test_{m}" in probs]
-        bins = {METHOD_LABELS[m]: reliability_bins(probs[f"test_{m}"], labels) for m in shown}
+    drawn = res.get("figure_data")
+    if drawn is not None:
+        shown = [m for m in RELIABILITY_METHODS if m in drawn["reliability"]]
+        bins = {METHOD_LABELS[m]: {key: np.array(v, dtype=np.float64) for key, v in drawn["reliability"][m].items()}
+                for m in shown}
         eces = {METHOD_LABELS[m]: res["per_seed"][first]["methods"][m]["test_raw"]["ece"]["value"] for m in shown}
         fig = figures.reliability_diagrams(bins, eces, f"{title} (test, seed {first}, before calibration)")
         out["reliability"] = ARTIFACTS.save_figure(paths, "reliability", name, fig)
@@ -141,10 +130,9 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     fig = figures.training_curves({"Attn-KNN": trained["attnknn"]["history"], "CNN": trained["cnn"]["history"]},
                                 f"{title} (seed {first})")
     out["curves"] = ARTIFACTS.save_figure(paths, "curves", name, fig)
-    if probs is not None and "test_attnknn" in probs:
-        num_classes = res["dataset"]["num_classes"]
-        cm = confusion_matrix(probs["test_attnknn"], probs["test_labels"], num_classes)
-        names = res.get("class_names") or [str(c) for c in range(num_classes)]
+    if drawn is not None:
+        cm = np.array(drawn["confusion"])
+        names = res.get("class_names") or [str(c) for c in range(res["dataset"]["num_classes"])]
         fig = figures.confusion_matrix_plot(cm, tuple(names), f"Attn-KNN on {title} (test, seed {first})")
         out["confusion"] = ARTIFACTS.save_figure(paths, "confusion", name, fig)
     if res.get("replay"):
