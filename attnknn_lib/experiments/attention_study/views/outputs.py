@@ -1,0 +1,132 @@
+"""write_outputs: the study's LaTeX tables with their captions (results/tables) and its figures, from a record."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnknn_lib.base.paths import Paths
+from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NOTEBOOK
+from attnknn_lib.experiments.attention_study.measure import gallery_path
+from attnknn_lib.experiments.attention_study.views.frames import (
+    best_variant_frame,
+    collapse_frame,
+    diagnostics_frame,
+    headroom_frame,
+    learnable_frame,
+    reference_frame,
+    second_frame,
+    variants_frame,
+)
+from attnknn_lib.experiments.attention_study.views.labels import setting_title
+from attnknn_lib.experiments.attention_study.views.plots import (
+    diagnostics_figure,
+    gallery_figure,
+    headroom_figure,
+    variants_figure,
+)
+from attnknn_lib.experiments.shared import output_context
+from attnknn_lib.report.tables import booktabs
+
+
+def _fewer_seeds(res: dict) -> str:
+    """'; long tail 0.01 (retrained): seeds 0, 1, 2' for settings run on fewer seeds than the study."""
+    return "".join(f"; {setting_title(n)}: seeds {', '.join(map(str, s['seeds']))}"
+                   for n, s in res["summary"]["settings"].items() if len(s["seeds"]) < len(res["seeds"]))
+
+
+def write_outputs(record: dict, paths: Paths) -> dict:
+    res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
+    seeds = ", ".join(map(str, res["seeds"])) + _fewer_seeds(res)
+    cfg = record["config"]
+    out = {"headroom": ARTIFACTS.write_table(paths, "headroom", d, booktabs(
+        headroom_frame(record, latex=True),
+        f"{title}: how much any reweighting of the k neighbours can gain (\\% of test queries, mean over seeds "
+        f"{seeds}; main's Attn-KNN embedding, noise in the memory's labels only; a long-tailed memory uses the "
+        f"embedding of its own model, retrained on that subset). Recall@k: the true label is "
+        f"among the k; agree: all k neighbours carry one label; fixable: the true label is among the k but the "
+        f"uniform vote misses it; $\\le m$ votes: fixable with the true class at most m votes behind. {src}.",
+        "tab:study-headroom")),
+        "variants": ARTIFACTS.write_table(paths, "variants", d, booktabs(
+            variants_frame(record, latex=True),
+            f"{title}: attention variants trained on the frozen embedding, against the kNN rule tuned on "
+            f"validation at the same k, a secondary reference (Table~\\ref{{tab:study-best}} holds the verdicts "
+            f"against the strongest rule; seeds {seeds}); rows: memory, k: variant. Blind: the prototype's label-blind attention with an "
+            f"entropy bonus, none, or a penalty, or trained on held-out validation queries; readout: TabR-style, "
+            f"query only its control. Accuracy difference with its 95\\% seed-level $t$ interval; verdict "
+            f"B / W / E / ? = better / worse / equivalent / inconclusive against margins of "
+            f"{100 * cfg['margin_accuracy']:g} pp and {cfg['margin_ece']:g} ECE (NLL: in the notebook). "
+            f"Captured: share of the fixable headroom won over the uniform vote. * chosen on validation. "
+            f"k-mixture $-$ fixed k: the learned mixture over k against the uniform vote at the one k of its ladder "
+            f"chosen on validation (in brackets). {src}.",
+            "tab:study-variants", escape_index=True, colsep="2.5pt", size="footnotesize")),
+        "best": ARTIFACTS.write_table(paths, "best", d, booktabs(
+            best_variant_frame(record, latex=True),
+            f"{title}: the best attention found, per memory setting at $k={cfg['k']}$ (seeds {seeds}): the "
+            f"prototype's design (label-blind head with the entropy bonus) and the variant chosen on validation "
+            f"among all the notebook's variants, against the kNN rule tuned on validation "
+            f"at the same k ($\\Delta$ acc., $\\Delta$ ECE) and against the strongest rule that learns nothing "
+            f"($\\Delta$ vs ref., with its 95\\% seed-level $t$ interval), "
+            f"with the query-only control; noise in the memory's labels only, validation and test labels clean. "
+            f"Verdicts B / W / E / ? = better / worse / equivalent / inconclusive; ECE after calibration. {src}.",
+            "tab:study-best", escape_index=True, colsep="3pt")),
+        "reference": ARTIFACTS.write_table(paths, "reference", d, booktabs(
+            reference_frame(record, latex=True),
+            f"{title}: the strongest rule that learns nothing, per memory setting (seeds {seeds}): the neighbour "
+            f"vote (uniform, distance or cosine weights with their temperature), k, a consistency filter (only "
+            f"neighbours whose own nearest rows agree with their label at least this share vote) and a prior "
+            f"correction (probabilities divided by the memory's class shares to this power) chosen jointly on "
+            f"validation, best accuracy then NLL; each grid is extended where the choice sits on its edge, k by "
+            f"searching more neighbours. Configs: configurations scored per seed (the tuning budget). {src}.",
+            "tab:study-reference", column_format="lrrp{4.6cm}rlr", escape_index=True, colsep="3pt")),
+        "learnable": ARTIFACTS.write_table(paths, "learnable", d, booktabs(
+            learnable_frame(record, latex=True),
+            f"{title}: learnable headroom, per memory setting and k (seeds {seeds}; test accuracy in \\%, "
+            f"recall@k in \\% of test queries, captured shares in \\%). Two learners read the "
+            f"neighbours' labels, distances, ranks and their own neighbours' agreement and are trained on clean "
+            f"held-out validation labels, cross-fitted in two halves (each fit on one half, tuned on a fifth of it, "
+            f"applied to the other): gradient-boosted trees on per-class neighbour features (trees), reading as "
+            f"many neighbours as the reference chose (at least k), "
+            f"and the label-aware attention at k (l.-aware). Learnable headroom: the one with the better out-of-fold validation accuracy minus the "
+            f"strongest rule that learns nothing (ref.), with its 95\\% seed-level $t$ interval and verdict "
+            f"B / W / E / ? against a {100 * cfg['margin_accuracy']:g} pp margin. Capt.: the share of that "
+            f"headroom the prototype's head (proto.) and the variant chosen on validation (chosen) won over the reference "
+            f"(--: no headroom established). Rows of a second dataset: its hold-out splits, split-level intervals, "
+            f"proto.: main's Attn-KNN of each split. {src}.",
+            "tab:study-learnable", escape_index=True, colsep="3pt")),
+        **({"collapse": ARTIFACTS.write_table(paths, "collapse", d, booktabs(
+            collapse_frame(record, latex=True),
+            f"{title}: what could hold the label-blind attention at uniform weights. The prototype's head, "
+            f"without the entropy term, trained at $k={cfg['k']}$ on the frozen clean memory with one knob changed "
+            f"at a time (seeds {', '.join(map(str, res['summary']['settings']['clean']['collapse']['seeds']))}): "
+            f"effective k on test ($k$ = uniform weights), accuracy, and the difference to the strongest rule "
+            f"that learns nothing with its 95\\% seed-level $t$ interval and verdict B / W / E / ?. {src}.",
+            "tab:study-collapse", escape_index=True, column_format="lp{5.6cm}rrl", colsep="3pt"))}
+           if not collapse_frame(record).empty else {}),
+        **({"second": ARTIFACTS.write_table(paths, "second", d, booktabs(
+            second_frame(record, latex=True),
+            f"The study's core comparison on a second dataset: main's Attn-KNN of each stratified hold-out split "
+            f"(its attention at $k={cfg['k']}$ on its own embedding) and the uniform vote at $k$ (unif.), each against the "
+            f"strongest rule that learns nothing on the same memory (ref.; its $k$ per split), with noise in the "
+            f"memory's labels only (each split draws its own flips); learnable: the learnable headroom (the better of "
+            f"the two learners of Table~\\ref{{tab:study-learnable}} minus ref.). Attn-KNN's difference with the 95\\% "
+            f"split-level interval (corrected resampled $t$: the splits share their data), every accuracy difference in "
+            f"points with its "
+            f"verdict B / W / E / ?; the other intervals are in Table~\\ref{{tab:study-learnable}} and the notebook. "
+            f"{src}.",
+            "tab:study-second", escape_index=True, colsep="3pt", size="footnotesize"))} if res.get("second") else {}),
+        "diagnostics": ARTIFACTS.write_table(paths, "diagnostics", d, booktabs(
+            diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
+            f"{title}: the prototype attention during main's training, per epoch (mean over seeds "
+            f"{', '.join(map(str, res['seeds']))}). "
+            f"Grad.\\ share: training queries whose vote carries a gradient (the true label among the k and the "
+            f"neighbourhood mixed); H: entropies in nats of the head-averaged weights and of each head's; "
+            f"|dH| / |dNLL|: the entropy term's gradient over the NLL's on the attention's parameters, before "
+            f"its weight; temp.: mean temperature. {src}.", "tab:study-diagnostics"))}
+    drawn = [("headroom", headroom_figure(record)), ("diagnostics", diagnostics_figure(record)),
+             ("variants", variants_figure(record))]
+    if res.get("gallery", {}).get("cases"):
+        with np.load(gallery_path(paths, d)) as images:
+            drawn.append(("gallery", gallery_figure(record, dict(images))))
+    for name, fig in drawn:
+        out[name + "_figure"] = ARTIFACTS.save_figure(paths, name + "_figure", d, fig)
+    return out
