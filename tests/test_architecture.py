@@ -99,7 +99,10 @@ def test_every_experiment_package_declares_itself_once_in_one_shape():
         exp = catalog.get(name)
         assert isinstance(exp, Experiment) and exp.name == name
         folder = PACKAGE / "experiments" / name
-        assert {p.name for p in folder.glob("*.py")} == {"__init__.py", "config.py", "measure.py", "views.py"}, name
+        # its declaration, then config, measure and views, each a module or a package of modules
+        parts = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir()
+                                                       if p.is_dir() and (p / "__init__.py").exists()}
+        assert parts == {"__init__", "config", "measure", "views"}, (name, sorted(parts))
         assert (REPO / "notebooks" / exp.notebook).exists(), exp.notebook
         record_keys = [o.key for o in exp.artifacts.outputs if o.kind == "record"]
         assert len(record_keys) == 1, name
@@ -219,3 +222,9 @@ def test_readme_table_of_experiments_is_generated_from_the_declarations():
     records = read_records([f for f in sorted((REPO / "results").glob("*.json"))
                             if any(f.name.startswith(f"{n}_") for n in catalog.names())])
     assert block == experiments_table(catalog.experiments().values(), records), "stale: ./run_all.sh rewrites it"
+
+
+def test_no_library_module_is_longer_than_a_reader_can_hold():
+    """A module past about 500 lines holds two concepts: split it where a reader would look."""
+    long = {str(p.relative_to(REPO)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 600}
+    assert not long, long

@@ -75,3 +75,20 @@ def test_recompute_writes_under_out_dir_and_the_workflow_renders(tmp_path, monke
 def test_the_estimate_reads_the_committed_run():
     text = reading.estimate(catalog.get("theory"))
     assert "min at the committed run" in text
+
+
+def test_the_measurement_key_ignores_views_comments_and_docstrings(tmp_path, monkeypatch):
+    """A record's key covers the normalised source of the code that measures it, nothing else."""
+    from attnknn_lib.base import provenance
+
+    files = provenance.measurement_files("theory")
+    names = [str(f.relative_to(provenance.PACKAGE_DIR)) for f in files]
+    assert "experiments/theory/measure.py" in names and "knn/votes.py" in names
+    assert not [n for n in names if "views" in n or n.startswith("report/")], names
+    measure = provenance.PACKAGE_DIR / "experiments" / "theory" / "measure.py"
+    source = measure.read_text()
+    edited = tmp_path / "measure.py"
+    edited.write_text('"""Another docstring."""\n# a comment\n' + source.split('"""', 2)[2].replace("\n\n", "\n\n\n"))
+    assert provenance.normalised_source(edited) == provenance.normalised_source(measure)
+    edited.write_text(source.replace("def ", "def _renamed_", 1))  # code that computes differently
+    assert provenance.normalised_source(edited) != provenance.normalised_source(measure)

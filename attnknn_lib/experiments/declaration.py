@@ -16,8 +16,8 @@ Adding an experiment is one such package and one notebook (``notebooks/<NOTEBOOK
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -225,7 +225,6 @@ class Experiment:
     # the record's sections that are measurements of time ("results.gemm"; "*" matches one key): a
     # timed experiment's notebook job runs alone, on every core, and reruns compare without them
     timed: tuple[str, ...] = ()
-    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # knob values per profile
     # a measurement cut into parts the workflow runs as jobs of their own (:mod:`.parts`): cfg -> the
     # part names, and (cfg, paths, part) -> computes and stores that part; ``run`` then reads them
     parts: Callable[[Any], list[str]] | None = None

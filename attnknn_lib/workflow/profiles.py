@@ -1,7 +1,8 @@
 """Profiles and parameters: the config defaults, then the profile's values, then ``-p key=value``.
 
-A profile's values are the shared recipe in ``configs/<profile>.yaml`` and each experiment's own
-knobs declared with it (``profiles=`` of its declaration), which a section of the YAML file overrides.
+A profile's values live in one place, ``configs/<profile>.yaml``: the shared recipe (``recipe:``)
+and each experiment's own knobs (``experiments: <name>:``); what a profile does not set keeps the
+config dataclass's default.
 
 Everything the user typed is checked here before any work: an unknown profile, experiment or
 parameter, a value of the wrong type or out of range, missing data or weights stop the run with
@@ -105,7 +106,6 @@ def resolve(profile: str, only: list[str] | None, overrides: list[str]) -> dict[
         bad = set(prof["recipe"]) - names
         if bad:
             raise ConfigError(f"configs/{profile}.yaml: unknown recipe parameter(s) {sorted(bad)}")
-        params.update(declared[name].profiles.get(profile) or {})
         params.update(prof["experiments"].get(name) or {})
         try:
             params = coerce(cls, params)

@@ -42,9 +42,4 @@ EXPERIMENT = Experiment(
               "end to end without the entropy bonus; the core comparison again on digits (10 hold-out splits); a "
               "neighbour gallery"),
     models="main's + 3 retrained without the entropy bonus",
-    profiles={"smoke": {"seeds": "0,1", "settings": "clean,asymmetric/0.4", "variant_settings": "clean,asymmetric/0.4",
-                        "long_tail_seeds": 0, "long_tail_max_train": 0, "long_tail_epochs": 1,
-                        "headroom_ks": "1,5,16", "variant_ks": "16", "train_queries": 1000, "head_epochs": 1,
-                        "learner_lrs": "0.01,0.03", "learner_epochs": 2, "learner_patience": 1,
-                        "collapse_seeds": 1, "second_splits": 2, "n_boot": 100}},
 )

@@ -25,7 +25,4 @@ EXPERIMENT = Experiment(
              "batched and one query at a time, recall@10, bytes per vector, log-log slopes); exact search against this "
              "machine's GEMM; where one prediction's time goes; training s/epoch",
     models="main's",
-    profiles={"smoke": {"seeds": "0,1", "ef_construction": 40, "ef_search": "16,64", "nprobe": "1,8", "queries": 500,
-                        "single_queries": 50, "synthetic_sizes": "1000,3000,10000", "synthetic_queries": 200,
-                        "repeats": 1, "gemm_size": 1024}},
 )

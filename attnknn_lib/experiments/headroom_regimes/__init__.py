@@ -22,7 +22,4 @@ EXPERIMENT = Experiment(
              "labels, a CNN on other classes): headroom, the strongest rule that learns nothing, learnable headroom, "
              "then Attn-KNN and the study's heads against it (5 seeds, each its own test rows)",
     models="none of the workflow: the candidate embedders and the heads train in the notebook",
-    profiles={"smoke": {"seeds": "0,1", "max_train": 3000, "max_val": 600, "test_rows": 500, "train_queries": 1500,
-                        "head_epochs": 3, "reference_k": 64, "few_label_epochs": 3, "transfer_epochs": 1,
-                        "embedder_val": 300, "label_share": 0.05}},
 )

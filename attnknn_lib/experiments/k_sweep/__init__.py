@@ -20,6 +20,4 @@ EXPERIMENT = Experiment(
     question="every rule at k in {1, 3, 5, 10, 20, 50} and round(sqrt(n)); Attn-KNN as trained and with its "
              "attention retrained at each k on the frozen embedding (to a plateau)",
     models="main's",
-    profiles={"smoke": {"seeds": "0,1", "retrain_seeds": 1, "k_values": "1,5,20", "n_boot": 100, "head_epochs": 2},
-              "paper": {"dataset": "cifar10", "retrain_seeds": 3}},
 )

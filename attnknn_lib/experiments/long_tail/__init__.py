@@ -22,6 +22,4 @@ EXPERIMENT = Experiment(
     question="imbalance ratios 1, 0.1, 0.01: memory from the imbalanced subset (main's models) and retrained on it; "
              "head / tail accuracy; a prior correction (logit adjustment) as the reference remedy",
     models="main's + retrained",
-    profiles={"smoke": {"seeds": "0,1", "ratios": "1,0.01", "retrain_max_train": 0, "retrain_epochs": 1, "retrain_seeds": 0, "n_boot": 100},
-              "paper": {"dataset": "cifar10", "retrain_seeds": "0,1,2", "retrain_max_train": 0, "retrain_epochs": 0}},
 )

@@ -24,7 +24,4 @@ EXPERIMENT = Experiment(
              "seed), seed- or split-level verdicts against declared margins, a CNN trained with MixUp as a "
              "control, ablation",
     models="trains Attn-KNN and CNN per dataset and seed",
-    profiles={"smoke": {"datasets": "fashion_mnist,iris", "seeds": "0,1", "tta_views": 2, "n_boot": 100,
-                        "ablation_epochs": 1, "control_seeds": 1, "small_data_splits": 2},
-              "paper": {"datasets": "cifar10,mnist,iris,wine_quality,adult", "primary": "cifar10", "seeds": "0,1,2"}},
 )

@@ -28,7 +28,4 @@ EXPERIMENT = Experiment(
     question="symmetric and asymmetric label noise, 0-40 %: in the memory bank only (main's models) and retrained on "
              "noisy labels; the weight each rule gives flipped neighbours",
     models="main's + retrained",
-    profiles={"smoke": {"seeds": "0,1", "rates": "0,0.4", "retrain_rates": "0,0.3", "retrain_max_train": 0,
-                        "retrain_epochs": 1, "retrain_seeds": 0, "n_boot": 100},
-              "paper": {"dataset": "cifar10", "retrain_seeds": "0,1,2", "retrain_max_train": 0, "retrain_epochs": 0}},
 )

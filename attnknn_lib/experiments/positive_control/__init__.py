@@ -22,6 +22,4 @@ EXPERIMENT = Experiment(
              "headroom, the strongest rule that learns nothing, learnable headroom, and Attn-KNN and the study's heads "
              "against it with their effective k, from no room to much room (5 seeds per level)",
     models="none of the workflow: the heads train in the notebook on generated embeddings",
-    profiles={"smoke": {"seeds": "0,1", "nuisance_scales": "0,1.5", "n_memory": 3000, "n_val": 1000, "n_test": 1000,
-                        "train_queries": 1500, "head_epochs": 3, "reference_k": 64}},
 )

@@ -27,6 +27,4 @@ EXPERIMENT = Experiment(
              "temperatures and attention entropy across training; top-k vs dense softmax attention on real embeddings, for "
              "Attn-KNN's own scores, and their cost against n",
     models="main's",
-    profiles={"smoke": {"seeds": "0,1", "k_values": "1,5,20,100", "temperatures": "0.05,0.2", "truncation_queries": 200,
-                        "cost_sizes": "1000,3000,10000", "cost_queries": 200, "repeats": 1}},
 )
