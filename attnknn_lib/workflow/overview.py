@@ -192,6 +192,12 @@ def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False) -> s
         lines.append(f"{s['name']:18s} {s['measure']:11s} {s['render']:10s} "
                      f"{len(s['models_missing']):>3d} of {s['models']:<8d} {_estimate(s)}")
     lines.append("")
+    reasons: dict[str, list[str]] = {}
+    for s in states:
+        for why in s["measure_reasons"]:
+            reasons.setdefault(why, []).append(s["name"])
+    for why, names in reasons.items():  # said plainly: why a record would be measured again
+        lines.append(f"Records of {', '.join(names)}: {why}.")
     measure = [s["name"] for s in states if s["measure"] != "same"]
     render = [s["name"] for s in states if s["measure"] == "same" and s["render"] != "same"]
     if measure:
