@@ -84,7 +84,7 @@ if [ "$mode" = test ]; then
 fi
 if [ "$mode" = bench ]; then
   case " $* " in *" --no-smoke "*|*" -h "*|*" --help "*) ;; *) ensure_debian "${DEBIAN_PDF[@]}" ;; esac
-  exec "$PY" -m attnknn_lib.workflow.bench "$@"
+  exec "$PY" -m attnknn_lib.tooling.bench "$@"
 fi
 if [ "$mode" = lab ]; then
   # the repository's root, opened at notebooks/ (runnable: they read the committed results unless

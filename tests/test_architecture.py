@@ -111,9 +111,10 @@ def test_every_experiment_package_declares_itself_once_in_one_shape():
 
 
 def test_output_file_names_are_spelled_only_in_the_declarations():
-    """No experiment module, notebook or workflow file builds an output path by hand."""
+    """No experiment module, notebook, workflow or tooling file builds an output path by hand."""
     pattern = re.compile(r"""(paths\.(tables|figures|results) /|["'](results/tables|figures)/)""")
     places = [*(PACKAGE / "experiments").rglob("*.py"), *(PACKAGE / "workflow").rglob("*.py"),
+              *(PACKAGE / "tooling").rglob("*.py"),
               *(REPO / "notebooks").glob("*.ipynb")]
     hits = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in places if p.name != "declaration.py"
             for m in pattern.finditer(p.read_text())]

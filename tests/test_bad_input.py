@@ -26,10 +26,10 @@ from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.topk import topk_attention
 from attnknn_lib.knn.votes import knn_probs, vote
 from attnknn_lib.report import records as report
+from attnknn_lib.tooling.speed import BenchConfig
 from attnknn_lib.training.recipe import Recipe
 from attnknn_lib.workflow import cli as pipeline
 from attnknn_lib.workflow import profiles
-from attnknn_lib.workflow.bench import BenchConfig
 
 REPO = Path(__file__).resolve().parent.parent
 

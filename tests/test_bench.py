@@ -11,18 +11,19 @@ from experiment_api import api
 from attnknn_lib.base.timing import record_time
 from attnknn_lib.experiments import catalog
 from attnknn_lib.knn.votes import vote
-from attnknn_lib.workflow import bench
+from attnknn_lib.tooling import bench, bench_block, speed, stage_times
 from attnknn_lib.workflow.plan import TIMES
+from attnknn_lib.workflow.profiles import resolve
 
 
 def test_the_naive_loop_is_the_vote_written_out():
     rng = np.random.default_rng(0)
     w, y = rng.random((7, 5)), rng.integers(0, 4, size=(7, 5))
-    np.testing.assert_allclose(bench.naive_vote(w, y, 4), vote(w, y, 4))
+    np.testing.assert_allclose(speed.naive_vote(w, y, 4), vote(w, y, 4))
 
 
 def test_vote_timings_are_per_query_and_their_ratios_follow():
-    out = bench.votes(bench.BenchConfig(queries=64, single_queries=4, repeats=1, k=8))
+    out = speed.votes(speed.BenchConfig(queries=64, single_queries=4, repeats=1, k=8))
     us = out["us_per_query"]
     assert set(us) == {"attention_batched", "attention_single", "distance_batched", "distance_single",
                        "vote_vectorised", "vote_naive_loop"} and min(us.values()) > 0
@@ -38,7 +39,7 @@ def test_stage_times_come_from_the_job_records_and_fall_back_to_provenance(tmp_p
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "noise_fashion_mnist.json").write_text(json.dumps(
         {"experiment": "noise", "profile": "cpu", "provenance": {"wall_seconds": 50.0}}))
-    out = bench.cpu_stage_times(tmp_path)
+    out = stage_times.cpu_stage_times(tmp_path)
     st = out["stages"]
     assert {k: st["notebook main"][k] for k in ("seconds", "source")} == {"seconds": 100.0, "source": "job"}
     assert {k: st["notebook noise"][k] for k in ("seconds", "source")} == {"seconds": 50.0, "source": "provenance"}
@@ -59,8 +60,18 @@ def test_bench_without_the_smoke_run_prints_a_table_and_writes_its_json(tmp_path
     assert record["machine"]["torch_cpu_capability"] and "floor_seconds" in record["cpu_run"]
     printed = capsys.readouterr().out
     assert "exact search (Flat L2) vs GEMM" in printed and "vectorised vote vs per-row loop" in printed
-    block = bench.markdown(record)
+    block = bench_block.markdown(record)
     assert block.startswith("| measurement | measured | ratio |") and "results/benchmarks.json" in block
+
+
+def test_the_committed_bench_block_is_generated_from_the_committed_benchmarks_json():
+    from attnknn_lib.base.files import read_json
+    from attnknn_lib.base.paths import REPO_ROOT
+
+    text = (REPO_ROOT / bench.BENCH_DOC).read_text()
+    block = text.split(bench.BENCH_START, 1)[1].split(bench.BENCH_END, 1)[0].strip()
+    assert block == bench_block.markdown(read_json(REPO_ROOT / "results" / "benchmarks.json")), \
+        "docs/benchmarks.md's block is stale: ./run_all.sh bench rewrites it"
 
 
 def test_bench_refuses_bad_options_in_one_line(capsys):
@@ -70,7 +81,6 @@ def test_bench_refuses_bad_options_in_one_line(capsys):
 
 def test_an_experiments_own_training_jobs_count_towards_its_budget(tmp_path):
     attention_study = api("attention_study")
-    from attnknn_lib.workflow.profiles import resolve
 
     times = tmp_path / TIMES
     record_time(times, "notebook", "attention_study", 300.0)
@@ -78,7 +88,7 @@ def test_an_experiments_own_training_jobs_count_towards_its_budget(tmp_path):
     own = attention_study.end_to_end_runs(cfg)
     for run in own:
         record_time(times, "train", run.id, 100.0)
-    st = bench.cpu_stage_times(tmp_path)["stages"]["notebook attention_study"]
+    st = stage_times.cpu_stage_times(tmp_path)["stages"]["notebook attention_study"]
     assert st["own_training_jobs"] == len(own) == cfg.end_to_end_seeds
     assert st["own_training_seconds"] == pytest.approx(100.0 * len(own))
 
@@ -92,7 +102,7 @@ def test_the_runs_wall_time_spans_its_jobs_which_ran_side_by_side_less_the_pause
     for stage, name, seconds, end in jobs:
         path = record_time(times, stage, name, seconds)
         path.write_text(json.dumps({**json.loads(path.read_text()), "finished": f"2026-01-01T{end}+00:00"}))
-    out = bench.cpu_stage_times(tmp_path)
+    out = stage_times.cpu_stage_times(tmp_path)
     assert out["total_seconds"] == pytest.approx(215.0)  # the sum of the job times
     assert out["wall_seconds"] == pytest.approx(115.0)  # while some job ran: the hour's pause left out
     assert out["busy_share"] == pytest.approx(215.0 / (115.0 * out["cores"]))
@@ -101,41 +111,41 @@ def test_the_runs_wall_time_spans_its_jobs_which_ran_side_by_side_less_the_pause
 @pytest.mark.parametrize("spans, covered", [([], 0.0), ([(0, 10)], 10.0), ([(0, 10), (5, 12)], 12.0),
                                             ([(0, 10), (2, 3)], 10.0), ([(20, 30), (0, 10)], 20.0)])
 def test_the_covered_time_counts_overlaps_once_and_gaps_not_at_all(spans, covered):
-    assert bench.covered_seconds(spans) == pytest.approx(covered)
+    assert stage_times.covered_seconds(spans) == pytest.approx(covered)
 
 
 def test_the_training_steps_alone_are_summed_over_every_run_and_set_against_the_core_budget(tmp_path, monkeypatch):
     monkeypatch.delenv("ATTNKNN_ARTIFACTS", raising=False)
-    monkeypatch.setattr(bench.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(stage_times.os, "cpu_count", lambda: 2)
     declared = catalog.experiments()
-    ids = sorted({r.id for n, p in bench.resolve("cpu", None, []).items() for r in declared[n].runs(declared[n].Config(**p))})
-    assert bench.cpu_stage_times(tmp_path)["stages"]["training"]["step_seconds"] is None  # no model records
+    ids = sorted({r.id for n, p in resolve("cpu", None, []).items() for r in declared[n].runs(declared[n].Config(**p))})
+    assert stage_times.cpu_stage_times(tmp_path)["stages"]["training"]["step_seconds"] is None  # no model records
     for rid in ids:
         record_time(tmp_path / TIMES, "train", rid, 40.0)
         model = tmp_path / "artifacts" / "models" / rid
         model.mkdir(parents=True)
         (model / "train.json").write_text(json.dumps({"history": [{"train_seconds": 10.0}, {"train_seconds": 20.0}]}))
-    out = bench.cpu_stage_times(tmp_path)
+    out = stage_times.cpu_stage_times(tmp_path)
     assert out["cores"] == 2 and out["stages"]["training"]["step_seconds"] == pytest.approx(30.0 * len(ids))
     assert out["floor_seconds"] == pytest.approx(30.0 * len(ids) / 2)  # the steps spread over both cores
     bench_record = {"cpu_run": out}
-    rows = {r.measurement: r for r in bench.table({**_micro(), **bench_record}).itertuples(index=False)}
+    rows = {r.measurement: r for r in bench_block.table({**_micro(), **bench_record}).itertuples(index=False)}
     steps = rows["cpu run: training steps alone (forward, backward, optimiser)"]
     assert steps.ratio == pytest.approx(30.0 / 40.0) and steps[3] == "share of training time"
-    said = " ".join(bench.floor_lines(out))
+    said = " ".join(bench_block.floor_lines(out))
     assert f"{30.0 * len(ids):,.0f} s" in said and f"{30.0 * len(ids) / 2 / 60:,.0f} min, the floor" in said
     # the largest items left: the steps lead (every training job's time is steps, refresh or rest)
-    assert bench.largest_items(out)[0][0] == "training steps"
+    assert bench_block.largest_items(out)[0][0] == "training steps"
     first = json.loads((tmp_path / "artifacts" / "models" / ids[0] / "train.json").read_text())
     first["history"][1].pop("train_seconds")  # an epoch without its step time: no floor is claimed
     (tmp_path / "artifacts" / "models" / ids[0] / "train.json").write_text(json.dumps(first))
-    assert bench.cpu_stage_times(tmp_path)["stages"]["training"]["step_seconds"] is None
+    assert stage_times.cpu_stage_times(tmp_path)["stages"]["training"]["step_seconds"] is None
 
 
 def test_training_time_splits_into_steps_the_banks_refresh_and_the_rest(tmp_path, monkeypatch):
     monkeypatch.delenv("ATTNKNN_ARTIFACTS", raising=False)
     declared = catalog.experiments()
-    ids = sorted({r.id for n, p in bench.resolve("cpu", None, []).items() for r in declared[n].runs(declared[n].Config(**p))})
+    ids = sorted({r.id for n, p in resolve("cpu", None, []).items() for r in declared[n].runs(declared[n].Config(**p))})
     for rid in ids:
         record_time(tmp_path / TIMES, "train", rid, 40.0)
         model = tmp_path / "artifacts" / "models" / rid
@@ -143,24 +153,24 @@ def test_training_time_splits_into_steps_the_banks_refresh_and_the_rest(tmp_path
         epochs = [{"train_seconds": 10.0, "refresh_seconds": 3.0, "seconds": 13.5},
                   {"train_seconds": 20.0, "refresh_seconds": 5.0, "seconds": 25.5}]
         (model / "train.json").write_text(json.dumps({"history": epochs}))
-    t = bench.cpu_stage_times(tmp_path)["stages"]["training"]
+    t = stage_times.cpu_stage_times(tmp_path)["stages"]["training"]
     assert t["refresh_seconds"] == pytest.approx(8.0 * len(ids))
     assert t["rest_seconds"] == pytest.approx(2.0 * len(ids))  # 40 s a job, less 30 s of steps and 8 of refresh
     # where the rest is paid: 1 s inside the epochs (39 s of epochs), 1 s outside them (a 40-s job)
     assert t["rest_in_epochs_seconds"] == pytest.approx(1.0 * len(ids))
     assert t["rest_outside_epochs_seconds"] == pytest.approx(1.0 * len(ids))
-    said = bench.rest_split_sentence(t)
+    said = bench_block.rest_split_sentence(t)
     assert "(2.5 %) is paid inside the epochs" in said and "(2.5 %) once per job" in said and "goal" not in said
     over = {**t, "rest_in_epochs_seconds": 0.06 * t["seconds"]}  # inside the epochs alone over the 5 % goal
-    assert "would still be above the 5 % goal" in bench.rest_split_sentence(over)
-    rows = {r.measurement: r for r in bench.table({**_micro(), "cpu_run": bench.cpu_stage_times(tmp_path)})
+    assert "would still be above the 5 % goal" in bench_block.rest_split_sentence(over)
+    rows = {r.measurement: r for r in bench_block.table({**_micro(), "cpu_run": stage_times.cpu_stage_times(tmp_path)})
             .itertuples(index=False)}
     rest = rows["cpu run: training, the rest (start-up, loading, validation, bookkeeping)"]
     assert rest.ratio == pytest.approx(2.0 / 40.0) and rest[3] == "share of training time"
     first = json.loads((tmp_path / "artifacts" / "models" / ids[0] / "train.json").read_text())
     first["history"][0].pop("refresh_seconds")  # a model from before the split: no split is claimed
     (tmp_path / "artifacts" / "models" / ids[0] / "train.json").write_text(json.dumps(first))
-    assert "rest_seconds" not in bench.cpu_stage_times(tmp_path)["stages"]["training"]
+    assert "rest_seconds" not in stage_times.cpu_stage_times(tmp_path)["stages"]["training"]
 
 
 def _micro() -> dict:
@@ -174,7 +184,7 @@ def _micro() -> dict:
 
 
 def test_the_gpu_training_stage_plans_each_run_once_and_sums_per_group():
-    from attnknn_lib.workflow import training_stage
+    from attnknn_lib.tooling import training_stage
 
     runs = training_stage.plan_runs("smoke")
     assert runs and len({r.id for r in runs}) == len(runs)
@@ -195,7 +205,7 @@ def test_a_profile_keeps_library_functions_and_the_bench_block_lists_them():
     import cProfile
     import pstats
 
-    from attnknn_lib.workflow.profiling import OWNERS, time_by_owner, top_functions
+    from attnknn_lib.tooling.profiling import OWNERS, time_by_owner, top_functions
 
     prof = cProfile.Profile()
     rng = np.random.default_rng(0)
@@ -213,7 +223,7 @@ def test_a_profile_keeps_library_functions_and_the_bench_block_lists_them():
     assert sum(owners.values()) == pytest.approx(sum(v[2] for v in stats.stats.values()))
     profile = {"experiment": "toy", "overrides": [], "wall_seconds": 12.0, "threads": 1, "by_owner": owners, **top}
     reduced = {**profile, "overrides": ["seeds=0"]}
-    lines = bench.profile_lines({"toy": profile, "toy_reduced": reduced}, n=2,
+    lines = bench_block.profile_lines({"toy": profile, "toy_reduced": reduced}, n=2,
                                 run_stages={"notebook toy": {"seconds": 30.0}, "notebook toy_reduced": {"seconds": 30.0}})
     row = next(line for line in lines if line.startswith("| `toy`"))
     assert "12 s (1 thr.)" in row and "| 30 s |" in row and "`knn/votes.py:" in row and "(vote)`" in row
@@ -222,7 +232,7 @@ def test_a_profile_keeps_library_functions_and_the_bench_block_lists_them():
     row = next(line for line in lines if line.startswith("| `toy_reduced`"))
     assert "12 s (1 thr., seeds=0)" in row and "30 s" not in row
     assert any(line.startswith("- `toy`: `") for line in lines)
-    assert bench.profile_lines({}) == []
+    assert bench_block.profile_lines({}) == []
 
 
 @pytest.mark.parametrize("file, function, expected", [
@@ -238,13 +248,13 @@ def test_a_profile_keeps_library_functions_and_the_bench_block_lists_them():
     ("/x/lib/python3.11/json/decoder.py", "decode", "other"),
 ])
 def test_profile_time_is_split_by_owner(file, function, expected):
-    from attnknn_lib.workflow.profiling import owner
+    from attnknn_lib.tooling.profiling import owner
 
     assert owner(file, function) == expected
 
 
 def test_a_profile_reads_the_trained_models_and_rewrites_none_of_the_workflows_files(tmp_path, monkeypatch):
-    from attnknn_lib.workflow import profiling
+    from attnknn_lib.tooling import profiling
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "art" / "models" / "run-1").mkdir(parents=True)
@@ -266,7 +276,7 @@ def test_a_profile_reads_the_trained_models_and_rewrites_none_of_the_workflows_f
 
 
 def test_a_profile_restores_the_thread_setting_even_when_the_job_fails(monkeypatch):
-    from attnknn_lib.workflow import profiling
+    from attnknn_lib.tooling import profiling
 
     monkeypatch.setenv("ATTNKNN_THREADS", "2")
     stats, wall = profiling._profiled(lambda: sorted(range(100)), 1)
@@ -288,7 +298,7 @@ def test_a_profile_restores_the_thread_setting_even_when_the_job_fails(monkeypat
     (["main", "-p", "datasets=iris", "-p", "primary=iris", "--out", "x.json"], "models main reads are not trained"),
 ])
 def test_a_bad_profiling_command_is_refused_in_one_line(argv, message, tmp_path, monkeypatch, capsys):
-    from attnknn_lib.workflow import profiling
+    from attnknn_lib.tooling import profiling
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ATTNKNN_ARTIFACTS", str(tmp_path / "no-models"))
@@ -299,7 +309,7 @@ def test_a_bad_profiling_command_is_refused_in_one_line(argv, message, tmp_path,
 
 
 def test_the_device_check_sets_each_verdict_beside_the_committed_records_and_counts_the_equal_ones():
-    from attnknn_lib.workflow import device_check
+    from attnknn_lib.tooling import device_check
 
     def record(verdict: str) -> dict:
         v = {"value": 0.001, "low": -0.001, "high": 0.003, "verdict": verdict, "se": 0.001}
@@ -314,15 +324,15 @@ def test_the_device_check_sets_each_verdict_beside_the_committed_records_and_cou
     assert out["equal"] == 0 and out["of"] == 2
     check = {**out, "device": "GPU", "cpu_count": 16, "measured": "2026-11-27, at abc", "wall_seconds": 160.0,
              "part_seconds": {"fashion_mnist_seed0": 141.0, "fashion_mnist_seed1": 145.0}}
-    text = bench.device_check_lines(check)[1]
+    text = bench_block.device_check_lines(check)[1]
     assert "0 of its 2 seed-level verdicts" in text and "equivalent [-0.0010, +0.0030] there, inconclusive" in text
     # a repeat on another GPU: equal values everywhere say the differences are the GPU's kernels
     again = {**check, "device": "GPU2", "wall_seconds": 170.0}
-    text = bench.device_check_lines(check, [again])[1]
+    text = bench_block.device_check_lines(check, [again])[1]
     assert "Repeated on another GPU (GPU2, 170 s" in text and \
         "2 of 2 equal the GPU's, with the same values and intervals in 2 of 2" in text and "run-to-run" in text
     moved = {**again, "verdicts": {k: {**v, "device": {**v["device"], "value": 0.002}} for k, v in check["verdicts"].items()}}
-    text = bench.device_check_lines(check, [moved])[1]
+    text = bench_block.device_check_lines(check, [moved])[1]
     assert "in 0 of 2." in text and "run-to-run" not in text
     # the check runs main without what no verdict reads
     cfg = device_check.check_config("cpu", "cuda")
@@ -331,7 +341,7 @@ def test_the_device_check_sets_each_verdict_beside_the_committed_records_and_cou
 
 
 def test_the_device_check_refuses_a_bad_device_in_one_line(tmp_path, capsys):
-    from attnknn_lib.workflow import device_check
+    from attnknn_lib.tooling import device_check
 
     assert device_check.main(["--device", "tpu", "--out", str(tmp_path / "x.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -342,7 +352,6 @@ def test_the_device_check_refuses_a_bad_device_in_one_line(tmp_path, capsys):
 def test_the_status_estimate_counts_an_experiments_part_jobs(tmp_path, monkeypatch):
     from attnknn_lib.base.paths import Paths
     from attnknn_lib.workflow import overview
-    from attnknn_lib.workflow.profiles import resolve
 
     stages = {"training": {"seconds": 100.0, "jobs": 10},
               "notebook k_sweep": {"seconds": 300.0, "parts": {"seed0": 700.0, "seed1": 250.0, "seed2": None}}}

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from experiment_api import api
 
-from attnknn_lib.workflow.reproducibility import record_view
+from attnknn_lib.tooling.reproducibility import record_view
 
 k_sweep = api("k_sweep")
 

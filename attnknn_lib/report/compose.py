@@ -65,7 +65,7 @@ def job_minutes(records: list[dict]) -> str:
 def experiments_table(experiments: Iterable[ExperimentViews], records: list[dict] | None = None) -> str:
     """The README's table of experiments, from their declarations, with the time its analysis took
     in the committed run (``records``: the run's records; the training of the models it needs is in
-    the Benchmarks block)."""
+    docs/benchmarks.md)."""
     records = records or []
     lines = ["| notebook | question | models | analysis time here |", "| --- | --- | --- | --- |"]
     lines += [f"| `{Path(e.notebook).stem}` | {e.question} | {e.models} | "

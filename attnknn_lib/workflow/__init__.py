@@ -1,1 +1,1 @@
-"""Workflow: the command line behind ./run_all.sh, profiles and parameters, the plan, the jobs Snakemake runs, reproducibility checks, and the bench."""
+"""Workflow: the command line behind ./run_all.sh, profiles and parameters, the plan, and the jobs Snakemake runs."""

@@ -1,11 +1,11 @@
 """The training stage of a profile on another device: every run the profile trains, timed.
 
-``python -m attnknn_lib.workflow.training_stage --device cuda --workers 3 --out FILE`` trains every
+``python -m attnknn_lib.tooling.training_stage --device cuda --workers 3 --out FILE`` trains every
 run of the plan (the ``cpu`` profile by default) with its device set to ``--device`` (amp as the
 recipe says: bf16 autocast on a GPU with bf16), in ``--workers`` processes side by side, into a
 temporary model cache, and writes per-kind job seconds, the stage's wall time and each run's
-selected validation accuracy. This is how the GPU row of the README's benchmark block is measured
-(a GPU machine without the workflow tools needs only torch, numpy, scikit-learn and FAISS).
+selected validation accuracy. This is how the GPU row of docs/benchmarks.md's generated block is
+measured (a GPU machine without the workflow tools needs only torch, numpy, scikit-learn and FAISS).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def summarise(rows: list[dict], wall_seconds: float, device: str, workers: int) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow.training_stage",
+    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.tooling.training_stage",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="cpu")
     ap.add_argument("--device", default="cuda", help="cuda, cpu or mps")

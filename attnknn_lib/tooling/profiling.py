@@ -1,4 +1,4 @@
-"""Where a job's time goes: ``python -m attnknn_lib.workflow.profiling NAME``.
+"""Where a job's time goes: ``python -m attnknn_lib.tooling.profiling NAME``.
 
 For an experiment, runs its measurement (its ``run``, what the notebook job spends its time in)
 under cProfile on the models already in the artifacts folder (``$ATTNKNN_ARTIFACTS`` or the
@@ -8,7 +8,7 @@ KEY=VALUE`` (e.g. ``-p seeds=0`` for one seed). For
 ``train_attnknn`` / ``train_cnn``, trains main's first-seed model of that kind afresh for
 ``--epochs`` epochs in a temporary folder. Writes the library functions with the most own time and
 the most cumulative time as JSON; ``./run_all.sh bench`` shows the committed ones
-(``results/profile_<name>.json``) in the README's benchmark block.
+(``results/profile_<name>.json``) in docs/benchmarks.md's generated block.
 
 Besides the library's own functions, a profile splits the whole measured time by who spent it
 (:func:`time_by_owner`: torch, FAISS, NumPy/SciPy, the library's own lines, the rest). Own times of
@@ -203,7 +203,7 @@ def profile_training(name: str, epochs: int = 2, n: int = 10, threads: int = 1) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow.profiling", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.tooling.profiling", description=__doc__.split("\n\n")[0])
     ap.add_argument("name", help="experiment, or train_attnknn / train_cnn for a training job")
     ap.add_argument("-p", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--top", type=int, default=10)

@@ -1,14 +1,14 @@
 """Main's Fashion-MNIST comparison on another device, its verdicts beside the committed record's.
 
-``python -m attnknn_lib.workflow.device_check --device cuda --out FILE`` runs main's Fashion-MNIST
+``python -m attnknn_lib.tooling.device_check --device cuda --out FILE`` runs main's Fashion-MNIST
 parts (each trains its seed's Attn-KNN and CNN on ``--device`` into a fresh model cache, then embeds,
 tunes the strongest rule and scores every method) in ``--workers`` processes side by side, assembles
 the record as the notebook does, and writes the wall and per-part seconds with every seed-level
 verdict beside the committed record's (``results/main_fashion_mnist.json``). The ablation, the
 prototype replay and the MixUp control are left out: no verdict of the comparison reads them.
 
-This is how the GPU row of the README's benchmark block checks that a GPU run reaches the cpu run's
-verdicts (bf16 on both, other kernels: equal verdicts are expected, equal digits are not).
+This is how the GPU row of docs/benchmarks.md's generated block checks that a GPU run reaches the
+cpu run's verdicts (bf16 on both, other kernels: equal verdicts are expected, equal digits are not).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _part(args: tuple[dict, str, str, int]) -> tuple[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.workflow.device_check",
+    ap = argparse.ArgumentParser(prog="python -m attnknn_lib.tooling.device_check",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="cpu")
     ap.add_argument("--device", default="cuda", help="cuda, cpu or mps")
