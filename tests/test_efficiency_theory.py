@@ -13,7 +13,7 @@ from experiment_api import api
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.timing import loglog_fit
 from attnknn_lib.knn.index_costs import IndexSetting, build, recall_at_k, unit_vectors
-from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention
+from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
 
 efficiency = api("efficiency")
 theory = api("theory")
@@ -88,7 +88,7 @@ def test_truncation_grid_holds_powers_of_two_sqrt_n_training_k_and_n():
 
 def _attention(seed=0, **kw):
     torch.manual_seed(seed)
-    return MultiHeadNeighborAttention(AttentionConfig(num_classes=3, embed_dim=8, num_heads=2, **kw)).eval()
+    return MultiHeadNeighbourAttention(AttentionConfig(num_classes=3, embed_dim=8, num_heads=2, **kw)).eval()
 
 
 def test_dense_scores_restricted_to_the_k_nearest_give_the_module_weights():

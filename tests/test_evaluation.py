@@ -8,7 +8,7 @@ import torch
 from attnknn_lib.data.registry import Dataset, DataSplit
 from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID, Embedded, attnknn_methods, knn_methods, score
 from attnknn_lib.knn.bank import MemoryBank
-from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention
+from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
 
 
 def _clusters(n: int, c: int, d: int, noise: float, seed: int):
@@ -33,7 +33,7 @@ def _embedded(views=("original", "hflip")):
             e = x + shift
             e = (e / np.linalg.norm(e, axis=1, keepdims=True)).astype(np.float32)
             getattr(emb, s)[v] = e
-            emb.neighbors[(s, v)] = bank.search(e, 20)
+            emb.neighbours[(s, v)] = bank.search(e, 20)
     return ds, emb
 
 
@@ -51,7 +51,7 @@ def test_knn_temperatures_are_tuned_on_validation_nll():
 def test_attnknn_methods_include_tta_ensemble_and_adaptive_k():
     ds, emb = _embedded()
     torch.manual_seed(0)
-    att = MultiHeadNeighborAttention(AttentionConfig(num_classes=3, embed_dim=8, num_heads=2))
+    att = MultiHeadNeighbourAttention(AttentionConfig(num_classes=3, embed_dim=8, num_heads=2))
     out = attnknn_methods(att, emb, 10)
     assert set(out) == {"attnknn", "attnknn_tta", "attnknn_kens", "attnknn_adaptive"}
     counts = out["attnknn_adaptive"].info["chosen_k_counts"]["test"]
@@ -82,7 +82,7 @@ def test_averaged_votes_that_tie_go_to_the_nearest_neighbours_class():
     # two views that each prefer a different class average to an exact 0.5 / 0.5 tie
     a = np.tile([0.75, 0.25, 0.0], (300, 1))
     b = np.tile([0.25, 0.75, 0.0], (300, 1))
-    nearest = emb.neighbors[("test", "original")].labels[:, 0]
+    nearest = emb.neighbours[("test", "original")].labels[:, 0]
     out = _mean_vote([a, b], emb, "test")
     tied = np.isin(nearest, (0, 1))
     assert (out.argmax(1)[tied] == nearest[tied]).all()
@@ -93,12 +93,12 @@ def test_a_tied_attention_vote_goes_to_the_nearest_neighbours_class():
 
     ds, emb = _embedded()
     torch.manual_seed(0)
-    att = MultiHeadNeighborAttention(AttentionConfig(num_classes=3, embed_dim=8, num_heads=2, distance_bias=False))
+    att = MultiHeadNeighbourAttention(AttentionConfig(num_classes=3, embed_dim=8, num_heads=2, distance_bias=False))
     with torch.no_grad():  # zero projections: every neighbour gets exactly 1/k
         for p in att.parameters():
             p.zero_()
-    nb = emb.neighbors[("test", "original")]
-    probs, w = attnknn_probs(att, emb.bank, emb.test["original"], 4, neighbors=nb)
+    nb = emb.neighbours[("test", "original")]
+    probs, w = attnknn_probs(att, emb.bank, emb.test["original"], 4, neighbours=nb)
     np.testing.assert_allclose(w, 0.25)
     lab = nb.labels[:, :4]
     counts = np.stack([(lab == c).sum(1) for c in range(3)], 1)

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from attnknn_lib.base.errors import ConfigError, WeightsUnavailableError
 from attnknn_lib.models import (
     AttentionConfig,
-    MultiHeadNeighborAttention,
+    MultiHeadNeighbourAttention,
     ResNet18CIFAR,
     build_attnknn,
     build_backbone,
@@ -22,7 +22,7 @@ from attnknn_lib.models import (
 B, K, D, C = 5, 7, 16, 4
 
 
-def _neighbors(seed: int = 0):
+def _neighbours(seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     q = F.normalize(torch.randn(B, D, generator=g), dim=-1)
     n = F.normalize(torch.randn(B, K, D, generator=g), dim=-1)
@@ -31,14 +31,14 @@ def _neighbors(seed: int = 0):
     return q, n, d, y
 
 
-ALL_ON = dict(distance_bias=True, label_bias=True, prototypes=True, neighbor_self_attention=True)
+ALL_ON = dict(distance_bias=True, label_bias=True, prototypes=True, neighbour_self_attention=True)
 
 
 @pytest.mark.parametrize("options", [{}, ALL_ON, dict(distance_bias=False, learn_temperature=False)])
 def test_attention_weights_are_distributions_and_permutation_equivariant(options):
     torch.manual_seed(0)
-    att = MultiHeadNeighborAttention(AttentionConfig(num_classes=C, embed_dim=D, num_heads=4, **options)).eval()
-    q, n, d, y = _neighbors()
+    att = MultiHeadNeighbourAttention(AttentionConfig(num_classes=C, embed_dim=D, num_heads=4, **options)).eval()
+    q, n, d, y = _neighbours()
     w, hw = att(q, n, d, y)
     assert w.shape == (B, K) and hw.shape == (B, 4, K)
     torch.testing.assert_close(w.sum(-1), torch.ones(B))
@@ -49,17 +49,17 @@ def test_attention_weights_are_distributions_and_permutation_equivariant(options
 
 
 @pytest.mark.parametrize("component,param", [("label_bias", "label_bias.0.weight"), ("prototypes", "prototypes"),
-                                             ("neighbor_self_attention", "self_attn.in_proj_weight"),
+                                             ("neighbour_self_attention", "self_attn.in_proj_weight"),
                                              ("distance_bias", "dist_bias.0.weight")])
 def test_each_component_switch_adds_its_parameters_and_changes_the_weights(component, param):
-    base = dict(distance_bias=False, label_bias=False, prototypes=False, neighbor_self_attention=False)
+    base = dict(distance_bias=False, label_bias=False, prototypes=False, neighbour_self_attention=False)
     torch.manual_seed(0)
-    off = MultiHeadNeighborAttention(AttentionConfig(num_classes=C, embed_dim=D, **base))
+    off = MultiHeadNeighbourAttention(AttentionConfig(num_classes=C, embed_dim=D, **base))
     torch.manual_seed(0)
-    on = MultiHeadNeighborAttention(AttentionConfig(num_classes=C, embed_dim=D, **{**base, component: True}))
+    on = MultiHeadNeighbourAttention(AttentionConfig(num_classes=C, embed_dim=D, **{**base, component: True}))
     names = dict(on.named_parameters())
     assert param in names and param not in dict(off.named_parameters())
-    q, n, d, y = _neighbors()
+    q, n, d, y = _neighbours()
     with torch.no_grad():
         if component == "prototypes":
             on.proto_scale.fill_(3.0)
@@ -71,7 +71,7 @@ def test_each_component_switch_adds_its_parameters_and_changes_the_weights(compo
 def test_label_bias_differs_between_neighbours_of_one_query():
     """The prototype's label bias was constant per query and cancelled in the softmax; ours must not."""
     torch.manual_seed(0)
-    att = MultiHeadNeighborAttention(AttentionConfig(num_classes=C, embed_dim=D, distance_bias=False, label_bias=True))
+    att = MultiHeadNeighbourAttention(AttentionConfig(num_classes=C, embed_dim=D, distance_bias=False, label_bias=True))
     q = F.normalize(torch.ones(1, D), dim=-1)
     n = q.unsqueeze(1).repeat(1, 4, 1)  # identical neighbours: only labels differ
     y = torch.tensor([[0, 0, 0, 1]])
@@ -82,13 +82,13 @@ def test_label_bias_differs_between_neighbours_of_one_query():
 
 def test_temperatures_stay_inside_bounds_and_can_be_frozen():
     cfg = AttentionConfig(num_classes=C, embed_dim=D, tau_min=0.05, tau_max=2.0, tau_init=0.5)
-    att = MultiHeadNeighborAttention(cfg)
+    att = MultiHeadNeighbourAttention(cfg)
     torch.testing.assert_close(att.temperatures(), torch.full((4,), 0.5))
     with torch.no_grad():
         att.tau_raw.copy_(torch.tensor([-1e4, 1e4, 0.0, 3.0]))
     t = att.temperatures()
     assert t.min() >= 0.05 and t.max() <= 2.0 and torch.isclose(t[0], torch.tensor(0.05))
-    frozen = MultiHeadNeighborAttention(AttentionConfig(num_classes=C, embed_dim=D, learn_temperature=False))
+    frozen = MultiHeadNeighbourAttention(AttentionConfig(num_classes=C, embed_dim=D, learn_temperature=False))
     assert "tau_raw" not in dict(frozen.named_parameters()) and "tau_raw" in dict(frozen.named_buffers())
 
 

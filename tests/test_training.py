@@ -11,7 +11,7 @@ from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.data.registry import Dataset, DataSplit
 from attnknn_lib.models import AttentionConfig, build_attnknn, build_cnn
 from attnknn_lib.training.cache import load_or_train, model_dir
-from attnknn_lib.training.loops import TrainConfig, train_attnknn, train_cnn, training_neighbors
+from attnknn_lib.training.loops import TrainConfig, train_attnknn, train_cnn, training_neighbours
 
 
 class Tripwire:
@@ -67,12 +67,12 @@ def test_own_rows_are_masked_as_scatter_did_also_when_a_query_is_mixed_with_itse
 
 
 @pytest.mark.parametrize("scan", ["fp32", "bf16"])
-def test_training_neighbors_are_the_exact_top_k_without_own_rows(scan):
+def test_training_neighbours_are_the_exact_top_k_without_own_rows(scan):
     g = torch.Generator().manual_seed(0)
     mem = torch.nn.functional.normalize(torch.randn(200, 8, generator=g), dim=-1)
     q = mem[:10] + 0.01 * torch.randn(10, 8, generator=g)
     own = torch.stack([torch.arange(10), torch.arange(10) + 50], 1)
-    rows = training_neighbors(q, mem, own, 4, mem.to(torch.bfloat16) if scan == "bf16" else None)
+    rows = training_neighbours(q, mem, own, 4, mem.to(torch.bfloat16) if scan == "bf16" else None)
     for i in range(10):
         sims = (mem @ q[i]).clone()
         sims[own[i]] = -np.inf
@@ -84,11 +84,11 @@ def test_attnknn_training_never_retrieves_the_query_itself(monkeypatch):
     seen = []
 
     def spy(q, mem, own, k, mem_bf16=None):
-        rows = training_neighbors(q, mem, own, k, mem_bf16)
+        rows = training_neighbours(q, mem, own, k, mem_bf16)
         seen.append((rows.clone(), own.clone()))
         return rows
 
-    monkeypatch.setattr(training, "training_neighbors", spy)
+    monkeypatch.setattr(training, "training_neighbours", spy)
     train_attnknn(_attnknn(), toy_images(), FAST, progress=False)
     assert len(seen) == 2 * 8  # every step of both epochs (240 / 32 -> 8 batches)
     for rows, own in seen:
@@ -254,9 +254,9 @@ def test_the_bf16_scan_under_autocast_still_ranks_in_fp32():
     mem = torch.nn.functional.normalize(torch.cat([torch.randn(52, 32, generator=g), near]), dim=-1)
     q = base.clone()
     own = torch.zeros(1, 0, dtype=torch.long)
-    exact = training_neighbors(q, mem, own, 8)
+    exact = training_neighbours(q, mem, own, 8)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert training_neighbors(q, mem, own, 8, mem.to(torch.bfloat16)).tolist() == exact.tolist()
+        assert training_neighbours(q, mem, own, 8, mem.to(torch.bfloat16)).tolist() == exact.tolist()
 
 
 def test_a_run_that_keeps_its_epochs_caches_them_and_is_retrained_without_them(tmp_path):

@@ -14,9 +14,9 @@ from torch import nn
 from attnknn_lib.base.progress import bar as progress_bar
 from attnknn_lib.base.runtime import channels_last, to_device
 from attnknn_lib.data.transforms import View, batches
-from attnknn_lib.knn.bank import MemoryBank, Neighbors
+from attnknn_lib.knn.bank import MemoryBank, Neighbours
 from attnknn_lib.knn.votes import vote
-from attnknn_lib.models.attention import MultiHeadNeighborAttention
+from attnknn_lib.models.attention import MultiHeadNeighbourAttention
 from attnknn_lib.models.classifiers import CNNClassifier, attend
 
 
@@ -52,13 +52,13 @@ def head_norms(embedder: nn.Module):
         hook.remove()
 
 
-def attnknn_probs(attention: MultiHeadNeighborAttention, bank: MemoryBank, queries: np.ndarray, k: int,
-                  neighbors: Neighbors | None = None, device: torch.device | str | None = None,
+def attnknn_probs(attention: MultiHeadNeighbourAttention, bank: MemoryBank, queries: np.ndarray, k: int,
+                  neighbours: Neighbours | None = None, device: torch.device | str | None = None,
                   batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """Attention vote for query embeddings (N, D) over their k nearest bank rows (searched here
-    unless ``neighbors`` with at least k columns is given): (probs (N, C), weights (N, k)). Ties
+    unless ``neighbours`` with at least k columns is given): (probs (N, C), weights (N, k)). Ties
     go to the nearest neighbour's class, as in every vote (:func:`attnknn_lib.knn.votes.break_ties`)."""
-    nb = bank.search(queries, k) if neighbors is None else neighbors
+    nb = bank.search(queries, k) if neighbours is None else neighbours
     device = device or next(attention.parameters()).device  # where the module is (CUDA in the paper profile)
     was_training = attention.training
     attention.eval()

@@ -28,9 +28,9 @@ from attnknn_lib.evaluation.bootstrap import bootstrap_ci
 from attnknn_lib.evaluation.calibration import Calibrator, fit_calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs, cnn_probs, embed
 from attnknn_lib.evaluation.metrics import accuracy, nll
-from attnknn_lib.knn.bank import MemoryBank, Neighbors
+from attnknn_lib.knn.bank import MemoryBank, Neighbours
 from attnknn_lib.knn.votes import RULES, break_ties, effective_neighbours, knn_probs
-from attnknn_lib.models import CNNClassifier, MultiHeadNeighborAttention
+from attnknn_lib.models import CNNClassifier, MultiHeadNeighbourAttention
 
 K_ENSEMBLE = (5, 10, 20)
 TAU_GRID = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)  # Euclidean distances of unit vectors: [0, 2]
@@ -72,7 +72,7 @@ class Embedded:
     bank: MemoryBank
     val: dict[str, np.ndarray]
     test: dict[str, np.ndarray]
-    neighbors: dict[tuple[str, str], Neighbors]  # (split, view) -> k_max nearest bank rows
+    neighbours: dict[tuple[str, str], Neighbours]  # (split, view) -> k_max nearest bank rows
 
 
 def embed_all(embedder: torch.nn.Module, dataset: Dataset, views: dict[str, View], k_max: int,
@@ -88,11 +88,11 @@ def embed_all(embedder: torch.nn.Module, dataset: Dataset, views: dict[str, View
         for view_name, view in views.items():
             e = embed(embedder, x, batch_size, device, view, desc=f"embed {split_name}/{view_name}")
             getattr(out, split_name)[view_name] = e
-            out.neighbors[(split_name, view_name)] = bank.search(e, k_max)
+            out.neighbours[(split_name, view_name)] = bank.search(e, k_max)
     return out
 
 
-def _tune(rule: str, grid: tuple[float, ...], nb: Neighbors, y: np.ndarray, k: int, c: int) -> tuple[float, dict]:
+def _tune(rule: str, grid: tuple[float, ...], nb: Neighbours, y: np.ndarray, k: int, c: int) -> tuple[float, dict]:
     """The grid value with the lowest validation NLL (ties: the first), and the whole curve."""
     curve = {g: nll(knn_probs(rule, nb.sq_dist, nb.labels, c, g, k), y) for g in grid}
     return min(curve, key=curve.get), {str(g): v for g, v in curve.items()}
@@ -101,7 +101,7 @@ def _tune(rule: str, grid: tuple[float, ...], nb: Neighbors, y: np.ndarray, k: i
 def _mean_vote(probs: list[np.ndarray], emb: Embedded, split: str) -> np.ndarray:
     """The mean of several votes of one split (TTA views, k values), ties broken again by the nearest
     neighbour of the original view: averaging can tie classes that no single vote tied."""
-    return break_ties(np.mean(probs, axis=0), emb.neighbors[(split, "original")].labels)
+    return break_ties(np.mean(probs, axis=0), emb.neighbours[(split, "original")].labels)
 
 
 def _tta_mean(fn, views: list[str], split: str, emb: Embedded) -> np.ndarray:
@@ -114,11 +114,11 @@ def knn_methods(emb: Embedded, dataset: Dataset, k: int) -> dict[str, MethodProb
     views = list(emb.val)
     params: dict[str, float | None] = {"uniform": None}
     curves = {}
-    params["distance"], curves["distance"] = _tune("distance", TAU_GRID, emb.neighbors[("val", "original")], yv, k, c)
-    params["cosine"], curves["cosine"] = _tune("cosine", T_GRID, emb.neighbors[("val", "original")], yv, k, c)
+    params["distance"], curves["distance"] = _tune("distance", TAU_GRID, emb.neighbours[("val", "original")], yv, k, c)
+    params["cosine"], curves["cosine"] = _tune("cosine", T_GRID, emb.neighbours[("val", "original")], yv, k, c)
 
     def probs(rule: str, split: str, view: str) -> np.ndarray:
-        nb = emb.neighbors[(split, view)]
+        nb = emb.neighbours[(split, view)]
         return knn_probs(rule, nb.sq_dist, nb.labels, c, params[rule], k)
 
     out = {}
@@ -136,9 +136,9 @@ def knn_methods(emb: Embedded, dataset: Dataset, k: int) -> dict[str, MethodProb
     return out
 
 
-def _attn_probs(attention: MultiHeadNeighborAttention, emb: Embedded, split: str, view: str, k: int) -> np.ndarray:
+def _attn_probs(attention: MultiHeadNeighbourAttention, emb: Embedded, split: str, view: str, k: int) -> np.ndarray:
     q = getattr(emb, split)[view]
-    return attnknn_probs(attention, emb.bank, q, k, neighbors=emb.neighbors[(split, view)])[0]
+    return attnknn_probs(attention, emb.bank, q, k, neighbours=emb.neighbours[(split, view)])[0]
 
 
 def best_baseline(methods: dict[str, MethodProbs], val_labels: np.ndarray, scored: dict[str, dict] | None = None) -> str:
@@ -153,13 +153,13 @@ def best_baseline(methods: dict[str, MethodProbs], val_labels: np.ndarray, score
     return max(RULES, key=key)
 
 
-def attnknn_method(attention: MultiHeadNeighborAttention, emb: Embedded, k: int) -> MethodProbs:
+def attnknn_method(attention: MultiHeadNeighbourAttention, emb: Embedded, k: int) -> MethodProbs:
     """Attn-KNN at k on the original view."""
     return MethodProbs(_attn_probs(attention, emb, "val", "original", k),
                        _attn_probs(attention, emb, "test", "original", k), {"k": k})
 
 
-def attnknn_methods(attention: MultiHeadNeighborAttention, emb: Embedded, k: int,
+def attnknn_methods(attention: MultiHeadNeighbourAttention, emb: Embedded, k: int,
                     k_ensemble: tuple[int, ...] = K_ENSEMBLE) -> dict[str, MethodProbs]:
     """Attn-KNN at k; with TTA; k-ensemble; adaptive k (see module docstring)."""
     views = list(emb.val)
@@ -178,7 +178,7 @@ def attnknn_methods(attention: MultiHeadNeighborAttention, emb: Embedded, k: int
     k_max = max(k_ensemble)
     for s in ("val", "test"):
         q = getattr(emb, s)["original"]
-        _, w = attnknn_probs(attention, emb.bank, q, k_max, neighbors=emb.neighbors[(s, "original")])
+        _, w = attnknn_probs(attention, emb.bank, q, k_max, neighbours=emb.neighbours[(s, "original")])
         k_eff = effective_neighbours(w)
         ks = np.array(sorted(k_ensemble))
         pick = ks[np.minimum(np.searchsorted(ks, k_eff - 1e-9), len(ks) - 1)]  # smallest k >= k_eff

@@ -54,7 +54,7 @@ from attnknn_lib.experiments.shared import ExperimentConfig, searcher
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import headroom, loo_agreement, loo_agreement_without
 from attnknn_lib.knn.votes import effective_neighbours
-from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention
+from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
 from attnknn_lib.models.neighbour_heads import BlindAttention, LabelAwareAttention, NeighbourReadout
 from attnknn_lib.report.findings import markdown_lists
 from attnknn_lib.training.head_fitting import Neighbourhoods, predict, train_head
@@ -156,7 +156,7 @@ def geometry_ceiling(val: Neighbourhood, test: Neighbourhood, val_y: np.ndarray,
 
 def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.nn.Module:
     if name in ("attnknn", "blind_none"):
-        return BlindAttention(MultiHeadNeighborAttention(AttentionConfig(num_classes, dims, num_heads)))
+        return BlindAttention(MultiHeadNeighbourAttention(AttentionConfig(num_classes, dims, num_heads)))
     if name == "label_aware":
         return LabelAwareAttention(num_classes, dims)
     return NeighbourReadout(num_classes, dims)

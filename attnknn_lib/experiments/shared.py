@@ -31,7 +31,7 @@ from attnknn_lib.evaluation.methods import Embedded, MethodProbs, attnknn_method
 from attnknn_lib.evaluation.metrics import METRICS
 from attnknn_lib.evaluation.reference import REFERENCE_K, Search, reference_method
 from attnknn_lib.experiments.declaration import Artifacts
-from attnknn_lib.knn.bank import MemoryBank, Neighbors
+from attnknn_lib.knn.bank import MemoryBank, Neighbours
 from attnknn_lib.knn.headroom import loo_agreement
 from attnknn_lib.report.macros import source_note
 from attnknn_lib.report.tables import markdown_frame
@@ -127,7 +127,7 @@ def frozen_embeddings(run: TrainingRun, model, prepared: Prepared, paths: Paths,
 
 
 LOO_K = 16  # a memory row's nearest other rows behind its label agreement (the reference's filter)
-MEMORY = ("memory", "self")  # Embedded.neighbors key of each memory row's nearest other rows
+MEMORY = ("memory", "self")  # Embedded.neighbours key of each memory row's nearest other rows
 
 
 def bank_of(frozen: Frozen, labels: np.ndarray, k_max: int, rows: np.ndarray | None = None,
@@ -142,22 +142,22 @@ def bank_of(frozen: Frozen, labels: np.ndarray, k_max: int, rows: np.ndarray | N
     out = Embedded(bank, {"original": frozen.val}, {"original": frozen.test}, {})
     depth = max(k_max, REFERENCE_K) if reference else k_max
     for split in ("val", "test"):
-        out.neighbors[(split, "original")] = bank.search(getattr(out, split)["original"], min(depth, len(bank)))
+        out.neighbours[(split, "original")] = bank.search(getattr(out, split)["original"], min(depth, len(bank)))
     if reference:
-        out.neighbors[MEMORY] = memory_neighbours(bank)
+        out.neighbours[MEMORY] = memory_neighbours(bank)
     return out
 
 
-def memory_neighbours(bank: MemoryBank) -> Neighbors:
+def memory_neighbours(bank: MemoryBank) -> Neighbours:
     """Each memory row's :data:`LOO_K` nearest other rows (behind its leave-one-out label agreement)."""
     return bank.search_excluding(bank.embeddings, min(LOO_K, len(bank) - 1), np.arange(len(bank)))
 
 
-def searcher(bank: MemoryBank, queries: dict[str, np.ndarray], known: dict[str, Neighbors] | None = None) -> Search:
+def searcher(bank: MemoryBank, queries: dict[str, np.ndarray], known: dict[str, Neighbours] | None = None) -> Search:
     """``search(split, k)`` over one embedding's memory: each split searched at most once more, at
     the widest k asked for (``known``: neighbours already searched). The labels may differ between
     memories of one embedding; the geometry does not."""
-    cache: dict[str, Neighbors] = dict(known or {})
+    cache: dict[str, Neighbours] = dict(known or {})
 
     def search(split: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         if split not in cache or cache[split].indices.shape[1] < k:
@@ -174,12 +174,12 @@ def reference_of(emb: Embedded, prepared: Prepared) -> MethodProbs:
     filter, prior exponent). Reads the neighbours :func:`bank_of` searched with ``reference=True``
     and searches deeper only when the chosen k needs it."""
     labels = emb.bank.labels
-    if MEMORY not in emb.neighbors:
-        emb.neighbors[MEMORY] = memory_neighbours(emb.bank)
-    loo = loo_agreement(labels[emb.neighbors[MEMORY].indices], labels)
+    if MEMORY not in emb.neighbours:
+        emb.neighbours[MEMORY] = memory_neighbours(emb.bank)
+    loo = loo_agreement(labels[emb.neighbours[MEMORY].indices], labels)
     splits = ("val", "test")
     search = searcher(emb.bank, {s: getattr(emb, s)["original"] for s in splits},
-                      {s: emb.neighbors[(s, "original")] for s in splits})
+                      {s: emb.neighbours[(s, "original")] for s in splits})
     return reference_method(search, labels, loo, prepared.dataset.val.y, prepared.dataset.num_classes)
 
 
@@ -188,7 +188,7 @@ def relabel(emb: Embedded, labels: np.ndarray) -> Embedded:
     labels = np.asarray(labels, dtype=np.int64)
     bank = copy.copy(emb.bank)
     bank.labels = labels
-    nbs = {key: Neighbors(nb.indices, nb.sq_dist, labels[nb.indices]) for key, nb in emb.neighbors.items()}
+    nbs = {key: Neighbours(nb.indices, nb.sq_dist, labels[nb.indices]) for key, nb in emb.neighbours.items()}
     return Embedded(bank, emb.val, emb.test, nbs)
 
 

@@ -11,7 +11,7 @@ d_j = ||q - n_j||^2, head h scores neighbour j as
 and the weight is w_j = mean_h softmax_j(s_hj). ``a_j`` is the share of the k neighbours that
 carry label y_j. (The prototype added a label bias that was the same for every neighbour of a
 query, which cancels in the softmax; this per-neighbour form can change the weights.) With
-``neighbor_self_attention`` the neighbours first attend to each other (one residual
+``neighbour_self_attention`` the neighbours first attend to each other (one residual
 multi-head self-attention layer) before the keys are computed. ``tau_h`` lies in
 [tau_min, tau_max] through a sigmoid, or stays at ``tau_init`` when ``learn_temperature`` is off.
 """
@@ -40,7 +40,7 @@ class AttentionConfig:
     distance_bias: bool = True
     label_bias: bool = False  # prototype-v2 components: off by default, switched on for ablations
     prototypes: bool = False
-    neighbor_self_attention: bool = False
+    neighbour_self_attention: bool = False
     bias_hidden: int = 32  # width of the small bias MLPs
 
     def __post_init__(self) -> None:
@@ -61,7 +61,7 @@ def _bias_mlp(hidden: int, heads: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(1, hidden), nn.GELU(), nn.Linear(hidden, heads))
 
 
-class MultiHeadNeighborAttention(nn.Module):
+class MultiHeadNeighbourAttention(nn.Module):
     def __init__(self, cfg: AttentionConfig):
         super().__init__()
         self.cfg = cfg
@@ -83,7 +83,7 @@ class MultiHeadNeighborAttention(nn.Module):
             self.proto_scale = nn.Parameter(torch.ones(()))
         else:
             self.prototypes = None
-        if cfg.neighbor_self_attention:
+        if cfg.neighbour_self_attention:
             self.self_attn = nn.MultiheadAttention(d, h, batch_first=True)
             self.self_norm = nn.LayerNorm(d)
         else:
@@ -120,25 +120,25 @@ class MultiHeadNeighborAttention(nn.Module):
         label-free configuration has them: the label bias, the prototypes and the neighbour
         self-attention depend on which neighbours came back."""
         c = self.cfg
-        if c.label_bias or c.prototypes or c.neighbor_self_attention:
+        if c.label_bias or c.prototypes or c.neighbour_self_attention:
             raise ConfigError("dense_scores: only the attention without label_bias, prototypes and "
-                              "neighbor_self_attention scores a row independently of the retrieved set")
+                              "neighbour_self_attention scores a row independently of the retrieved set")
         return self._geometry_scores(query, memory_keys, sq_dist)
 
-    def forward(self, query: torch.Tensor, neighbors: torch.Tensor, sq_dist: torch.Tensor,
-                neighbor_labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """query (B, D), neighbors (B, K, D), sq_dist (B, K), neighbor_labels (B, K) ->
+    def forward(self, query: torch.Tensor, neighbours: torch.Tensor, sq_dist: torch.Tensor,
+                neighbour_labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """query (B, D), neighbours (B, K, D), sq_dist (B, K), neighbour_labels (B, K) ->
         (weights (B, K), per-head weights (B, H, K)); each row sums to 1."""
         if self.self_attn is not None:
-            refined, _ = self.self_attn(neighbors, neighbors, neighbors, need_weights=False)
-            neighbors = self.self_norm(neighbors + refined)  # (B, K, D)
-        scores = self._geometry_scores(query, self.k_proj(neighbors), sq_dist)  # (B, H, K)
+            refined, _ = self.self_attn(neighbours, neighbours, neighbours, need_weights=False)
+            neighbours = self.self_norm(neighbours + refined)  # (B, K, D)
+        scores = self._geometry_scores(query, self.k_proj(neighbours), sq_dist)  # (B, H, K)
         if self.label_bias is not None:
-            agree = (neighbor_labels.unsqueeze(2) == neighbor_labels.unsqueeze(1)).float().mean(-1)  # (B, K)
+            agree = (neighbour_labels.unsqueeze(2) == neighbour_labels.unsqueeze(1)).float().mean(-1)  # (B, K)
             scores = scores + self.label_bias(agree.unsqueeze(-1)).transpose(1, 2)  # (B, H, K)
         if self.prototypes is not None:
-            protos = F.normalize(self.prototypes, dim=-1)[neighbor_labels]  # (B, K, D)
-            align = (F.normalize(neighbors, dim=-1) * protos).sum(-1)  # (B, K)
+            protos = F.normalize(self.prototypes, dim=-1)[neighbour_labels]  # (B, K, D)
+            align = (F.normalize(neighbours, dim=-1) * protos).sum(-1)  # (B, K)
             scores = scores + self.proto_scale * align.unsqueeze(1)  # same for every head
         head_weights = scores.softmax(dim=-1)  # (B, H, K)
         return head_weights.mean(dim=1), head_weights

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnknn_lib.models.attention import MultiHeadNeighborAttention
+from attnknn_lib.models.attention import MultiHeadNeighbourAttention
 from attnknn_lib.models.classifiers import weighted_vote
 
 
@@ -49,9 +49,9 @@ def _mlp(d_in: int, hidden: int, d_out: int) -> nn.Sequential:
 
 
 class BlindAttention(nn.Module):
-    """The prototype's label-blind attention, as a head: weights from :class:`MultiHeadNeighborAttention`."""
+    """The prototype's label-blind attention, as a head: weights from :class:`MultiHeadNeighbourAttention`."""
 
-    def __init__(self, attention: MultiHeadNeighborAttention):
+    def __init__(self, attention: MultiHeadNeighbourAttention):
         super().__init__()
         self.attention = attention
         self.num_classes = attention.cfg.num_classes

@@ -16,9 +16,9 @@ from attnknn_lib.experiments.efficiency.config import Config as EfficiencyConfig
 from attnknn_lib.experiments.efficiency.measure import gemm_yardstick
 from attnknn_lib.knn.index_costs import unit_vectors
 from attnknn_lib.knn.votes import distance_weights, vote
-from attnknn_lib.models import AttentionConfig, MultiHeadNeighborAttention, attend, build_attnknn, build_cnn
+from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention, attend, build_attnknn, build_cnn
 from attnknn_lib.models.losses import supervised_contrastive, vote_nll
-from attnknn_lib.training.loops import TrainConfig, cpu_has_bf16, training_neighbors
+from attnknn_lib.training.loops import TrainConfig, cpu_has_bf16, training_neighbours
 from attnknn_lib.training.recipe import Recipe
 
 
@@ -69,7 +69,7 @@ def votes(cfg: BenchConfig) -> dict:
     sq = ((nb - q[:, None, :]) ** 2).sum(-1).sort(dim=1).values.numpy()  # (B, k), nearest first
     labels = rng.integers(0, c, size=(b, k))
     y = torch.from_numpy(labels)
-    att = MultiHeadNeighborAttention(AttentionConfig(num_classes=c, embed_dim=d)).eval()
+    att = MultiHeadNeighbourAttention(AttentionConfig(num_classes=c, embed_dim=d)).eval()
 
     def attention(s: slice) -> np.ndarray:
         with torch.no_grad():
@@ -133,7 +133,7 @@ def training_throughput(cfg: BenchConfig, gemm_gflops: float) -> dict:
     def attnknn_step(scan_bf16: bool = False, amp: bool = False):
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
             q = attn.embedder(x).float()
-            rows = training_neighbors(q.detach(), bank, own, recipe.k, bank_bf16 if scan_bf16 else None)
+            rows = training_neighbours(q.detach(), bank, own, recipe.k, bank_bf16 if scan_bf16 else None)
             out = attn.attend(q, bank[rows], bank_labels[rows])
             loss = vote_nll(out.probs, y) + 0.5 * supervised_contrastive(q, y, 0.07)
         opts["attnknn"].zero_grad()

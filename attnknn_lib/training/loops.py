@@ -1,7 +1,7 @@
 """Training of Attn-KNN and of the CNN baseline, with the prototype's defects fixed.
 
 * A training query never sees itself: its own row(s) in the bank (both rows of a MixUp pair)
-  are masked out before the top-k (:func:`training_neighbors`; :meth:`MemoryBank.search_excluding`
+  are masked out before the top-k (:func:`training_neighbours`; :meth:`MemoryBank.search_excluding`
   does the same with FAISS where the embedding is fixed, e.g. for ablations).
 * The memory bank holds clean (eval-mode, un-augmented) embeddings of the training set, rebuilt
   every ``refresh_every`` epochs (the same FAISS bank scores validation for model selection).
@@ -43,9 +43,9 @@ from attnknn_lib.data.registry import Dataset
 from attnknn_lib.data.transforms import BatchAugment, batches, to_tensor
 from attnknn_lib.evaluation.inference import attnknn_probs, cnn_probs, embed, head_norms
 from attnknn_lib.evaluation.metrics import accuracy, ece, nll
-from attnknn_lib.knn.bank import INDEX_TYPES, MemoryBank, Neighbors
+from attnknn_lib.knn.bank import INDEX_TYPES, MemoryBank, Neighbours
 from attnknn_lib.knn.votes import vote_has_gradient
-from attnknn_lib.models import AttnKNN, CNNClassifier, MultiHeadNeighborAttention, attend
+from attnknn_lib.models import AttnKNN, CNNClassifier, MultiHeadNeighbourAttention, attend
 from attnknn_lib.models.losses import attention_entropy, mixup, supervised_contrastive, vote_nll
 
 SEARCH_PRECISIONS = ("fp32", "bf16")
@@ -264,7 +264,7 @@ class _Selection:
 # ----------------------------------------------------------------------------- Attn-KNN
 
 
-def training_neighbors(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k: int,
+def training_neighbours(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k: int,
                        mem_bf16: torch.Tensor | None = None) -> torch.Tensor:
     """Rows of the k most similar bank entries for each training query, never one of its own rows.
 
@@ -368,7 +368,7 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
     bank = fresh_bank()
     mem = torch.from_numpy(bank.embeddings.copy()).to(device)  # (N, D) training-time copy, updated online
     low = cfg.search_precision == "bf16"
-    mem_bf16 = mem.to(torch.bfloat16) if low else None  # the scan's copy (see training_neighbors)
+    mem_bf16 = mem.to(torch.bfloat16) if low else None  # the scan's copy (see training_neighbours)
     mem_labels = torch.as_tensor(labels, device=device)
     selection = _Selection(name, model, dataset.val.y, progress, cfg.keep_epochs)
     precision = _Precision(cfg, device)
@@ -388,7 +388,7 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
                 own = own[:, :0]  # the prototype's defect, for the replay: nothing is masked
             with precision.autocast():
                 q = embedder(x).float()  # (B, D)
-                rows = training_neighbors(q.detach(), mem, own, cfg.k, mem_bf16)  # (B, k), never the query itself
+                rows = training_neighbours(q.detach(), mem, own, cfg.k, mem_bf16)  # (B, k), never the query itself
                 out = model.attend(q, mem[rows], mem_labels[rows])  # neighbours (B, k, D) carry no gradient
                 knn = lam * vote_nll(out.probs, y) + (1 - lam) * vote_nll(out.probs, y[perm])
                 con = supervised_contrastive(q, y, cfg.contrastive_temperature)
@@ -465,30 +465,30 @@ def train_cnn(model: CNNClassifier, dataset: Dataset, cfg: TrainConfig, train_la
 
 # ----------------------------------------------------------------------------- attention on frozen embeddings
 
-def train_attention_head(attention: MultiHeadNeighborAttention, bank: MemoryBank, val_emb: np.ndarray,
+def train_attention_head(attention: MultiHeadNeighbourAttention, bank: MemoryBank, val_emb: np.ndarray,
                          val_labels: np.ndarray, k: int, epochs: int = 3, lr: float = 1e-3, batch_size: int = 512,
                          entropy_weight: float = 0.01, seed: int = 0, progress: bool = True,
-                         train_neighbors: Neighbors | None = None, val_neighbors: Neighbors | None = None,
+                         train_neighbours: Neighbours | None = None, val_neighbours: Neighbours | None = None,
                          patience: int | None = None) -> TrainResult:
     """Train only ``attention`` over a fixed embedding (``bank``: training embeddings and labels).
 
     Used for ablations: every variant sees the same embedding, so differences come from the
     attention alone. A training query's neighbours exclude itself (searched once: the embedding
-    does not change; pass ``train_neighbors``/``val_neighbors`` to share the searches between
+    does not change; pass ``train_neighbours``/``val_neighbours`` to share the searches between
     variants). Loss: vote NLL - ``entropy_weight`` x attention entropy. The epoch with the best
     validation accuracy (ties: NLL) is kept. With ``patience``, training stops once the best epoch
     lies that many epochs back (a plateau); ``epochs`` is then the most it may run.
     """
     seed_everything(seed)
     n = len(bank)
-    nb = train_neighbors if train_neighbors is not None else bank.search_excluding(bank.embeddings, k, np.arange(n))
+    nb = train_neighbours if train_neighbours is not None else bank.search_excluding(bank.embeddings, k, np.arange(n))
     emb = torch.from_numpy(bank.embeddings)
     rows = torch.from_numpy(nb.indices[:, :k])
     neigh_y = torch.from_numpy(nb.labels[:, :k])
     y_all = torch.from_numpy(bank.labels)
     params = [p for p in attention.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    val_nb = val_neighbors if val_neighbors is not None else bank.search(val_emb, k)
+    val_nb = val_neighbours if val_neighbours is not None else bank.search(val_emb, k)
     gen = torch.Generator().manual_seed(seed)
     selection = _Selection("attention", attention, val_labels, progress)
     for epoch in range(1, epochs + 1):
@@ -504,7 +504,7 @@ def train_attention_head(attention: MultiHeadNeighborAttention, bank: MemoryBank
             nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             total += loss.item() * len(idx)
-        probs, _ = attnknn_probs(attention, bank, val_emb, k, neighbors=val_nb)
+        probs, _ = attnknn_probs(attention, bank, val_emb, k, neighbours=val_nb)
         selection.add({"epoch": epoch, "train_loss": total / n,
                        "temperatures": attention.temperatures().detach().tolist()}, probs, t0)
         if patience is not None and epoch - selection.best["epoch"] >= patience:

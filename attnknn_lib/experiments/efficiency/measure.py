@@ -131,7 +131,7 @@ def prediction_costs(model, cnn, bank: MemoryBank, images: torch.Tensor, k: int,
             emb = model.embedder(x).numpy()
         nb = bank.search(emb, k)
         return {"embed": lambda: model.embedder(x), "search": lambda: bank.search(emb, k),
-                "attention": lambda: attnknn_probs(model.attention, bank, emb, k, neighbors=nb),
+                "attention": lambda: attnknn_probs(model.attention, bank, emb, k, neighbours=nb),
                 "distance": lambda: vote(distance_weights(np.sqrt(nb.sq_dist), 0.1), nb.labels, num_classes),
                 "cnn": lambda: cnn(x)}
 

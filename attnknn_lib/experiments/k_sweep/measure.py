@@ -17,7 +17,7 @@ from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_bas
 from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, NAME, Config
 from attnknn_lib.experiments.parts import part_result, part_seconds
-from attnknn_lib.models import MultiHeadNeighborAttention
+from attnknn_lib.models import MultiHeadNeighbourAttention
 from attnknn_lib.training.loops import train_attention_head
 
 
@@ -40,9 +40,9 @@ def _retrained(cfg: Config, emb, val, val_y, k: int, num_classes: int, seed: int
     """A fresh attention trained at k on the frozen embedding (the training queries' neighbours
     exclude themselves) to a plateau of its validation score, evaluated at k."""
     seed_everything(seed)
-    head = MultiHeadNeighborAttention(cfg.attention_config(num_classes))
+    head = MultiHeadNeighbourAttention(cfg.attention_config(num_classes))
     res = train_attention_head(head, emb.bank, val, val_y, k, epochs=cfg.head_epochs, seed=seed,
-                               train_neighbors=train_nb, val_neighbors=emb.neighbors[("val", "original")],
+                               train_neighbours=train_nb, val_neighbours=emb.neighbours[("val", "original")],
                                progress=False, patience=cfg.head_patience)
     info = {"history": res.history, "best_epoch": res.best_epoch, "seconds": round(res.seconds, 2),
             "temperatures": res.model.temperatures().tolist(),

@@ -25,8 +25,8 @@ ABLATIONS: dict[str, dict] = {
     "fixed_temperature": {"learn_temperature": False},
     "label_bias": {"label_bias": True},
     "prototypes": {"prototypes": True},
-    "neighbor_self_attention": {"neighbor_self_attention": True},
-    "all_components": {"label_bias": True, "prototypes": True, "neighbor_self_attention": True},
+    "neighbour_self_attention": {"neighbour_self_attention": True},
+    "all_components": {"label_bias": True, "prototypes": True, "neighbour_self_attention": True},
 }
 RELIABILITY_METHODS = ("uniform", "distance", "attnknn", "attnknn_tta", "cnn")
 SUMMARY_METHODS = ("uniform", "distance", "cosine", "attnknn", "attnknn_tta", "cnn")

@@ -30,7 +30,7 @@ from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, NAME, RELIABILITY_METHODS, Config
 from attnknn_lib.experiments.parts import part_result, part_seconds
 from attnknn_lib.knn.votes import softmax_rows, vote
-from attnknn_lib.models import MultiHeadNeighborAttention
+from attnknn_lib.models import MultiHeadNeighbourAttention
 from attnknn_lib.training.convergence import plateau
 from attnknn_lib.training.loops import train_attention_head
 
@@ -58,10 +58,10 @@ def run_ablation(cfg: Config, ds, emb, seed: int) -> dict:
     train_nb = emb.bank.search_excluding(emb.bank.embeddings, cfg.k, np.arange(len(emb.bank)))  # shared by all
     for name, switches in ABLATIONS.items():
         seed_everything(seed)
-        att = MultiHeadNeighborAttention(replace(base, **switches))
+        att = MultiHeadNeighbourAttention(replace(base, **switches))
         res = train_attention_head(att, emb.bank, emb.val["original"], ds.val.y, cfg.k, epochs=cfg.ablation_epochs,
-                                   seed=seed, train_neighbors=train_nb,
-                                   val_neighbors=emb.neighbors[("val", "original")], progress=False,
+                                   seed=seed, train_neighbours=train_nb,
+                                   val_neighbours=emb.neighbours[("val", "original")], progress=False,
                                    patience=cfg.ablation_patience)
         probs = attnknn_method(res.model, emb, cfg.k)
         methods[name] = MethodProbs(probs.val, probs.test, {"switches": switches})
@@ -125,7 +125,7 @@ def prototype_replay(cfg: Config, prepared, paths: Paths, device, seed: int, met
     self_run, epochs_run = cfg.replay_runs()
     rows["self_matches"], best_self = against_tuned_rule(core.trained(self_run, paths, prepared)[0].model.to(device))
     rows["test_checkpoint"], checkpoint = test_checkpoint(cfg, prepared, paths, device, epochs_run, against_tuned_rule)
-    nb = {s: emb.neighbors[(s, "original")] for s in ("val", "test")}
+    nb = {s: emb.neighbours[(s, "original")] for s in ("val", "test")}
     untuned = MethodProbs(*(vote(softmax_rows(-nb[s].sq_dist[:, :cfg.k]), nb[s].labels[:, :cfg.k], ds.num_classes)
                             for s in ("val", "test")))
     rows["untuned_baseline"] = _single_run(cfg, pair("attnknn"), fitted(untuned), y, seed)

@@ -41,9 +41,9 @@ def flipped_weight_ratio(weights: np.ndarray, flipped: np.ndarray) -> dict:
 
 def _weights(methods: dict[str, MethodProbs], attention, emb, k: int) -> dict[str, np.ndarray]:
     """Each rule's (N_test, k) neighbour weights on the test queries, with its tuned knob."""
-    nb = emb.neighbors[("test", "original")]
+    nb = emb.neighbours[("test", "original")]
     d = nb.sq_dist[:, :k]
-    return {"attnknn": attnknn_probs(attention, emb.bank, emb.test["original"], k, neighbors=nb)[1],
+    return {"attnknn": attnknn_probs(attention, emb.bank, emb.test["original"], k, neighbours=nb)[1],
             "distance": distance_weights(np.sqrt(np.maximum(d, 0.0)), methods["distance"].info["param"]),
             "cosine": cosine_weights(cosine_from_sq_dist(d), methods["cosine"].info["param"]),
             "uniform": uniform_weights(d.shape)}
@@ -58,7 +58,7 @@ def evaluate(cfg: Config, emb, prepared, attention, cnn: MethodProbs, seed: int)
     scored["best_baseline"] = {**scored[best], "info": {"rule": best}}
     for m in scored:
         scored[m]["label"] = LABELS[m]
-    flipped = prepared.flipped[emb.neighbors[("test", "original")].indices[:, :cfg.k]]  # (N_test, k)
+    flipped = prepared.flipped[emb.neighbours[("test", "original")].indices[:, :cfg.k]]  # (N_test, k)
     ratios = {m: flipped_weight_ratio(w, flipped) for m, w in _weights(methods, attention, emb, cfg.k).items()}
     return {"methods": scored, "best_baseline": best, "weights": ratios}
 

@@ -22,7 +22,7 @@ from attnknn_lib.experiments.theory.config import ARTIFACTS, Config
 from attnknn_lib.knn.index_costs import IndexSetting, build, unit_vectors
 from attnknn_lib.knn.topk import prefix_outputs, sampled_tail_attention, tail_masses, topk_attention
 from attnknn_lib.knn.votes import uniform_weights, vote, weight_entropy
-from attnknn_lib.models import MultiHeadNeighborAttention
+from attnknn_lib.models import MultiHeadNeighbourAttention
 
 METHODS = method_labels("uniform", "attnknn", attnknn="Attn-KNN (as trained)")
 
@@ -65,11 +65,11 @@ def k_curves(model, emb, test_emb: np.ndarray, test_y: np.ndarray, ks: list[int]
              num_classes: int) -> dict[str, dict[str, list[float]]]:
     """Test error and NLL of uniform kNN and of Attn-KNN (its trained attention applied at each k),
     on the bank ``emb`` (:func:`core.bank_of`, test neighbours searched to at least max(ks))."""
-    nb = emb.neighbors[("test", "original")]
+    nb = emb.neighbours[("test", "original")]
     out = {m: {"error": [], "nll": []} for m in METHODS}
     for k in ks:
         probs = {"uniform": vote(uniform_weights((len(nb.labels), k)), nb.labels[:, :k], num_classes),
-                 "attnknn": attnknn_probs(model.attention, emb.bank, test_emb, k, neighbors=nb, batch_size=256)[0]}
+                 "attnknn": attnknn_probs(model.attention, emb.bank, test_emb, k, neighbours=nb, batch_size=256)[0]}
         for m, p in probs.items():
             out[m]["error"].append(1.0 - accuracy(p, test_y))
             out[m]["nll"].append(nll(p, test_y))
@@ -106,7 +106,7 @@ def softmax_truncation(memory: torch.Tensor, labels: torch.Tensor, num_classes: 
     return out
 
 
-def attnknn_truncation(attention: MultiHeadNeighborAttention, memory: torch.Tensor, labels: torch.Tensor,
+def attnknn_truncation(attention: MultiHeadNeighbourAttention, memory: torch.Tensor, labels: torch.Tensor,
                        queries: torch.Tensor, y: np.ndarray, ks: list[int], num_classes: int, chunk: int = 32) -> dict:
     """Attn-KNN's vote over its k nearest neighbours against the same per-head scores over the
     whole memory: mean L1 difference of the two class distributions, and the accuracy of each."""
@@ -212,7 +212,7 @@ def run(cfg: Config, paths: Paths) -> dict:
         with head_norms(model.embedder) as norms:
             embed_rows(model.embedder, to_tensor(ds, ds.test), 1024, cpu, desc="test norms")
         norms = torch.cat(norms)
-        _, w = attnknn_probs(model.attention, emb.bank, frozen.test, cfg.k, neighbors=emb.neighbors[("test", "original")])
+        _, w = attnknn_probs(model.attention, emb.bank, frozen.test, cfg.k, neighbours=emb.neighbours[("test", "original")])
         final[str(seed)] = {"test_norm_mean": float(norms.mean()), "test_norm_std": float(norms.std()),
                             **weight_spread(w)}
     ens_error = 1.0 - accuracy(np.mean(cnn_probs, axis=0), ds.test.y)
