@@ -240,17 +240,31 @@ def test_the_learner_search_extends_its_learning_rates_past_an_end_where_the_bes
     from attnknn_lib.experiments.attention_study.config import Config
 
     cfg = Config()
-    monkeypatch.setattr(measure, "_fit", _fake_fit(lambda lr: lr))  # the larger the better: an open upper end
+    monkeypatch.setattr(measure.variants, "_fit", _fake_fit(lambda lr: lr))  # the larger the better: an open upper end
     _, info = measure._fit_searched(cfg, "label_aware_heldout", None, None, None, 3, 4, 0)
     top = max(cfg.learner_lrs) * measure.LR_STEP ** measure.LR_EXTENSIONS
     assert info["lr"] == pytest.approx(top) and len(info["lrs"]) == len(cfg.learner_lrs) + measure.LR_EXTENSIONS
     assert info["edge"] and info["configs"] == len(info["lrs"])
-    monkeypatch.setattr(measure, "_fit", _fake_fit(lambda lr: -abs(lr - 0.01)))  # an inner optimum: no extension
+    inner = _fake_fit(lambda lr: -abs(lr - 0.01))  # an inner optimum: no extension
+    monkeypatch.setattr(measure.variants, "_fit", inner)
     _, info = measure._fit_searched(cfg, "label_aware_heldout", None, None, None, 3, 4, 0)
     assert info["lr"] == 0.01 and info["lrs"] == sorted(cfg.learner_lrs) and not info["edge"]
     # a run stopped by its patience on the last epoch allowed reached a plateau; one still improving did not
     assert measure.reached_plateau(64, 56, 8) and not measure.reached_plateau(64, 60, 8)
 
+
+def test_a_part_name_parses_into_one_value_and_spells_the_same_name():
+    """The workflow stores each part under its name: :class:`Part` reads and spells them in one place."""
+    from attnknn_lib.base.errors import ConfigError
+    from attnknn_lib.experiments.attention_study.config import Config
+    from attnknn_lib.experiments.attention_study.measure import Part, parts
+
+    assert all(Part.parse(n).name == n for n in parts(Config()))
+    assert Part.parse("seed3c") == Part("seed", 3, 2) and Part("seed", 12).name == "seed12"
+    assert Part.parse("e2e1") == Part("e2e", 1) and Part.parse("second_digits") == Part("second", dataset="digits")
+    for bad in ("seed", "collapse0b", "seeds0", "tail0", "seed1a"):
+        with pytest.raises(ConfigError):
+            Part.parse(bad)
 
 def test_a_head_stops_at_a_plateau_and_keeps_its_best_epoch():
     from attnknn_lib.training.head_fitting import Neighbourhoods, train_head
@@ -321,7 +335,7 @@ def test_the_trees_learner_reads_as_many_neighbours_as_the_reference_chose(monke
         seen.update(val=val_hood, test=test_hood, k=k)
         return {"val": np.full((40, 3), 1 / 3), "test": np.full((30, 3), 1 / 3), "folds": [], "configs": 0,
                 "features": 1}
-    monkeypatch.setattr(measure, "learned_rule", fake_rule)
+    monkeypatch.setattr(measure.learnable_headroom, "learned_rule", fake_rule)
     search = core.searcher(bank, {"val": val, "test": test})
     measure.gbm_learner(mem, 32, 3, 0, search)
     rows, _ = search("val", 32)
