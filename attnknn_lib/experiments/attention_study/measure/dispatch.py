@@ -73,7 +73,7 @@ def run(cfg: Config, paths: Paths) -> dict:
             per_seed[str(seed)]["end_to_end"] = part[end_to_end]
     gallery_cases = {k: v for seed in cfg.seeds for p in chunks[seed] for k, v in p["gallery_cases"].items()}
     gallery_images = {k: v for seed in cfg.seeds for p in chunks[seed] for k, v in p["gallery_images"].items()}
-    if gallery_images:
+    if cfg.variant_settings:  # declared then (config.ARTIFACTS): written even when no query fits a rule
         write_npz(gallery_path(paths, cfg.dataset), **gallery_images)
     summary = summarise(cfg, per_seed)
     results = {"dataset": ds.summary(), "seeds": list(cfg.seeds), "per_seed": drop_pairs(per_seed),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments.attention_study.config import NAME, Config
+from attnknn_lib.experiments.attention_study.config import ARTIFACTS, Config
 from attnknn_lib.experiments.attention_study.measure.memory import Memory
 from attnknn_lib.knn.votes import break_ties, vote
 
@@ -64,7 +64,8 @@ def gallery(mem: Memory, kept: dict, setting: str, k: int, ds) -> tuple[dict, di
 
 
 def gallery_path(paths: Paths, dataset: str):
-    return paths.artifacts / f"{NAME}_{dataset}_gallery.npz"
+    """The gallery's images, measured beside the record (``results/attention_study_<d>_gallery.npz``)."""
+    return ARTIFACTS.path(paths, "gallery_images", dataset)
 
 
 def gallery_key(setting: str, rule: str) -> str:

@@ -6,7 +6,6 @@ import numpy as np
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NOTEBOOK
-from attnknn_lib.experiments.attention_study.measure import gallery_path
 from attnknn_lib.experiments.attention_study.views.frames import (
     best_variant_frame,
     collapse_frame,
@@ -124,8 +123,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"its weight; temp.: mean temperature. {src}.", "tab:study-diagnostics"))}
     drawn = [("headroom", headroom_figure(record)), ("diagnostics", diagnostics_figure(record)),
              ("variants", variants_figure(record))]
-    if res.get("gallery", {}).get("cases"):
-        with np.load(gallery_path(paths, d)) as images:
+    images_file = ARTIFACTS.path(paths, "gallery_images", d)
+    if res.get("gallery", {}).get("cases") and images_file.exists():  # a record from before it was kept: none
+        with np.load(images_file) as images:
             drawn.append(("gallery", gallery_figure(record, dict(images))))
     for name, fig in drawn:
         out[name + "_figure"] = ARTIFACTS.save_figure(paths, name + "_figure", d, fig)
