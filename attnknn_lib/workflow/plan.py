@@ -78,11 +78,15 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, r
         every_run += runs
         executed = f"results/notebooks/{Path(exp.notebook).stem}.ipynb"
         measured = exp.artifacts.measured(cfg)
-        # rendering only: a figure the records cannot draw again (measured before its data was kept) stays
-        kept = exp.artifacts.undrawable(cfg, paths.root) if render_only else []
+        kept: list[str] = []
+        if render_only:  # the records are inputs; a figure they cannot draw again (measured before its
+            # data was kept beside them) stays as it was drawn, and so does that data's absence
+            kept = exp.artifacts.undrawable(cfg, paths.root)
+            measured = [m for m in measured if (paths.root / m).exists()]
         plan["experiments"][name] = {"notebook": exp.notebook, "params": params, "outputs": exp.outputs(cfg),
                                      "measured": measured, "kept": kept,
-                                     "rendered": [o for o in exp.outputs(cfg) if o not in measured + kept],
+                                     "rendered": [o for o in exp.outputs(cfg)
+                                                  if o not in exp.artifacts.measured(cfg) + kept],
                                      "executed": executed, "runs": list(dict.fromkeys(r.id for r in runs)),
                                      # what decides the records, and what decides what is drawn from them
                                      "measure_code": measure_code(name), "render_code": render_code(exp),
