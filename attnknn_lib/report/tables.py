@@ -206,6 +206,9 @@ class Table:
     def _repr_markdown_(self) -> str:
         return markdown_frame(self.frame)
 
+    def __repr__(self) -> str:  # the executed notebook's plain-text copy: no memory address, so a redraw keeps it
+        return f"Table({self.frame.shape[0]} rows x {self.frame.shape[1]} columns)"
+
 
 def show(df: pd.DataFrame) -> Table:
     """``df`` as a notebook shows it (:class:`Table`): every cell as plain text, whole."""
