@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 from types import SimpleNamespace
 
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 
 
 def api(name: str) -> SimpleNamespace:

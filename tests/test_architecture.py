@@ -90,8 +90,8 @@ def test_results_json_is_strict_json_with_null_for_non_finite_numbers(tmp_path):
 
 
 def test_every_experiment_package_declares_itself_once_in_one_shape():
-    from attnknn_lib.experiments import catalog
-    from attnknn_lib.experiments.declaration import Experiment
+    from attnknn_lib.experiments.framework import catalog
+    from attnknn_lib.experiments.framework.declaration import Experiment
 
     names = catalog.names()
     assert len(names) >= 7 and set(catalog.experiments()) == set(names)
@@ -123,7 +123,7 @@ def test_output_file_names_are_spelled_only_in_the_declarations():
 
 def test_the_shared_experiment_modules_import_no_experiment():
     """The independence contract ignores imports of these modules; they in turn import no experiment."""
-    from attnknn_lib.experiments import catalog
+    from attnknn_lib.experiments.framework import catalog
 
     shared = [p for p in (PACKAGE / "experiments").glob("*.py") if p.name != "__init__.py"]
     for path in shared:
@@ -143,7 +143,7 @@ def test_a_notebook_job_depends_on_the_code_it_imports_not_on_the_whole_library(
 
     files = {str(p.relative_to(PACKAGE)) for p in imported_files(["attnknn_lib.experiments.k_sweep"])}
     assert {"experiments/k_sweep/views.py", "experiments/k_sweep/measure.py", "report/macros.py",
-            "experiments/shared.py", "__init__.py", "experiments/__init__.py"} <= files
+            "experiments/common/shared.py", "__init__.py", "experiments/__init__.py"} <= files
     assert not any(f.startswith(("experiments/noise", "experiments/main/", "workflow/")) for f in files)
     cell = "from attnknn_lib.report.tables import written_frame"
     assert "report/tables.py" in {str(p.relative_to(PACKAGE)) for p in imported_files([], [cell])}
@@ -194,7 +194,7 @@ def test_a_new_experiment_is_one_package_and_one_notebook(tmp_path):
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         return proc.stdout
 
-    listing = py("-c", "from attnknn_lib.experiments import catalog; from attnknn_lib.report.compose import "
+    listing = py("-c", "from attnknn_lib.experiments.framework import catalog; from attnknn_lib.report.compose import "
                        "experiments_table as t; print(list(catalog.experiments())); "
                        "print(t(catalog.experiments().values()))")
     assert "'headroom_regimes', 'toy']" in listing and "| `10_toy` | does a new experiment" in listing
@@ -213,7 +213,7 @@ def test_a_new_experiment_is_one_package_and_one_notebook(tmp_path):
 
 
 def test_readme_table_of_experiments_is_generated_from_the_declarations():
-    from attnknn_lib.experiments import catalog
+    from attnknn_lib.experiments.framework import catalog
     from attnknn_lib.report.compose import experiments_table
     from attnknn_lib.report.readme import EXPERIMENTS_END, EXPERIMENTS_START
     from attnknn_lib.report.records import read_records

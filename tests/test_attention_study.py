@@ -102,7 +102,7 @@ def test_findings_state_a_seed_level_difference_with_its_interval_and_verdict():
 
 def test_the_parameters_table_shows_own_knobs_and_only_changed_recipe_knobs():
     noise = api("noise")
-    from attnknn_lib.experiments.shared import parameters_frame, parameters_markdown
+    from attnknn_lib.experiments.common.shared import parameters_frame, parameters_markdown
 
     default = parameters_frame(noise.Config())
     assert "profile" in default.index and "rates" in default.index and "lr" not in default.index
@@ -313,10 +313,10 @@ def test_the_trees_learner_reads_as_many_neighbours_as_the_reference_chose(monke
     """The learnable headroom has no cap the reference does not share: where the reference chose a
     k beyond the memory's stored neighbourhoods, the boosted trees read that many, searched anew,
     with this memory's (possibly noisy) labels and agreements."""
-    from attnknn_lib.experiments import shared as core
     from attnknn_lib.experiments.attention_study import measure
     from attnknn_lib.experiments.attention_study.config import Config
-    from attnknn_lib.experiments.shared import Frozen
+    from attnknn_lib.experiments.common import shared as core
+    from attnknn_lib.experiments.common.shared import Frozen
     from attnknn_lib.knn.bank import MemoryBank
 
     rng = np.random.default_rng(0)

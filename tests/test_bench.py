@@ -9,7 +9,7 @@ import pytest
 from experiment_api import api
 
 from attnknn_lib.base.timing import record_time
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.knn.votes import vote
 from attnknn_lib.tooling import bench, bench_block, speed, stage_times
 from attnknn_lib.workflow.plan import TIMES

@@ -82,7 +82,7 @@ def test_the_strongest_rule_of_a_robustness_cell_reads_the_memorys_own_labels_an
     from attnknn_lib.data.spec import DataSpec, prepare
     from attnknn_lib.evaluation.metrics import accuracy
     from attnknn_lib.evaluation.reference import REFERENCE_K
-    from attnknn_lib.experiments import shared as core
+    from attnknn_lib.experiments.common import shared as core
 
     prepared = prepare(DataSpec("digits"))
     ds = prepared.dataset

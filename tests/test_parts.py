@@ -1,4 +1,4 @@
-"""A long measurement cut into parts the workflow runs as jobs (attnknn_lib.experiments.parts)."""
+"""A long measurement cut into parts the workflow runs as jobs (attnknn_lib.experiments.framework.parts)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments import catalog
-from attnknn_lib.experiments.parts import part_file, part_result, part_seconds, stored
+from attnknn_lib.experiments.framework import catalog
+from attnknn_lib.experiments.framework.parts import part_file, part_result, part_seconds, stored
 
 
 def test_a_part_is_computed_once_and_read_back_exactly_under_the_same_config_and_code(tmp_path, monkeypatch):

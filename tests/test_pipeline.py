@@ -11,7 +11,7 @@ import yaml
 from experiment_api import api
 
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.workflow.cli import main as pipeline_main
 
 EXPERIMENTS = catalog.experiments()

@@ -9,7 +9,7 @@ import pytest
 
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.paths import REPO_ROOT
-from attnknn_lib.experiments import catalog, reading
+from attnknn_lib.experiments.framework import catalog, reading
 
 
 def _never(*_):

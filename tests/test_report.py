@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from attnknn_lib.base.files import write_json
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.report.compose import compose, write_report
 from attnknn_lib.report.macros import macro_name
 from attnknn_lib.report.records import read_records

@@ -13,7 +13,7 @@ from attnknn_lib.base.knobs import float_csv
 from attnknn_lib.data.spec import DataSpec
 from attnknn_lib.evaluation.methods import MethodProbs
 from attnknn_lib.evaluation.metrics import per_class_accuracy
-from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.knn.votes import knn_probs, prior_correction
 
 k_sweep = api("k_sweep")

@@ -49,7 +49,7 @@ def test_bad_data_specs_are_refused_in_one_line(kwargs, message):
 
 
 def test_a_run_spec_round_trips_through_its_file_and_keeps_its_id(tmp_path):
-    from attnknn_lib.experiments import shared as core
+    from attnknn_lib.experiments.common import shared as core
     from attnknn_lib.training.recipe import Recipe
 
     run = core.model_runs(Recipe(), core.data_spec(Recipe(), "iris", noise="symmetric", noise_rate=0.1), (2,))[0]
@@ -98,7 +98,7 @@ def test_every_module_training_imports_is_in_the_training_fingerprint():
 
 def test_keeping_epochs_is_the_same_model_trained_once_and_the_plan_keeps_them(tmp_path):
     from attnknn_lib.base.paths import Paths
-    from attnknn_lib.experiments import shared as core
+    from attnknn_lib.experiments.common import shared as core
     from attnknn_lib.experiments.main.config import Config as MainConfig
     from attnknn_lib.training.runs import merge_runs
     from attnknn_lib.workflow.plan import make_plan

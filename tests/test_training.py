@@ -156,7 +156,7 @@ def test_train_config_rejects_bad_values():
 
 
 def _iris_runs(seed: int = 0, epochs: int = 2):
-    from attnknn_lib.experiments import shared as core
+    from attnknn_lib.experiments.common import shared as core
     from attnknn_lib.training.recipe import Recipe
 
     recipe = Recipe(tabular_epochs=epochs, k=5)

@@ -1,6 +1,8 @@
-"""Experiments: one package per experiment, each declaring ``EXPERIMENT`` (:mod:`.declaration`).
+"""Experiments: one package per experiment, each declaring ``EXPERIMENT``, beside two that hold none.
 
-:mod:`.catalog` finds them; :mod:`.shared`, :mod:`.robustness` and :mod:`.fixed_embedding` hold the
-steps they share, and :mod:`.parts` cuts a long measurement into parts the workflow runs as jobs.
-Importing this package imports no experiment.
+``framework/`` says how an experiment is declared (:mod:`.framework.declaration`), found
+(:mod:`.framework.catalog`), read or rendered by its notebook (:mod:`.framework.reading`) and cut into
+part jobs (:mod:`.framework.parts`); ``common/`` holds the science several experiments share
+(:mod:`.common.shared`, :mod:`.common.robustness`, :mod:`.common.fixed_embedding`). Importing this
+package imports no experiment.
 """

@@ -17,7 +17,7 @@ from attnknn_lib.report import macros as macro_file
 from attnknn_lib.report import readme
 
 
-class ExperimentViews(Protocol):  # what compose reads of a declaration (experiments.declaration)
+class ExperimentViews(Protocol):  # what compose reads of a declaration (experiments.framework.declaration)
     name: str
     notebook: str
     question: str

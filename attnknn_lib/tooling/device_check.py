@@ -24,7 +24,7 @@ from pathlib import Path
 from attnknn_lib.base.errors import AttnKNNError, check_choice, check_range
 from attnknn_lib.base.files import read_json, write_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.experiments.main import measure
 from attnknn_lib.workflow.profiles import resolve
 

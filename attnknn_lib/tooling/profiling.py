@@ -38,8 +38,8 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.provenance import PACKAGE_DIR
 from attnknn_lib.base.runtime import set_threads
 from attnknn_lib.data.spec import prepare
-from attnknn_lib.experiments import catalog
-from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.training.cache import load_or_train, model_dir
 from attnknn_lib.workflow.profiles import resolve
 

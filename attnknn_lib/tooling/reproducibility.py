@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 
 # fields that hold clock readings (or whether a model came from the cache) in every experiment
 TIMING_KEYS = frozenset({"started", "wall_seconds", "seconds", "train_seconds", "timings", "loaded_from_cache"})

@@ -12,7 +12,7 @@ from pathlib import Path
 from attnknn_lib.base.errors import AttnKNNError
 from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.workflow.plan import TIMES
 from attnknn_lib.workflow.profiles import resolve
 

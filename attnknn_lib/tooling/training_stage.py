@@ -22,7 +22,7 @@ from pathlib import Path
 
 from attnknn_lib.base.errors import AttnKNNError, check_choice, check_range
 from attnknn_lib.base.files import write_json
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.training.cache import load_or_train
 from attnknn_lib.training.runs import TrainingRun, merge_runs
 from attnknn_lib.workflow.profiles import resolve

@@ -32,7 +32,7 @@ from attnknn_lib.base.errors import AttnKNNError, ConfigError
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.runtime import device_available
 from attnknn_lib.base.timing import total_ram_bytes
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.workflow import overview
 from attnknn_lib.workflow.plan import make_plan, write_plan
 from attnknn_lib.workflow.profiles import available_profiles, profile_description, resolve

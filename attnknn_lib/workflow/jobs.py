@@ -7,7 +7,7 @@ the runs it needs, and the report steps. No experiment detail lives in the Snake
 Job commands (``python -m attnknn_lib.workflow.jobs <command> --plan PLAN``):
 
 * ``part NAME --part P``: one part of an experiment's measurement into the shared artifacts folder
-  (:mod:`attnknn_lib.experiments.parts`), before its notebook job, beside the other jobs.
+  (:mod:`attnknn_lib.experiments.framework.parts`), before its notebook job, beside the other jobs.
 * ``measure NAME``: the experiment's measurement (training runs read from the model cache, parts
   from their jobs) into a staging folder; its records are moved into place when all are there.
 * ``notebook NAME``: renders: papermill runs the notebook in a staging folder holding a copy of
@@ -44,7 +44,7 @@ from attnknn_lib.base.files import read_json, write_text
 from attnknn_lib.base.knobs import parameters_cell
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.timing import record_time
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.workflow.plan import NOTEBOOK_DIR, STATE, TIMES
 
 # ----------------------------------------------------------------------------- job commands
@@ -140,7 +140,7 @@ def run_notebook(plan: dict, name: str) -> None:
 
 
 def run_part(plan: dict, name: str, part: str) -> None:
-    """One part of an experiment's measurement (:mod:`attnknn_lib.experiments.parts`), stored in the
+    """One part of an experiment's measurement (:mod:`attnknn_lib.experiments.framework.parts`), stored in the
     shared artifacts folder for the notebook job to read."""
     exp = catalog.get(name)
     if part not in plan["experiments"][name].get("parts", []):

@@ -19,8 +19,8 @@ from attnknn_lib.base.errors import CorruptFileError
 from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.provenance import measure_code
-from attnknn_lib.experiments import catalog
-from attnknn_lib.experiments.reading import parameter_differences
+from attnknn_lib.experiments.framework import catalog
+from attnknn_lib.experiments.framework.reading import parameter_differences
 from attnknn_lib.workflow.plan import render_code
 
 BENCH = "results/benchmarks.json"

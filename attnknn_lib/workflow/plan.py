@@ -18,9 +18,9 @@ from attnknn_lib.base.provenance import (
     measure_code,
     normalised_fingerprint,
 )
-from attnknn_lib.experiments import catalog
-from attnknn_lib.experiments.declaration import Experiment
-from attnknn_lib.experiments.parts import part_dir
+from attnknn_lib.experiments.framework import catalog
+from attnknn_lib.experiments.framework.declaration import Experiment
+from attnknn_lib.experiments.framework.parts import part_dir
 from attnknn_lib.training.runs import TrainingRun, merge_runs
 
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"

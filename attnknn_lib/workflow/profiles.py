@@ -20,7 +20,7 @@ from attnknn_lib.base.knobs import coerce
 from attnknn_lib.base.paths import REPO_ROOT
 from attnknn_lib.data.registry import REGISTRY as DATASETS
 from attnknn_lib.data.registry import local_sources, training_rows
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.models.backbones import imagenet_weights_path
 
 CONFIG_DIR = REPO_ROOT / "configs"

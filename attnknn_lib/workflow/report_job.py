@@ -15,7 +15,7 @@ from pathlib import Path
 
 from attnknn_lib.base.errors import AttnKNNError
 from attnknn_lib.base.files import read_json
-from attnknn_lib.experiments import catalog
+from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.report.compose import compose, write_report
 from attnknn_lib.report.records import read_records
 from attnknn_lib.workflow.jobs import run_job

@@ -28,7 +28,7 @@ embedding; the long-tail experiment's models, :func:`long_tail_runs`):
 
 from attnknn_lib.experiments.attention_study import measure, views
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, NOTEBOOK, Config
-from attnknn_lib.experiments.declaration import Experiment, Views
+from attnknn_lib.experiments.framework.declaration import Experiment, Views
 
 EXPERIMENT = Experiment(
     name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,

@@ -10,8 +10,8 @@ from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
 from attnknn_lib.evaluation.reference import REFERENCE_K
 from attnknn_lib.evaluation.verdicts import MARGINS
-from attnknn_lib.experiments.declaration import Artifacts, data, figure, record, table
-from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.experiments.common.shared import ExperimentConfig
+from attnknn_lib.experiments.framework.declaration import Artifacts, data, figure, record, table
 
 NAME = "attention_study"
 NOTEBOOK = "07_attention_study.ipynb"

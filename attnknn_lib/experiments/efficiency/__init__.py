@@ -14,9 +14,9 @@
   Attn-KNN and of the CNN from main's training histories.
 """
 
-from attnknn_lib.experiments.declaration import Experiment, Views
 from attnknn_lib.experiments.efficiency import measure, views
 from attnknn_lib.experiments.efficiency.config import ARTIFACTS, NAME, NOTEBOOK, TIMED, Config
+from attnknn_lib.experiments.framework.declaration import Experiment, Views
 
 EXPERIMENT = Experiment(
     name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS, timed=TIMED,

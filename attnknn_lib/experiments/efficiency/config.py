@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from attnknn_lib.base.errors import ConfigError, check_choice, check_range
 from attnknn_lib.base.knobs import int_csv, knob
 from attnknn_lib.data.registry import DATASET_NAMES
-from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
-from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.experiments.common.shared import ExperimentConfig
+from attnknn_lib.experiments.framework.declaration import Artifacts, figure, record, table
 from attnknn_lib.knn.index_costs import (
     IndexSetting,
 )

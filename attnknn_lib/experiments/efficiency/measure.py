@@ -14,7 +14,7 @@ from attnknn_lib.base.timing import loglog_fit, median_seconds, total_ram_bytes
 from attnknn_lib.data.spec import prepare
 from attnknn_lib.data.transforms import to_tensor
 from attnknn_lib.evaluation.inference import attnknn_probs
-from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.efficiency.config import ARTIFACTS, Config
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.index_costs import (

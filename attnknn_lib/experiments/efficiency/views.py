@@ -7,9 +7,9 @@ import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
+from attnknn_lib.experiments.common.shared import output_context
 from attnknn_lib.experiments.efficiency.config import ARTIFACTS, NAME, NOTEBOOK
 from attnknn_lib.experiments.efficiency.measure import STAGES
-from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import markdown_lists

@@ -9,7 +9,7 @@ learnable headroom; then Attn-KNN and the study's heads against both references,
 effective k (5 seeds, each with its own test rows).
 """
 
-from attnknn_lib.experiments.declaration import Experiment, Views
+from attnknn_lib.experiments.framework.declaration import Experiment, Views
 from attnknn_lib.experiments.headroom_regimes import measure, views
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, NAME, NOTEBOOK, Config
 

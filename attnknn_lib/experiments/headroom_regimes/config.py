@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from attnknn_lib.base.errors import ConfigError, check_range
 from attnknn_lib.base.knobs import csv, int_csv, knob
-from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
-from attnknn_lib.experiments.fixed_embedding import HeadKnobs
+from attnknn_lib.experiments.common.fixed_embedding import HeadKnobs
+from attnknn_lib.experiments.framework.declaration import Artifacts, figure, record, table
 
 NAME = "headroom_regimes"
 NOTEBOOK = "09_headroom_regimes.ipynb"

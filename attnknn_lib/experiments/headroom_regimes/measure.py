@@ -12,7 +12,7 @@ Fashion-MNIST (:data:`~.config.CANDIDATES`):
   frozen features used for the other classes only (memory, validation and test hold those).
 
 Each embedder picks its epoch on ``embedder_val`` validation rows of the classes it trains on.
-On every candidate the comparison of :func:`~attnknn_lib.experiments.fixed_embedding.compare` runs,
+On every candidate the comparison of :func:`~attnknn_lib.experiments.common.fixed_embedding.compare` runs,
 in its order: headroom, the strongest rule that learns nothing (accuracy- and NLL-tuned), the
 learnable headroom, then the heads. A candidate *has room* when its geometry-only or learnable
 ceiling lies at least ``room_margin`` above the strongest rule (declared before the run; measured
@@ -35,8 +35,9 @@ from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.registry import Dataset, DataSplit, load_dataset
 from attnknn_lib.data.transforms import to_tensor
 from attnknn_lib.evaluation.inference import embed
-from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.fixed_embedding import ENDPOINTS, HEADS, compare, summarise
+from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.common.fixed_embedding import ENDPOINTS, HEADS, compare, summarise
+from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.headroom_regimes.config import (
     ARTIFACTS,
     CANDIDATES,
@@ -45,7 +46,6 @@ from attnknn_lib.experiments.headroom_regimes.config import (
     OFFICIAL_TEST,
     Config,
 )
-from attnknn_lib.experiments.parts import part_result, part_seconds
 from attnknn_lib.models import build_cnn
 from attnknn_lib.training.loops import train_cnn
 
@@ -168,7 +168,7 @@ def chosen_head(cfg: Config, per_seed: dict[str, dict]) -> str | None:
 
 
 def parts(cfg: Config) -> list[str]:
-    """One part per seed (:mod:`~attnknn_lib.experiments.parts`): the workflow runs them as jobs."""
+    """One part per seed (:mod:`~attnknn_lib.experiments.framework.parts`): the workflow runs them as jobs."""
     return [f"seed{seed}" for seed in cfg.seeds]
 
 

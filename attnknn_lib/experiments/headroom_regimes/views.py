@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments.fixed_embedding import HEADS, answer_findings, answer_then_lines, k_range, with_term
+from attnknn_lib.experiments.common.fixed_embedding import HEADS, answer_findings, answer_then_lines, k_range, with_term
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text

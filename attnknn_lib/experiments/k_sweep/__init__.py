@@ -9,7 +9,7 @@ calibrated (mean +- s.d. over seeds, per-seed bootstrap intervals), and the pair
 Attn-KNN minus the best baseline (chosen on validation at that k), seed-level differences and intervals.
 """
 
-from attnknn_lib.experiments.declaration import Experiment, Views
+from attnknn_lib.experiments.framework.declaration import Experiment, Views
 from attnknn_lib.experiments.k_sweep import measure, views
 from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, NAME, NOTEBOOK, Config
 

@@ -8,8 +8,8 @@ from attnknn_lib.base.errors import ConfigError, check_choice, check_range
 from attnknn_lib.base.knobs import int_csv, knob
 from attnknn_lib.data.registry import DATASET_NAMES
 from attnknn_lib.evaluation.methods import method_labels
-from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
-from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.experiments.common.shared import ExperimentConfig
+from attnknn_lib.experiments.framework.declaration import Artifacts, figure, record, table
 
 NAME = "k_sweep"
 NOTEBOOK = "02_k_sweep.ipynb"

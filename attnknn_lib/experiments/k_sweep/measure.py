@@ -14,9 +14,9 @@ from attnknn_lib.data.spec import prepare
 from attnknn_lib.evaluation.bootstrap import paired_bootstrap_diff
 from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_baseline, score
-from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, NAME, Config
-from attnknn_lib.experiments.parts import part_result, part_seconds
 from attnknn_lib.models import MultiHeadNeighbourAttention
 from attnknn_lib.training.loops import train_attention_head
 
@@ -51,7 +51,7 @@ def _retrained(cfg: Config, emb, val, val_y, k: int, num_classes: int, seed: int
 
 
 def parts(cfg: Config) -> list[str]:
-    """One part per seed (:mod:`~attnknn_lib.experiments.parts`): the workflow runs them as jobs."""
+    """One part per seed (:mod:`~attnknn_lib.experiments.framework.parts`): the workflow runs them as jobs."""
     return [f"seed{seed}" for seed in cfg.seeds]
 
 

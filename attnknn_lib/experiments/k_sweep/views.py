@@ -9,8 +9,8 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.verdicts import VERDICTS
+from attnknn_lib.experiments.common.shared import output_context
 from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, NAME, NOTEBOOK
-from attnknn_lib.experiments.shared import output_context
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import difference_text, markdown_lists, seed_difference, seeds_text
 from attnknn_lib.report.macros import macro_name, pct, record_macros, signed

@@ -12,7 +12,7 @@ test accuracy is reported against the class's size in the memory, and as head / 
 thirds of the classes by size.
 """
 
-from attnknn_lib.experiments.declaration import Experiment, Views
+from attnknn_lib.experiments.framework.declaration import Experiment, Views
 from attnknn_lib.experiments.long_tail import measure, views
 from attnknn_lib.experiments.long_tail.config import ARTIFACTS, NAME, NOTEBOOK, Config
 

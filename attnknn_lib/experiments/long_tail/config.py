@@ -8,10 +8,10 @@ from attnknn_lib.base.errors import check_range
 from attnknn_lib.base.knobs import float_csv, knob
 from attnknn_lib.data.spec import DataSpec
 from attnknn_lib.evaluation.methods import method_labels
-from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
-from attnknn_lib.experiments.robustness import (
+from attnknn_lib.experiments.common.robustness import (
     RobustnessConfig,
 )
+from attnknn_lib.experiments.framework.declaration import Artifacts, figure, record, table
 
 NAME = "long_tail"
 NOTEBOOK = "04_long_tail.ipynb"

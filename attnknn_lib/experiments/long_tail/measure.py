@@ -7,11 +7,11 @@ import numpy as np
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, score
 from attnknn_lib.evaluation.metrics import accuracy, nll, per_class_accuracy
-from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.long_tail.config import ARTIFACTS, BETAS, GROUPS, LABELS, REMEDIED, Config
-from attnknn_lib.experiments.robustness import (
+from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.common.robustness import (
     run_settings,
 )
+from attnknn_lib.experiments.long_tail.config import ARTIFACTS, BETAS, GROUPS, LABELS, REMEDIED, Config
 from attnknn_lib.knn.votes import prior_correction
 
 

@@ -7,13 +7,13 @@ import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.long_tail.config import ARTIFACTS, BETAS, LABELS, NAME, NOTEBOOK, REMEDIED
-from attnknn_lib.experiments.robustness import (
+from attnknn_lib.experiments.common.robustness import (
     SETTING_NAMES,
     cell_difference,
     cell_sentence,
 )
-from attnknn_lib.experiments.shared import output_context
+from attnknn_lib.experiments.common.shared import output_context
+from attnknn_lib.experiments.long_tail.config import ARTIFACTS, BETAS, LABELS, NAME, NOTEBOOK, REMEDIED
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import markdown_lists, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed

@@ -10,7 +10,7 @@ Attn-KNN embedding. Writes ``results/main_<dataset>.json``, LaTeX tables, figure
 artifacts from which every number can be recomputed.
 """
 
-from attnknn_lib.experiments.declaration import Experiment, Views
+from attnknn_lib.experiments.framework.declaration import Experiment, Views
 from attnknn_lib.experiments.main import measure, views
 from attnknn_lib.experiments.main.config import ARTIFACTS, NAME, NOTEBOOK, Config
 

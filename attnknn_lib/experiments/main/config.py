@@ -12,9 +12,9 @@ from attnknn_lib.evaluation.methods import (
     K_ENSEMBLE,
 )
 from attnknn_lib.evaluation.verdicts import HEADLINE_BOOT, MARGINS
-from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
-from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.common.shared import ExperimentConfig
+from attnknn_lib.experiments.framework.declaration import Artifacts, figure, record, table
 
 NAME = "main"
 NOTEBOOK = "01_main.ipynb"

@@ -26,9 +26,9 @@ from attnknn_lib.evaluation.methods import (
 )
 from attnknn_lib.evaluation.metrics import METRICS, accuracy, confusion_matrix, reliability_bins
 from attnknn_lib.evaluation.verdicts import HIGHER_IS_BETTER, seed_level, split_level, verdict
-from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, NAME, RELIABILITY_METHODS, Config
-from attnknn_lib.experiments.parts import part_result, part_seconds
 from attnknn_lib.knn.votes import softmax_rows, vote
 from attnknn_lib.models import MultiHeadNeighbourAttention
 from attnknn_lib.training.convergence import plateau
@@ -240,7 +240,7 @@ def measure_replicate(cfg: Config, name: str, seed: int, spec, paths: Paths) -> 
 
 def parts(cfg: Config) -> list[str]:
     """One part per seed of the primary dataset and one per other dataset, all its replicates
-    (:mod:`~attnknn_lib.experiments.parts`): the workflow runs them as jobs of their own (main as
+    (:mod:`~attnknn_lib.experiments.framework.parts`): the workflow runs them as jobs of their own (main as
     one job took 16 min; a tabular dataset's ten splits take seconds)."""
     return [f"{cfg.primary}_seed{seed}" for seed, _ in cfg.replicates(cfg.primary)] \
         + [name for name in cfg.datasets if name != cfg.primary]

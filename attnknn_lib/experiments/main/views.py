@@ -498,7 +498,7 @@ def ablation_frame(record: dict) -> pd.DataFrame:
 
 
 def dataset_record(nb, cfg, name: str) -> dict:
-    """One dataset's record for the notebook ``nb`` (:class:`~attnknn_lib.experiments.reading.Session`):
+    """One dataset's record for the notebook ``nb`` (:class:`~attnknn_lib.experiments.framework.reading.Session`):
     measured (:func:`~attnknn_lib.experiments.main.measure.run_dataset`) and written out when it
     recomputes, else the committed one."""
     def compute(paths: Paths) -> dict:

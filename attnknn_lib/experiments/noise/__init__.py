@@ -11,14 +11,14 @@ each rate, in two settings:
 
 In both, validation labels are noisy too (the user's labels are), so every knob, the best
 baseline and every calibrator are chosen on noisy labels; the test labels are clean. For each
-cell the strongest rule that learns nothing (:func:`attnknn_lib.experiments.shared.reference_of`),
+cell the strongest rule that learns nothing (:func:`attnknn_lib.experiments.common.shared.reference_of`),
 tuned on the noisy validation labels, is the reference of every verdict. For each
 rule the weight it puts on flipped neighbours is compared with the weight on clean ones:
 ``ratio = mean weight of a flipped neighbour / mean weight of a clean neighbour`` over the test
 queries' k neighbours (uniform voting: 1 by construction; below 1: the rule down-weights them).
 """
 
-from attnknn_lib.experiments.declaration import Experiment, Views
+from attnknn_lib.experiments.framework.declaration import Experiment, Views
 from attnknn_lib.experiments.noise import measure, views
 from attnknn_lib.experiments.noise.config import ARTIFACTS, NAME, NOTEBOOK, Config
 

@@ -8,11 +8,11 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.spec import load_base, prepare
 from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, score
-from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.noise.config import ARTIFACTS, LABELS, SETTINGS, WEIGHTED, Config
-from attnknn_lib.experiments.robustness import (
+from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.common.robustness import (
     run_settings,
 )
+from attnknn_lib.experiments.noise.config import ARTIFACTS, LABELS, SETTINGS, WEIGHTED, Config
 from attnknn_lib.knn.votes import (
     cosine_from_sq_dist,
     cosine_weights,

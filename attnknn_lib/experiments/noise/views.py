@@ -7,13 +7,13 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.noise.config import ARTIFACTS, LABELS, NAME, NOTEBOOK
-from attnknn_lib.experiments.robustness import (
+from attnknn_lib.experiments.common.robustness import (
     SETTING_NAMES,
     cell_difference,
     cell_sentence,
 )
-from attnknn_lib.experiments.shared import output_context
+from attnknn_lib.experiments.common.shared import output_context
+from attnknn_lib.experiments.noise.config import ARTIFACTS, LABELS, NAME, NOTEBOOK
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import markdown_lists, mean_pct, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed

@@ -10,7 +10,7 @@ references, with their effective k. Expected: at scale 0 the weights stay near u
 the rule; with room, the attention sharpens and wins. If it does not, the learner is suspect.
 """
 
-from attnknn_lib.experiments.declaration import Experiment, Views
+from attnknn_lib.experiments.framework.declaration import Experiment, Views
 from attnknn_lib.experiments.positive_control import measure, views
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, NAME, NOTEBOOK, Config
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.knobs import float_csv, int_csv, knob
 from attnknn_lib.data.synthetic import ClusterTask
-from attnknn_lib.experiments.declaration import Artifacts, figure, record, table
-from attnknn_lib.experiments.fixed_embedding import ENDPOINTS, HEADS, HeadKnobs
+from attnknn_lib.experiments.common.fixed_embedding import ENDPOINTS, HEADS, HeadKnobs
+from attnknn_lib.experiments.framework.declaration import Artifacts, figure, record, table
 
 __all__ = ["ARTIFACTS", "DATASET", "ENDPOINTS", "HEADS", "NAME", "NOTEBOOK", "Config"]
 

@@ -37,8 +37,8 @@ from attnknn_lib.data.synthetic import GeneratedTask, generate
 from attnknn_lib.evaluation.methods import TAU_GRID
 from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.evaluation.reference import Search
-from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.fixed_embedding import HEADS, compare, summarise
+from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.common.fixed_embedding import HEADS, compare, summarise
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, ENDPOINTS, Config
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.votes import knn_probs
@@ -88,7 +88,7 @@ def oracle_retrieval(task: GeneratedTask, k: int) -> tuple[np.ndarray, np.ndarra
 
 def level_seed(cfg: Config, scale: float, seed: int) -> dict:
     """Everything measured at one nuisance scale and seed: the comparison on the generated embedding
-    (:func:`~attnknn_lib.experiments.fixed_embedding.compare`) with the generator's oracle weights
+    (:func:`~attnknn_lib.experiments.common.fixed_embedding.compare`) with the generator's oracle weights
     added as methods (see the module docstring)."""
     task = generate(cfg.task(scale), seed)
 
@@ -104,7 +104,7 @@ def level_seed(cfg: Config, scale: float, seed: int) -> dict:
 
 
 def summarise_level(cfg: Config, per_seed: dict[str, dict]) -> dict:
-    """One scale over its seeds (:func:`~attnknn_lib.experiments.fixed_embedding.summarise`)."""
+    """One scale over its seeds (:func:`~attnknn_lib.experiments.common.fixed_embedding.summarise`)."""
     return summarise(cfg, per_seed)
 
 

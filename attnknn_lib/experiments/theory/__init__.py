@@ -16,7 +16,7 @@
   attention as n grows (synthetic unit vectors).
 """
 
-from attnknn_lib.experiments.declaration import Experiment, Views
+from attnknn_lib.experiments.framework.declaration import Experiment, Views
 from attnknn_lib.experiments.theory import measure, views
 from attnknn_lib.experiments.theory.config import ARTIFACTS, NAME, NOTEBOOK, TIMED, Config
 

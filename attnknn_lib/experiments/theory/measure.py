@@ -17,7 +17,7 @@ from attnknn_lib.evaluation.inference import attnknn_probs, head_norms
 from attnknn_lib.evaluation.inference import embed as embed_rows
 from attnknn_lib.evaluation.methods import method_labels
 from attnknn_lib.evaluation.metrics import accuracy, nll
-from attnknn_lib.experiments import shared as core
+from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.theory.config import ARTIFACTS, Config
 from attnknn_lib.knn.index_costs import IndexSetting, build, unit_vectors
 from attnknn_lib.knn.topk import prefix_outputs, sampled_tail_attention, tail_masses, topk_attention

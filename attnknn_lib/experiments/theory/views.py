@@ -7,7 +7,7 @@ import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.shared import output_context
+from attnknn_lib.experiments.common.shared import output_context
 from attnknn_lib.experiments.theory.config import ARTIFACTS, NAME, NOTEBOOK
 from attnknn_lib.experiments.theory.measure import METHODS
 from attnknn_lib.report.figures import plt

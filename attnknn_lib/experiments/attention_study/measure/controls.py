@@ -13,7 +13,6 @@ from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.evaluation.methods import attnknn_method, best_baseline, knn_methods, score
 from attnknn_lib.evaluation.verdicts import split_level
-from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.attention_study.config import Config
 from attnknn_lib.experiments.attention_study.measure.ceilings import (
     ceilings,
@@ -26,6 +25,7 @@ from attnknn_lib.experiments.attention_study.measure.memory import _train_rows, 
 from attnknn_lib.experiments.attention_study.measure.pairing import COMPARED, _paired
 from attnknn_lib.experiments.attention_study.measure.training_runs import _end_to_end_run, runs, second_runs
 from attnknn_lib.experiments.attention_study.measure.variants_at_k import setting_k
+from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.votes import effective_neighbours
 

@@ -9,7 +9,6 @@ from attnknn_lib.base.files import write_npz
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.progress import bar
 from attnknn_lib.data.spec import prepare
-from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, Config
 from attnknn_lib.experiments.attention_study.measure.controls import long_tail_entry, measure_end_to_end, second_dataset
 from attnknn_lib.experiments.attention_study.measure.gallery import _gallery_k, gallery_path
@@ -25,7 +24,8 @@ from attnknn_lib.experiments.attention_study.measure.seed_settings import measur
 from attnknn_lib.experiments.attention_study.measure.summary import summarise
 from attnknn_lib.experiments.attention_study.measure.training_runs import _long_tail_run, long_tail_setting
 from attnknn_lib.experiments.attention_study.measure.variants import measure_collapse
-from attnknn_lib.experiments.parts import part_result, part_seconds
+from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 
 
 def _compute_part(cfg: Config, paths: Paths, part: str):

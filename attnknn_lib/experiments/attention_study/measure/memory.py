@@ -11,9 +11,9 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.label_noise import inject_label_noise
 from attnknn_lib.data.spec import Prepared, prepare
 from attnknn_lib.evaluation.reference import Search
-from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.attention_study.config import Config, parse_setting
 from attnknn_lib.experiments.attention_study.measure.training_runs import runs
+from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.knn.bank import MemoryBank, Neighbours
 from attnknn_lib.knn.headroom import loo_agreement, loo_agreement_without
 from attnknn_lib.training.head_fitting import Neighbourhoods

@@ -67,7 +67,7 @@ def seed_part_names(seed: int, chunks: int) -> list[str]:
 def parts(cfg: Config) -> list[str]:
     """Per seed, its memory settings in parts of :data:`SETTINGS_PER_PART` (:func:`seed_part_names`); per
     seed of each, its collapse sweep, its long-tailed memory and its end-to-end control; one per second
-    dataset (:mod:`~attnknn_lib.experiments.parts`): the workflow runs them as jobs of their own, so no
+    dataset (:mod:`~attnknn_lib.experiments.framework.parts`): the workflow runs them as jobs of their own, so no
     job holds the whole study (a seed with all of it took 18-20 min of job time, its four settings alone
     10-15)."""
     chunks = len(setting_chunks(cfg))

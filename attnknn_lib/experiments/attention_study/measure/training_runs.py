@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments import shared as core
 from attnknn_lib.experiments.attention_study.config import Config
+from attnknn_lib.experiments.common import shared as core
 
 
 def runs(cfg: Config):

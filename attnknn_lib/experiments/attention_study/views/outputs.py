@@ -23,7 +23,7 @@ from attnknn_lib.experiments.attention_study.views.plots import (
     headroom_figure,
     variants_figure,
 )
-from attnknn_lib.experiments.shared import output_context
+from attnknn_lib.experiments.common.shared import output_context
 from attnknn_lib.report.tables import booktabs
 
 

@@ -9,8 +9,8 @@ from attnknn_lib.evaluation.verdicts import VERDICTS
 from attnknn_lib.experiments.attention_study.measure import AS_TRAINED
 from attnknn_lib.experiments.attention_study.views.cells import interval_text
 from attnknn_lib.experiments.attention_study.views.labels import counted, is_noise, setting_title
-from attnknn_lib.experiments.fixed_embedding import HeadKnobs as FixedEmbeddingConfig
-from attnknn_lib.experiments.fixed_embedding import k_range
+from attnknn_lib.experiments.common.fixed_embedding import HeadKnobs as FixedEmbeddingConfig
+from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.report.findings import seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, signed
 

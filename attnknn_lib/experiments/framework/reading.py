@@ -29,7 +29,7 @@ from pathlib import Path
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
-from attnknn_lib.experiments.declaration import Experiment
+from attnknn_lib.experiments.framework.declaration import Experiment
 
 OUT_ENV = "ATTNKNN_OUT_DIR"  # set by the workflow's notebook job (its staging folder)
 SOURCE_ENV = "ATTNKNN_SOURCE_ROOT"  # ... and the output root its records come from

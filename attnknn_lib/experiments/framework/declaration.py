@@ -8,7 +8,7 @@ An experiment is a package ``attnknn_lib/experiments/<name>/`` of one shape:
   which writes its result record);
 * ``views.py``: what is read off a record (tables, figures, macros, README lines, findings);
 * ``__init__.py``: ``EXPERIMENT = Experiment(...)``, read by the workflow, the report, the tests
-  and the profiles (:mod:`attnknn_lib.experiments.catalog` finds it; nothing lists experiments by hand).
+  and the profiles (:mod:`attnknn_lib.experiments.framework.catalog` finds it; nothing lists experiments by hand).
 
 Adding an experiment is one such package and one notebook (``notebooks/<NOTEBOOK>``).
 """

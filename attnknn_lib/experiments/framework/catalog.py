@@ -1,5 +1,5 @@
-"""Where the experiments are found: every package under ``attnknn_lib/experiments/`` declares one
-``EXPERIMENT`` (:class:`~attnknn_lib.experiments.declaration.Experiment`).
+"""Where the experiments are found: every package under ``attnknn_lib/experiments/`` but ``framework``
+and ``common`` declares one ``EXPERIMENT`` (:class:`~attnknn_lib.experiments.framework.declaration.Experiment`).
 
 Packages are discovered, not listed: :func:`names` reads the folder without importing anything,
 :func:`get` imports one experiment, :func:`experiments` all of them in notebook order (the
@@ -12,15 +12,19 @@ import importlib
 import pkgutil
 
 from attnknn_lib.base.errors import ConfigError
-from attnknn_lib.experiments.declaration import Experiment
+from attnknn_lib.experiments.framework.declaration import Experiment
 
 PACKAGE = "attnknn_lib.experiments"
 
 
+SUPPORT = ("framework", "common")  # the two packages beside the experiments that hold none
+
+
 def names() -> tuple[str, ...]:
-    """The experiment packages (sorted by name; nothing is imported)."""
+    """The experiment packages (sorted by name; nothing is imported): every sub-package of
+    ``attnknn_lib/experiments/`` but :data:`SUPPORT`."""
     package = importlib.import_module(PACKAGE)
-    return tuple(sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.ispkg))
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.ispkg and m.name not in SUPPORT))
 
 
 def get(name: str) -> Experiment:

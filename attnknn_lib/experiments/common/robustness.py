@@ -14,9 +14,9 @@ from attnknn_lib.base.errors import check_choice, check_range
 from attnknn_lib.base.knobs import int_csv, knob
 from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
 from attnknn_lib.data.spec import DataSpec, load_base, prepare
-from attnknn_lib.experiments import shared as core
-from attnknn_lib.experiments.declaration import Artifacts
-from attnknn_lib.experiments.shared import ExperimentConfig
+from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.common.shared import ExperimentConfig
+from attnknn_lib.experiments.framework.declaration import Artifacts
 from attnknn_lib.report.findings import difference_text, seed_difference
 
 SETTING_NAMES = {"bank": "bank only", "trained": "retrained"}

@@ -1,7 +1,7 @@
 """What every experiment does the same way.
 
 An experiment is a package under :mod:`attnknn_lib.experiments` that declares itself once
-(:mod:`attnknn_lib.experiments.declaration`). This module holds the shared steps: the data spec of a dataset under the recipe, loading (or,
+(:mod:`attnknn_lib.experiments.framework.declaration`). This module holds the shared steps: the data spec of a dataset under the recipe, loading (or,
 when a notebook runs alone, training) a run's model, embedding the splits into a memory bank with
 the labels the experiment says, and writing one result record through one atomic helper.
 """
@@ -30,7 +30,7 @@ from attnknn_lib.evaluation.inference import embed as embed_rows
 from attnknn_lib.evaluation.methods import Embedded, MethodProbs, attnknn_method, cnn_methods, embed_all, knn_methods
 from attnknn_lib.evaluation.metrics import METRICS
 from attnknn_lib.evaluation.reference import REFERENCE_K, Search, reference_method
-from attnknn_lib.experiments.declaration import Artifacts
+from attnknn_lib.experiments.framework.declaration import Artifacts
 from attnknn_lib.knn.bank import MemoryBank, Neighbours
 from attnknn_lib.knn.headroom import loo_agreement
 from attnknn_lib.report.macros import source_note

@@ -50,7 +50,7 @@ from attnknn_lib.evaluation.reference import (
     tune_reference,
 )
 from attnknn_lib.evaluation.verdicts import MARGINS, resolvable, seed_level
-from attnknn_lib.experiments.shared import ExperimentConfig, searcher
+from attnknn_lib.experiments.common.shared import ExperimentConfig, searcher
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import headroom, loo_agreement, loo_agreement_without
 from attnknn_lib.knn.votes import effective_neighbours

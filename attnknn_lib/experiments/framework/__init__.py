@@ -1,0 +1,1 @@
+"""How an experiment is declared, found, read by its notebook and cut into part jobs (no experiment)."""
