@@ -22,7 +22,7 @@ from attnknn_lib.knn.headroom import (
 from attnknn_lib.models.neighbour_heads import (
     AdaptiveK,
     LabelAwareAttention,
-    Neighbourhood,
+    NeighbourBatch,
     NeighbourReadout,
     QueryOnly,
 )
@@ -63,9 +63,9 @@ def test_flip_detection_is_blind_for_uniform_and_perfect_when_flipped_weigh_less
     assert flip_detection(np.ones((1, 2)), np.zeros((1, 2), bool)) == {"ratio": None, "auroc": None}
 
 
-def _hood(b=3, k=4, d=8, c=3) -> Neighbourhood:
+def _hood(b=3, k=4, d=8, c=3) -> NeighbourBatch:
     g = torch.Generator().manual_seed(0)
-    return Neighbourhood(torch.randn(b, d, generator=g), torch.randn(b, k, d, generator=g),
+    return NeighbourBatch(torch.randn(b, d, generator=g), torch.randn(b, k, d, generator=g),
                          torch.rand(b, k, generator=g), torch.randint(0, c, (b, k), generator=g),
                          torch.rand(b, k, generator=g))
 
@@ -267,15 +267,16 @@ def test_a_part_name_parses_into_one_value_and_spells_the_same_name():
             Part.parse(bad)
 
 def test_a_head_stops_at_a_plateau_and_keeps_its_best_epoch():
-    from attnknn_lib.training.head_fitting import Neighbourhoods, train_head
+    from attnknn_lib.knn.neighbourhood import Neighbourhood
+    from attnknn_lib.training.head_fitting import train_head
 
     rng = np.random.default_rng(0)
     n, k, m, d, c = 40, 4, 30, 8, 3
 
     def hoods():
-        return Neighbourhoods(rng.normal(size=(n, d)).astype(np.float32), rng.integers(0, m, (n, k)),
-                              rng.random((n, k)).astype(np.float32), rng.integers(0, c, (n, k)),
-                              rng.random((n, k)).astype(np.float32), rng.integers(0, c, n))
+        return Neighbourhood(query=rng.normal(size=(n, d)).astype(np.float32), rows=rng.integers(0, m, (n, k)),
+                             sq_dist=rng.random((n, k)).astype(np.float32), labels=rng.integers(0, c, (n, k)),
+                             loo=rng.random((n, k)).astype(np.float32), target=rng.integers(0, c, n))
     memory = torch.randn(m, d)
     frozen = train_head(LabelAwareAttention(c, d), hoods(), hoods(), memory, c, epochs=50, lr=0.0, patience=2)
     assert frozen.best_epoch == 1 and len(frozen.history) == 3  # nothing moves: stops 2 epochs after the best

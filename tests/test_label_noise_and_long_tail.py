@@ -93,8 +93,8 @@ def test_the_strongest_rule_of_a_robustness_cell_reads_the_memorys_own_labels_an
 
     frozen = core.Frozen(embed(ds.train.y), embed(ds.val.y), embed(ds.test.y), ds.train.ids)
     emb = core.bank_of(frozen, ds.train.y, 16, reference=True)
-    assert emb.neighbours[core.MEMORY].indices.shape == (len(ds.train.y), core.LOO_K)
-    assert emb.neighbours[("val", "original")].indices.shape[1] == min(REFERENCE_K, len(ds.train.y))
+    assert emb.neighbours[core.MEMORY].rows.shape == (len(ds.train.y), core.LOO_K)
+    assert emb.neighbours[("val", "original")].rows.shape[1] == min(REFERENCE_K, len(ds.train.y))
     ref = core.reference_of(emb, prepared)
     assert accuracy(ref.test, ds.test.y) > 0.9 and ref.info["configs"] > 100
     shifted = core.relabel(emb, (ds.train.y + 1) % 10)  # the memory's labels, not the data, decide the vote

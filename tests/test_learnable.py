@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from attnknn_lib.evaluation.learnable import class_features, ladder, learned_rule
-from attnknn_lib.evaluation.reference import Neighbourhood
 from attnknn_lib.knn.headroom import loo_agreement, loo_agreement_without
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 
 
 def _hoods(n: int, k: int = 8, c: int = 3, seed: int = 0):
@@ -18,7 +18,7 @@ def _hoods(n: int, k: int = 8, c: int = 3, seed: int = 0):
     loo = rng.random((n, k))
     lab = np.where(loo > 0.8, y[:, None], rng.integers(0, c, (n, k)))
     sq = np.sort(rng.random((n, k)), axis=1)
-    return Neighbourhood(lab, sq, loo), y
+    return Neighbourhood(lab, sq, loo=loo), y
 
 
 def test_ladder_doubles_to_k():

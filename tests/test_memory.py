@@ -28,7 +28,7 @@ def test_exact_indexes_return_brute_force_neighbours_and_squared_distances(index
     mb = MemoryBank(index_type, batch_size=64).build(BANK, LABELS)  # several query chunks
     nb = mb.search(QUERIES, 10)
     idx, dist = _brute(BANK, QUERIES, 10)
-    np.testing.assert_array_equal(nb.indices, idx)
+    np.testing.assert_array_equal(nb.rows, idx)
     np.testing.assert_allclose(nb.sq_dist, dist, atol=1e-4)
     np.testing.assert_array_equal(nb.labels, LABELS[idx])
 
@@ -39,14 +39,14 @@ def test_approximate_indexes_recall_most_true_neighbours(index_type, options):
     mb = MemoryBank(index_type, **options).build(BANK, LABELS)
     nb = mb.search(QUERIES, 10)
     idx, _ = _brute(BANK, QUERIES, 10)
-    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(nb.indices, idx)])
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(nb.rows, idx)])
     assert recall >= 0.9, recall
     assert np.all(np.diff(nb.sq_dist, axis=1) >= -1e-6)  # nearest first
 
 
 def test_ivf_with_all_lists_probed_is_exact():
     mb = MemoryBank("ivf_flat", nlist=16, nprobe=16).build(BANK, LABELS)
-    np.testing.assert_array_equal(mb.search(QUERIES, 5).indices, _brute(BANK, QUERIES, 5)[0])
+    np.testing.assert_array_equal(mb.search(QUERIES, 5).rows, _brute(BANK, QUERIES, 5)[0])
 
 
 @pytest.mark.parametrize("index_type", INDEX_TYPES)
@@ -54,11 +54,11 @@ def test_training_search_excludes_each_querys_own_row(index_type):
     mb = MemoryBank(index_type, ef_search=128, nprobe=45).build(BANK, LABELS)
     rows = np.arange(0, 2000, 7)
     nb = mb.search_excluding(BANK[rows], 10, rows)
-    assert nb.indices.shape == (len(rows), 10)
-    assert not np.any(nb.indices == rows[:, None])
+    assert nb.rows.shape == (len(rows), 10)
+    assert not np.any(nb.rows == rows[:, None])
     if index_type.startswith("flat"):
         idx, _ = _brute(BANK, BANK[rows], 11)
-        np.testing.assert_array_equal(nb.indices, idx[:, 1:])  # exactly the next ten
+        np.testing.assert_array_equal(nb.rows, idx[:, 1:])  # exactly the next ten
 
 
 def test_self_exclusion_survives_exact_duplicates():
@@ -66,8 +66,8 @@ def test_self_exclusion_survives_exact_duplicates():
     mb = MemoryBank("flat_l2").build(bank, np.zeros(100, dtype=np.int64))
     rows = np.arange(100)
     nb = mb.search_excluding(bank, 3, rows)
-    assert not np.any(nb.indices == rows[:, None])
-    np.testing.assert_array_equal(nb.indices[:, 0], rows ^ 1)  # the twin comes first, at distance 0
+    assert not np.any(nb.rows == rows[:, None])
+    np.testing.assert_array_equal(nb.rows[:, 0], rows ^ 1)  # the twin comes first, at distance 0
     np.testing.assert_allclose(nb.sq_dist[:, 0], 0, atol=1e-6)
 
 
@@ -77,9 +77,9 @@ def test_exclusion_of_several_rows_per_query():
     nb = mb.search_excluding(BANK[:10], 5, rows)
     idx, _ = _brute(BANK, BANK[:10], 7)
     for r in range(10):
-        assert rows[r, 0] not in nb.indices[r] and rows[r, 1] not in nb.indices[r]
+        assert rows[r, 0] not in nb.rows[r] and rows[r, 1] not in nb.rows[r]
         expected = [i for i in idx[r] if i not in rows[r]][:5]
-        assert nb.indices[r].tolist() == expected
+        assert nb.rows[r].tolist() == expected
 
 
 def test_bad_requests_name_the_value_and_the_range():

@@ -11,7 +11,6 @@ from attnknn_lib.data.synthetic import ClusterTask, generate
 from attnknn_lib.evaluation.calibration import fit_calibrator
 from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.evaluation.reference import (
-    Neighbourhood,
     reference_method,
     reference_probs,
     references,
@@ -21,6 +20,7 @@ from attnknn_lib.evaluation.verdicts import resolvable, seed_level
 from attnknn_lib.experiments.positive_control import EXPERIMENT
 from attnknn_lib.experiments.positive_control import measure as pc
 from attnknn_lib.knn.bank import MemoryBank
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import knn_probs
 
 SMALL = dict(n_memory=2000, n_val=600, n_test=600, clusters_per_class=6)
@@ -50,7 +50,7 @@ def test_the_knob_moves_the_room_the_uniform_vote_loses_and_the_oracle_weights_k
     def at(scale):
         t = generate(ClusterTask(scale, **SMALL), 0)
         nb = MemoryBank().build(t.memory.x, t.memory.y).search(t.test.x, 16)
-        d_inf = pc.informative_sq_dist(t, t.test.informative, nb.indices)
+        d_inf = pc.informative_sq_dist(t, t.test.informative, nb.rows)
         return (accuracy(knn_probs("uniform", nb.sq_dist, nb.labels, 10), t.test.y),
                 accuracy(knn_probs("distance", d_inf, nb.labels, 10, 0.05), t.test.y))
     (u0, o0), (u2, o2) = at(0.0), at(2.0)
@@ -71,15 +71,15 @@ def _memory(seed=0):
     t = generate(ClusterTask(1.5, **SMALL), seed)
     bank = MemoryBank().build(t.memory.x, t.memory.y)
     own = bank.search_excluding(t.memory.x, 16, np.arange(2000))
-    loo = (t.memory.y[own.indices] == t.memory.y[:, None]).mean(1)
+    loo = (t.memory.y[own.rows] == t.memory.y[:, None]).mean(1)
     queries = {"val": t.val.x, "test": t.test.x}
-    return t, loo, lambda split, k: bank.search(queries[split], k)[:2]
+    return t, loo, lambda split, k: (lambda nb: (nb.rows, nb.sq_dist))(bank.search(queries[split], k))
 
 
 def test_the_reference_tuned_on_nll_has_the_lowest_validation_nll_of_its_grid():
     t, loo, search = _memory()
     rows, sq = search("val", 64)
-    hood = Neighbourhood(t.memory.y[rows], sq, loo[rows])
+    hood = Neighbourhood(t.memory.y[rows], sq, loo=loo[rows])
     prior = np.full(10, 0.1)
     by_nll = tune_reference(hood, t.val.y, prior, 10, ks=(1, 4, 16, 64), select="nll")["choice"]
     by_acc = tune_reference(hood, t.val.y, prior, 10, ks=(1, 4, 16, 64))["choice"]

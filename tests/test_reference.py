@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from attnknn_lib.evaluation.metrics import accuracy
-from attnknn_lib.evaluation.reference import Choice, Neighbourhood, reference_probs, tune_reference
+from attnknn_lib.evaluation.reference import Choice, reference_probs, tune_reference
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import knn_probs, prefix_class_scores, prior_correction, vote
 
 
@@ -19,7 +20,7 @@ def _hood(n: int = 400, k: int = 64, c: int = 3, noise: float = 0.35, seed: int 
     labels = np.where(rng.random((n, k)) < noise, rng.integers(0, c, (n, k)), target[:, None])
     sq = np.sort(rng.random((n, k)) * 2, axis=1)
     loo = rng.random((n, k))
-    return Neighbourhood(labels, sq, loo), target
+    return Neighbourhood(labels, sq, loo=loo), target
 
 
 def test_prefix_scores_are_the_votes_of_the_first_k_neighbours():
@@ -44,7 +45,7 @@ def test_reference_probabilities_equal_the_library_rules(rule, param):
 
 def test_the_filter_drops_neighbours_whose_own_neighbours_disagree_and_falls_back_when_none_pass():
     labels = np.array([[0, 1, 1], [2, 2, 0]])
-    hood = Neighbourhood(labels, np.zeros((2, 3)), np.array([[0.9, 0.1, 0.2], [0.0, 0.1, 0.2]]))
+    hood = Neighbourhood(labels, np.zeros((2, 3)), loo=np.array([[0.9, 0.1, 0.2], [0.0, 0.1, 0.2]]))
     p = reference_probs(Choice("uniform", None, 3, 0.5, 0.0), hood, np.full(3, 1 / 3), 3)
     assert p[0].argmax() == 0  # only the first neighbour passes
     assert p[1].argmax() == 2  # none passes: all three vote
@@ -66,7 +67,7 @@ def test_a_prior_exponent_on_the_edge_of_its_grid_extends_it():
     n, k = 600, 24
     target = rng.integers(0, 2, n)  # balanced queries, a memory where class 0 is 9x more common
     labels = np.where(rng.random((n, k)) < 0.75, 0, target[:, None])
-    hood = Neighbourhood(labels, np.sort(rng.random((n, k)), 1), np.ones((n, k)))
+    hood = Neighbourhood(labels, np.sort(rng.random((n, k)), 1), loo=np.ones((n, k)))
     out = tune_reference(hood, target, np.array([0.9, 0.1]), 2)
     assert out["choice"].beta > 0
     assert max(out["grids"]["beta"]) > out["choice"].beta or "beta" in out["edges"]
@@ -156,7 +157,7 @@ def test_the_search_shares_a_pairs_unfiltered_scores_across_thresholds_bit_for_b
 
     rng = np.random.default_rng(3)
     n, k, c = 50, 40, 4
-    hood = ref.Neighbourhood(labels=rng.integers(0, c, (n, k)), sq_dist=np.sort(rng.uniform(0, 2, (n, k)), axis=1),
+    hood = Neighbourhood(labels=rng.integers(0, c, (n, k)), sq_dist=np.sort(rng.uniform(0, 2, (n, k)), axis=1),
                              loo=rng.integers(0, 9, (n, k)) / 8)
     prior = np.full(c, 1 / c)
     ks = [1, 4, 16, 40]

@@ -102,8 +102,8 @@ def test_a_relabelled_bank_keeps_its_neighbours_and_votes_with_the_new_labels():
     noisy = (labels + 1) % 3
     re = core.relabel(emb, noisy)
     for key, nb in emb.neighbours.items():
-        np.testing.assert_array_equal(re.neighbours[key].indices, nb.indices)
-        np.testing.assert_array_equal(re.neighbours[key].labels, noisy[nb.indices])
+        np.testing.assert_array_equal(re.neighbours[key].rows, nb.rows)
+        np.testing.assert_array_equal(re.neighbours[key].labels, noisy[nb.rows])
     np.testing.assert_array_equal(emb.bank.labels, labels)  # the original bank is untouched
     nb = re.neighbours[("test", "original")]
     np.testing.assert_allclose(knn_probs("uniform", nb.sq_dist, nb.labels, 3),
@@ -116,7 +116,7 @@ def test_a_subset_bank_maps_source_ids_to_rows_and_searches_only_those_rows():
     rows = core.rows_of(fr, ids)
     np.testing.assert_array_equal(rows, [3, 10, 11, 25])
     emb = core.bank_of(fr, np.array([0, 1, 0, 1]), 10, rows=rows)
-    assert len(emb.bank) == 4 and emb.neighbours[("val", "original")].indices.shape == (5, 4)  # k capped at the bank
+    assert len(emb.bank) == 4 and emb.neighbours[("val", "original")].rows.shape == (5, 4)  # k capped at the bank
     np.testing.assert_allclose(emb.bank.embeddings, fr.train[rows])
     with pytest.raises(ValueError, match="not in the embedded training split"):
         core.rows_of(fr, np.array([99]))

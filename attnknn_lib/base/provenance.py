@@ -46,14 +46,6 @@ def code_fingerprint(files: Iterable[Path] | None = None) -> str:
     return h.hexdigest()[:16]
 
 
-def source_fingerprint(files: Iterable[Path]) -> str:
-    """SHA-256 (16 hex) over the bytes of ``files``, in the order given."""
-    h = hashlib.sha256()
-    for path in files:
-        h.update(Path(path).read_bytes())
-    return h.hexdigest()[:16]
-
-
 def _module_file(dotted: str) -> Path | None:
     """The library file of a dotted module name (``attnknn_lib.a.b``), or None if it is not one."""
     parts = dotted.split(".")

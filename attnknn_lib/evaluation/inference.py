@@ -14,7 +14,8 @@ from torch import nn
 from attnknn_lib.base.progress import bar as progress_bar
 from attnknn_lib.base.runtime import channels_last, to_device
 from attnknn_lib.data.transforms import View, batches
-from attnknn_lib.knn.bank import MemoryBank, Neighbours
+from attnknn_lib.knn.bank import MemoryBank
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import vote
 from attnknn_lib.models.attention import MultiHeadNeighbourAttention
 from attnknn_lib.models.classifiers import CNNClassifier, attend
@@ -53,7 +54,7 @@ def head_norms(embedder: nn.Module):
 
 
 def attnknn_probs(attention: MultiHeadNeighbourAttention, bank: MemoryBank, queries: np.ndarray, k: int,
-                  neighbours: Neighbours | None = None, device: torch.device | str | None = None,
+                  neighbours: Neighbourhood | None = None, device: torch.device | str | None = None,
                   batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """Attention vote for query embeddings (N, D) over their k nearest bank rows (searched here
     unless ``neighbours`` with at least k columns is given): (probs (N, C), weights (N, k)). Ties
@@ -65,7 +66,7 @@ def attnknn_probs(attention: MultiHeadNeighbourAttention, bank: MemoryBank, quer
     probs, weights = [], []
     with torch.no_grad():
         for s in range(0, len(queries), batch_size):
-            rows = nb.indices[s:s + batch_size, :k]
+            rows = nb.rows[s:s + batch_size, :k]
             q = torch.from_numpy(queries[s:s + batch_size]).to(device)
             n = torch.from_numpy(bank.gather(rows)).to(device)  # (b, k, D)
             y = torch.from_numpy(nb.labels[s:s + batch_size, :k]).to(device)

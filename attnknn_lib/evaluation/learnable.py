@@ -30,7 +30,7 @@ import numpy as np
 from sklearn.ensemble import HistGradientBoostingClassifier
 
 from attnknn_lib.evaluation.metrics import accuracy, nll
-from attnknn_lib.evaluation.reference import Neighbourhood
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import break_ties, prefix_class_scores
 
 DECAYS = (2.0, 8.0)

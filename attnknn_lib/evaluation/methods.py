@@ -28,7 +28,8 @@ from attnknn_lib.evaluation.bootstrap import bootstrap_ci
 from attnknn_lib.evaluation.calibration import Calibrator, fit_calibrator
 from attnknn_lib.evaluation.inference import attnknn_probs, cnn_probs, embed
 from attnknn_lib.evaluation.metrics import accuracy, nll
-from attnknn_lib.knn.bank import MemoryBank, Neighbours
+from attnknn_lib.knn.bank import MemoryBank
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import RULES, break_ties, effective_neighbours, knn_probs
 from attnknn_lib.models import CNNClassifier, MultiHeadNeighbourAttention
 
@@ -72,7 +73,7 @@ class Embedded:
     bank: MemoryBank
     val: dict[str, np.ndarray]
     test: dict[str, np.ndarray]
-    neighbours: dict[tuple[str, str], Neighbours]  # (split, view) -> k_max nearest bank rows
+    neighbours: dict[tuple[str, str], Neighbourhood]  # (split, view) -> k_max nearest bank rows
 
 
 def embed_all(embedder: torch.nn.Module, dataset: Dataset, views: dict[str, View], k_max: int,
@@ -92,7 +93,7 @@ def embed_all(embedder: torch.nn.Module, dataset: Dataset, views: dict[str, View
     return out
 
 
-def _tune(rule: str, grid: tuple[float, ...], nb: Neighbours, y: np.ndarray, k: int, c: int) -> tuple[float, dict]:
+def _tune(rule: str, grid: tuple[float, ...], nb: Neighbourhood, y: np.ndarray, k: int, c: int) -> tuple[float, dict]:
     """The grid value with the lowest validation NLL (ties: the first), and the whole curve."""
     curve = {g: nll(knn_probs(rule, nb.sq_dist, nb.labels, c, g, k), y) for g in grid}
     return min(curve, key=curve.get), {str(g): v for g, v in curve.items()}

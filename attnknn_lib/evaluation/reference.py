@@ -42,6 +42,7 @@ from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.evaluation.calibration import fit_calibrator
 from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID, MethodProbs
 from attnknn_lib.evaluation.metrics import accuracy, nll
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import MAX_BETA, RULES, break_ties, prefix_class_scores, prior_correction
 
 K_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048)
@@ -67,19 +68,6 @@ little NLL from ever farther neighbours, up to the whole memory, at a cost that 
 # 22 GB and was killed for memory); at the cap its choice keeps "k" among its open edges
 NLL_K_MAX = 4096
 SELECTIONS = ("accuracy", "nll")  # what the reference is tuned on (validation), the other breaking ties
-
-
-@dataclass(frozen=True)
-class Neighbourhood:
-    """What the reference reads of a split's queries: their K nearest memory rows, nearest first."""
-
-    labels: np.ndarray  # (N, K) memory labels of the neighbours
-    sq_dist: np.ndarray  # (N, K) squared Euclidean distances
-    loo: np.ndarray  # (N, K) leave-one-out label agreement of each neighbour (memory row)
-
-    @property
-    def k_max(self) -> int:
-        return self.labels.shape[1]
 
 
 @dataclass(frozen=True)
@@ -287,7 +275,7 @@ def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray
     k = min(k_start, m)
     while True:
         rows, sq = search("val", k)
-        hood = Neighbourhood(memory_labels[rows], sq, loo[rows])
+        hood = Neighbourhood(memory_labels[rows], sq, rows, loo[rows])
         tuned = tune_references(hood, val_y, prior, num_classes, selects=selects, **space)
         if "k" not in tuned[selects[0]]["edges"] or k >= m:
             break
@@ -298,7 +286,7 @@ def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray
         while "k" in tuned[select]["edges"] and kk < min(m, NLL_K_MAX):
             kk = min(2 * kk, m, NLL_K_MAX)
             rows, sq = search("val", kk)
-            wider = Neighbourhood(memory_labels[rows], sq, loo[rows])
+            wider = Neighbourhood(memory_labels[rows], sq, rows, loo[rows])
             before = tuned[select]["choice"].val_nll
             tuned[select] = tune_references(wider, val_y, prior, num_classes, selects=(select,), **space)[select]
             searched[select] = (kk, wider)
@@ -314,7 +302,7 @@ def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray
         choice = t["choice"]
         val_p = reference_probs(choice, hood, prior, num_classes)
         rows, sq = search("test", choice.k)
-        test_p = reference_probs(choice, Neighbourhood(memory_labels[rows], sq, loo[rows]), prior, num_classes)
+        test_p = reference_probs(choice, Neighbourhood(memory_labels[rows], sq, rows, loo[rows]), prior, num_classes)
         info = {"choice": choice.to_dict(), "label": choice.label(), "configs": t["configs"],
                 "edges": t["edges"], "k_searched": k_sel, "grids": t["grids"]}
         if "k_gain" in t:  # NLL selection stopped by NLL_GAIN_TOL: its last doubling's gain

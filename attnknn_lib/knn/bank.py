@@ -12,20 +12,13 @@ of the prototype).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from attnknn_lib.base.errors import ConfigError, check_choice
 from attnknn_lib.base.progress import bar
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 
 INDEX_TYPES = ("flat_l2", "flat_ip", "hnsw", "ivf_flat")
-
-
-class Neighbours(NamedTuple):
-    indices: np.ndarray  # (B, k) int64 rows of the bank, nearest first
-    sq_dist: np.ndarray  # (B, k) float32 squared Euclidean distances
-    labels: np.ndarray  # (B, k) int64 labels of those rows
 
 
 def ivf_lists(n: int, nlist: int | None = None) -> int:
@@ -122,13 +115,13 @@ class MemoryBank:
             raise ConfigError(f"queries hold NaN or inf in {int((~np.isfinite(queries)).any(1).sum())} of "
                               f"{len(queries)} rows; search needs finite vectors")
 
-    def search(self, queries: np.ndarray, k: int) -> Neighbours:
+    def search(self, queries: np.ndarray, k: int) -> Neighbourhood:
         """The k nearest bank rows of each query (B, D)."""
         self._check(queries, k, 0)
         d, idx = self._search_raw(queries, k)
         return self._pack(idx, d)
 
-    def search_excluding(self, queries: np.ndarray, k: int, own_rows: np.ndarray) -> Neighbours:
+    def search_excluding(self, queries: np.ndarray, k: int, own_rows: np.ndarray) -> Neighbourhood:
         """The k nearest rows other than the query's own row(s) in the bank.
 
         ``own_rows`` is (B,) (the training query's row) or (B, m) (e.g. both sources of a MixUp
@@ -147,12 +140,12 @@ class MemoryBank:
         keep &= np.cumsum(keep, axis=1) <= k  # first k survivors, nearest first
         return self._pack(idx[keep].reshape(len(idx), k), d[keep].reshape(len(idx), k))
 
-    def _pack(self, idx: np.ndarray, d: np.ndarray) -> Neighbours:
+    def _pack(self, idx: np.ndarray, d: np.ndarray) -> Neighbourhood:
         missing = idx < 0  # FAISS pads with -1 when an approximate index finds fewer than k
         if missing.any():
             raise ConfigError(f"the {self.index_type} index returned fewer neighbours than asked for "
                               f"({int(missing.sum())} missing); raise nprobe/ef_search or use flat_l2")
-        return Neighbours(idx, d.astype(np.float32), self.labels[idx])
+        return Neighbourhood(labels=self.labels[idx], sq_dist=d.astype(np.float32), rows=idx)
 
     def gather(self, indices: np.ndarray) -> np.ndarray:
         """Embeddings of bank rows: indices (B, k) -> (B, k, D)."""

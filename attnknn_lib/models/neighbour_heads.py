@@ -2,7 +2,7 @@
 
 Every head maps one batch of neighbourhoods to ``(probs (B, C), weights (B, K))``: class
 probabilities and the weight it gives each neighbour (what the diagnostics read). A batch is a
-:class:`Neighbourhood`: the query (B, D), its neighbours' embeddings (B, K, D), squared distances
+:class:`NeighbourBatch`: the query (B, D), its neighbours' embeddings (B, K, D), squared distances
 (B, K) and labels (B, K), nearest first, and each neighbour's leave-one-out agreement (B, K): the
 share of *its own* k nearest memory rows that carry its label (a label-consistency signal a
 label-blind score cannot see).
@@ -31,7 +31,7 @@ from attnknn_lib.models.attention import MultiHeadNeighbourAttention
 from attnknn_lib.models.classifiers import weighted_vote
 
 
-class Neighbourhood(NamedTuple):
+class NeighbourBatch(NamedTuple):
     query: torch.Tensor  # (B, D) unit vectors
     neighbours: torch.Tensor  # (B, K, D)
     sq_dist: torch.Tensor  # (B, K), nearest first
@@ -56,7 +56,7 @@ class BlindAttention(nn.Module):
         self.attention = attention
         self.num_classes = attention.cfg.num_classes
 
-    def forward(self, nb: Neighbourhood) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, nb: NeighbourBatch) -> tuple[torch.Tensor, torch.Tensor]:
         weights, _ = self.attention(nb.query, nb.neighbours, nb.sq_dist, nb.labels)
         return weighted_vote(weights, nb.labels, self.num_classes), weights
 
@@ -77,7 +77,7 @@ class LabelAwareAttention(nn.Module):
             nn.init.zeros_(layer.weight)
             nn.init.zeros_(layer.bias)
 
-    def forward(self, nb: Neighbourhood) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, nb: NeighbourBatch) -> tuple[torch.Tensor, torch.Tensor]:
         k = nb.labels.shape[1]
         rank = torch.arange(k, device=nb.labels.device, dtype=nb.sq_dist.dtype).expand_as(nb.sq_dist) / k
         feats = torch.stack([nb.sq_dist, rank, label_share(nb.labels), nb.loo_agreement], -1)  # (B, K, 4)
@@ -99,7 +99,7 @@ class NeighbourReadout(nn.Module):
         self.diff = _mlp(embed_dim, hidden, embed_dim)
         self.out = _mlp(2 * embed_dim, hidden, num_classes)
 
-    def forward(self, nb: Neighbourhood) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, nb: NeighbourBatch) -> tuple[torch.Tensor, torch.Tensor]:
         weights = (-nb.sq_dist / self.log_t.exp()).softmax(-1)  # (B, K)
         values = self.label(nb.labels) + self.diff(nb.query.unsqueeze(1) - nb.neighbours)  # (B, K, D)
         context = (weights.unsqueeze(-1) * values).sum(1)
@@ -114,7 +114,7 @@ class QueryOnly(nn.Module):
         super().__init__()
         self.out = _mlp(embed_dim, hidden, num_classes)
 
-    def forward(self, nb: Neighbourhood) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, nb: NeighbourBatch) -> tuple[torch.Tensor, torch.Tensor]:
         k = nb.labels.shape[1]
         return self.out(nb.query).softmax(-1), nb.sq_dist.new_full(nb.sq_dist.shape, 1.0 / k)
 
@@ -138,7 +138,7 @@ class AdaptiveK(nn.Module):
         nn.init.zeros_(self.gate[-1].weight)
         nn.init.zeros_(self.gate[-1].bias)
 
-    def forward(self, nb: Neighbourhood) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, nb: NeighbourBatch) -> tuple[torch.Tensor, torch.Tensor]:
         onehot = F.one_hot(nb.labels, self.num_classes).float()  # (B, K, C)
         counts = onehot.cumsum(1)  # (B, K, C): votes among the first j + 1
         idx = torch.tensor([k - 1 for k in self.ks], device=nb.labels.device)

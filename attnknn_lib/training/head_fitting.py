@@ -1,7 +1,7 @@
 """Training a neighbour head (:mod:`attnknn_lib.models.neighbour_heads`) on frozen neighbourhoods.
 
 The embedding is fixed, so each query's k neighbours are searched once (a training query's own
-row excluded) and stored in a :class:`Neighbourhoods`; the head sees mini-batches of them. Loss:
+row excluded) and stored in a :class:`~attnknn_lib.knn.neighbourhood.Neighbourhood`; the head sees mini-batches of them. Loss:
 NLL of the head's probabilities (floored as in :func:`~attnknn_lib.models.losses.vote_nll`) minus
 ``entropy_weight`` x the entropy of its neighbour weights (+: a bonus toward uniform, the
 prototype's; -: a penalty). The epoch with the best validation accuracy (ties: lower NLL) is kept;
@@ -12,7 +12,6 @@ the test set plays no part. Predictions are re-voted in float64 with neutral tie
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -20,39 +19,20 @@ from torch import nn
 
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.transforms import batches
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import break_ties, vote
 from attnknn_lib.models.losses import attention_entropy, vote_nll
-from attnknn_lib.models.neighbour_heads import Neighbourhood, NeighbourReadout, QueryOnly
+from attnknn_lib.models.neighbour_heads import NeighbourBatch, NeighbourReadout, QueryOnly
 from attnknn_lib.training.loops import TrainResult, _Selection  # the one selection rule of every training
 
 
-@dataclass
-class Neighbourhoods:
-    """Frozen neighbourhoods of N queries over a memory of M rows: query embeddings (N, D),
-    neighbour rows (N, K) into the memory, their squared distances, labels and leave-one-out
-    agreements (N, K), and the queries' labels (N,)."""
-
-    query: np.ndarray
-    rows: np.ndarray
-    sq_dist: np.ndarray
-    labels: np.ndarray
-    loo: np.ndarray
-    target: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.target)
-
-    def take(self, idx: np.ndarray, k: int | None = None) -> Neighbourhoods:
-        """Rows ``idx``, first ``k`` neighbours."""
-        k = k or self.rows.shape[1]
-        return Neighbourhoods(self.query[idx], self.rows[idx, :k], self.sq_dist[idx, :k], self.labels[idx, :k],
-                              self.loo[idx, :k], self.target[idx])
-
-    def batch(self, memory: torch.Tensor, idx) -> Neighbourhood:
-        rows = torch.as_tensor(self.rows[idx])
-        return Neighbourhood(torch.as_tensor(self.query[idx]), memory[rows], torch.as_tensor(self.sq_dist[idx]),
-                             torch.as_tensor(self.labels[idx], dtype=torch.long),
-                             torch.as_tensor(self.loo[idx], dtype=torch.float32))
+def batch(data: Neighbourhood, memory: torch.Tensor, idx) -> NeighbourBatch:
+    """Queries ``idx`` of a frozen neighbourhood as the tensors a head reads (neighbour embeddings
+    gathered from ``memory``, (M, D))."""
+    rows = torch.as_tensor(data.rows[idx])
+    return NeighbourBatch(torch.as_tensor(data.query[idx]), memory[rows], torch.as_tensor(data.sq_dist[idx]),
+                          torch.as_tensor(data.labels[idx], dtype=torch.long),
+                          torch.as_tensor(data.loo[idx], dtype=torch.float32))
 
 
 def is_vote(head: nn.Module) -> bool:
@@ -60,7 +40,7 @@ def is_vote(head: nn.Module) -> bool:
     return not isinstance(head, NeighbourReadout | QueryOnly)
 
 
-def predict(head: nn.Module, data: Neighbourhoods, memory: torch.Tensor, num_classes: int,
+def predict(head: nn.Module, data: Neighbourhood, memory: torch.Tensor, num_classes: int,
             batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """(probs (N, C) float64 with neutral ties, weights (N, K)) of ``head`` in eval mode."""
     was = head.training
@@ -69,7 +49,7 @@ def predict(head: nn.Module, data: Neighbourhoods, memory: torch.Tensor, num_cla
     with torch.no_grad():
         for s in range(0, len(data), batch_size):
             idx = np.arange(s, min(s + batch_size, len(data)))
-            p, w = head(data.batch(memory, idx))
+            p, w = head(batch(data, memory, idx))
             w = w.double().numpy()
             labels = data.labels[idx]
             probs.append(vote(w, labels, num_classes) if is_vote(head) else break_ties(p.double().numpy(), labels))
@@ -78,7 +58,7 @@ def predict(head: nn.Module, data: Neighbourhoods, memory: torch.Tensor, num_cla
     return np.concatenate(probs), np.concatenate(weights)
 
 
-def train_head(head: nn.Module, train: Neighbourhoods, val: Neighbourhoods, memory: torch.Tensor, num_classes: int,
+def train_head(head: nn.Module, train: Neighbourhood, val: Neighbourhood, memory: torch.Tensor, num_classes: int,
                epochs: int = 3, lr: float = 3e-3, batch_size: int = 512, entropy_weight: float = 0.0,
                seed: int = 0, name: str = "head", patience: int | None = None) -> TrainResult:
     """Train ``head`` on ``train`` (AdamW, clipped gradients), keep the best validation epoch.
@@ -95,7 +75,7 @@ def train_head(head: nn.Module, train: Neighbourhoods, val: Neighbourhoods, memo
         total = 0.0
         for idx in batches(len(train), batch_size, shuffle=True, generator=gen):
             idx = idx.numpy()
-            probs, weights = head(train.batch(memory, idx))
+            probs, weights = head(batch(train, memory, idx))
             loss = vote_nll(probs, target[idx]) - entropy_weight * attention_entropy(weights)
             opt.zero_grad(set_to_none=True)
             loss.backward()

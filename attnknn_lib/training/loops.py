@@ -43,7 +43,8 @@ from attnknn_lib.data.registry import Dataset
 from attnknn_lib.data.transforms import BatchAugment, batches, to_tensor
 from attnknn_lib.evaluation.inference import attnknn_probs, cnn_probs, embed, head_norms
 from attnknn_lib.evaluation.metrics import accuracy, ece, nll
-from attnknn_lib.knn.bank import INDEX_TYPES, MemoryBank, Neighbours
+from attnknn_lib.knn.bank import INDEX_TYPES, MemoryBank
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import vote_has_gradient
 from attnknn_lib.models import AttnKNN, CNNClassifier, MultiHeadNeighbourAttention, attend
 from attnknn_lib.models.losses import attention_entropy, mixup, supervised_contrastive, vote_nll
@@ -468,7 +469,7 @@ def train_cnn(model: CNNClassifier, dataset: Dataset, cfg: TrainConfig, train_la
 def train_attention_head(attention: MultiHeadNeighbourAttention, bank: MemoryBank, val_emb: np.ndarray,
                          val_labels: np.ndarray, k: int, epochs: int = 3, lr: float = 1e-3, batch_size: int = 512,
                          entropy_weight: float = 0.01, seed: int = 0, progress: bool = True,
-                         train_neighbours: Neighbours | None = None, val_neighbours: Neighbours | None = None,
+                         train_neighbours: Neighbourhood | None = None, val_neighbours: Neighbourhood | None = None,
                          patience: int | None = None) -> TrainResult:
     """Train only ``attention`` over a fixed embedding (``bank``: training embeddings and labels).
 
@@ -483,7 +484,7 @@ def train_attention_head(attention: MultiHeadNeighbourAttention, bank: MemoryBan
     n = len(bank)
     nb = train_neighbours if train_neighbours is not None else bank.search_excluding(bank.embeddings, k, np.arange(n))
     emb = torch.from_numpy(bank.embeddings)
-    rows = torch.from_numpy(nb.indices[:, :k])
+    rows = torch.from_numpy(nb.rows[:, :k])
     neigh_y = torch.from_numpy(nb.labels[:, :k])
     y_all = torch.from_numpy(bank.labels)
     params = [p for p in attention.parameters() if p.requires_grad]

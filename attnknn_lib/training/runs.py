@@ -15,7 +15,7 @@ from pathlib import Path
 
 from attnknn_lib.base.errors import check_choice
 from attnknn_lib.base.files import write_text
-from attnknn_lib.base.provenance import PACKAGE_DIR, config_fingerprint, source_fingerprint
+from attnknn_lib.base.provenance import PACKAGE_DIR, config_fingerprint, normalised_fingerprint
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import DataSpec
 
@@ -26,7 +26,8 @@ MODEL_KINDS = ("attnknn", "cnn")
 # every model. A test checks that every module the training loops import is here or in TRAINING_EXEMPT.
 TRAINING_SOURCES = ("models/__init__.py", "models/attention.py", "models/backbones.py", "models/classifiers.py",
                     "models/embedder.py", "models/losses.py", "data/transforms.py", "data/label_noise.py",
-                    "data/imbalance.py", "data/spec.py", "knn/bank.py", "knn/votes.py", "evaluation/inference.py",
+                    "data/imbalance.py", "data/spec.py", "knn/bank.py", "knn/neighbourhood.py", "knn/votes.py",
+                    "evaluation/inference.py",
                     "evaluation/metrics.py", "training/loops.py", "training/runs.py", "base/runtime.py")
 # imported by training but cannot change a model: messages, progress bars, files, and the dataset
 # loader (whose output is fingerprinted as data)
@@ -40,8 +41,9 @@ SAVED_ONLY = {"keep_epochs": False}
 
 
 def training_code_fingerprint() -> str:
-    """The fingerprint of :data:`TRAINING_SOURCES` (part of every run id)."""
-    return source_fingerprint(PACKAGE_DIR / name for name in TRAINING_SOURCES)
+    """The fingerprint of :data:`TRAINING_SOURCES` (part of every run id), over their normalised
+    source: a comment or docstring edit retrains nothing."""
+    return normalised_fingerprint(PACKAGE_DIR / name for name in TRAINING_SOURCES)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,6 @@ from attnknn_lib.evaluation.metrics import METRICS, accuracy, nll
 from attnknn_lib.evaluation.reference import (
     REFERENCE_K,
     Choice,
-    Neighbourhood,
     Search,
     reference_probs,
     references,
@@ -53,11 +52,12 @@ from attnknn_lib.evaluation.verdicts import MARGINS, resolvable, seed_level
 from attnknn_lib.experiments.common.shared import ExperimentConfig, searcher
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import headroom, loo_agreement, loo_agreement_without
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import effective_neighbours
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
 from attnknn_lib.models.neighbour_heads import BlindAttention, LabelAwareAttention, NeighbourReadout
 from attnknn_lib.report.findings import markdown_lists
-from attnknn_lib.training.head_fitting import Neighbourhoods, predict, train_head
+from attnknn_lib.training.head_fitting import predict, train_head
 
 HEADS = {  # name -> (label, what it is)
     "attnknn": ("Attn-KNN", "the paper's multi-head attention with the prototype's loss (entropy bonus 0.01)"),
@@ -162,7 +162,7 @@ def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.
     return NeighbourReadout(num_classes, dims)
 
 
-def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dict[str, Neighbourhoods],
+def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dict[str, Neighbourhood],
                 seed: int) -> dict:
     """Every head of ``cfg.heads``: validation and test probabilities, and what training did."""
     mem = torch.from_numpy(np.ascontiguousarray(memory, dtype=np.float32))
@@ -192,25 +192,26 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
     k = cfg.k
     bank = MemoryBank().build(memory.x, memory.y)
     own = bank.search_excluding(memory.x, max(k, cfg.loo_k + 1), np.arange(len(memory.y)))  # each row's other rows
-    loo = loo_agreement(memory.y[own.indices[:, :cfg.loo_k]], memory.y)
+    loo = loo_agreement(memory.y[own.rows[:, :cfg.loo_k]], memory.y)
     prior = np.bincount(memory.y, minlength=num_classes) / len(memory.y)
     search = searcher(bank, {"val": val.x, "test": test.x})
     search("val", cfg.reference_k), search("test", cfg.reference_k)  # searched once, read by every part
 
     def hood(split: str, kk: int) -> Neighbourhood:
         rows, sq = search(split, kk)
-        return Neighbourhood(memory.y[rows], sq, loo[rows])
+        return Neighbourhood(memory.y[rows], sq, rows, loo[rows])
 
     def hoods_of(rows: np.ndarray, sq: np.ndarray, query: np.ndarray, target: np.ndarray,
-                 agreement: np.ndarray | None = None) -> Neighbourhoods:
+                 agreement: np.ndarray | None = None) -> Neighbourhood:
         agree = loo[rows] if agreement is None else agreement
-        return Neighbourhoods(query, rows, sq.astype(np.float32), memory.y[rows], agree.astype(np.float32), target)
+        return Neighbourhood(query=query, rows=rows, sq_dist=sq.astype(np.float32), labels=memory.y[rows],
+                             loo=agree.astype(np.float32), target=target)
 
     n_train = min(cfg.train_queries, len(memory.y))
     train_rows = np.sort(np.random.default_rng([seed, 2]).choice(len(memory.y), n_train, replace=False))
-    t_rows, t_sq = own.indices[train_rows, :k], own.sq_dist[train_rows, :k]
+    t_rows, t_sq = own.rows[train_rows, :k], own.sq_dist[train_rows, :k]
     hoods = {"train": hoods_of(t_rows, t_sq, memory.x[train_rows], memory.y[train_rows],
-                               loo_agreement_without(train_rows, t_rows, own.indices, memory.y, cfg.loo_k)),
+                               loo_agreement_without(train_rows, t_rows, own.rows, memory.y, cfg.loo_k)),
              **{s: hoods_of(*search(s, k), q.x, q.y) for s, q in (("val", val), ("test", test))}}
 
     probs, info = {}, {}

@@ -31,8 +31,9 @@ from attnknn_lib.evaluation.methods import Embedded, MethodProbs, attnknn_method
 from attnknn_lib.evaluation.metrics import METRICS
 from attnknn_lib.evaluation.reference import REFERENCE_K, Search, reference_method
 from attnknn_lib.experiments.framework.declaration import Artifacts
-from attnknn_lib.knn.bank import MemoryBank, Neighbours
+from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import loo_agreement
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.report.macros import source_note
 from attnknn_lib.report.tables import markdown_frame
 from attnknn_lib.training.cache import load_or_train
@@ -148,22 +149,22 @@ def bank_of(frozen: Frozen, labels: np.ndarray, k_max: int, rows: np.ndarray | N
     return out
 
 
-def memory_neighbours(bank: MemoryBank) -> Neighbours:
+def memory_neighbours(bank: MemoryBank) -> Neighbourhood:
     """Each memory row's :data:`LOO_K` nearest other rows (behind its leave-one-out label agreement)."""
     return bank.search_excluding(bank.embeddings, min(LOO_K, len(bank) - 1), np.arange(len(bank)))
 
 
-def searcher(bank: MemoryBank, queries: dict[str, np.ndarray], known: dict[str, Neighbours] | None = None) -> Search:
+def searcher(bank: MemoryBank, queries: dict[str, np.ndarray], known: dict[str, Neighbourhood] | None = None) -> Search:
     """``search(split, k)`` over one embedding's memory: each split searched at most once more, at
     the widest k asked for (``known``: neighbours already searched). The labels may differ between
     memories of one embedding; the geometry does not."""
-    cache: dict[str, Neighbours] = dict(known or {})
+    cache: dict[str, Neighbourhood] = dict(known or {})
 
     def search(split: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        if split not in cache or cache[split].indices.shape[1] < k:
+        if split not in cache or cache[split].rows.shape[1] < k:
             cache[split] = bank.search(queries[split], k)
         nb = cache[split]
-        return nb.indices[:, :k], nb.sq_dist[:, :k]
+        return nb.rows[:, :k], nb.sq_dist[:, :k]
     return search
 
 
@@ -176,7 +177,7 @@ def reference_of(emb: Embedded, prepared: Prepared) -> MethodProbs:
     labels = emb.bank.labels
     if MEMORY not in emb.neighbours:
         emb.neighbours[MEMORY] = memory_neighbours(emb.bank)
-    loo = loo_agreement(labels[emb.neighbours[MEMORY].indices], labels)
+    loo = loo_agreement(labels[emb.neighbours[MEMORY].rows], labels)
     splits = ("val", "test")
     search = searcher(emb.bank, {s: getattr(emb, s)["original"] for s in splits},
                       {s: emb.neighbours[(s, "original")] for s in splits})
@@ -188,7 +189,7 @@ def relabel(emb: Embedded, labels: np.ndarray) -> Embedded:
     labels = np.asarray(labels, dtype=np.int64)
     bank = copy.copy(emb.bank)
     bank.labels = labels
-    nbs = {key: Neighbours(nb.indices, nb.sq_dist, labels[nb.indices]) for key, nb in emb.neighbours.items()}
+    nbs = {key: Neighbourhood(labels[nb.rows], nb.sq_dist, nb.rows) for key, nb in emb.neighbours.items()}
     return Embedded(bank, emb.val, emb.test, nbs)
 
 

@@ -58,7 +58,7 @@ def evaluate(cfg: Config, emb, prepared, attention, cnn: MethodProbs, seed: int)
     scored["best_baseline"] = {**scored[best], "info": {"rule": best}}
     for m in scored:
         scored[m]["label"] = LABELS[m]
-    flipped = prepared.flipped[emb.neighbours[("test", "original")].indices[:, :cfg.k]]  # (N_test, k)
+    flipped = prepared.flipped[emb.neighbours[("test", "original")].rows[:, :cfg.k]]  # (N_test, k)
     ratios = {m: flipped_weight_ratio(w, flipped) for m, w in _weights(methods, attention, emb, cfg.k).items()}
     return {"methods": scored, "best_baseline": best, "weights": ratios}
 

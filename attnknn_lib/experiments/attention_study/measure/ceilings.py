@@ -18,16 +18,16 @@ from attnknn_lib.evaluation.verdicts import HEADLINE_BOOT
 from attnknn_lib.experiments.attention_study.config import Config
 from attnknn_lib.experiments.attention_study.measure.memory import Memory
 from attnknn_lib.experiments.attention_study.measure.pairing import _paired
-from attnknn_lib.knn.bank import MemoryBank, Neighbours
+from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import consistency_weights, headroom, rank_weights
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import effective_neighbours, knn_probs, vote
-from attnknn_lib.training.head_fitting import Neighbourhoods
 
 DECAYS = (1.0, 2.0, 4.0, 8.0, 16.0)  # rank-decay lengths of the geometry-only ceiling
 THRESHOLDS = FILTER["thetas"]  # leave-one-out agreement thresholds of the label-aware ceiling (up to 1)
 
 
-def _rule_probs(rule: str, param: float | None, hoods: Neighbourhoods, k: int, num_classes: int) -> np.ndarray:
+def _rule_probs(rule: str, param: float | None, hoods: Neighbourhood, k: int, num_classes: int) -> np.ndarray:
     lab, d = hoods.labels[:, :k], hoods.sq_dist[:, :k]
     if rule == "rank":
         return vote(rank_weights(lab.shape, param), lab, num_classes)
@@ -73,7 +73,7 @@ def against_reference(cfg: Config, probs: MethodProbs, ds, seed: int, reference:
                     for i, (split, p) in enumerate((("raw", probs.test), ("calibrated", cal)))}
 
 
-def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours: tuple[Neighbours, Neighbours], ds,
+def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours: tuple[Neighbourhood, Neighbourhood], ds,
                    seed: int, reference: tuple, labels: np.ndarray | None = None,
                    reference_nll: tuple | None = None) -> dict:
     """Main's Attn-KNN (its own attention vote at k on its own embedding, over the memory's
@@ -84,7 +84,7 @@ def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours:
     if labels is not None:
         bank = copy.copy(bank)
         bank.labels = np.asarray(labels, dtype=np.int64)
-        neighbours = tuple(Neighbours(nb.indices, nb.sq_dist, bank.labels[nb.indices]) for nb in neighbours)
+        neighbours = tuple(Neighbourhood(bank.labels[nb.rows], nb.sq_dist, nb.rows) for nb in neighbours)
     pv, _ = attnknn_probs(attention, bank, frozen.val, cfg.k, neighbours=neighbours[0])
     pt, wt = attnknn_probs(attention, bank, frozen.test, cfg.k, neighbours=neighbours[1])
     scored, diff = against_reference(cfg, MethodProbs(pv, pt), ds, seed, reference, n_boot=HEADLINE_BOOT)

@@ -7,11 +7,12 @@ import numpy as np
 
 from attnknn_lib.evaluation.learnable import SELECT_SHARE, learned_rule
 from attnknn_lib.evaluation.methods import MethodProbs
-from attnknn_lib.evaluation.reference import Neighbourhood, Search
+from attnknn_lib.evaluation.reference import Search
 from attnknn_lib.experiments.attention_study.config import Config
 from attnknn_lib.experiments.attention_study.measure.ceilings import against_reference
 from attnknn_lib.experiments.attention_study.measure.memory import Memory
 from attnknn_lib.experiments.attention_study.measure.variants import train_variant
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 
 LEARNERS = ("gbm", "label_aware_heldout")  # the learners behind the learnable headroom (clean held-out targets)
 
@@ -26,9 +27,9 @@ def gbm_learner(mem: Memory, k: int, num_classes: int, seed: int, search: Search
     def hood(split: str) -> Neighbourhood:
         h = getattr(mem, split)
         if search is None or k <= h.labels.shape[1]:
-            return Neighbourhood(h.labels, h.sq_dist, h.loo)
+            return Neighbourhood(h.labels, h.sq_dist, h.rows, h.loo)
         rows, sq = search(split, k)
-        return Neighbourhood(mem.labels[rows], sq, mem.loo[rows])
+        return Neighbourhood(mem.labels[rows], sq, rows, mem.loo[rows])
     return learned_rule(hood("val"), mem.val.target, hood("test"), prior, num_classes, k, seed)
 
 

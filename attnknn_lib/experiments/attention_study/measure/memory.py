@@ -14,9 +14,9 @@ from attnknn_lib.evaluation.reference import Search
 from attnknn_lib.experiments.attention_study.config import Config, parse_setting
 from attnknn_lib.experiments.attention_study.measure.training_runs import runs
 from attnknn_lib.experiments.common import shared as core
-from attnknn_lib.knn.bank import MemoryBank, Neighbours
+from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import loo_agreement, loo_agreement_without
-from attnknn_lib.training.head_fitting import Neighbourhoods
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 
 
 @dataclass
@@ -28,12 +28,12 @@ class Memory:
     labels: np.ndarray  # (M,) possibly noisy
     flipped: np.ndarray  # (M,) bool
     loo: np.ndarray  # (M,) leave-one-out label agreement of each row under these labels
-    train: Neighbourhoods
-    val: Neighbourhoods
-    test: Neighbourhoods
+    train: Neighbourhood
+    val: Neighbourhood
+    test: Neighbourhood
 
 
-def memory_setting(frozen, clean_labels: np.ndarray, self_nb: Neighbours, val_nb: Neighbours, test_nb: Neighbours,
+def memory_setting(frozen, clean_labels: np.ndarray, self_nb: Neighbourhood, val_nb: Neighbourhood, test_nb: Neighbourhood,
                    val_y: np.ndarray, test_y: np.ndarray, train_rows: np.ndarray, setting: str, num_classes: int,
                    cfg: Config, seed: int) -> Memory:
     """The memory's labels under ``setting`` (seed ``seed`` draws its own flips) and every split's
@@ -44,17 +44,17 @@ def memory_setting(frozen, clean_labels: np.ndarray, self_nb: Neighbours, val_nb
     else:
         labels, flipped = np.asarray(clean_labels), np.zeros(len(clean_labels), dtype=bool)
     labels = np.asarray(labels, dtype=np.int64)
-    loo = loo_agreement(labels[self_nb.indices[:, :cfg.loo_k]], labels)  # (M,)
+    loo = loo_agreement(labels[self_nb.rows[:, :cfg.loo_k]], labels)  # (M,)
 
-    def hoods(q: np.ndarray, nb: Neighbours, target: np.ndarray, agreement: np.ndarray | None = None) -> Neighbourhoods:
-        agreement = loo[nb.indices] if agreement is None else agreement
-        return Neighbourhoods(q, nb.indices, nb.sq_dist.astype(np.float32), labels[nb.indices],
-                              agreement.astype(np.float32), np.asarray(target, dtype=np.int64))
+    def hoods(q: np.ndarray, nb: Neighbourhood, target: np.ndarray, agreement: np.ndarray | None = None) -> Neighbourhood:
+        agreement = loo[nb.rows] if agreement is None else agreement
+        return Neighbourhood(query=q, rows=nb.rows, sq_dist=nb.sq_dist.astype(np.float32), labels=labels[nb.rows],
+                             loo=agreement.astype(np.float32), target=np.asarray(target, dtype=np.int64))
 
     # a training query is a memory row: its neighbours' agreement must not count its own label
-    sub = Neighbours(self_nb.indices[train_rows], self_nb.sq_dist[train_rows], None)
+    sub = Neighbourhood(None, self_nb.sq_dist[train_rows], self_nb.rows[train_rows])
     train = hoods(frozen.train[train_rows], sub, labels[train_rows],
-                  loo_agreement_without(train_rows, sub.indices, self_nb.indices, labels, cfg.loo_k))
+                  loo_agreement_without(train_rows, sub.rows, self_nb.rows, labels, cfg.loo_k))
     return Memory(torch.from_numpy(frozen.train), labels, np.asarray(flipped, bool), loo, train,
                   hoods(frozen.val, val_nb, val_y), hoods(frozen.test, test_nb, test_y))
 
@@ -72,9 +72,9 @@ class SeedMemory:
     trained: object  # the cached training result: model, history, best epoch
     frozen: object
     bank: MemoryBank
-    self_nb: Neighbours
-    val_nb: Neighbours
-    test_nb: Neighbours
+    self_nb: Neighbourhood
+    val_nb: Neighbourhood
+    test_nb: Neighbourhood
     rows: np.ndarray  # the training queries of the heads
     search: Search
 

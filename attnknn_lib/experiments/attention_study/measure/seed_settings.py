@@ -20,14 +20,14 @@ from attnknn_lib.experiments.attention_study.measure.gallery import _gallery_k, 
 from attnknn_lib.experiments.attention_study.measure.memory import seed_memory
 from attnknn_lib.experiments.attention_study.measure.part_names import setting_chunks
 from attnknn_lib.experiments.attention_study.measure.variants_at_k import setting_k
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import vote_has_gradient
-from attnknn_lib.training.head_fitting import Neighbourhoods
 
 DIAG_KEYS = ("diag_gradient_share", "train_entropy", "diag_head_entropy", "diag_score_spread",
              "diag_entropy_grad_ratio", "val_accuracy")
 
 
-def diagnostics(history: list[dict], hoods: dict[str, Neighbourhoods], k: int) -> dict:
+def diagnostics(history: list[dict], hoods: dict[str, Neighbourhood], k: int) -> dict:
     """Per epoch of main's Attn-KNN training: the :data:`DIAG_KEYS` and the temperatures; and the
     share of queries whose vote carries a gradient on each split of the trained embedding at k."""
     per_epoch = {key: [row.get(key) for row in history] for key in DIAG_KEYS}
@@ -88,6 +88,6 @@ def measure_seed(cfg: Config, paths: Paths, seed: int, chunk: int = 0) -> dict:
         out["per_seed"].update({"diagnostics": diagnostics(trained.history, hoods, cfg.k),
                                 "best_epoch": trained.best_epoch})
         write_npz(paths.artifacts / f"{NAME}_{cfg.dataset}_s{seed}_neighbours.npz", test_labels=ds.test.y,
-                  test_neighbour_rows=test_nb.indices, test_neighbour_sq_dist=test_nb.sq_dist,
-                  test_neighbour_labels=ds.train.y[test_nb.indices], memory_ids=ds.train.ids, **arrays)
+                  test_neighbour_rows=test_nb.rows, test_neighbour_sq_dist=test_nb.sq_dist,
+                  test_neighbour_labels=ds.train.y[test_nb.rows], memory_ids=ds.train.ids, **arrays)
     return out

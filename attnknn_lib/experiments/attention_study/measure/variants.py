@@ -16,6 +16,7 @@ from attnknn_lib.evaluation.methods import MethodProbs
 from attnknn_lib.experiments.attention_study.config import VARIANTS, Config
 from attnknn_lib.experiments.attention_study.measure.ceilings import against_reference, reference_entry
 from attnknn_lib.experiments.attention_study.measure.memory import Memory, seed_memory
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import break_ties, effective_neighbours
 from attnknn_lib.models import MultiHeadNeighbourAttention
 from attnknn_lib.models.neighbour_heads import (
@@ -25,7 +26,7 @@ from attnknn_lib.models.neighbour_heads import (
     NeighbourReadout,
     QueryOnly,
 )
-from attnknn_lib.training.head_fitting import Neighbourhoods, predict, train_head
+from attnknn_lib.training.head_fitting import predict, train_head
 from attnknn_lib.training.loops import selection_key
 
 ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blind_heldout": 0.01}  # others: 0
@@ -45,7 +46,7 @@ def build_variant(name: str, cfg: Config, num_classes: int, k: int) -> torch.nn.
     raise ConfigError(f"variant={name!r} is not allowed; choose one of: {', '.join(VARIANTS)}")
 
 
-def _fit(cfg: Config, name: str, train: Neighbourhoods, val: Neighbourhoods, mem: Memory, num_classes: int,
+def _fit(cfg: Config, name: str, train: Neighbourhood, val: Neighbourhood, mem: Memory, num_classes: int,
          k: int, seed: int, lr: float | None = None, epochs: int | None = None, patience: int | None = None):
     seed_everything(seed)
     head = build_variant(name, cfg, num_classes, k)
@@ -59,7 +60,7 @@ LR_STEP = 3.0  # factor by which the learning-rate grid is extended past an end 
 LR_EXTENSIONS = 2  # times it is extended
 
 
-def _fit_searched(cfg: Config, name: str, train: Neighbourhoods, sel: Neighbourhoods, mem: Memory, num_classes: int,
+def _fit_searched(cfg: Config, name: str, train: Neighbourhood, sel: Neighbourhood, mem: Memory, num_classes: int,
                   k: int, seed: int):
     """A learner's tuning budget: every learning rate of ``cfg.learner_lrs`` (the grid extended by
     :data:`LR_STEP` past an end while the best sits there, at most :data:`LR_EXTENSIONS` times), each

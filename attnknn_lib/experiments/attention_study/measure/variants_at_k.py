@@ -14,8 +14,9 @@ from attnknn_lib.experiments.attention_study.measure.learnable_headroom import l
 from attnknn_lib.experiments.attention_study.measure.memory import Memory
 from attnknn_lib.experiments.attention_study.measure.pairing import _paired
 from attnknn_lib.experiments.attention_study.measure.variants import train_variant
-from attnknn_lib.knn.bank import MemoryBank, Neighbours
+from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import captured, flip_detection, headroom
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import RULES, effective_neighbours
 from attnknn_lib.models.neighbour_heads import k_ladder
 
@@ -24,7 +25,7 @@ def _baseline(mem: Memory, k: int, num_classes: int, ds) -> tuple[str, dict[str,
     """The kNN rules at k with their knobs tuned on validation, and the best of them."""
     bank = MemoryBank()
     bank.labels = mem.labels
-    nb = {(s, "original"): Neighbours(h.rows, h.sq_dist, h.labels) for s, h in (("val", mem.val), ("test", mem.test))}
+    nb = {(s, "original"): Neighbourhood(h.labels, h.sq_dist, h.rows) for s, h in (("val", mem.val), ("test", mem.test))}
     emb = Embedded(bank, {"original": mem.val.query}, {"original": mem.test.query}, nb)
     methods = knn_methods(emb, ds, k)
     methods = {r: methods[r] for r in RULES}
