@@ -200,12 +200,15 @@ def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False) -> s
         lines.append(f"Records of {', '.join(names)}: {why}.")
     measure = [s["name"] for s in states if s["measure"] != "same"]
     render = [s["name"] for s in states if s["measure"] == "same" and s["render"] != "same"]
+    profiles = {p.get("profile", "cpu") for p in resolved.values()}
+    where = "".join([f" --profile {p}" for p in profiles if p != "cpu"][:1]) + \
+        ("" if paths.root == REPO_ROOT else f" --out {paths.root}")
     if measure:
-        lines.append(f"To measure {', '.join(measure)} again: ./run_all.sh" +
+        lines.append(f"To measure {', '.join(measure)} again: ./run_all.sh{where}" +
                      ("" if len(measure) == len(states) else f" --only {','.join(measure)}") +
                      f" (about {_minutes(total)} of job time by the last bench, models included).")
     if render:
-        lines.append("To draw the outputs of " + ", ".join(render) + " again from their records: ./run_all.sh render"
+        lines.append("To draw the outputs of " + ", ".join(render) + f" again from their records: ./run_all.sh render{where}"
                      + ("" if len(render) == len(states) else f" --only {','.join(render)}") + " (minutes, no model).")
     if not measure and not render:
         lines.append("Everything is up to date: ./run_all.sh would only check it.")
