@@ -201,13 +201,18 @@ def test_a_new_experiment_is_one_package_and_one_notebook(tmp_path):
     assert "10_toy.ipynb" in py("-m", "attnknn_lib.workflow.jobs", "parameters")  # its cell from its Config
     out = tmp_path / "out"
     py("-m", "attnknn_lib.workflow.cli", "--profile", "smoke", "--only", "toy", "--no-pdf", "--no-paper",
-       "--out", str(out))
+       "--out", str(out), "-p", "values=1,2,3,4")
     record = read_json(out / "results" / "toy_iris.json")
-    assert record["results"]["mean"] == 2.5  # the smoke values declared with it
+    assert record["results"]["mean"] == 2.5  # its own parameter, given on the command line
     for rel in ("results/tables/toy_iris.tex", "figures/toy_iris.pdf", "figures/toy_iris.png",
                 "results/notebooks/10_toy.ipynb"):
         assert (out / rel).exists(), rel
-    assert "\\newcommand{\\ToyIrisMean}{2.50}" in (out / "results" / "macros.tex").read_text()
+    # the report takes its macros in (macros.tex then keeps those the paper uses, and it uses none of the toy's)
+    macros = py("-c", "from attnknn_lib.experiments.framework import catalog; from attnknn_lib.report.compose import "
+                      "compose; from attnknn_lib.report.records import read_records; "
+                      f"print(compose(read_records(['{out / 'results' / 'toy_iris.json'}']), "
+                      "catalog.experiments().values()).macros['ToyIrisMean'])")
+    assert macros.strip() == "2.50"
     lint = subprocess.run([str(BIN / "lint-imports"), "--no-cache"], cwd=copy, env=env, capture_output=True, text=True)
     assert lint.returncode == 0 and "0 broken" in lint.stdout, lint.stdout[-2000:]
 

@@ -356,3 +356,20 @@ def test_the_committed_readme_results_block_is_at_most_a_thousand_words():
     text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     block = text.split("<!-- results:start -->", 1)[1].split("<!-- results:end -->", 1)[0]
     assert len(block.split()) <= 1000, len(block.split())
+
+
+def test_a_straight_double_quote_in_a_macro_prints_as_opening_and_closing_quotes():
+    from attnknn_lib.report.macros import render_macros
+
+    assert "(``all sharp'', 14.70)" in render_macros({"X": 'the lowest ("all sharp", 14.70)'})
+
+
+def test_only_the_macros_the_paper_uses_are_written_and_an_undefined_one_stops_the_report():
+    from attnknn_lib.base.errors import ConfigError
+    from attnknn_lib.report.macros import used_by
+
+    macros = {"MainFooAcc": "1", "MainBarAcc": "2"}
+    assert used_by(macros, r"\MainFooAcc{} and \emph{x}") == {"MainFooAcc": "1"}
+    assert used_by(macros, r"\providecommand{\MainBazAcc}{--}\MainBazAcc") == {}
+    with pytest.raises(ConfigError, match="MainBazAcc"):
+        used_by(macros, r"\MainFooAcc and \MainBazAcc")

@@ -1,12 +1,13 @@
 """The declaration of an experiment: one :class:`Experiment` object per experiment package.
 
-An experiment is a package ``attnknn_lib/experiments/<name>/`` of one shape:
+An experiment is a package ``attnknn_lib/experiments/<name>/`` of one shape, each part a module or
+a package of modules:
 
-* ``config.py``: ``NAME``, ``NOTEBOOK``, the frozen ``Config`` dataclass (its own knobs on top of
+* ``config``: ``NAME``, ``NOTEBOOK``, the frozen ``Config`` dataclass (its own knobs on top of
   the shared recipe) and ``ARTIFACTS``, the only place its output file names are spelled;
-* ``measure.py``: ``runs(cfg)`` (the training runs it needs) and ``run(cfg, paths)`` (the analysis,
-  which writes its result record);
-* ``views.py``: what is read off a record (tables, figures, macros, README lines, findings);
+* ``measure``: ``runs(cfg)`` (the training runs it needs) and ``run(cfg, paths)`` (the analysis,
+  which writes its result record); with ``config``, the code of the record's measurement key;
+* ``views``: what is drawn from a record (tables, figures, macros, README lines, findings);
 * ``__init__.py``: ``EXPERIMENT = Experiment(...)``, read by the workflow, the report, the tests
   and the profiles (:mod:`attnknn_lib.experiments.framework.catalog` finds it; nothing lists experiments by hand).
 

@@ -1,12 +1,13 @@
 """A measurement cut into parts that the workflow runs as jobs of their own.
 
-An experiment whose notebook would take longer than one job should (the study's seeds, the real
-regimes' seeds) declares ``parts(cfg)`` (names such as ``seed0``) and ``run_part(cfg, paths, part)``.
-The workflow runs one job per part beside the other jobs; each writes its result under
-``<artifacts>/parts/<experiment>/<config fingerprint>/<part>.pkl`` with the key it was computed under (the config's
-fingerprint and the experiment's code). The notebook's ``run`` then asks :func:`part_result` for each
-part: a stored result under the same key is read, anything else (no file, another config or code,
-a notebook recomputing on its own) is computed here and stored. Either way the record is made from
+An experiment whose measurement would take longer than one job should (main, the k-sweep, the
+attention study and the real regimes) declares ``parts(cfg)`` (names such as ``seed0``) and
+``run_part(cfg, paths, part)``. The workflow runs one job per part beside the other jobs; each writes
+its result under ``<artifacts>/parts/<experiment>/<config fingerprint>/<part>.pkl`` with the key it
+was computed under (the config's fingerprint and the experiment's measurement key). The measure
+job's ``run`` then asks :func:`part_result` for each part: a stored result under the same key is
+read, anything else (no file, another config or code, a notebook recomputing on its own) is
+computed here and stored. Either way the record is made from
 the same objects. A run with part jobs and one that computes every part in one process give the
 same numbers, up to the last bit of some floats (measured on the smoke profile: the real regimes'
 records equal, the study's 903 of its floats apart by about 1e-17, as one process orders a few
