@@ -17,8 +17,8 @@ from attnknn_lib.data.transforms import View, batches
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import vote
-from attnknn_lib.models.attention import MultiHeadNeighbourAttention
 from attnknn_lib.models.classifiers import CNNClassifier, attend
+from attnknn_lib.models.neighbour_attention import MultiHeadNeighbourAttention
 
 
 @torch.no_grad()

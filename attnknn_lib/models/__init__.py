@@ -1,9 +1,9 @@
 """Models: backbones, embedder, neighbour attention, Attn-KNN, the CNN baseline, and the training losses."""
 
-from attnknn_lib.models.attention import AttentionConfig, MultiHeadNeighbourAttention
 from attnknn_lib.models.backbones import BACKBONES, MLP, ResNet18CIFAR, SmallCNN, build_backbone
 from attnknn_lib.models.classifiers import AttnKNN, AttnKNNOutput, CNNClassifier, attend, weighted_vote
 from attnknn_lib.models.embedder import Embedder, ProjectionHead
+from attnknn_lib.models.neighbour_attention import AttentionConfig, MultiHeadNeighbourAttention
 
 
 def build_attnknn(backbone: str, input_shape: tuple[int, ...], attention: AttentionConfig,

@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from attnknn_lib.base.errors import ConfigError
-from attnknn_lib.models.attention import MultiHeadNeighbourAttention
 from attnknn_lib.models.embedder import Embedder
+from attnknn_lib.models.neighbour_attention import MultiHeadNeighbourAttention
 
 
 class AttnKNNOutput(NamedTuple):

@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnknn_lib.models.attention import MultiHeadNeighbourAttention
 from attnknn_lib.models.classifiers import weighted_vote
+from attnknn_lib.models.neighbour_attention import MultiHeadNeighbourAttention
 
 
 class NeighbourBatch(NamedTuple):

@@ -24,7 +24,7 @@ MODEL_KINDS = ("attnknn", "cnn")
 # library files whose source decides a trained model (the data enters through its fingerprint);
 # files, not folders, so that a new module (an attention variant trained elsewhere) does not retrain
 # every model. A test checks that every module the training loops import is here or in TRAINING_EXEMPT.
-TRAINING_SOURCES = ("models/__init__.py", "models/attention.py", "models/backbones.py", "models/classifiers.py",
+TRAINING_SOURCES = ("models/__init__.py", "models/neighbour_attention.py", "models/backbones.py", "models/classifiers.py",
                     "models/embedder.py", "models/losses.py", "data/transforms.py", "data/label_noise.py",
                     "data/imbalance.py", "data/spec.py", "knn/bank.py", "knn/neighbourhood.py", "knn/votes.py",
                     "evaluation/inference.py",
