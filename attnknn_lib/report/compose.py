@@ -113,13 +113,14 @@ def compose(records: list[dict], experiments: Iterable[ExperimentViews]) -> Repo
 
 
 def write_report(report: Report, macros_path: str | Path, readme_path: str | Path | None = None,
-                 paper_path: str | Path | None = None) -> Path:
+                 paper_path: str | Path | None = None, strict: bool = True) -> Path:
     """``results/macros.tex`` and, when given a README, its generated blocks (each atomically). Given
-    the paper, only the macros it uses are written (:func:`~attnknn_lib.report.macros.used_by`), and a
-    generated-looking macro it uses that the records do not define stops the report."""
+    the paper, only the macros it uses are written (:func:`~attnknn_lib.report.macros.used_by`), and,
+    ``strict`` (the paper is built), a generated-looking macro it uses that the records do not
+    define stops the report."""
     macros = report.macros
     if paper_path is not None:
-        macros = macro_file.used_by(macros, Path(paper_path).read_text())
+        macros = macro_file.used_by(macros, Path(paper_path).read_text(), strict)
     path = macro_file.write_macros(macros, macros_path)
     if readme_path is not None:
         readme.replace_block(readme_path, readme.ANSWER_START, readme.ANSWER_END, report.answer)

@@ -188,17 +188,17 @@ def _first_word(name: str) -> str:
     return re.match(r"[A-Z][a-z]*", name).group(0) if re.match(r"[A-Z]", name) else name
 
 
-def used_by(macros: dict[str, str], tex: str) -> dict[str, str]:
+def used_by(macros: dict[str, str], tex: str, strict: bool = True) -> dict[str, str]:
     """The ``macros`` a LaTeX source names (``\\Name``), in their order. A name the source uses that
     begins like a generated one (the first word of some generated name, ``Main``, ``Noise``...) but is
     neither generated nor given a default by the source itself (``\\providecommand``, ``\\newcommand``,
-    the paper's ``\\dashesfor``) raises :class:`~attnknn_lib.base.errors.ConfigError`: the paper
-    would print an undefined number."""
+    the paper's ``\\dashesfor``) raises :class:`~attnknn_lib.base.errors.ConfigError` when ``strict``
+    (the paper is built from them): it would print an undefined number."""
     used = set(re.findall(r"\\([A-Za-z]+)", tex))
     provided = set(re.findall(r"\\(?:providecommand|newcommand|renewcommand|dashesfor)\{?\\([A-Za-z]+)", tex))
     prefixes = {_first_word(n) for n in macros}
     undefined = sorted(n for n in used - set(macros) - provided if _first_word(n) in prefixes)
-    if undefined:
+    if undefined and strict:
         raise ConfigError(f"the paper uses {len(undefined)} macro(s) that the records do not define, e.g. "
                           f"\\{undefined[0]}: measure what defines them, or give a default in the paper "
                           f"(\\providecommand)")

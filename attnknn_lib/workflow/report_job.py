@@ -28,7 +28,7 @@ def report(plan: dict) -> Path:
     report_ = compose(read_records(result_files(plan)), catalog.experiments().values())
     return write_report(report_, Path(plan["root"]) / "results" / "macros.tex",
                         Path(plan["repo"]) / "README.md" if plan["readme"] else None,
-                        paper_path=Path(plan["repo"]) / "paper" / "main.tex")
+                        paper_path=Path(plan["repo"]) / "paper" / "main.tex", strict=plan["paper"])
 
 
 def main(argv: list[str] | None = None) -> int:
