@@ -151,7 +151,7 @@ def _rows(resolved: dict[str, dict], paths: Paths) -> tuple[list[dict], float | 
     total: float | None = 0.0  # None: some cost is unknown (no bench entry and no record)
     for s in states:
         s["measure"] = "re-measure" if s["measure_reasons"] else "same"
-        s["render"] = "re-render" if s["measure_reasons"] or s["render_reasons"] else "same"
+        s["render"] = "re-render" if s["render_reasons"] else "same"  # drawn from these records by this code
         s["up_to_date"] = s["measure"] == "same" and s["render"] == "same"
         new = [m for m in s["models_missing"] if m not in seen] if s["measure"] != "same" else []
         seen.update(new)
@@ -213,9 +213,10 @@ def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False) -> s
     if not measure and not render:
         lines.append("Everything is up to date: ./run_all.sh would only check it.")
     lines.append("records: re-measure when this checkout would measure them differently (measurement code or "
-                 "parameters; comments, docstrings and views never count); outputs: re-render when the tables, "
-                 "figures or notebook would be drawn differently from the records; models missing: not in the "
-                 "model cache (artifacts/models), trained only when a record is measured.")
+                 "parameters; comments, docstrings and views never count); outputs: re-render when this checkout "
+                 "would draw the tables, figures or notebook differently from these records (a record measured "
+                 "again is drawn again); models missing: not in the model cache (artifacts/models), trained only "
+                 "when a record is measured.")
     if verbose:
         lines.append("")
         for s in states:
