@@ -172,13 +172,15 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     (out / "results" / "tables" / "main_iris.tex").unlink()
     status = run_all("status", "-v", "--profile", "smoke", "--out", str(out))
     assert "missing     results/tables/main_iris.tex" in status.stdout
-    assert "To bring main up to date: ./run_all.sh --only main" in status.stdout
+    # a drawn output is missing, the records are the same: drawn again, nothing measured
+    assert f"./run_all.sh render --profile smoke --out {out} --only main (minutes, no model)" in status.stdout
+    assert "To measure" not in status.stdout
 
     dag = run_all("dag", "--profile", "smoke", "--out", str(out))
     assert dag.returncode == 0, dag.stderr[-2000:]
     assert (out / "figures" / "workflow_dag.pdf").stat().st_size > 1000
     assert {p.stem.split("-")[0] for p in (out / ".attnknn" / "times").glob("*.json")} == {
-        "train", "part", "notebook", "pdf", "report", "paper"}  # every job recorded its wall time (./run_all.sh bench)
+        "train", "part", "measure", "notebook", "pdf", "report", "paper"}  # every job's wall time (./run_all.sh bench)
 
 
 def fake_cluster(folder: Path) -> Path:
