@@ -124,7 +124,8 @@ def experiment_state(name: str, params: dict, paths: Paths) -> dict:
     pairs = [(f, r) for o in records if (r := _record(f := paths.root / o))]
     commit = code_commit(*pairs[0]) if pairs else None
     measure = measure_state(name, pairs, cfg)
-    render = render_state(exp, [o for o in exp.outputs(cfg) if o not in records], executed, pairs, paths)
+    measured = exp.artifacts.measured(cfg)  # records and the data files measured beside them
+    render = render_state(exp, [o for o in exp.outputs(cfg) if o not in measured], executed, pairs, paths)
     runs = {r.id: r for r in exp.runs(cfg)}
     no_model = [rid for rid in runs if not (paths.artifacts / "models" / rid / "train.json").exists()]
     stage = _bench().get(f"notebook {name}", {})
