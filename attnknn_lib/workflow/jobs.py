@@ -28,7 +28,6 @@ its config class (after a knob is added or changed; a test checks that they agre
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -45,7 +44,7 @@ from attnknn_lib.base.knobs import parameters_cell
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.timing import record_time
 from attnknn_lib.experiments.framework import catalog
-from attnknn_lib.workflow.plan import NOTEBOOK_DIR, STATE, TIMES
+from attnknn_lib.workflow.plan import NOTEBOOK_DIR, STATE, TIMES, file_digest
 
 # ----------------------------------------------------------------------------- job commands
 
@@ -62,11 +61,6 @@ def write_parameter_cells(repo: Path = REPO_ROOT) -> list[Path]:
             write_text(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
             changed.append(path)
     return changed
-
-
-def _digest(path: Path) -> str:
-    """SHA-256 (16 hex) of a file's bytes (the records a notebook drew, for ./run_all.sh status)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def _staging(plan: dict, name: str, job: str) -> Path:
@@ -132,7 +126,7 @@ def run_notebook(plan: dict, name: str) -> None:
         if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
             cell["id"] = "injected-parameters"
     nb["metadata"]["attnknn"] = {"render_code": exp["render_code"],  # what status compares with
-                                 "records": {rel: _digest(staging / rel) for rel in exp["measured"]}}
+                                 "records": {rel: file_digest(staging / rel) for rel in exp["measured"]}}
     executed.write_text(json.dumps(nb, indent=1) + "\n")
     rendered = exp["rendered"] + [exp["executed"]]
     check_outputs(staging, rendered + exp["measured"], f"notebook {exp['notebook']}", name)

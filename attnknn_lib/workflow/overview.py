@@ -10,7 +10,6 @@ says it was drawn with. With ``-v``, one line per output file with its state and
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -21,7 +20,7 @@ from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.provenance import measure_code
 from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.experiments.framework.reading import parameter_differences
-from attnknn_lib.workflow.plan import render_code
+from attnknn_lib.workflow.plan import file_digest, render_code
 
 BENCH = "results/benchmarks.json"
 
@@ -64,11 +63,6 @@ def _bench() -> dict:
     return (_record(path) or {}).get("cpu_run", {}).get("stages", {})
 
 
-def record_digest(path: Path) -> str:
-    """SHA-256 (16 hex) of a record file's bytes: the executed notebook names the records it drew."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-
-
 def measure_state(name: str, pairs: list[tuple[Path, dict]], cfg) -> list[str]:
     """Why an experiment's records would be measured again (empty: they are what this checkout
     measures): a record missing, its measurement key from before keys were stored, or different
@@ -106,7 +100,7 @@ def render_state(exp, rendered: list[str], executed: str, pairs: list[tuple[Path
     elif meta["render_code"] != render_code(exp):
         reasons.append("rendering code or notebook changed")
     drawn = meta.get("records", {})
-    if meta and any(drawn.get(str(f.relative_to(paths.root))) != record_digest(f) for f, _ in pairs):
+    if meta and any(drawn.get(str(f.relative_to(paths.root))) != file_digest(f) for f, _ in pairs):
         reasons.append("a record changed since")
     return reasons
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -41,9 +42,15 @@ def notebook_cells(exp: Experiment) -> list[str]:
 def render_files(exp: Experiment) -> list[Path]:
     """The library files that draw an experiment's outputs from its records: what its package (views
     included) and its notebook's code cells import, directly or not."""
-    code = [c for c, cell in zip(notebook_cells(exp), json.loads((NOTEBOOK_DIR / exp.notebook).read_text())["cells"])
-            if cell["cell_type"] == "code"]
+    cells = json.loads((NOTEBOOK_DIR / exp.notebook).read_text())["cells"]
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     return imported_files([f"{PACKAGE_DIR.name}.experiments.{exp.name}"], code)
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 (16 hex) of a file's bytes: the executed notebook names the records it was drawn from
+    by their digests (written by the notebook job, compared by ``./run_all.sh status``)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 def render_code(exp: Experiment) -> str:
