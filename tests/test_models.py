@@ -185,3 +185,30 @@ def test_pretrained_resnet18_loads_a_cached_checkpoint(tmp_path, monkeypatch):
     model = ResNet18CIFAR(pretrained=True, download=False)
     torch.testing.assert_close(model.net.layer4[1].conv2.weight, reference.layer4[1].conv2.weight)
     assert model.net.conv1.weight.shape == (64, 3, 3, 3)  # CIFAR stem replaces the 7x7 conv
+
+
+def test_fixed_vote_weights_are_a_softmax_of_negative_distance_over_one_learned_temperature():
+    import torch
+
+    from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
+
+    att = MultiHeadNeighbourAttention(AttentionConfig(num_classes=3, embed_dim=8, num_heads=4, fixed_vote=True))
+    q, nb = torch.randn(5, 8), torch.randn(5, 6, 8)
+    d = torch.rand(5, 6) * 2
+    w, per_head = att(q, nb, d, torch.zeros(5, 6, dtype=torch.long))
+    tau = att.temperatures()
+    assert tau.shape == (1,)
+    assert torch.allclose(w, torch.softmax(-d / tau, dim=-1), atol=1e-6)
+    assert torch.allclose(per_head, w.unsqueeze(1).expand_as(per_head))
+    (w[:, 0].sum()).backward()  # the temperature learns; the unused projections get no gradient
+    assert att.tau_raw.grad is not None and att.q_proj.weight.grad is None
+
+
+def test_fixed_vote_refuses_label_reading_components():
+    import pytest
+
+    from attnknn_lib.base.errors import ConfigError
+    from attnknn_lib.models import AttentionConfig
+
+    with pytest.raises(ConfigError, match="fixed_vote"):
+        AttentionConfig(num_classes=3, embed_dim=8, num_heads=4, fixed_vote=True, label_bias=True)

@@ -41,6 +41,7 @@ METHOD_LABELS = {  # main's methods, in the order its tables list them
     "attnknn": "Attn-KNN", "attnknn_tta": "Attn-KNN + TTA", "best_baseline_tta": "Best baseline + TTA",
     "attnknn_kens": "Attn-KNN k-ensemble", "attnknn_adaptive": "Attn-KNN adaptive k",
     "cnn": "CNN", "cnn_tta": "CNN + TTA", "cnn_mixup": "CNN trained with MixUp (control)",
+    "fixed_vote": "Fixed softmax vote, trained end to end (control)",
 }
 OTHER_LABELS = {  # methods that only the other experiments score
     "best_baseline": "Best kNN (val.)", "attnknn_retrained": "Attn-KNN (attention trained at k)",

@@ -8,7 +8,10 @@ d_j = ||q - n_j||^2, head h scores neighbour j as
          + l_h(a_j)                                         label-conditioned bias      (label_bias)
          + gamma * cos(n_j, P[y_j])                         class-prototype alignment   (prototypes)
 
-and the weight is w_j = mean_h softmax_j(s_hj). ``a_j`` is the share of the k neighbours that
+and the weight is w_j = mean_h softmax_j(s_hj). With ``fixed_vote`` the attention is replaced by a
+fixed softmax vote over the neighbours' distances, s_j = -d_j / tau, with one learned temperature
+and nothing else (no projections, no bias): the end-to-end control that is trained like Attn-KNN,
+so "the attention" can be told from "the training". ``a_j`` is the share of the k neighbours that
 carry label y_j. (The prototype added a label bias that was the same for every neighbour of a
 query, which cancels in the softmax; this per-neighbour form can change the weights.) With
 ``neighbour_self_attention`` the neighbours first attend to each other (one residual
@@ -42,6 +45,7 @@ class AttentionConfig:
     prototypes: bool = False
     neighbour_self_attention: bool = False
     bias_hidden: int = 32  # width of the small bias MLPs
+    fixed_vote: bool = False  # the end-to-end control: softmax(-d / tau), one learned tau
 
     def __post_init__(self) -> None:
         if self.num_classes < 2:
@@ -52,6 +56,9 @@ class AttentionConfig:
         check_range("tau_max", self.tau_max, self.tau_min, None, low_inclusive=False)
         check_range("tau_init", self.tau_init, self.tau_min, self.tau_max, low_inclusive=False, high_inclusive=False)
         check_range("bias_hidden", self.bias_hidden, 1, None)
+        if self.fixed_vote and (self.label_bias or self.prototypes or self.neighbour_self_attention):
+            raise ConfigError("fixed_vote=True is not allowed with label_bias, prototypes or neighbour_self_attention; "
+                              "the fixed vote reads distances only")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -71,12 +78,13 @@ class MultiHeadNeighbourAttention(nn.Module):
         self.k_proj = nn.Linear(d, d)
         span = cfg.tau_max - cfg.tau_min
         raw = math.log((cfg.tau_init - cfg.tau_min) / (cfg.tau_max - cfg.tau_init))  # sigmoid^-1
+        n_tau = 1 if cfg.fixed_vote else h  # the fixed vote has one temperature
         if cfg.learn_temperature:
-            self.tau_raw = nn.Parameter(torch.full((h,), raw))
+            self.tau_raw = nn.Parameter(torch.full((n_tau,), raw))
         else:
-            self.register_buffer("tau_raw", torch.full((h,), raw))
+            self.register_buffer("tau_raw", torch.full((n_tau,), raw))
         self._tau_min, self._tau_span = cfg.tau_min, span
-        self.dist_bias = _bias_mlp(cfg.bias_hidden, h) if cfg.distance_bias else None
+        self.dist_bias = _bias_mlp(cfg.bias_hidden, h) if cfg.distance_bias and not cfg.fixed_vote else None
         self.label_bias = _bias_mlp(cfg.bias_hidden, h) if cfg.label_bias else None
         if cfg.prototypes:
             self.prototypes = nn.Parameter(torch.randn(cfg.num_classes, d) * 0.1)
@@ -93,7 +101,7 @@ class MultiHeadNeighbourAttention(nn.Module):
             nn.init.zeros_(m.bias)
 
     def temperatures(self) -> torch.Tensor:
-        """Per-head temperatures ``(H,)`` in [tau_min, tau_max]."""
+        """Per-head temperatures ``(H,)`` in [tau_min, tau_max] (``(1,)`` for the fixed vote)."""
         return self._tau_min + self._tau_span * torch.sigmoid(self.tau_raw)
 
     def _geometry_scores(self, query: torch.Tensor, keys: torch.Tensor, sq_dist: torch.Tensor) -> torch.Tensor:
@@ -102,6 +110,8 @@ class MultiHeadNeighbourAttention(nn.Module):
         sq_dist (B, K) -> (B, H, K)."""
         B, K = sq_dist.shape
         H, hd = self.cfg.num_heads, self.head_dim
+        if self.cfg.fixed_vote:  # the same vote in every head: -d_j / tau
+            return (-sq_dist / self.temperatures()).unsqueeze(1).expand(B, H, K)  # (B, H, K)
         q = self.q_proj(query).view(B, H, 1, hd)  # (B, H, 1, hd)
         k = keys.view(-1, K, H, hd).transpose(1, 2)  # (B or 1, H, K, hd)
         tau = self.temperatures().view(1, H, 1)

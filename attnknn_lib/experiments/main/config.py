@@ -31,7 +31,9 @@ ABLATIONS: dict[str, dict] = {
 RELIABILITY_METHODS = ("uniform", "distance", "attnknn", "attnknn_tta", "cnn")
 SUMMARY_METHODS = ("uniform", "distance", "cosine", "attnknn", "attnknn_tta", "cnn")
 COMPARISONS = {"attnknn_vs_reference": ("attnknn", "reference"),  # the strongest rule that learns nothing
-               "attnknn_vs_best_baseline": ("attnknn", "best baseline"), "attnknn_vs_cnn": ("attnknn", "cnn")}
+               "attnknn_vs_best_baseline": ("attnknn", "best baseline"), "attnknn_vs_cnn": ("attnknn", "cnn"),
+               # the same training with the attention replaced by a fixed softmax vote (primary dataset only)
+               "attnknn_vs_fixed_vote": ("attnknn", "fixed_vote")}
 ARTIFACTS = Artifacts(NAME, (
     record(), table("table"),  # per dataset
     # the reliability diagram on the primary dataset only: a tabular test split of 30-180 rows leaves
@@ -62,6 +64,9 @@ class Config(ExperimentConfig):
                                      "score")
     mixup_control: float = knob(0.2, "MixUp alpha of a control CNN on the primary dataset (0: no control)")
     control_seeds: int = knob(3, "the control CNN is trained for the first n seeds")
+    fixed_vote_control: bool = knob(True, "train the end-to-end control on the primary dataset, every seed: Attn-KNN's "
+                                          "recipe with the attention replaced by a fixed softmax vote over the "
+                                          "neighbours' distances (one learned temperature)")
     replay: bool = knob(True, "prototype replay on the primary dataset's first seed: re-introduce its defects one at a time")
     small_data_splits: int = knob(10, "tabular data sets: stratified hold-out splits, each with its own split and "
                                       "model seed (0: the seeds on one split)")
@@ -115,6 +120,14 @@ class Config(ExperimentConfig):
         run = core.model_runs(self, core.data_spec(self, self.primary), self.seeds[:1], kinds=("attnknn",))[0]
         return [replace(run, train={**run.train, "exclude_self": False}),
                 replace(run, train={**run.train, "keep_epochs": True})]
+
+    def fixed_vote_runs(self):
+        """The end-to-end control's runs: Attn-KNN's run of every seed of the primary dataset with
+        ``fixed_vote`` on (:class:`~attnknn_lib.models.AttentionConfig`); none when switched off."""
+        if not self.fixed_vote_control:
+            return []
+        return [replace(run, attention={**run.attention, "fixed_vote": True})
+                for run in core.model_runs(self, core.data_spec(self, self.primary), self.seeds, kinds=("attnknn",))]
 
     def control_runs(self):
         """The control CNN's runs: the recipe with ``mixup_control`` as its MixUp alpha, on the

@@ -38,7 +38,7 @@ from attnknn_lib.training.loops import train_attention_head
 def runs(cfg: Config):
     """Attn-KNN and CNN for every dataset and seed, and the control CNN."""
     return [r for name in cfg.datasets for seed, spec in cfg.replicates(name) for r in core.model_runs(cfg, spec, (seed,))] \
-        + cfg.control_runs() + cfg.replay_runs()
+        + cfg.control_runs() + cfg.replay_runs() + cfg.fixed_vote_runs()
 
 
 @dataclass
@@ -168,6 +168,8 @@ def _paired(cfg: Config, test_probs: dict[str, dict[str, tuple[np.ndarray, np.nd
     against the declared margins (:mod:`attnknn_lib.evaluation.verdicts`)."""
     out = {}
     for name, (a, b) in COMPARISONS.items():
+        if any(b not in test_probs[s] for s in test_probs):
+            continue  # a control this dataset does not train (the fixed vote: primary dataset only)
         entry = {"a": a, "b": b, "per_seed": {}, "replication": "seeds" if sizes is None else "splits"}
         for cal_i, split in enumerate(("raw", "calibrated")):
             pa = {s: test_probs[s][a][cal_i] for s in test_probs}
@@ -211,6 +213,12 @@ def measure_replicate(cfg: Config, name: str, seed: int, spec, paths: Paths) -> 
         if run.seed == seed:
             control = core.trained(run, paths, prepared)[0].model.to(device)
             methods["cnn_mixup"] = core.cnn_method(control, prepared, device)
+    fixed = [r for r in (cfg.fixed_vote_runs() if name == cfg.primary else []) if r.seed == seed]
+    if fixed:  # the end-to-end control: its own embedding, its own fixed vote (temperature learned) at k
+        models["fixed_vote"], cached["fixed_vote"] = core.trained(fixed[0], paths, prepared)
+        control = models["fixed_vote"].model.to(device)
+        methods["fixed_vote"] = attnknn_method(control.attention, core.embed_views(control, prepared, 1, cfg.k, device),
+                                               cfg.k)
     methods["reference"] = core.reference_of(emb, prepared)  # k, rule, filter, prior tuned on validation
     methods = {m: methods[m] for m in (*METHOD_LABELS, "reference") if m in methods}
     scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
@@ -227,8 +235,13 @@ def measure_replicate(cfg: Config, name: str, seed: int, spec, paths: Paths) -> 
                             "loaded_from_cache": cached[kind]} for kind, r in models.items()},
         "temperatures": attn.attention.temperatures().tolist(),
     }
+    if "fixed_vote" in models:
+        entry["fixed_vote_temperature"] = float(models["fixed_vote"].model.attention.temperatures()[0])
     test_probs = {}
-    for key, m in (("attnknn", "attnknn"), ("reference", "reference"), ("best baseline", best), ("cnn", "cnn")):
+    for key, m in (("attnknn", "attnknn"), ("reference", "reference"), ("best baseline", best), ("cnn", "cnn"),
+                   ("fixed_vote", "fixed_vote")):
+        if m not in methods:
+            continue
         cal = Calibrator(**scored[m]["calibrator"])  # the one score() fitted on validation
         test_probs[key] = (methods[m].test, cal.apply(methods[m].test))
     _save_arrays(name, seed, ds, methods, emb, paths)

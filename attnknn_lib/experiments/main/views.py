@@ -263,7 +263,7 @@ def main_macros(record: dict) -> dict[str, str]:
     for method, entry in res["summary"].items():
         out.update(metric_macros(("main", ds, method), entry, key="mean"))
     for name, tag in (("attnknn_vs_reference", "DiffRef"), ("attnknn_vs_best_baseline", "DiffBase"),
-                      ("attnknn_vs_cnn", "DiffCnn")):
+                      ("attnknn_vs_cnn", "DiffCnn"), ("attnknn_vs_fixed_vote", "DiffFixedVote")):
         if name in res["paired"]:  # records from before the strongest rule was scored here have no DiffRef
             out.update(diff_macros(("main", ds, tag), res["paired"][name]["seed_level"]))
     for kind, tr in first["training"].items():
@@ -277,6 +277,9 @@ def main_macros(record: dict) -> dict[str, str]:
             out[macro_name("main", ds, kind, "Plateau Count")] = str(sum(r["plateau"] for r in rules))
             out[macro_name("main", ds, kind, "Tail Range Max")] = f"{100 * max(r['tail_range'] for r in rules):.2f}"
             out[macro_name("main", ds, kind, "Selected Epochs")] = ", ".join(str(r["best_epoch"]) for r in rules)
+    taus = [res["per_seed"][str(s)].get("fixed_vote_temperature") for s in res["seeds"]]
+    if all(t is not None for t in taus):  # the end-to-end control's learned temperatures
+        out[macro_name("main", ds, "FixedVote Temperatures")] = ", ".join(f"{t:.3f}" for t in taus)
     bests = [res["per_seed"][str(s)]["best_baseline"] for s in res["seeds"]]
     out[macro_name("main", ds, "BestBaseline")] = ", ".join(sorted(set(bests)))
     out[macro_name("main", ds, "NTrain")] = str(res["dataset"]["n_train"])
