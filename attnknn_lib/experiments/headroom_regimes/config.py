@@ -20,6 +20,13 @@ CANDIDATES = {  # name -> (label, what the embedding is)
     "other_classes": ("CNN on other classes", "a small CNN trained on half the classes, its frozen features used for "
                                               "the other half (the memory, validation and test hold those only)"),
 }
+GATE_LEARNERS = {  # name -> what it reads; the gate reads validation only, every learner cross-fitted
+    "geometry": "distances and ranks of the retrieved neighbours (the best geometry-only vote)",
+    "learner": "labels, ranks, distances and agreements of the retrieved neighbours (the label-only learner)",
+    "nca": "the coordinates: a linear metric learned on the memory (NCA), then the rule re-tuned in it",
+}
+CONFIRMATORY = "passed"  # candidates whose verdicts count: those that pass the gate; the others are exploratory
+MULTIPLICITY = "holm"  # per endpoint, over every (candidate, head) comparison with one reference
 ARTIFACTS = Artifacts(NAME, (record(), table("headroom", "_headroom"), table("verdicts", "_verdicts"),
                              figure("figure", "")), datasets=lambda cfg: (DATASET,))
 
@@ -37,13 +44,15 @@ class Config(HeadKnobs):
                                 "independent")
     pca_dims: int = knob(64, "principal components of the pixels kept (pixels_pca)")
     label_share: float = knob(0.01, "labelled share of the memory the few-label CNN trains on (few_labels)")
-    few_label_epochs: int = knob(40, "epochs of the few-label CNN (it sees few rows per epoch)")
+    few_label_epochs: int = knob(120, "epochs of the few-label CNN (it sees few rows per epoch; enough that its "
+                                      "validation accuracy reaches a plateau, reported per seed)")
     source_classes: int = knob(5, "classes the transfer CNN trains on; the rest are evaluated (other_classes)")
-    transfer_epochs: int = knob(4, "epochs of the transfer CNN")
+    transfer_epochs: int = knob(16, "epochs of the transfer CNN (enough that its validation accuracy reaches a "
+                                    "plateau, reported per seed)")
     embedder_val: int = knob(1000, "validation rows behind each embedder's epoch choice")
-    room_margin: float = knob(0.01, "declared before the run: a candidate has room when its geometry-only or "
-                                    "learnable ceiling is at least this far above the strongest rule (test "
-                                    "accuracy, mean over seeds)")
+    room_margin: float = knob(0.01, "declared before the run: a candidate passes the gate when a gate learner "
+                                    "(geometry-only ceiling, label-only learner, NCA) is at least this far above "
+                                    "the strongest rule in cross-fitted validation accuracy, mean over seeds")
 
     def __post_init__(self) -> None:
         super().__post_init__()
