@@ -83,7 +83,8 @@ def test_views_read_a_record_without_measuring():
         d = {m: {"reference": {"accuracy": diff(att), "nll": diff(0.0), "brier": diff(0.0)},
                  "reference_nll": {"nll": diff(0.0), "brier": diff(0.0)}} for m in ("attnknn", "readout", "learner")}
         emb = {"num_classes": 10, "n_memory": 100, "dims": 64}
-        return {"label": label, "room": {"largest": room}, "has_room": room >= 0.01, "chosen_head": "readout",
+        return {"label": label, "room": {"largest": room - 0.005}, "gate": {"largest": room},
+                "has_room": room >= 0.01, "chosen_head": "readout",
                 "per_seed": {"0": {"embedding": emb}},
                 "summary": {"means": methods, "diff": d, "effective_k": {"attnknn": 6.0, "readout": 15.0},
                             "moved": {"attnknn": True, "readout": False}, "reference_k": [8, 12],
@@ -93,10 +94,43 @@ def test_views_read_a_record_without_measuring():
         "k": 16, "seeds": [0, 1], "heads": {"attnknn": "Attn-KNN", "readout": "TabR-style readout"},
         "moved_threshold": 14.4, "room_margin": 0.01, "test_rows": 2000, "selected": ["pixels_pca"],
         "candidates": {"pixels_pca": cand("PCA of pixels", 0.02, 0.03), "few_labels": cand("CNN", 0.0, 0.0)}}}
-    assert list(views.headroom_frame(record)["has room"]) == ["yes", "no"]
+    frame = views.headroom_frame(record)
+    assert list(frame["passes the gate"]) == ["yes", "no"] and list(frame["gate room, val. (pp)"]) == ["+2.00", "+0.00"]
     assert "1 of 2 candidate embeddings" in views.findings(record) and "beats the strongest rule on 1" in views.findings(
         record)
     m = views.regime_macros(record)
     assert m["HeadroomRegimesPcaAttnknnAccVerdict"] == "better" and m["HeadroomRegimesOtherRoom"] == "--"
+    assert m["HeadroomRegimesPcaRoom"] == "+2.00" and m["HeadroomRegimesPcaTestRoom"] == "+1.50"
     assert m["HeadroomRegimesWithRoom"] == "1" and m["HeadroomRegimesPcaChosen"] == "TabR-style readout"
     assert m["HeadroomRegimesLabelShare"] == "1" and m["HeadroomRegimesPcaDims"] == "64"
+
+
+def _clusters(n: int, seed: int, nuisance: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two informative dimensions carry the class; ``nuisance`` scales six noise dimensions."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, n)
+    centres = np.array([[1, 0], [0, 1], [-1, 0], [0, -1]], dtype=np.float64)
+    x = np.hstack([centres[y] + 0.3 * rng.standard_normal((n, 2)), nuisance * rng.standard_normal((n, 6))])
+    return x.astype(np.float32), y.astype(np.int64)
+
+
+def test_the_gate_cross_fits_every_method_on_validation_halves():
+    from attnknn_lib.experiments.headroom_regimes import gate
+
+    a, b = gate.halves(101, 3)
+    assert len(a) + len(b) == 101 and not set(a) & set(b)
+    mx, my = _clusters(600, 0, 0.1)
+    vx, vy = _clusters(200, 1, 0.1)
+    out = gate.gate(mx, my, vx, vy, 4, seed=0, k=8, k_search=32, loo_k=8)
+    assert set(out["val_accuracy"]) == {"reference", "geometry", "learner"}
+    assert out["val_accuracy"]["reference"] > 0.9  # clean clusters: the rule alone gets them right
+    assert out["largest"] == max(out["room"].values())
+
+
+def test_a_learned_metric_that_drops_the_nuisance_shows_room_in_the_gate():
+    from attnknn_lib.experiments.headroom_regimes import gate
+
+    mx, my = _clusters(1500, 0, 2.0)
+    vx, vy = _clusters(400, 1, 2.0)
+    out = gate.gate(mx, my, vx, vy, 4, seed=0, k=8, k_search=64, loo_k=8, nca=lambda x: x[:, :2])
+    assert out["room"]["nca"] > 0.1  # re-retrieval in the informative dimensions beats the rule by far

@@ -14,10 +14,11 @@ Fashion-MNIST (:data:`~.config.CANDIDATES`):
 Each embedder picks its epoch on ``embedder_val`` validation rows of the classes it trains on.
 On every candidate the comparison of :func:`~attnknn_lib.experiments.common.fixed_embedding.compare` runs,
 in its order: headroom, the strongest rule that learns nothing (accuracy- and NLL-tuned), the
-learnable headroom, then the heads. A candidate *has room* when its geometry-only or learnable
-ceiling lies at least ``room_margin`` above the strongest rule (declared before the run; measured
-before any head is trained); the heads run on every candidate, so the absence of room is tested
-too. Each seed reads its own block of ``test_rows`` rows of the official test set (disjoint
+learnable headroom, then the heads. Before it, the gate (:mod:`~.gate`, declared in
+``docs/regimes_declaration.md``): a candidate *has room* when a gate learner's cross-fitted
+validation accuracy lies at least ``room_margin`` above the rule's, as a mean over seeds; it reads
+no test row. The heads run on every candidate, so the absence of room is tested too; verdicts on a
+candidate that fails the gate are exploratory. Each seed reads its own block of ``test_rows`` rows of the official test set (disjoint
 blocks: independent test sets, so the seed-level intervals take no test term).
 """
 
@@ -46,7 +47,9 @@ from attnknn_lib.experiments.headroom_regimes.config import (
     OFFICIAL_TEST,
     Config,
 )
+from attnknn_lib.experiments.headroom_regimes.gate import gate
 from attnknn_lib.models import build_cnn
+from attnknn_lib.training.convergence import plateau
 from attnknn_lib.training.loops import train_cnn
 
 
@@ -104,6 +107,8 @@ def cnn_embedder(cfg: Config, ds: Dataset, train: DataSplit, val: DataSplit, num
     best = res.history[res.best_epoch - 1]
     return res.model.backbone, {"train_rows": len(train), "epochs": epochs, "best_epoch": res.best_epoch,
                                 "embedder_val_accuracy": float(best["val_accuracy"]),
+                                "plateau": plateau(res.history, res.best_epoch)["plateau"],
+                                "val_curve": [float(row["val_accuracy"]) for row in res.history],
                                 "seconds": round(res.seconds, 1)}
 
 
@@ -150,6 +155,15 @@ def load(cfg: Config, seed: int) -> Dataset:
                         max_val=cfg.max_val or None)
 
 
+def gate_summary(cfg: Config, per_seed: dict[str, dict]) -> dict:
+    """The gate over seeds: each learner's mean cross-fitted validation room over the rule, the
+    largest, and whether it reaches the declared margin (the candidate passes)."""
+    learners = next(iter(per_seed.values()))["gate"]["room"]
+    means = {m: float(np.mean([p["gate"]["room"][m] for p in per_seed.values()])) for m in learners}
+    largest = max(means.values())
+    return {"room": means, "largest": largest, "best": max(means, key=means.get), "passed": largest >= cfg.room_margin}
+
+
 def room(summary: dict) -> dict:
     """The room before any head is trained: the geometry-only and the learnable ceiling minus the
     strongest rule (test accuracy, means over seeds), and the larger of the two."""
@@ -179,7 +193,11 @@ def measure_seed(cfg: Config, seed: int) -> dict:
     out = {"fingerprint": ds.fingerprint(), "candidates": {}}
     for name in cfg.candidates:
         rows, num_classes, info = candidate(cfg, name, ds, test, seed)
+        # the gate first: validation only, before any head is trained (docs/regimes_declaration.md)
+        measured_gate = gate(rows["memory"].x, rows["memory"].y, rows["val"].x, rows["val"].y, num_classes, seed,
+                             cfg.k, cfg.reference_k, cfg.loo_k)
         result = compare(cfg, rows["memory"], rows["val"], rows["test"], num_classes, seed)
+        result["gate"] = measured_gate
         result["embedding"] = {**info, "num_classes": num_classes, "dims": int(rows["memory"].x.shape[1]),
                                **{f"n_{s}": len(r.y) for s, r in rows.items()}}
         out["candidates"][name] = result
@@ -207,9 +225,10 @@ def run(cfg: Config, paths: Paths) -> dict:
     candidates = {}
     for name, per_seed in per.items():
         summary = summarise(cfg, per_seed)
-        r = room(summary)
-        candidates[name] = {"label": CANDIDATES[name][0], "per_seed": per_seed, "summary": summary, "room": r,
-                            "has_room": r["largest"] >= cfg.room_margin, "chosen_head": chosen_head(cfg, per_seed)}
+        gated = gate_summary(cfg, per_seed)
+        candidates[name] = {"label": CANDIDATES[name][0], "per_seed": per_seed, "summary": summary,
+                            "room": room(summary),  # on test, after the fact: described, decides nothing
+                            "gate": gated, "has_room": gated["passed"], "chosen_head": chosen_head(cfg, per_seed)}
     results = {"k": cfg.k, "seeds": list(cfg.seeds), "heads": {h: HEADS[h][0] for h in cfg.heads},
                "endpoints": [list(e) for e in ENDPOINTS], "moved_threshold": cfg.moved_share * cfg.k,
                "room_margin": cfg.room_margin, "test_rows": cfg.test_rows, "candidates": candidates,

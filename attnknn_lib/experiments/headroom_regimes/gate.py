@@ -1,0 +1,86 @@
+"""The regimes' gate: the room a candidate embedding offers, measured on validation alone, before
+any attention head is trained (declared in ``docs/regimes_declaration.md``).
+
+The validation rows are split in two seeded halves A and B. Every method of the gate is
+*cross-fitted*: whatever it tunes or learns from validation labels it takes from one half, and it
+predicts the other, so each validation row is predicted by a method that never saw its label:
+
+    acc_m = (1 / N) sum_i [argmax p_m^{(-h(i))}(x_i) = y_i]     h(i): the half that holds row i
+
+Methods (:data:`~.config.GATE_LEARNERS`): the strongest rule that learns nothing (the reference's
+full search: rule, k, filter, prior), the geometry-only vote (no filter, no prior, at most the heads'
+k), the label-only learner of the learnable headroom (it cross-fits itself) and NCA, a metric learned
+on the memory whose epoch is chosen on a held-out slice of the memory, never on validation, and in
+whose space the rule is re-tuned on one half and scored on the other. The room of a learner is its
+cross-fitted accuracy minus the rule's; a candidate passes when the largest room, as a mean over
+seeds, reaches the declared margin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from attnknn_lib.evaluation.learnable import learned_rule
+from attnknn_lib.evaluation.metrics import accuracy
+from attnknn_lib.evaluation.reference import reference_probs, tune_reference
+from attnknn_lib.knn.bank import MemoryBank
+from attnknn_lib.knn.headroom import loo_agreement
+from attnknn_lib.knn.neighbourhood import Neighbourhood
+
+Mapper = Callable[[np.ndarray], np.ndarray]
+"""A learned metric's map of rows (N, D) -> (N, D'), fitted without validation labels."""
+
+
+def halves(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two seeded halves of ``n`` validation rows (sorted row numbers)."""
+    a, b = np.array_split(np.random.default_rng([seed, 11]).permutation(n), 2)
+    return np.sort(a), np.sort(b)
+
+
+def cross_fitted_rule(val: Neighbourhood, y: np.ndarray, prior: np.ndarray, num_classes: int,
+                      parts: tuple[np.ndarray, np.ndarray], **search) -> np.ndarray:
+    """Out-of-fold probabilities (N, C) of the rule tuned (:func:`~attnknn_lib.evaluation.reference.
+    tune_reference`, ``search`` its grids) on one half and applied to the other."""
+    out = np.zeros((len(y), num_classes))
+    for fit, apply in (parts, parts[::-1]):
+        choice = tune_reference(val.take(fit), y[fit], prior, num_classes, **search)["choice"]
+        out[apply] = reference_probs(choice, val.take(apply), prior, num_classes)
+    return out
+
+
+def _hood(memory_x: np.ndarray, memory_y: np.ndarray, queries: np.ndarray, k: int, loo_k: int) -> Neighbourhood:
+    """The queries' ``k`` nearest memory rows with labels and each row's leave-one-out agreement."""
+    bank = MemoryBank().build(memory_x, memory_y)
+    own = bank.search_excluding(memory_x, loo_k, np.arange(len(memory_y)))
+    loo = loo_agreement(memory_y[own.rows], memory_y)
+    nb = bank.search(queries, min(k, len(memory_y)))
+    return Neighbourhood(memory_y[nb.rows], nb.sq_dist.astype(np.float64), nb.rows, loo[nb.rows])
+
+
+def gate(memory_x: np.ndarray, memory_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray, num_classes: int,
+         seed: int, k: int, k_search: int, loo_k: int, nca: Mapper | None = None) -> dict:
+    """Cross-fitted validation accuracy of the rule and of each gate learner, and each learner's
+    room over the rule (see the module docstring). ``k``: the heads' k (the geometry vote reads at
+    most these); ``k_search``: neighbours the rule searches; ``nca``: the learned metric's map (None
+    leaves NCA out of the gate)."""
+    val_y = np.asarray(val_y)
+    prior = np.bincount(memory_y, minlength=num_classes) / len(memory_y)
+    parts = halves(len(val_y), seed)
+    hood = _hood(memory_x, memory_y, val_x, k_search, loo_k)
+    probs = {"reference": cross_fitted_rule(hood, val_y, prior, num_classes, parts),
+             "geometry": cross_fitted_rule(hood.take(np.arange(len(val_y)), k), val_y, prior, num_classes, parts,
+                                           thetas=(None,), betas=(0.0,))}
+    k_learn = min(k, hood.k_max)
+    fit = learned_rule(hood.take(np.arange(len(val_y)), k_learn), val_y, hood.take(parts[0][:1], k_learn), prior,
+                       num_classes, k_learn, seed)
+    probs["learner"] = fit["val"]  # out of fold: the learner cross-fits itself on two halves
+    if nca is not None:
+        mapped = _hood(np.ascontiguousarray(nca(memory_x), dtype=np.float32), memory_y,
+                       np.ascontiguousarray(nca(val_x), dtype=np.float32), k_search, loo_k)
+        probs["nca"] = cross_fitted_rule(mapped, val_y, prior, num_classes, parts)
+    acc = {m: float(accuracy(p, val_y)) for m, p in probs.items()}
+    room = {m: acc[m] - acc["reference"] for m in acc if m != "reference"}
+    return {"val_accuracy": acc, "room": room, "largest": max(room.values()), "k_learner": k_learn,
+            "halves": [len(p) for p in parts]}
