@@ -428,3 +428,18 @@ def test_the_smoke_profile_through_a_slurm_cluster_equals_a_local_run(smoke_run,
     assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
     assert record_view(json.loads(victim.read_text()))["results"] == result_views(smoke_run[0], "theory_*")[
         "theory_fashion_mnist.json"]["results"]
+
+
+def test_pdf_builds_are_dated_by_the_latest_record_they_show(tmp_path):
+    import json
+
+    from attnknn_lib.workflow.jobs import source_date_env
+
+    paths = []
+    for i, started in enumerate(("2026-01-02T00:00:00+00:00", "2026-03-04T05:06:07+00:00")):
+        paths.append(tmp_path / f"r{i}.json")
+        paths[-1].write_text(json.dumps({"provenance": {"started": started}}))
+    env = source_date_env([*paths, tmp_path / "missing.json"])
+    assert env["SOURCE_DATE_EPOCH"] == "1772600767" and env["FORCE_SOURCE_DATE"] == "1"
+    assert "SOURCE_DATE_EPOCH" not in source_date_env([]) or source_date_env([])["SOURCE_DATE_EPOCH"] == __import__(
+        "os").environ.get("SOURCE_DATE_EPOCH")

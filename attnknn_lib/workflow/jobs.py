@@ -161,9 +161,30 @@ def check_outputs(folder: Path, declared: list[str], job: str, experiment: str) 
 PDF_TEMPLATES = Path(__file__).parent / "pdf_template"  # nbconvert's LaTeX template at 10 pt, narrower margins
 
 
+def source_date_env(records: list[Path]) -> dict[str, str]:
+    """The environment of a PDF build whose dates come from the records it shows: SOURCE_DATE_EPOCH
+    is the latest start time among ``records`` (XeTeX then writes it as the creation date and derives
+    the file id from it), so a rebuild from the same records gives the same bytes."""
+    from datetime import datetime
+
+    starts = []
+    for path in records:
+        started = (read_json(path).get("provenance") or {}).get("started") if path.exists() else None
+        if started:
+            starts.append(int(datetime.fromisoformat(started).timestamp()))
+    env = dict(os.environ)
+    if starts:
+        env.update(SOURCE_DATE_EPOCH=str(max(starts)), FORCE_SOURCE_DATE="1")
+    return env
+
+
 def export_pdf(notebook: Path) -> Path:
-    """``jupyter nbconvert --to pdf`` into a temporary folder, then renamed next to the notebook."""
+    """``jupyter nbconvert --to pdf`` into a temporary folder, then renamed next to the notebook;
+    dated by the records the executed notebook read (its ``attnknn`` metadata, :func:`source_date_env`)."""
     notebook = Path(notebook)
+    read = (json.loads(notebook.read_text()).get("metadata") or {}).get("attnknn") or {}
+    root = notebook.resolve().parents[2]  # <root>/results/notebooks/<name>.ipynb
+    records = [root / rel for rel in read.get("records", {}) if rel.endswith(".json")]
     with tempfile.TemporaryDirectory(dir=notebook.parent, prefix=".pdf-") as tmp:
         # the PDF shows the run's parameters once, as the setup cell's table (parameters_markdown):
         # neither the defaults cell nor papermill's injected copy of it
@@ -175,7 +196,7 @@ def export_pdf(notebook: Path) -> Path:
                "--template", "attnknn", "--TagRemovePreprocessor.enabled=True",
                "--TagRemovePreprocessor.remove_cell_tags=parameters",
                "--TagRemovePreprocessor.remove_cell_tags=injected-parameters"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=source_date_env(records))
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             raise AttnKNNError(f"PDF export of {notebook.name} failed: {tail[0]}")
@@ -192,7 +213,8 @@ def build_paper(plan: dict) -> Path:
         for f in [*src.glob("*.tex"), *src.glob("*.bib")]:
             shutil.copy2(f, paths.paper / f.name)
     proc = subprocess.run(["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
-                          cwd=paths.paper, capture_output=True, text=True)
+                          cwd=paths.paper, capture_output=True, text=True,
+                          env=source_date_env(sorted(paths.results.glob("*.json"))))
     if proc.returncode != 0:
         log = paths.paper / "main.log"
         err = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("!")] if log.exists() else []
