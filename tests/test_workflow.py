@@ -443,3 +443,12 @@ def test_pdf_builds_are_dated_by_the_latest_record_they_show(tmp_path):
     assert env["SOURCE_DATE_EPOCH"] == "1772600767" and env["FORCE_SOURCE_DATE"] == "1"
     assert "SOURCE_DATE_EPOCH" not in source_date_env([]) or source_date_env([])["SOURCE_DATE_EPOCH"] == __import__(
         "os").environ.get("SOURCE_DATE_EPOCH")
+
+
+def test_every_notebook_has_a_title_of_its_own():
+    import json
+
+    from attnknn_lib.base.paths import REPO_ROOT
+
+    titles = [json.loads(p.read_text())["metadata"].get("title") for p in sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))]
+    assert all(titles) and len(set(titles)) == len(titles), titles

@@ -158,12 +158,19 @@ def _epilog() -> str:
     return "\n".join(lines)
 
 
+USAGE = "./run_all.sh [test|lab|bench|run|status|render|dag] [options]"
+DESCRIPTION = ("Reproduce the Attn-KNN paper: train and measure what is missing, draw every table and\n"
+               "figure, export the notebooks to PDF and build the paper. The first word picks what to do\n"
+               "(the subcommands below); the options pick the experiments, profile and output folder.")
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="./run_all.sh", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="./run_all.sh", description=DESCRIPTION, usage=USAGE,
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog())
     ap.add_argument("action", nargs="?", default="run", choices=("run", "status", "render", "dag"),
                     help="run (default), status (what must be measured or drawn again; reads only), render (every "
-                         "output drawn again from the records, nothing measured), dag (job graph figure)")
+                         "output drawn again from the records, nothing measured), dag (job graph figure); test, "
+                         "lab and bench are run by ./run_all.sh itself (see below)")
     ap.add_argument("-v", "--verbose", action="store_true", help="status: every output file with its state and reason")
     ap.add_argument("--profile", default="cpu", help="configs/<name>.yaml (default: cpu)")
     ap.add_argument("--only", default="", help="comma-separated experiments (default: all)")
