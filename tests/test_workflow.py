@@ -169,11 +169,13 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     status = run_all("status", "--profile", "smoke", "--out", str(out))
     assert status.returncode == 0 and "Everything is up to date" in status.stdout, status.stdout
     assert len(status.stdout.splitlines()) <= 25 and tree() == files  # one screen; it only reads
+    assert all(len(line) <= 100 or " " not in line.strip() for line in status.stdout.splitlines())  # a terminal's width
     (out / "results" / "tables" / "main_iris.tex").unlink()
     status = run_all("status", "-v", "--profile", "smoke", "--out", str(out))
     assert "missing     results/tables/main_iris.tex" in status.stdout
     # a drawn output is missing, the records are the same: drawn again, nothing measured
-    assert f"./run_all.sh render --profile smoke --out {out} --only main (minutes, no model)" in status.stdout
+    assert f"./run_all.sh render --profile smoke --out {out} --only main (minutes, no model)" in " ".join(
+        status.stdout.split())
     assert "To measure" not in status.stdout
 
     dag = run_all("dag", "--profile", "smoke", "--out", str(out))

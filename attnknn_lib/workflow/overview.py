@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import textwrap
 from pathlib import Path
 
 from attnknn_lib.base.errors import CorruptFileError
@@ -224,4 +225,14 @@ def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False) -> s
                 lines.append(f"{'missing':10s}  artifacts/models/{m}  (model of {s['name']})")
     else:
         lines.append("./run_all.sh status -v lists every output file with its state and reason.")
-    return "\n".join(lines)
+    return "\n".join(_wrapped(line) for line in lines)
+
+
+WIDTH = 100  # a terminal's columns: status lines are folded to fit
+
+
+def _wrapped(line: str) -> str:
+    """``line`` folded at :data:`WIDTH` columns, continuation lines indented (a long path stays whole)."""
+    if len(line) <= WIDTH:
+        return line
+    return textwrap.fill(line, WIDTH, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
