@@ -202,3 +202,19 @@ def test_a_bad_papermill_parameter_fails_the_notebook_in_one_line(tmp_path):
 def test_attnknn_errors_render_as_one_line_in_jupyter():
     assert ConfigError("k=0 is out of range")._render_traceback_() == ["ConfigError: k=0 is out of range"]
     assert issubclass(CorruptFileError, AttnKNNError)
+
+
+def test_a_notebooks_parameters_are_checked_when_its_config_is_built():
+    from attnknn_lib.base.errors import ConfigError
+    from attnknn_lib.base.knobs import DEFINED
+    from attnknn_lib.experiments.efficiency import EXPERIMENT
+
+    cell: dict = {"recompute": False, "out_dir": "x", "hnsw_m": 32, "Image": object()}
+    cell[DEFINED] = set(cell)
+    assert EXPERIMENT.Config.from_namespace({**cell, "hnsw_m": "48"}).hnsw_m == 48  # papermill's string of a number
+    for bad, match in (({"hnsw_m": "bad"}, "hnsw_m='bad' has the wrong type"), ({"recall_k": 2.5}, "recall_k=2.5"),
+                       ({"epochs": 1.5}, "epochs=1.5"), ({"no_such": 3}, "unknown parameter 'no_such'")):
+        with pytest.raises(ConfigError, match=match):
+            EXPERIMENT.Config.from_namespace({**cell, **bad})
+    # names defined by the notebook's own cells before the parameters cell ran again are not parameters
+    assert EXPERIMENT.Config.from_namespace({**cell, "shown": 3, DEFINED: set(cell) | {"shown"}}).hnsw_m == 32

@@ -62,6 +62,10 @@ def defaults(cls) -> dict:
     return out
 
 
+DEFINED = "_defined_before"  # the names a notebook's parameters cell leaves defined (its last line records them)
+NOTEBOOK_ONLY = ("recompute", "out_dir")  # a notebook's parameters that are not its config's
+
+
 def parameters_cell(cls) -> str:
     """The tagged parameters cell of a notebook whose config is ``cls`` (generated, never hand-edited)."""
     lines = ["# Parameters (defaults of the cpu profile, generated from the config class; papermill overrides them).",
@@ -73,6 +77,7 @@ def parameters_cell(cls) -> str:
     lines.append("recompute = False  # False: show the committed results (trains and writes nothing); True: measure again")
     lines.append('out_dir = "../scratch"  # where a recompute writes (results/, figures/); the workflow writes the '
                  'repository')
+    lines.append(f"{DEFINED} = set(globals())  # a name papermill adds after this cell must be a parameter above")
     return "\n".join(lines)
 
 

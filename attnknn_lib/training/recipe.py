@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 from attnknn_lib.base.errors import ConfigError, check_choice, check_range
-from attnknn_lib.base.knobs import csv, knob
+from attnknn_lib.base.knobs import DEFINED, NOTEBOOK_ONLY, coerce, csv, knob
 from attnknn_lib.models import AttentionConfig
 from attnknn_lib.models.backbones import BACKBONES
 from attnknn_lib.training.loops import TrainConfig
@@ -104,8 +104,19 @@ class Recipe:
     # --- (de)serialisation ------------------------------------------------------------------
     @classmethod
     def from_namespace(cls, namespace: dict):
-        """Build from a notebook's globals (its papermill parameters), ignoring other names."""
-        return cls(**{f.name: namespace[f.name] for f in fields(cls) if f.name in namespace})
+        """Build from a notebook's globals (its parameters cell, papermill's injected values), every
+        value checked before any work: a wrong type (:func:`~attnknn_lib.base.knobs.coerce`) or a
+        plain value defined after the parameters cell that no field of ``cls`` names (a parameter
+        the notebook does not have) stops with one :class:`ConfigError` line. The parameters cell
+        ends by noting the names defined so far (:data:`~attnknn_lib.base.knobs.DEFINED`)."""
+        names = {f.name for f in fields(cls)}
+        before = namespace.get(DEFINED)
+        if before is not None:
+            unknown = sorted(n for n, v in namespace.items() if n not in before and n not in names
+                             and not n.startswith("_") and isinstance(v, (bool, int, float, str)))
+            if unknown:
+                raise ConfigError(f"unknown parameter {unknown[0]!r}; allowed: {', '.join(sorted(names | set(NOTEBOOK_ONLY)))}")
+        return cls(**coerce(cls, {n: namespace[n] for n in names if n in namespace}))
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
