@@ -5,7 +5,7 @@
 #   ./run_all.sh status       per experiment: re-measure (with an estimate), re-render or same (reads only; -v: every file)
 #   ./run_all.sh render       every table, figure, notebook PDF, macro, README block and the paper, from the records
 #   ./run_all.sh dag          the job graph as figures/workflow_dag.pdf
-#   ./run_all.sh lab          JupyterLab in the project's environment: notebooks/ and the executed results/notebooks/
+#   ./run_all.sh lab          JupyterLab on copies of the notebooks and the executed ones (lab/; nothing tracked changes)
 #   ./run_all.sh bench        this machine's speed as ratios (search vs GEMM, votes, smoke run, stage times)
 #   ./run_all.sh --help       all options
 # Set-up: uses the active virtual/conda environment, else creates .venv here; installs the pinned
@@ -87,11 +87,11 @@ if [ "$mode" = bench ]; then
   exec "$PY" -m attnknn_lib.tooling.bench "$@"
 fi
 if [ "$mode" = lab ]; then
-  # the repository's root, opened at notebooks/ (runnable: they read the committed results unless
-  # recompute = True); results/notebooks/ holds the executed notebooks of the committed run
-  extra=(--ServerApp.default_url=/lab/tree/notebooks)
+  # a reading room: JupyterLab on copies of notebooks/ and results/notebooks/ under lab/ (git ignores
+  # it), so nothing a reader does there changes a tracked file or what the workflow reads
+  extra=()
   [ "$(id -u)" -eq 0 ] && extra+=(--allow-root)  # containers and CI machines often run as root
-  exec "$PY" -m jupyter lab "${extra[@]}" "$@"
+  exec "$PY" -m attnknn_lib.workflow.lab "${extra[@]}" "$@"
 fi
 case " $* " in
   *" -h "*|*" --help "*|*" --list "*) exec "$PY" -m attnknn_lib.workflow.cli "$@" ;;

@@ -1,5 +1,6 @@
-"""./run_all.sh lab: JupyterLab in the project's environment, in notebooks/, checked through
-Jupyter's REST API (the notebooks are listed; a kernel starts and imports attnknn_lib)."""
+"""./run_all.sh lab: JupyterLab in the project's environment on copies of the notebooks (lab/),
+checked through Jupyter's REST API (the notebooks are listed; a kernel starts and imports
+attnknn_lib; whatever is saved there leaves git status empty)."""
 
 from __future__ import annotations
 
@@ -107,11 +108,11 @@ EXPERIMENT_NOTEBOOKS = sorted(p.name for p in (REPO / "notebooks").glob("*.ipynb
 def test_lab_serves_the_runnable_and_the_executed_notebooks_in_the_project_environment(tmp_path):
     port, proc = _start_lab(tmp_path)
     try:
-        root = {item["name"] for item in api(port, "contents")["content"]}  # the server's root is the repository
-        assert {"notebooks", "results", "README.md"} <= root
+        root = {item["name"] for item in api(port, "contents")["content"]}  # the lab's copies, not the repository
+        assert {"notebooks", "executed"} <= root and "README.md" not in root
         runnable = sorted(item["name"] for item in api(port, "contents/notebooks")["content"]
                           if item["type"] == "notebook")
-        executed = sorted(item["name"] for item in api(port, "contents/results/notebooks")["content"]
+        executed = sorted(item["name"] for item in api(port, "contents/executed")["content"]
                           if item["type"] == "notebook")
         assert runnable == EXPERIMENT_NOTEBOOKS and executed == EXPERIMENT_NOTEBOOKS
         spec = api(port, "kernelspecs")["kernelspecs"]["python3"]["spec"]
@@ -122,7 +123,7 @@ def test_lab_serves_the_runnable_and_the_executed_notebooks_in_the_project_envir
         lines = out.strip().splitlines()
         assert len(lines) == 2, out
         assert Path(lines[0]).resolve() == Path(sys.executable).resolve()  # the project's environment
-        assert Path(lines[1]).resolve() == (REPO / "notebooks").resolve()  # a notebook's kernel runs in its folder
+        assert Path(lines[1]).resolve() == (REPO / "lab" / "notebooks").resolve()  # a kernel runs in its folder
         assert spec["language"] == "python"
         api(port, f"sessions/{sess['id']}", "DELETE")
     finally:
@@ -158,3 +159,41 @@ def test_every_notebook_run_top_to_bottom_in_the_lab_reads_the_committed_record_
     finally:
         _stop(proc)
     assert _git_status() == before and written() == files
+
+
+@pytest.mark.slow
+def test_saving_in_the_lab_changes_no_tracked_file(tmp_path):
+    """As JupyterLab's autosave would: a notebook with outputs and an edited parameters cell, and an
+    executed copy, saved through the contents API; git status stays as it was."""
+    before = _git_status()
+    port, proc = _start_lab(tmp_path)
+    try:
+        for path in ("notebooks/05_efficiency.ipynb", "executed/07_attention_study.ipynb"):
+            model = api(port, f"contents/{path}")
+            nb = model["content"]
+            nb["metadata"]["language_info"] = {"name": "python", "version": "3.99"}  # what a kernel reports
+            code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+            code["source"] += "\nrecompute = True"
+            code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "±\n"}]
+            api(port, f"contents/{path}", "PUT", {"type": "notebook", "format": "json", "content": nb})
+            assert "recompute = True" in (REPO / "lab" / path).read_text()  # saved, in the lab's copy
+    finally:
+        _stop(proc)
+    assert _git_status() == before
+
+
+def test_the_labs_copies_follow_the_repository_unless_a_reader_edited_them(tmp_path):
+    from attnknn_lib.workflow import lab
+
+    for d in ("notebooks", "results/notebooks"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / "a.ipynb").write_text("v1")
+    root, kept = lab.prepare(tmp_path)
+    assert (root / "notebooks" / "a.ipynb").read_text() == "v1" and (root / "executed" / "a.ipynb").exists()
+    (tmp_path / "notebooks" / "a.ipynb").write_text("v2")  # the repository moved on, the copy is untouched
+    (root / "executed" / "a.ipynb").write_text("mine")  # a reader's edit
+    (tmp_path / "results" / "notebooks" / "a.ipynb").write_text("v2")
+    root, kept = lab.prepare(tmp_path)
+    assert (root / "notebooks" / "a.ipynb").read_text() == "v2"
+    assert (root / "executed" / "a.ipynb").read_text() == "mine" and kept == [
+        "kept your edited copy lab/executed/a.ipynb (delete it to get the repository's again)"]
