@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from attnknn_lib.base.errors import ConfigError
+from attnknn_lib.evaluation.calibration import fit_calibrator
 from attnknn_lib.evaluation.methods import MethodProbs
 from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.evaluation.reference import (
@@ -209,3 +210,19 @@ def tuned_attention_methods(scorer: Scorer, val_y: np.ndarray, prior: np.ndarray
         out[select] = MethodProbs(attention_probs(choice, val, prior, num_classes),
                                   attention_probs(choice, test, prior, num_classes), info)
     return out
+
+
+def tuned_attentions(scorer: Scorer, val_y: np.ndarray, prior: np.ndarray, num_classes: int, k_start: int,
+                     memory_size: int, k_cap: int = NLL_K_MAX) -> tuple[MethodProbs, MethodProbs]:
+    """The attention of an accuracy claim and that of a calibration claim, from one search, chosen as
+    :func:`~attnknn_lib.evaluation.reference.references` chooses the rule's: the first tuned on
+    validation accuracy; the second whichever of the accuracy and NLL selections has the lower
+    validation NLL after its own calibrator (fitted on validation), ``info["tuned_on"]`` naming it and
+    ``info["candidates"]`` giving both."""
+    val_y = np.asarray(val_y)
+    found = tuned_attention_methods(scorer, val_y, prior, num_classes, k_start, memory_size, k_cap)
+    cal_nll = {sel: nll(fit_calibrator(m.val, val_y).apply(m.val), val_y) for sel, m in found.items()}
+    pick = min(SELECTIONS, key=lambda s: (cal_nll[s], SELECTIONS.index(s)))
+    best = found[pick]
+    return found["accuracy"], MethodProbs(best.val, best.test, {**best.info, "tuned_on": pick, "candidates": {
+        sel: {"label": m.info["label"], "val_nll_calibrated": cal_nll[sel]} for sel, m in found.items()}})

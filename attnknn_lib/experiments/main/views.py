@@ -10,10 +10,9 @@ import pandas as pd
 from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.evaluation.methods import (
-    METHOD_LABELS,
-)
+from attnknn_lib.evaluation.methods import METHOD_LABELS
 from attnknn_lib.evaluation.verdicts import MARGINS, VERDICTS
+from attnknn_lib.experiments.main import views_knobs as vk
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
 from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
 from attnknn_lib.report import figures
@@ -28,7 +27,17 @@ from attnknn_lib.report.macros import (
     signed,
     source_note,
 )
-from attnknn_lib.report.tables import DIFF_FORMAT, booktabs, fmt, interval_text, methods_frame, num, sd_text, seed_frame
+from attnknn_lib.report.tables import (
+    DIFF_FORMAT,
+    booktabs,
+    fmt,
+    interval_text,
+    latex_escape,
+    methods_frame,
+    num,
+    sd_text,
+    seed_frame,
+)
 
 
 def _checkpoint_text(replay: dict) -> str:
@@ -69,16 +78,22 @@ def _diff_frame(paired: dict) -> pd.DataFrame:
 
     rows = {}
     cols = (("$\\Delta$ Acc. (pp)", "raw", "accuracy"), ("$\\Delta$ ECE", "raw", "ece"),
-            ("$\\Delta$ ECE (cal.)", "calibrated", "ece"), ("$\\Delta$ NLL (cal.)", "calibrated", "nll"))
-    for _name, entry in paired.items():
-        label = f"$-$ {'best kNN' if entry['b'] == 'best baseline' else 'CNN'}"  # short: the table fits unscaled
-        for s, d in entry["per_seed"].items():
-            rows[f"{label}, seed {s}"] = {c: fmt(d[split][m], m, signed=True) for c, split, m in cols}
-        over = entry["seed_level"]
-        rows[f"{label}, over seeds"] = {c: fmt(over[split][m], m, signed=True) for c, split, m in cols}
-        rows[f"{label}, verdict"] = {c: over[split][m]["verdict"] for c, split, m in cols}
+            ("$\\Delta$ ECE (cal.)", "calibrated", "ece"), ("$\\Delta$ NLL (cal.)", "calibrated", "nll"),
+            ("$\\Delta$ Brier (cal.)", "calibrated", "brier"))
+    for name, entry in paired.items():
+        label = vk.comparison_label(entry, short=True)  # short: the table fits unscaled
+        shown = [c for c in cols if not vk.is_calibration(name) or c[2] in vk.ENDPOINT]  # the endpoint's own metrics
+
+        def cells(d: dict, word: bool = False) -> dict:
+            return {c: ((d[split][m]["verdict"] if word else fmt(d[split][m], m, signed=True))
+                        if (c, split, m) in shown else "--") for c, split, m in cols}
+        if name in vk.PER_SEED_ROWS:  # the knob comparisons give their seed-level rows only (the table stays one page)
+            for s, d in entry["per_seed"].items():
+                rows[f"{label}, seed {s}"] = cells(d)
+        rows[f"{label}, over seeds"] = cells(entry["seed_level"])
+        rows[f"{label}, verdict"] = cells(entry["seed_level"], word=True)
     df = pd.DataFrame.from_dict(rows, orient="index")
-    df.index.name = "Attn-KNN"
+    df.index.name = "A $-$ B"
     return df
 
 
@@ -98,10 +113,11 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     title = REGISTRY[name].title
     seeds = ", ".join(map(str, res["seeds"]))
     src = source_note(NOTEBOOK, ARTIFACTS.record_file(name))
+    means = seed_frame(res["summary"])
     out = {"table": ARTIFACTS.write_table(paths, "table", name, booktabs(
-        seed_frame(res["summary"]),
+        pd.concat([means, vk.endpoint_frame(res, means.columns)]),
         f"{title}: test metrics, mean $\\pm$ s.d.\\ {_over(res)}{_control_note(res)}{_mlp_note(name)}; {CAL_NOTE}. "
-        f"Profile "
+        f"{vk.ENDPOINT_NOTE}Profile "
         f"\\texttt{{{profile}}}. {src}.", "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}",
         escape_index=False))}
     if not primary:
@@ -122,6 +138,10 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
         f"$t$ interval counting the seeds' spread and the test set's bootstrap variance, and the verdict against "
         f"the declared margins ({_margins_text(record['config'])}). Accuracy in percentage points; negative "
         f"ECE / NLL differences favour Attn-KNN. {src}.", "tab:main-paired", colsep="2pt"))
+    if any(d.get("knobs") for d in res["per_seed"].values()):
+        out["knobs"] = ARTIFACTS.write_table(paths, "knobs", name, booktabs(
+            vk.knobs_frame(record).rename(columns=latex_escape), vk.KNOBS_CAPTION + f" {src}.", "tab:main-knobs",
+            escape_index=True, colsep="3pt", size="footnotesize"))
     per_seed = {s: d["methods"] for s, d in res["per_seed"].items()}
     out["seeds"] = ARTIFACTS.write_table(paths, "seeds", name, booktabs(
         seed_intervals_frame(per_seed),
@@ -202,7 +222,7 @@ def summary_frame(record: dict) -> pd.DataFrame:
 
 
 PAIRED_METRICS = {m: (label, *DIFF_FORMAT[m][:2]) for m, label in (("accuracy", "accuracy (pp)"), ("ece", "ECE"),
-                                                                    ("nll", "NLL"))}
+                                                                    ("nll", "NLL"), ("brier", "Brier"))}
 
 
 def paired_frame(record: dict) -> pd.DataFrame:
@@ -211,17 +231,19 @@ def paired_frame(record: dict) -> pd.DataFrame:
     and the verdict against the declared margin (named in the column header)."""
     res = record["results"]
     rows = {}
-    for e in res["paired"].values():
-        other = "best baseline" if e["b"] == "best baseline" else METHOD_LABELS.get(e["b"], e["b"])
+    for name, e in res["paired"].items():
         for split, split_label in (("raw", "raw"), ("calibrated", "after calibration")):
+            if vk.is_calibration(name) and split == "raw":
+                continue  # the calibration endpoint is read after calibration only
             row = {}
             for metric, (label, scale, dec) in PAIRED_METRICS.items():
                 d = e["seed_level"][split][metric]
                 head = f"{label}, margin {scale * d['margin']:g}"
-                row[(head, "Δ")] = num(d["value"], dec, scale)
-                row[(head, "95% interval")] = interval_text(d["low"], d["high"], dec, scale)
-                row[(head, "verdict")] = d["verdict"]
-            rows[(f"Attn-KNN − {other}", split_label)] = row
+                own = not vk.is_calibration(name) or metric in vk.ENDPOINT
+                row[(head, "Δ")] = num(d["value"], dec, scale) if own else None
+                row[(head, "95% interval")] = interval_text(d["low"], d["high"], dec, scale) if own else "--"
+                row[(head, "verdict")] = d["verdict"] if own else "--"
+            rows[(vk.comparison_label(e), split_label)] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.columns = pd.MultiIndex.from_tuples(df.columns)
     df.index.names = ["comparison", "probabilities"]
@@ -298,6 +320,7 @@ def main_macros(record: dict) -> dict[str, str]:
             "Test and validation chose the same epoch on this run, so this row cannot differ from the protocol's "
             "and tests nothing here." if same else
             "The two choices differ, so this row measures what choosing the checkpoint on test adds.")
+    out.update(vk.knob_macros(("main", ds), res))
     out[macro_name("main", ds, "Profile")] = record["profile"]
     if record["config"].get("primary") == ds:  # dataset-independent names for the paper's main text
         prefix = macro_name("main", ds)
@@ -308,7 +331,7 @@ def main_macros(record: dict) -> dict[str, str]:
         out["PrimaryName"] = REGISTRY[ds].title
         out["PrimaryNumClasses"] = str(res["dataset"]["num_classes"])
         out["PrimaryNVal"] = str(res["dataset"]["n_val"])
-        for tab in ("table", "ablation", "paired", "seeds", "replay"):  # paths from paper/
+        for tab in ("table", "ablation", "paired", "seeds", "replay", "knobs"):  # paths from paper/
             name = macro_name("primary", "" if tab == "table" else tab, "table", "file")
             out[name] = PATH_MARK + "../" + ARTIFACTS.relative(tab, ds)
         for fig in ("reliability", "curves", "confusion"):
@@ -425,6 +448,7 @@ def findings(records: list[dict]) -> str:
         lines.append(f"- Attn-KNN minus {who}: accuracy {difference_text(sl['raw']['accuracy'], 'accuracy')}; "
                      f"ECE after calibration {difference_text(sl['calibrated']['ece'], 'ece')}; "
                      f"NLL after calibration {difference_text(sl['calibrated']['nll'], 'nll')}.")
+    lines += vk.knob_findings(res)
     rules = {kind: [res["per_seed"][str(s)]["training"][kind].get("plateau") for s in res["seeds"]]
              for kind in ("attnknn", "cnn")}
     if all(all(rs) for rs in rules.values()):
