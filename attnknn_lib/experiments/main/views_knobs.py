@@ -28,7 +28,7 @@ KNOBS_CAPTION = ("The knobs each seed chose on validation: the strongest rule tu
                  "the neighbours searched; label filter; prior correction), the $k$ it was trained at where the "
                  "choice differs; the neighbours searched; every grid edge the choice still sits on; validation and "
                  "test accuracy and their gap.")
-MACRO_TAGS = {"attnknn_tuned_vs_reference": "DiffTunedRef", "attnknn_tuned_vs_reference_nll": "DiffTunedRefNll",
+MACRO_TAGS = {"attnknn_tuned_vs_reference": "DiffTuned", "attnknn_tuned_vs_reference_nll": "DiffTunedRefNll",
               "attnknn_vs_reference_nll": "DiffRefNll"}
 
 

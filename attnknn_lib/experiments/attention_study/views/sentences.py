@@ -59,9 +59,14 @@ def attnknn_line(record: dict) -> str:
         why = (f" Where it loses, the rule votes over more neighbours than Attn-KNN's fixed {k}: k {ranges}"
                + (f"; a wider vote outweighs flipped labels, and Attn-KNN's weighting of {k}, trained on clean "
                   f"labels, does not." if noisy else "."))
+    tuned = [f"{setting_title(st)} {interval_text(s['attnknn']['tuned']['verdicts_reference']['accuracy'], 'accuracy')}"
+             f" (k {k_range(s['attnknn']['tuned']['k'])})" for st, s in settings.items() if "tuned" in (s.get("attnknn") or {})]
+    knobs = (" With the rule's knobs chosen on validation (k from its ladder, the label filter, the prior "
+             "correction), Attn-KNN minus the rule: " + "; ".join(tuned) + f"; the k = {k} numbers above are the "
+             f"diagnostic.") if tuned else ""
     return (f"- **Attn-KNN** ({REGISTRY[record['dataset']].title}, trained end to end, "
             f"{seeds_text(len(clean['seeds']))}) against the strongest rule that learns nothing on its own embedding, "
-            f"accuracy: " + "; ".join(cells) + "." + why)
+            f"accuracy at k = {k}: " + "; ".join(cells) + "." + why + knobs)
 
 
 def proper_line(record: dict) -> str | None:
@@ -73,7 +78,12 @@ def proper_line(record: dict) -> str | None:
         kv = (s.get("variants") or {}).get(k) or {}
         parts = []
         if "verdicts_reference_nll" in (s.get("attnknn") or {}):
-            parts.append(f"Attn-KNN {interval_text(s['attnknn']['verdicts_reference_nll']['nll'], 'nll')}")
+            parts.append(f"Attn-KNN at k = {k} {interval_text(s['attnknn']['verdicts_reference_nll']['nll'], 'nll')}")
+        tuned = (s.get("attnknn") or {}).get("tuned") or {}
+        if "verdicts_reference_nll" in tuned:
+            v = tuned["verdicts_reference_nll"]
+            parts.append(f"Attn-KNN with its knobs tuned {interval_text(v['nll'], 'nll')} (Brier "
+                         f"{interval_text(v['brier'], 'brier')})")
         chosen = kv.get("chosen")
         if chosen and "verdicts_reference_nll" in kv["methods"][chosen]:
             parts.append(f"chosen head {interval_text(kv['methods'][chosen]['verdicts_reference_nll']['nll'], 'nll')}")
