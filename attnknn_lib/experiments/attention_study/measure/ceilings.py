@@ -163,6 +163,7 @@ def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> 
                         "diff_reference": _paired(cfg, filt.test, ref.test, ds.test.y, seed)},
              "reference_nll": {"label": by_nll.info["label"], "tuned_on": by_nll.info["tuned_on"],
                                "candidates": by_nll.info["candidates"], "edges": by_nll.info["edges"],
+                               "k_searched": by_nll.info["k_searched"], "k_gain": by_nll.info.get("k_gain"),
                                "test_calibrated": both["reference_nll"]["test_calibrated"]}}
     nll_probs = (by_nll.test, Calibrator(**both["reference_nll"]["calibrator"]).apply(by_nll.test))
     return entry, (ref.test, Calibrator(**scored["calibrator"]).apply(ref.test)), nll_probs

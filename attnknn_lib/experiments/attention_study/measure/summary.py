@@ -50,7 +50,8 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                 s_out["reference_nll"] = {"nll_calibrated": _mean_sd([r["test_calibrated"]["nll"]["value"] for r in rn]),
                                           "brier_calibrated": _mean_sd([r["test_calibrated"]["brier"]["value"] for r in rn]),
                                           "choices": [r["label"] for r in rn], "tuned_on": [r["tuned_on"] for r in rn],
-                                          "edges": sorted({e for r in rn for e in r["edges"]})}
+                                          "edges": sorted({e for r in rn for e in r["edges"]}),
+                                          "k_searched": [r.get("k_searched") for r in rn]}
             s_out["reference"] = {"accuracy": _mean_sd([r["test_raw"]["accuracy"]["value"] for r in refs]),
                                   "ece_calibrated": _mean_sd([r["test_calibrated"]["ece"]["value"] for r in refs]),
                                   "nll_calibrated": _mean_sd([r["test_calibrated"]["nll"]["value"] for r in refs]),
@@ -58,7 +59,10 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                                   "k": [int(r["choice"]["k"]) for r in refs],
                                   "choices": [r["label"] for r in refs], "configs": [r["configs"] for r in refs],
                                   "edges": sorted({e for r in refs for e in r["edges"]}),
-                                  "k_searched": [r["k_searched"] for r in refs]}
+                                  "k_searched": [r["k_searched"] for r in refs],
+                                  # the rule is strongest on validation: how much of that its test accuracy keeps
+                                  "val_test_gap": _mean_sd([r["val_accuracy"] - r["test_raw"]["accuracy"]["value"]
+                                                            for r in refs])}
             if "attnknn" in entry:
                 ms = [per_seed[s]["settings"][setting]["attnknn"] for s in seeds]
                 s_out["attnknn"] = {"accuracy": _mean_sd([m["test_raw"]["accuracy"]["value"] for m in ms]),

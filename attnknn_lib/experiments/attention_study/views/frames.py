@@ -66,6 +66,15 @@ def reference_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             "configs": f"{int(np.mean(ref['configs']))}",
             "open edge": ", ".join(ref["edges"]) or "none",
             f"label filter ({pc})": filter_cell(ref["filter"], latex)}
+        row = rows[short_setting(setting) if latex else setting_title(setting)]
+        if "val_test_gap" in ref:  # records from before keep the columns they had
+            row["val. $-$ test (pp)" if latex else "val. - test (pp)"] = f"{100 * ref['val_test_gap']['mean']:+.2f}"
+        if "reference_nll" in s:
+            rn = s["reference_nll"]
+            row["NLL-tuned: open edge" if latex else "tuned for NLL: choice; open edge"] = (
+                "" if latex else "; ".join(dict.fromkeys(rn["choices"])) + "; ") + (", ".join(rn["edges"]) or "none") + (
+                f" (k searched {k_range([k for k in rn.get('k_searched', []) if k])})"
+                if any(rn.get("k_searched", [])) else "")
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "memory"
     return df
