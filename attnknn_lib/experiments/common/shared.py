@@ -159,14 +159,20 @@ def memory_neighbours(bank: MemoryBank) -> Neighbourhood:
 def searcher(bank: MemoryBank, queries: dict[str, np.ndarray], known: dict[str, Neighbourhood] | None = None) -> Search:
     """``search(split, k)`` over one embedding's memory: each split searched at most once more, at
     the widest k asked for (``known``: neighbours already searched). The labels may differ between
-    memories of one embedding; the geometry does not."""
+    memories of one embedding; the geometry does not. ``search(split, k, idx)``: the queries ``idx``
+    only, searched anew (and not kept) when k is wider than what is kept: the blocks of
+    :func:`~attnknn_lib.evaluation.reference.reference_methods` with ``chunked``."""
     cache: dict[str, Neighbourhood] = dict(known or {})
 
-    def search(split: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(split: str, k: int, idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        if idx is not None and (split not in cache or cache[split].rows.shape[1] < k):
+            nb = bank.search(queries[split][idx], k)  # a block of queries, not kept: the wide votes of the NLL search
+            return nb.rows, nb.sq_dist
         if split not in cache or cache[split].rows.shape[1] < k:
             cache[split] = bank.search(queries[split], k)
         nb = cache[split]
-        return nb.rows[:, :k], nb.sq_dist[:, :k]
+        rows = slice(None) if idx is None else idx
+        return nb.rows[rows, :k], nb.sq_dist[rows, :k]
     return search
 
 
@@ -197,7 +203,7 @@ def references_of(emb: Embedded, prepared: Prepared) -> tuple[MethodProbs, Metho
     """:func:`reference_of` and the same search tuned for the calibration endpoint (the reference of
     a calibration claim, :func:`~attnknn_lib.evaluation.reference.references`), from one search."""
     labels, loo, search = _reference_inputs(emb)
-    return references(search, labels, loo, prepared.dataset.val.y, prepared.dataset.num_classes)
+    return references(search, labels, loo, prepared.dataset.val.y, prepared.dataset.num_classes, chunked=True)
 
 
 def tuned_attention_of(attention, emb: Embedded, prepared: Prepared, k_start: int, device=None,

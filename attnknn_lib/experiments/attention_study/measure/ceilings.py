@@ -151,7 +151,7 @@ def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> 
     (:func:`~attnknn_lib.evaluation.reference.references`, the reference of the
     calibration endpoints); the test probabilities raw and calibrated of each. Validation labels
     are the clean ones (the memory alone is noisy), so every calibrator sees clean labels."""
-    ref, by_nll = references(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k)
+    ref, by_nll = references(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k, chunked=True)
     filt = reference_method(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k, **FILTER)
     both = score({"reference": ref, "filter": filt, "reference_nll": by_nll}, ds, n_boot=cfg.n_boot, seed=seed)
     scored = both["reference"]
