@@ -60,8 +60,8 @@ def test_main_table_gets_one_endpoint_row_per_calibration_comparison_with_nll_an
 def test_the_knobs_table_macros_and_findings_name_every_edge_and_the_trained_k():
     record = _record()
     frame = knobs_frame(record)
-    assert len(frame) == 8 and "(trained at k=16)" in frame.loc[(1, "Attn-KNN tuned"), "choice"]
-    assert frame.loc[(0, "rule (acc.-tuned)"), "open edges"] == "k"
+    assert len(frame) == 8 and "(trained at k=16)" in frame.loc["seed 1: Attn-KNN tuned", "choice"]
+    assert frame.loc["seed 0: rule (acc.-tuned)", "open edges"] == "k"
     macros = knob_macros(("main", "x"), record["results"])
     assert macros["MainXAttnknnTunedKDiffersCount"] == "1" and macros["MainXReferenceEdges"] == "k"
     assert macros["MainXDiffRefNllBrierCalVerdict"] == "worse than" and "MainXDiffRefNllAcc" not in macros

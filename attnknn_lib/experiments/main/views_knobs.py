@@ -32,10 +32,10 @@ MACRO_TAGS = {"attnknn_tuned_vs_reference": "DiffTuned", "attnknn_tuned_vs_refer
               "attnknn_vs_reference_nll": "DiffRefNll"}
 
 
-def comparison_label(entry: dict, short: bool = False) -> str:
-    """``A − B`` of a paired entry, in readers' names."""
+def comparison_label(entry: dict, short: bool = False, latex: bool = False) -> str:
+    """``A − B`` of a paired entry, in readers' names (``$-$`` in LaTeX)."""
     names = SHORT if short else LABELS
-    return f"{names.get(entry['a'], entry['a'])} − {names.get(entry['b'], entry['b'])}"
+    return f"{names.get(entry['a'], entry['a'])} {'$-$' if latex else '−'} {names.get(entry['b'], entry['b'])}"
 
 
 def is_calibration(name: str) -> bool:
@@ -56,8 +56,14 @@ def endpoint_frame(res: dict, columns) -> pd.DataFrame:
         for m in ENDPOINT:
             row[METRIC_FORMAT[m][0]] = f"{fmt(over[m], m, signed=True)} {over[m]['verdict']}"
         rows.append(row)
-        labels.append(f"$\\Delta$ {comparison_label(entry, short=True)} (cal.)")
+        labels.append(f"$\\Delta$ {comparison_label(entry, short=True, latex=True)}")
     return pd.DataFrame(rows, index=pd.Index(labels, name="Method"), columns=list(columns))
+
+
+def edges_text(e: dict) -> str:
+    """A search's open edges; k left open by the NLL search's tolerance says what its last doubling gained."""
+    return ", ".join(f"k (last doubling: NLL {-e['k_gain']:+.1e})" if x == "k" and e.get("k_gain") is not None else x
+                     for x in e["edges"]) or "none"
 
 
 def knobs_frame(record: dict) -> pd.DataFrame:
@@ -67,12 +73,11 @@ def knobs_frame(record: dict) -> pd.DataFrame:
     for seed, r in record["results"]["per_seed"].items():
         for m, e in (r.get("knobs") or {}).items():
             trained = f" (trained at k={e['k_trained']})" if e.get("k_differs") else ""
-            rows[(int(seed), SHORT.get(m, m) + (" (NLL)" if m == "attnknn_tuned_nll" else ""))] = {
-                "choice": e["label"] + trained, "searched": str(e["k_searched"]),
-                "open edges": ", ".join(e["edges"]) or "none",
+            rows[f"seed {seed}: {SHORT.get(m, m)}" + (" (NLL)" if m == "attnknn_tuned_nll" else "")] = {
+                "choice": e["label"] + trained, "searched": str(e["k_searched"]), "open edges": edges_text(e),
                 "val. acc. (%)": f"{100 * e['val_accuracy']:.2f}", "test acc. (%)": f"{100 * e['test_accuracy']:.2f}",
                 "val. - test (pp)": f"{100 * e['val_test_gap']:+.2f}"}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["seed", "method"])
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("seed: method")
 
 
 def knob_macros(prefix: tuple[str, ...], res: dict) -> dict[str, str]:
@@ -127,7 +132,7 @@ def knob_findings(res: dict) -> list[str]:
     if any(knobs.values()):
         lines.append("- Choices on validation per seed: " + "; ".join(
             f"seed {s}: " + ", ".join(f"{SHORT.get(m, m)}{' (NLL)' if m == 'attnknn_tuned_nll' else ''} "
-                                      f"{e['label']}" + (f" [open edge: {', '.join(e['edges'])}]" if e["edges"] else "")
+                                      f"{e['label']}" + (f" [open edge: {edges_text(e)}]" if e["edges"] else "")
                                       for m, e in k.items()) for s, k in knobs.items() if k) + ".")
         gaps = [(s, k["reference"]["val_test_gap"]) for s, k in knobs.items() if "reference" in k]
         if gaps:
