@@ -4,7 +4,7 @@ validation, per seed."""
 
 from __future__ import annotations
 
-from attnknn_lib.evaluation.methods import OTHER_LABELS
+from attnknn_lib.evaluation.methods import method_labels
 
 KNOB_METHODS = ("reference", "reference_nll", "attnknn_tuned", "attnknn_tuned_nll")
 """The strongest rule (tuned on validation accuracy; for the calibration endpoint) and Attn-KNN with
@@ -35,9 +35,12 @@ def knobs_entry(scored: dict, k_trained: int) -> dict:
             for m in KNOB_METHODS if m in scored}
 
 
+KNOB_LABELS = method_labels(*KNOB_METHODS, reference="Strongest rule (val. accuracy)")
+"""Their labels in main, where two references sit side by side: the first says what it is tuned on."""
+
+
 def label_knob_methods(scored: dict) -> None:
-    """The readers' labels of the knob methods (:data:`~attnknn_lib.evaluation.methods.OTHER_LABELS`),
-    in place of their keys."""
+    """The readers' labels of the knob methods (:data:`KNOB_LABELS`), in place of their keys."""
     for m in KNOB_METHODS:
         if m in scored:
-            scored[m]["label"] = OTHER_LABELS[m]
+            scored[m]["label"] = KNOB_LABELS[m]

@@ -15,6 +15,7 @@ from attnknn_lib.evaluation.verdicts import MARGINS, VERDICTS
 from attnknn_lib.experiments.main import views_knobs as vk
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
 from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
+from attnknn_lib.experiments.main.views_paired import diff_frame, paired_frame  # noqa: F401 (the notebook reads views.paired_frame)
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import difference_text, markdown_lists, mean_pct, seeds_text
 from attnknn_lib.report.macros import (
@@ -28,10 +29,8 @@ from attnknn_lib.report.macros import (
     source_note,
 )
 from attnknn_lib.report.tables import (
-    DIFF_FORMAT,
     booktabs,
     fmt,
-    interval_text,
     latex_escape,
     methods_frame,
     num,
@@ -72,31 +71,6 @@ def replay_frame(record: dict, latex: bool = True) -> pd.DataFrame:
     return df
 
 
-def _diff_frame(paired: dict) -> pd.DataFrame:
-    """Rows: comparison x seed, then over seeds (seed-level interval and verdict); columns:
-    accuracy, ECE, NLL differences with 95 % intervals."""
-
-    rows = {}
-    cols = (("$\\Delta$ Acc. (pp)", "raw", "accuracy"), ("$\\Delta$ ECE", "raw", "ece"),
-            ("$\\Delta$ ECE (cal.)", "calibrated", "ece"), ("$\\Delta$ NLL (cal.)", "calibrated", "nll"),
-            ("$\\Delta$ Brier (cal.)", "calibrated", "brier"))
-    for name, entry in paired.items():
-        label = vk.comparison_label(entry, short=True, latex=True)  # short: the table fits unscaled
-        shown = [c for c in cols if not vk.is_calibration(name) or c[2] in vk.ENDPOINT]  # the endpoint's own metrics
-
-        def cells(d: dict, word: bool = False) -> dict:
-            return {c: ((d[split][m]["verdict"] if word else fmt(d[split][m], m, signed=True))
-                        if (c, split, m) in shown else "--") for c, split, m in cols}
-        if name in vk.PER_SEED_ROWS:  # the knob comparisons give their seed-level rows only (the table stays one page)
-            for s, d in entry["per_seed"].items():
-                rows[f"{label}, seed {s}"] = cells(d)
-        rows[f"{label}, over seeds"] = cells(entry["seed_level"])
-        rows[f"{label}, verdict"] = cells(entry["seed_level"], word=True)
-    df = pd.DataFrame.from_dict(rows, orient="index")
-    df.index.name = "A $-$ B"
-    return df
-
-
 CAL_NOTE = ("each method's second row: after the post-hoc calibrator fitted on validation (one rule for every "
             "method: a temperature, plus a smoothing toward uniform that stays 0 unless it lowers validation NLL; "
             "it keeps the predicted class, so accuracy and F1 do not change)")
@@ -132,7 +106,7 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
         fig = figures.reliability_diagrams(bins, eces, f"{title} (test, seed {first}, before calibration)")
         out["reliability"] = ARTIFACTS.save_figure(paths, "reliability", name, fig)
     out["paired"] = ARTIFACTS.write_table(paths, "paired", name, booktabs(
-        _diff_frame(res["paired"]),
+        diff_frame(res["paired"]),
         f"{title}: paired differences on the same test points (A minus B; Attn-KNN tuned: $k$, label filter and "
         f"prior correction chosen on validation; rows against the rule tuned for the calibration endpoint give its "
         f"NLL and Brier only; the rows with the rule's knobs give no per-seed rows). Per seed: 95\\% "
@@ -221,39 +195,6 @@ def summary_frame(record: dict) -> pd.DataFrame:
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "method"
     return df
-
-
-PAIRED_METRICS = {m: (label, *DIFF_FORMAT[m][:2]) for m, label in (("accuracy", "accuracy (pp)"), ("ece", "ECE"),
-                                                                    ("nll", "NLL"), ("brier", "Brier"))}
-
-
-def paired_frame(record: dict) -> pd.DataFrame:
-    """Seed-level paired differences of one record, Attn-KNN minus each comparison, raw and after
-    calibration: per metric the mean difference (accuracy in percentage points), its 95 % interval
-    and the verdict against the declared margin (named in the column header)."""
-    res = record["results"]
-    rows = {}
-    for name, e in res["paired"].items():
-        for split, split_label in (("raw", "raw"), ("calibrated", "after calibration")):
-            if vk.is_calibration(name) and split == "raw":
-                continue  # the calibration endpoint is read after calibration only
-            row = {}
-            for metric, (label, scale, dec) in PAIRED_METRICS.items():
-                d = e["seed_level"][split][metric]
-                head = f"{label}, margin {scale * d['margin']:g}"
-                own = not vk.is_calibration(name) or metric in vk.ENDPOINT
-                row[(head, "Δ")] = num(d["value"], dec, scale) if own else None
-                row[(head, "95% interval")] = interval_text(d["low"], d["high"], dec, scale) if own else "--"
-                row[(head, "verdict")] = d["verdict"] if own else "--"
-            rows[(vk.comparison_label(e), split_label)] = row
-    df = pd.DataFrame.from_dict(rows, orient="index")
-    df.columns = pd.MultiIndex.from_tuples(df.columns)
-    df.index.names = ["comparison", "probabilities"]
-    return df.rename_axis(columns=[f"over {len(res['seeds'])} {_replicates(res)}", ""])
-
-
-def _replicates(res: dict) -> str:
-    return "seeds" if res.get("replication", "seeds") == "seeds" else "splits"
 
 
 def _margins_text(config: dict) -> str:
@@ -441,7 +382,8 @@ def findings(records: list[dict]) -> str:
         lines.insert(1, f"The strongest rule that learns nothing (vote rule, temperature, k, label filter and prior "
                         f"exponent tuned on validation) reaches {mean_pct(summ['reference']['test_raw']['accuracy'])}; "
                         f"on seed {res['seeds'][0]} it chose {ref['label']}.")
-    for name, who in (("attnknn_vs_reference", "the strongest rule that learns nothing"),
+    for name, who in (("attnknn_vs_reference", "the strongest rule that learns nothing (tuned on accuracy; its "
+                                               "calibration rows are not the calibration endpoint)"),
                       ("attnknn_vs_best_baseline", f"the best kNN vote at k = {cfg['k']} (secondary)"),
                       ("attnknn_vs_cnn", "the CNN")):
         if name not in paired:

@@ -8,11 +8,12 @@ import pandas as pd
 
 from attnknn_lib.evaluation.methods import METHOD_LABELS, OTHER_LABELS
 from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS
+from attnknn_lib.experiments.main.measure_knobs import KNOB_LABELS
 from attnknn_lib.report.findings import difference_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, signed
 from attnknn_lib.report.tables import DIFF_FORMAT, METRIC_FORMAT, fmt
 
-LABELS = {**METHOD_LABELS, **OTHER_LABELS, "best baseline": "best kNN"}
+LABELS = {**METHOD_LABELS, **OTHER_LABELS, **KNOB_LABELS, "best baseline": "best kNN"}
 SHORT = {"attnknn": "Attn-KNN", "attnknn_tuned": "Attn-KNN tuned", "attnknn_tuned_nll": "Attn-KNN tuned",
          "reference": "rule (acc.-tuned)", "reference_nll": "rule (NLL endpoint)", "best baseline": "best kNN",
          "cnn": "CNN"}

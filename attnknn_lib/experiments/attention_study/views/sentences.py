@@ -61,12 +61,12 @@ def attnknn_line(record: dict) -> str:
                   f"labels, does not." if noisy else "."))
     tuned = [f"{setting_title(st)} {interval_text(s['attnknn']['tuned']['verdicts_reference']['accuracy'], 'accuracy')}"
              f" (k {k_range(s['attnknn']['tuned']['k'])})" for st, s in settings.items() if "tuned" in (s.get("attnknn") or {})]
-    knobs = (" With the rule's knobs chosen on validation (k from its ladder, the label filter, the prior "
-             "correction), Attn-KNN minus the rule: " + "; ".join(tuned) + f"; the k = {k} numbers above are the "
-             f"diagnostic.") if tuned else ""
+    if tuned:  # the rule's k, filter and prior given to Attn-KNN answer the why: its numbers replace it
+        why = (" With the rule's knobs (k, filter, prior) chosen on validation: " + "; ".join(tuned) +
+               f" (k = {k}: the diagnostic).")
     return (f"- **Attn-KNN** ({REGISTRY[record['dataset']].title}, trained end to end, "
             f"{seeds_text(len(clean['seeds']))}) against the strongest rule that learns nothing on its own embedding, "
-            f"accuracy at k = {k}: " + "; ".join(cells) + "." + why + knobs)
+            f"accuracy: " + "; ".join(cells) + "." + why)
 
 
 def proper_line(record: dict) -> str | None:
@@ -77,13 +77,11 @@ def proper_line(record: dict) -> str | None:
     for st, s in record["results"]["summary"]["settings"].items():
         kv = (s.get("variants") or {}).get(k) or {}
         parts = []
-        if "verdicts_reference_nll" in (s.get("attnknn") or {}):
-            parts.append(f"Attn-KNN at k = {k} {interval_text(s['attnknn']['verdicts_reference_nll']['nll'], 'nll')}")
         tuned = (s.get("attnknn") or {}).get("tuned") or {}
-        if "verdicts_reference_nll" in tuned:
-            v = tuned["verdicts_reference_nll"]
-            parts.append(f"Attn-KNN with its knobs tuned {interval_text(v['nll'], 'nll')} (Brier "
-                         f"{interval_text(v['brier'], 'brier')})")
+        if "verdicts_reference_nll" in tuned:  # with the rule's knobs; the k = 16 numbers stay in the tables
+            parts.append(f"Attn-KNN, knobs tuned {interval_text(tuned['verdicts_reference_nll']['nll'], 'nll')}")
+        elif "verdicts_reference_nll" in (s.get("attnknn") or {}):
+            parts.append(f"Attn-KNN {interval_text(s['attnknn']['verdicts_reference_nll']['nll'], 'nll')}")
         chosen = kv.get("chosen")
         if chosen and "verdicts_reference_nll" in kv["methods"][chosen]:
             parts.append(f"chosen head {interval_text(kv['methods'][chosen]['verdicts_reference_nll']['nll'], 'nll')}")
