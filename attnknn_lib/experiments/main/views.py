@@ -114,10 +114,9 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
         f"$t$ interval counting the seeds' spread and the test set's bootstrap variance, and the verdict against "
         f"the declared margins ({_margins_text(record['config'])}). Accuracy in percentage points; negative "
         f"ECE / NLL / Brier differences favour A. {src}.", "tab:main-paired", colsep="2pt"))
-    if any(d.get("knobs") for d in res["per_seed"].values()):
-        out["knobs"] = ARTIFACTS.write_table(paths, "knobs", name, booktabs(
-            vk.knobs_frame(record).rename(columns=latex_escape), vk.KNOBS_CAPTION + f" {src}.", "tab:main-knobs",
-            escape_index=True, colsep="3pt", size="footnotesize"))
+    out["knobs"] = ARTIFACTS.write_table(paths, "knobs", name, booktabs(  # empty for a record from before the knobs
+        vk.knobs_frame(record).rename(columns=latex_escape), vk.KNOBS_CAPTION + f" {src}.", "tab:main-knobs",
+        escape_index=True, colsep="3pt", size="footnotesize"))
     per_seed = {s: d["methods"] for s, d in res["per_seed"].items()}
     out["seeds"] = ARTIFACTS.write_table(paths, "seeds", name, booktabs(
         seed_intervals_frame(per_seed),
