@@ -51,7 +51,9 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                                           "brier_calibrated": _mean_sd([r["test_calibrated"]["brier"]["value"] for r in rn]),
                                           "choices": [r["label"] for r in rn], "tuned_on": [r["tuned_on"] for r in rn],
                                           "edges": sorted({e for r in rn for e in r["edges"]}),
-                                          "k_searched": [r.get("k_searched") for r in rn]}
+                                          "k_searched": [r.get("k_searched") for r in rn],
+                                          # seeds whose doubling of k stopped on NLL_GAIN_TOL, not at an end
+                                          "stopped_by_gain": sum(r.get("k_gain") is not None for r in rn)}
             s_out["reference"] = {"accuracy": _mean_sd([r["test_raw"]["accuracy"]["value"] for r in refs]),
                                   "ece_calibrated": _mean_sd([r["test_calibrated"]["ece"]["value"] for r in refs]),
                                   "nll_calibrated": _mean_sd([r["test_calibrated"]["nll"]["value"] for r in refs]),

@@ -73,6 +73,8 @@ def reference_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             rn = s["reference_nll"]
             row["NLL-tuned: open edge" if latex else "tuned for NLL: choice; open edge"] = (
                 "" if latex else "; ".join(dict.fromkeys(rn["choices"])) + "; ") + (", ".join(rn["edges"]) or "none") + (
+                f", {rn['stopped_by_gain']} stopped by the NLL tolerance" if "k" in rn["edges"] and rn.get("stopped_by_gain")
+                else "") + (
                 f" (k searched {k_range([k for k in rn.get('k_searched', []) if k])})"
                 if any(rn.get("k_searched", [])) else "")
     df = pd.DataFrame.from_dict(rows, orient="index")
