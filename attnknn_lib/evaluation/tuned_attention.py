@@ -49,7 +49,8 @@ from attnknn_lib.evaluation.reference import (
 from attnknn_lib.knn.votes import MAX_BETA, break_ties, prefix_class_scores, prior_correction
 
 LOG_FLOOR = -700.0  # e^-700 ~ 1e-304: the smallest shifted log-weight kept (no weight underflows to 0)
-CHUNK = 1024  # queries per block of the prefix sums: bounds the (queries x heads x K) buffers
+CHUNK = 1024  # queries per block of the prefix sums, at most
+CELLS = 1 << 23  # (query, head, neighbour) cells per block: bounds each float64 buffer at 64 MB whatever K is
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ def prefix_head_probs(scores: HeadScores, ks, theta: float | None, num_classes: 
     n, h, _ = scores.log_weights.shape
     width = max(ks)
     out = np.empty((len(ks), n, num_classes))
+    chunk = max(1, min(chunk, CELLS // (h * width)))
     for s in range(0, n, chunk):
         lw = np.asarray(scores.log_weights[s:s + chunk, :, :width], dtype=np.float64)
         w = np.exp(np.maximum(lw - lw.max(axis=2, keepdims=True), LOG_FLOOR))  # (b, H, width)
