@@ -142,6 +142,45 @@ def test_the_nll_tuned_reference_searches_on_past_the_accuracy_tuned_ones_larges
     assert capped["k_searched"] == ref["k_searched"] * 2 and "k" in capped["edges"]
 
 
+def test_past_its_cap_a_chunked_nll_search_goes_on_in_blocks_and_chooses_as_the_uncapped_one(monkeypatch):
+    """The cap on the NLL search exists for memory: searched in blocks of queries, it goes on past it with
+    the same choice, edges and probabilities as a search that holds every neighbour at once."""
+    from attnknn_lib.evaluation import reference
+    from attnknn_lib.evaluation.reference import reference_methods
+
+    rng = np.random.default_rng(1)
+    memory_y = rng.integers(0, 2, 2000)
+    memory = rng.normal(size=(2000, 2)) * 0.1 + 0.15 * memory_y[:, None]
+    labels = np.where(rng.random(2000) < 0.05, 1 - memory_y, memory_y)
+    queries = {"val": rng.integers(0, 2, 300), "test": rng.integers(0, 2, 200)}
+    points = {s: rng.normal(size=(len(y), 2)) * 0.1 + 0.15 * y[:, None] for s, y in queries.items()}
+    widest = []
+
+    def search(split: str, k: int, idx=None):
+        q = points[split] if idx is None else points[split][idx]
+        widest.append(k * len(q))
+        sq = ((q[:, None, :] - memory[None]) ** 2).sum(-1)
+        rows = np.argsort(sq, axis=1)[:, :k]
+        return rows, np.take_along_axis(sq, rows, 1)
+
+    free = reference_methods(search, labels, np.ones(2000), queries["val"], 2, 8, ("accuracy", "nll"))
+    k_free = free["nll"].info["k_searched"]
+    cap = free["accuracy"].info["k_searched"] * 2
+    assert k_free > cap  # so a cap here binds
+    monkeypatch.setattr(reference, "NLL_K_MAX", cap)
+    monkeypatch.setattr(reference, "CHUNK_CELLS", 300 * cap)
+    widest.clear()
+    chunked = reference_methods(search, labels, np.ones(2000), queries["val"], 2, 8, ("accuracy", "nll"),
+                                chunked=True)
+    assert max(widest) <= 300 * cap  # never more cells at once than the cap's
+    got, want = chunked["nll"].info, free["nll"].info
+    assert (got["label"], got["k_searched"], got["edges"], got["configs"]) == \
+        (want["label"], want["k_searched"], want["edges"], want["configs"])
+    for split in ("val", "test"):
+        np.testing.assert_allclose(getattr(chunked["nll"], split), getattr(free["nll"], split), atol=1e-12)
+    assert chunked["accuracy"].info["label"] == free["accuracy"].info["label"]
+
+
 def test_the_label_filter_baseline_searches_only_its_corner_of_the_reference_space():
     from attnknn_lib.evaluation.reference import FILTER
     hood, target = _hood()

@@ -85,6 +85,11 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
         assert acc["mean"] == pytest.approx(sum(acc["values"]) / 2) and acc["std"] >= 0
         paired = res["paired"]["attnknn_vs_best_baseline"]
         assert "attnknn_vs_reference" in res["paired"] and "reference" in res["summary"]  # the strongest rule
+        # Attn-KNN with the rule's knobs, and the calibration endpoint against the rule tuned for it
+        assert {"attnknn_tuned_vs_reference", "attnknn_tuned_vs_reference_nll", "attnknn_vs_reference_nll"} <= set(
+            res["paired"]) and {"attnknn_tuned", "reference_nll"} <= set(res["summary"])
+        knobs = res["per_seed"]["0"]["knobs"]
+        assert knobs["attnknn_tuned"]["k_trained"] == record["config"]["k"] and "val_test_gap" in knobs["reference"]
         if ds == "fashion_mnist":  # one split, seeds replicate
             pooled = paired["pooled"]["raw"]["accuracy"]
             assert pooled["low"] <= pooled["value"] <= pooled["high"] and paired["replication"] == "seeds"
@@ -122,6 +127,8 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     for setting, s in study["summary"]["settings"].items():  # Attn-KNN itself in every memory, proper scores too
         assert set(s["attnknn"]["verdicts_reference"]) == {"accuracy", "ece", "nll", "brier"}, setting
         assert set(s["attnknn"]["verdicts_reference_nll"]) == {"nll", "brier"} and "reference_nll" in s, setting
+        tuned = s["attnknn"]["tuned"]  # and with the rule's knobs chosen on validation, against both references
+        assert set(tuned["verdicts_reference_nll"]) == {"nll", "brier"} and len(tuned["k"]) == len(s["seeds"]), setting
     pc = json.loads((out / "results" / "positive_control_clusters.json").read_text())["results"]
     assert set(pc["levels"]) == {"0", "1.5"} and pc["seeds"] == [0, 1]
     assert all(set(lv["summary"]["diff"]["attnknn"]) == {"reference", "reference_nll"} for lv in pc["levels"].values())

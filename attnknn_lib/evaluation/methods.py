@@ -47,6 +47,9 @@ OTHER_LABELS = {  # methods that only the other experiments score
     "best_baseline": "Best kNN (val.)", "attnknn_retrained": "Attn-KNN (attention trained at k)",
     "best_baseline_balanced": "Best kNN + prior correction", "attnknn_balanced": "Attn-KNN + prior correction",
     "cnn_balanced": "CNN + prior correction", "reference": "Strongest rule (val.)",
+    "reference_nll": "Strongest rule (calibration endpoint)",
+    "attnknn_tuned": "Attn-KNN, knobs tuned (val.)",
+    "attnknn_tuned_nll": "Attn-KNN, knobs tuned (calibration endpoint)",
 }
 
 

@@ -65,8 +65,12 @@ by at least this much (a tenth of the NLL margin): a vote weighted by distance k
 little NLL from ever farther neighbours, up to the whole memory, at a cost that grows with it."""
 # the widest vote a later (NLL) selection searches on its own: under label noise a vote's NLL keeps
 # falling as k grows, and its doubling reached the whole memory (54,000 rows x 6,000 queries held
-# 22 GB and was killed for memory); at the cap its choice keeps "k" among its open edges
+# 22 GB and was killed for memory); at the cap its choice keeps "k" among its open edges,
+# unless the search takes blocks of queries (``chunked``): then it goes on past the cap with the cap's memory
 NLL_K_MAX = 4096
+CHUNK_CELLS = 6000 * NLL_K_MAX
+"""Past :data:`NLL_K_MAX`, a search that can take a subset of the queries (``chunked``) goes on in blocks of
+at most this many (query, neighbour) cells, so its memory stays that of the cap whatever k it reaches."""
 SELECTIONS = ("accuracy", "nll")  # what the reference is tuned on (validation), the other breaking ties
 
 
@@ -249,12 +253,82 @@ def tune_reference(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, nu
     return tune_references(val, target, prior, num_classes, ks, thetas, betas, rules, (select,))[select]
 
 
+def _config_sums(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, num_classes: int, grids: dict[str, tuple],
+                 betas: tuple[float, ...], thetas: tuple, ks: list[int], done: set) -> dict[tuple, tuple[float, float]]:
+    """Per configuration (rule, param, theta, k, beta) of the grids not in ``done``: (correct
+    predictions, summed NLL) over ``val``'s queries, the additive parts of validation accuracy and NLL."""
+    out, n = {}, len(target)
+    for rule in grids:
+        for param in grids[rule]:
+            shared = None
+            for theta in thetas:
+                todo = [b for b in betas if (rule, param, theta, ks[-1], b) not in done]
+                if not todo:
+                    continue
+                shared = shared or _unfiltered(val, rule, param, ks, num_classes)
+                for k, by_beta in zip(ks, _probs(val, rule, param, theta, ks, prior, num_classes, tuple(todo), shared)):
+                    for beta, p in by_beta.items():
+                        out[(rule, param, theta, k, beta)] = (accuracy(p, target) * n, nll(p, target) * n)
+    return out
+
+
+def tune_chunked(hood_of: Callable[[np.ndarray], Neighbourhood], target: np.ndarray, prior: np.ndarray,
+                 num_classes: int, k_max: int, chunk: int, select: str = "nll", ks: tuple[int, ...] = K_LADDER,
+                 thetas: tuple = THETAS, betas: tuple[float, ...] = BETAS,
+                 rules: tuple[str, ...] = REFERENCE_RULES) -> dict:
+    """:func:`tune_reference` with the validation queries taken ``chunk`` at a time (``hood_of(idx)``:
+    the ``k_max`` nearest rows of queries ``idx``): validation accuracy and NLL are means over the
+    queries, so summing each configuration's parts over the blocks gives the same choice, edges and
+    grids with the memory of one block."""
+    target = np.asarray(target)
+    prior = np.asarray(prior, dtype=np.float64)
+    present = prior[prior > 0]
+    if present.size and present.max() / present.min() < BALANCED:
+        betas = (0.0,)
+    n = len(target)
+    k_list = sorted({k for k in ks if k <= k_max} | {k_max})
+    grids = {r: g for r, g in (("uniform", (None,)), ("distance", tuple(TAU_GRID)), ("cosine", tuple(T_GRID)),
+                               ("rank", DECAYS)) if r in rules}
+    sums: dict[tuple, list[float]] = {}
+    for round_ in range(MAX_EXTENSIONS + 1):
+        new: dict[tuple, list[float]] = {}
+        for s in range(0, n, chunk):
+            idx = np.arange(s, min(n, s + chunk))
+            for key, parts in _config_sums(hood_of(idx), target[idx], prior, num_classes, grids, tuple(betas), thetas,
+                                           k_list, set(sums)).items():
+                acc = new.setdefault(key, [0.0, 0.0])
+                acc[0], acc[1] = acc[0] + parts[0], acc[1] + parts[1]
+        sums.update(new)
+        best = max(sums, key=lambda c: _key(select, sums[c][0] / n, sums[c][1] / n))  # first of equals, as _search
+        rule, param, theta, k, beta = best
+        choice = Choice(rule, param, k, theta, beta, sums[best][0] / n, sums[best][1] / n)
+        if round_ == MAX_EXTENSIONS:
+            break
+        grown = False
+        if choice.rule != "uniform":
+            wider = _extend(grids[choice.rule], choice.param, 2.5)
+            if wider is not None:
+                grids[choice.rule], grown = wider, True
+        if 0 < choice.beta == max(betas) and choice.beta + 0.5 <= MAX_BETA:
+            betas, grown = tuple(betas) + (max(betas) + 0.5,), True
+        if not grown:
+            break
+    edges = (["k"] if choice.k == k_list[-1] else []) + (
+        [PARAM_NAMES[choice.rule]] if choice.rule != "uniform" and _extend(grids[choice.rule], choice.param, 2.5)
+        is not None else []) + (["beta"] if choice.beta == max(betas) and choice.beta > 0 else [])
+    return {"choice": choice, "configs": len(sums), "edges": edges,
+            "grids": {"k": k_list, "tau": list(grids.get("distance", ())), "T": list(grids.get("cosine", ())),
+                      "decay": list(grids.get("rank", ())), "theta": list(thetas), "beta": list(betas)}}
+
+
 Search = Callable[[str, int], tuple[np.ndarray, np.ndarray]]  # (split, k) -> memory rows, squared distances
+"""With ``chunked``, :func:`reference_methods` also calls ``search(split, k, idx)``: the k nearest rows of the
+split's queries ``idx`` only (the searches of :func:`attnknn_lib.experiments.common.shared.searcher` take it)."""
 
 
 def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray, val_y: np.ndarray,
                       num_classes: int, k_start: int = REFERENCE_K, selects: tuple[str, ...] = ("accuracy",),
-                      **space) -> dict[str, MethodProbs]:
+                      chunked: bool = False, **space) -> dict[str, MethodProbs]:
     """The tuned reference on one memory, per selection of ``selects`` from one search: validation
     and test probabilities, and in ``info`` the choice, its label, the configurations scored, the
     open edges left and the neighbours searched.
@@ -267,7 +341,9 @@ def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray
     at the largest k searched, up to the whole memory (the first selection decides, so its choice is
     the one it makes alone; a later selection whose choice still sits at the largest k searches on,
     doubling the same way, on its own, up to :data:`NLL_K_MAX` neighbours, the NLL selection while a doubling gains at least
-    :data:`NLL_GAIN_TOL`); test is searched once, to the chosen k."""
+    :data:`NLL_GAIN_TOL`); test is searched once, to the chosen k. With ``chunked`` (``search`` takes the
+    queries' indices, :data:`Search`), the later selection goes on past :data:`NLL_K_MAX` up to the whole
+    memory, in blocks of queries (:func:`tune_chunked`, :data:`CHUNK_CELLS`): the cap no longer binds."""
     memory_labels = np.asarray(memory_labels, dtype=np.int64)
     loo = np.asarray(loo, dtype=np.float64)
     m = len(memory_labels)
@@ -280,15 +356,24 @@ def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray
         if "k" not in tuned[selects[0]]["edges"] or k >= m:
             break
         k = min(2 * k, m)
+    def hood_of(split: str, kk: int, idx: np.ndarray | None = None) -> Neighbourhood:
+        rows, sq = search(split, kk) if idx is None else search(split, kk, idx)
+        return Neighbourhood(memory_labels[rows], sq, rows, loo[rows])
+
     searched = {select: (k, hood) for select in selects}
+    top = m if chunked else min(m, NLL_K_MAX)
     for select in selects[1:]:  # a later selection at the largest k: its own search, doubled the same way
         kk = k
-        while "k" in tuned[select]["edges"] and kk < min(m, NLL_K_MAX):
-            kk = min(2 * kk, m, NLL_K_MAX)
-            rows, sq = search("val", kk)
-            wider = Neighbourhood(memory_labels[rows], sq, rows, loo[rows])
+        while "k" in tuned[select]["edges"] and kk < top:
+            kk = min(2 * kk, top) if kk >= NLL_K_MAX else min(2 * kk, top, NLL_K_MAX)
             before = tuned[select]["choice"].val_nll
-            tuned[select] = tune_references(wider, val_y, prior, num_classes, selects=(select,), **space)[select]
+            if kk <= NLL_K_MAX:
+                wider = hood_of("val", kk)
+                tuned[select] = tune_references(wider, val_y, prior, num_classes, selects=(select,), **space)[select]
+            else:  # past the cap: the same search in blocks of queries (its memory stays the cap's)
+                wider = None
+                tuned[select] = tune_chunked(lambda idx, kk=kk: hood_of("val", kk, idx), val_y, prior, num_classes, kk,
+                                             max(1, CHUNK_CELLS // kk), select, **space)
             searched[select] = (kk, wider)
             gain = before - tuned[select]["choice"].val_nll
             if select == "nll" and gain < NLL_GAIN_TOL:  # what lies further is worth less than the tolerance
@@ -300,9 +385,15 @@ def reference_methods(search: Search, memory_labels: np.ndarray, loo: np.ndarray
         if k_sel >= m and "k" in t["edges"]:
             t["edges"].remove("k")  # every memory row votes: that end is bounded
         choice = t["choice"]
-        val_p = reference_probs(choice, hood, prior, num_classes)
-        rows, sq = search("test", choice.k)
-        test_p = reference_probs(choice, Neighbourhood(memory_labels[rows], sq, rows, loo[rows]), prior, num_classes)
+        if choice.k <= NLL_K_MAX:
+            val_p = reference_probs(choice, hood if hood is not None else hood_of("val", choice.k), prior, num_classes)
+            test_p = reference_probs(choice, hood_of("test", choice.k), prior, num_classes)
+        else:  # a vote wider than the cap: its probabilities in blocks of queries too
+            def blocked(split: str, n: int, choice: Choice = choice) -> np.ndarray:
+                blocks = np.array_split(np.arange(n), max(1, -(-n * choice.k // CHUNK_CELLS)))
+                return np.concatenate([reference_probs(choice, hood_of(split, choice.k, idx), prior, num_classes)
+                                       for idx in blocks])
+            val_p, test_p = blocked("val", len(val_y)), blocked("test", len(search("test", 1)[0]))
         info = {"choice": choice.to_dict(), "label": choice.label(), "configs": t["configs"],
                 "edges": t["edges"], "k_searched": k_sel, "grids": t["grids"]}
         if "k_gain" in t:  # NLL selection stopped by NLL_GAIN_TOL: its last doubling's gain
@@ -318,7 +409,7 @@ def reference_method(search: Search, memory_labels: np.ndarray, loo: np.ndarray,
 
 
 def references(search: Search, memory_labels: np.ndarray, loo: np.ndarray, val_y: np.ndarray,
-               num_classes: int, k_start: int = REFERENCE_K) -> tuple[MethodProbs, MethodProbs]:
+               num_classes: int, k_start: int = REFERENCE_K, chunked: bool = False) -> tuple[MethodProbs, MethodProbs]:
     """The reference of an accuracy claim and the reference of a calibration claim, from one search.
 
     The first is tuned on validation accuracy, exactly as :func:`reference_method` tunes it alone
@@ -328,9 +419,9 @@ def references(search: Search, memory_labels: np.ndarray, loo: np.ndarray, val_y
     two has the lower validation NLL after its own calibrator
     (:func:`~attnknn_lib.evaluation.calibration.fit_calibrator`, fitted on validation), the NLL every
     method is compared on. Its ``info["tuned_on"]`` says which, ``info["candidates"]`` gives both
-    validation NLLs."""
+    validation NLLs. ``chunked``: see :func:`reference_methods` (the NLL search past its cap)."""
     val_y = np.asarray(val_y)
-    found = reference_methods(search, memory_labels, loo, val_y, num_classes, k_start, SELECTIONS)
+    found = reference_methods(search, memory_labels, loo, val_y, num_classes, k_start, SELECTIONS, chunked)
     cal_nll = {sel: nll(fit_calibrator(m.val, val_y).apply(m.val), val_y) for sel, m in found.items()}
     pick = min(SELECTIONS, key=lambda s: (cal_nll[s], SELECTIONS.index(s)))
     best = found[pick]

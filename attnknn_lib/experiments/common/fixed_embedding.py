@@ -215,7 +215,7 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
              **{s: hoods_of(*search(s, k), q.x, q.y) for s, q in (("val", val), ("test", test))}}
 
     probs, info = {}, {}
-    ref, ref_nll = references(search, memory.y, loo, val.y, num_classes, cfg.reference_k)
+    ref, ref_nll = references(search, memory.y, loo, val.y, num_classes, cfg.reference_k, chunked=True)
     for name, m in zip(REFERENCES, (ref, ref_nll)):
         probs[name], info[name] = (m.val, m.test), m.info
     k_ref = info["reference"]["choice"]["k"]

@@ -26,10 +26,12 @@ from attnknn_lib.base.runtime import pick_device, set_threads
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import DataSpec, Prepared
 from attnknn_lib.data.transforms import to_tensor, tta_views
+from attnknn_lib.evaluation.head_scores import attention_scorer
 from attnknn_lib.evaluation.inference import embed as embed_rows
 from attnknn_lib.evaluation.methods import Embedded, MethodProbs, attnknn_method, cnn_methods, embed_all, knn_methods
 from attnknn_lib.evaluation.metrics import METRICS
-from attnknn_lib.evaluation.reference import REFERENCE_K, Search, reference_method
+from attnknn_lib.evaluation.reference import REFERENCE_K, Search, reference_method, references
+from attnknn_lib.evaluation.tuned_attention import tuned_attentions
 from attnknn_lib.experiments.framework.declaration import Artifacts
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import loo_agreement
@@ -157,15 +159,34 @@ def memory_neighbours(bank: MemoryBank) -> Neighbourhood:
 def searcher(bank: MemoryBank, queries: dict[str, np.ndarray], known: dict[str, Neighbourhood] | None = None) -> Search:
     """``search(split, k)`` over one embedding's memory: each split searched at most once more, at
     the widest k asked for (``known``: neighbours already searched). The labels may differ between
-    memories of one embedding; the geometry does not."""
+    memories of one embedding; the geometry does not. ``search(split, k, idx)``: the queries ``idx``
+    only, searched anew (and not kept) when k is wider than what is kept: the blocks of
+    :func:`~attnknn_lib.evaluation.reference.reference_methods` with ``chunked``."""
     cache: dict[str, Neighbourhood] = dict(known or {})
 
-    def search(split: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(split: str, k: int, idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        if idx is not None and (split not in cache or cache[split].rows.shape[1] < k):
+            nb = bank.search(queries[split][idx], k)  # a block of queries, not kept: the wide votes of the NLL search
+            return nb.rows, nb.sq_dist
         if split not in cache or cache[split].rows.shape[1] < k:
             cache[split] = bank.search(queries[split], k)
         nb = cache[split]
-        return nb.rows[:, :k], nb.sq_dist[:, :k]
+        rows = slice(None) if idx is None else idx
+        return nb.rows[rows, :k], nb.sq_dist[rows, :k]
     return search
+
+
+def _reference_inputs(emb: Embedded) -> tuple[np.ndarray, np.ndarray, Search]:
+    """(memory labels, each row's leave-one-out agreement, ``search(split, k)``) of ``emb``'s memory,
+    reading the neighbours :func:`bank_of` searched and searching deeper only when asked to."""
+    labels = emb.bank.labels
+    if MEMORY not in emb.neighbours:
+        emb.neighbours[MEMORY] = memory_neighbours(emb.bank)
+    loo = loo_agreement(labels[emb.neighbours[MEMORY].rows], labels)
+    splits = ("val", "test")
+    search = searcher(emb.bank, {s: getattr(emb, s)["original"] for s in splits},
+                      {s: emb.neighbours[(s, "original")] for s in splits if (s, "original") in emb.neighbours})
+    return labels, loo, search
 
 
 def reference_of(emb: Embedded, prepared: Prepared) -> MethodProbs:
@@ -174,14 +195,30 @@ def reference_of(emb: Embedded, prepared: Prepared) -> MethodProbs:
     :func:`~attnknn_lib.evaluation.reference.reference_method` (vote rule, temperature, k, label-consistency
     filter, prior exponent). Reads the neighbours :func:`bank_of` searched with ``reference=True``
     and searches deeper only when the chosen k needs it."""
-    labels = emb.bank.labels
-    if MEMORY not in emb.neighbours:
-        emb.neighbours[MEMORY] = memory_neighbours(emb.bank)
-    loo = loo_agreement(labels[emb.neighbours[MEMORY].rows], labels)
-    splits = ("val", "test")
-    search = searcher(emb.bank, {s: getattr(emb, s)["original"] for s in splits},
-                      {s: emb.neighbours[(s, "original")] for s in splits})
+    labels, loo, search = _reference_inputs(emb)
     return reference_method(search, labels, loo, prepared.dataset.val.y, prepared.dataset.num_classes)
+
+
+def references_of(emb: Embedded, prepared: Prepared) -> tuple[MethodProbs, MethodProbs]:
+    """:func:`reference_of` and the same search tuned for the calibration endpoint (the reference of
+    a calibration claim, :func:`~attnknn_lib.evaluation.reference.references`), from one search."""
+    labels, loo, search = _reference_inputs(emb)
+    return references(search, labels, loo, prepared.dataset.val.y, prepared.dataset.num_classes, chunked=True)
+
+
+def tuned_attention_of(attention, emb: Embedded, prepared: Prepared, k_start: int, device=None,
+                       cache: dict | None = None) -> tuple[MethodProbs, MethodProbs]:
+    """The attention with the rule's knobs on ``emb``'s memory (k from the reference's ladder, the
+    consistency filter and the prior exponent chosen on ``prepared``'s validation labels;
+    :func:`~attnknn_lib.evaluation.tuned_attention.tuned_attentions`): tuned on accuracy, and for the
+    calibration endpoint. It reads from ``k_start`` neighbours (the reference's search depth) on,
+    deeper while its choice sits at the largest k read; ``cache`` shares the attention's scores between
+    memories of one embedding that differ only in their labels."""
+    labels, loo, search = _reference_inputs(emb)
+    queries = {s: getattr(emb, s)["original"] for s in ("val", "test")}
+    scorer = attention_scorer(attention, emb.bank, queries, search, labels, loo, cache, device)
+    prior = np.bincount(labels, minlength=prepared.dataset.num_classes) / len(labels)
+    return tuned_attentions(scorer, prepared.dataset.val.y, prior, prepared.dataset.num_classes, k_start, len(labels))
 
 
 def relabel(emb: Embedded, labels: np.ndarray) -> Embedded:

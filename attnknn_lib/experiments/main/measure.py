@@ -29,6 +29,7 @@ from attnknn_lib.evaluation.verdicts import HIGHER_IS_BETTER, seed_level, split_
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, NAME, RELIABILITY_METHODS, Config
+from attnknn_lib.experiments.main.measure_knobs import KNOB_METHODS, knobs_entry, label_knob_methods
 from attnknn_lib.knn.votes import softmax_rows, vote
 from attnknn_lib.models import MultiHeadNeighbourAttention
 from attnknn_lib.training.convergence import plateau
@@ -219,9 +220,14 @@ def measure_replicate(cfg: Config, name: str, seed: int, spec, paths: Paths) -> 
         control = models["fixed_vote"].model.to(device)
         methods["fixed_vote"] = attnknn_method(control.attention, core.embed_views(control, prepared, 1, cfg.k, device),
                                                cfg.k)
-    methods["reference"] = core.reference_of(emb, prepared)  # k, rule, filter, prior tuned on validation
-    methods = {m: methods[m] for m in (*METHOD_LABELS, "reference") if m in methods}
+    # k, rule, filter, prior tuned on validation accuracy, and the same search for the calibration endpoint
+    methods["reference"], methods["reference_nll"] = core.references_of(emb, prepared)
+    # Attn-KNN with the rule's knobs: k from its ladder (read from the rule's search depth on), filter, prior
+    methods["attnknn_tuned"], methods["attnknn_tuned_nll"] = core.tuned_attention_of(
+        attn.attention, emb, prepared, methods["reference"].info["k_searched"], device)
+    methods = {m: methods[m] for m in (*METHOD_LABELS, *KNOB_METHODS) if m in methods}
     scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
+    label_knob_methods(scored)
     best = best_baseline(methods, ds.val.y, scored)
     first = seed == cfg.replicates(name)[0][0]
     ablation = run_ablation(cfg, ds, emb, seed) if cfg.ablation and name == cfg.primary and first else None
@@ -234,12 +240,13 @@ def measure_replicate(cfg: Config, name: str, seed: int, spec, paths: Paths) -> 
                             "plateau": plateau(r.history, r.best_epoch),
                             "loaded_from_cache": cached[kind]} for kind, r in models.items()},
         "temperatures": attn.attention.temperatures().tolist(),
+        "knobs": knobs_entry(scored, cfg.k),
     }
     if "fixed_vote" in models:
         entry["fixed_vote_temperature"] = float(models["fixed_vote"].model.attention.temperatures()[0])
     test_probs = {}
-    for key, m in (("attnknn", "attnknn"), ("reference", "reference"), ("best baseline", best), ("cnn", "cnn"),
-                   ("fixed_vote", "fixed_vote")):
+    for key, m in (("attnknn", "attnknn"), ("best baseline", best), ("cnn", "cnn"), ("fixed_vote", "fixed_vote"),
+                   *((m, m) for m in KNOB_METHODS)):
         if m not in methods:
             continue
         cal = Calibrator(**scored[m]["calibrator"])  # the one score() fitted on validation

@@ -10,12 +10,12 @@ import pandas as pd
 from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.evaluation.methods import (
-    METHOD_LABELS,
-)
+from attnknn_lib.evaluation.methods import METHOD_LABELS
 from attnknn_lib.evaluation.verdicts import MARGINS, VERDICTS
+from attnknn_lib.experiments.main import views_knobs as vk
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
 from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
+from attnknn_lib.experiments.main.views_paired import diff_frame, paired_frame  # noqa: F401 (the notebook reads views.paired_frame)
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import difference_text, markdown_lists, mean_pct, seeds_text
 from attnknn_lib.report.macros import (
@@ -28,7 +28,15 @@ from attnknn_lib.report.macros import (
     signed,
     source_note,
 )
-from attnknn_lib.report.tables import DIFF_FORMAT, booktabs, fmt, interval_text, methods_frame, num, sd_text, seed_frame
+from attnknn_lib.report.tables import (
+    booktabs,
+    fmt,
+    latex_escape,
+    methods_frame,
+    num,
+    sd_text,
+    seed_frame,
+)
 
 
 def _checkpoint_text(replay: dict) -> str:
@@ -63,25 +71,6 @@ def replay_frame(record: dict, latex: bool = True) -> pd.DataFrame:
     return df
 
 
-def _diff_frame(paired: dict) -> pd.DataFrame:
-    """Rows: comparison x seed, then over seeds (seed-level interval and verdict); columns:
-    accuracy, ECE, NLL differences with 95 % intervals."""
-
-    rows = {}
-    cols = (("$\\Delta$ Acc. (pp)", "raw", "accuracy"), ("$\\Delta$ ECE", "raw", "ece"),
-            ("$\\Delta$ ECE (cal.)", "calibrated", "ece"), ("$\\Delta$ NLL (cal.)", "calibrated", "nll"))
-    for _name, entry in paired.items():
-        label = f"$-$ {'best kNN' if entry['b'] == 'best baseline' else 'CNN'}"  # short: the table fits unscaled
-        for s, d in entry["per_seed"].items():
-            rows[f"{label}, seed {s}"] = {c: fmt(d[split][m], m, signed=True) for c, split, m in cols}
-        over = entry["seed_level"]
-        rows[f"{label}, over seeds"] = {c: fmt(over[split][m], m, signed=True) for c, split, m in cols}
-        rows[f"{label}, verdict"] = {c: over[split][m]["verdict"] for c, split, m in cols}
-    df = pd.DataFrame.from_dict(rows, orient="index")
-    df.index.name = "Attn-KNN"
-    return df
-
-
 CAL_NOTE = ("each method's second row: after the post-hoc calibrator fitted on validation (one rule for every "
             "method: a temperature, plus a smoothing toward uniform that stays 0 unless it lowers validation NLL; "
             "it keeps the predicted class, so accuracy and F1 do not change)")
@@ -98,10 +87,11 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     title = REGISTRY[name].title
     seeds = ", ".join(map(str, res["seeds"]))
     src = source_note(NOTEBOOK, ARTIFACTS.record_file(name))
+    means = seed_frame(res["summary"])
     out = {"table": ARTIFACTS.write_table(paths, "table", name, booktabs(
-        seed_frame(res["summary"]),
+        pd.concat([means, vk.endpoint_frame(res, means.columns)]),
         f"{title}: test metrics, mean $\\pm$ s.d.\\ {_over(res)}{_control_note(res)}{_mlp_note(name)}; {CAL_NOTE}. "
-        f"Profile "
+        f"{vk.ENDPOINT_NOTE}Profile "
         f"\\texttt{{{profile}}}. {src}.", "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}",
         escape_index=False))}
     if not primary:
@@ -116,12 +106,17 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
         fig = figures.reliability_diagrams(bins, eces, f"{title} (test, seed {first}, before calibration)")
         out["reliability"] = ARTIFACTS.save_figure(paths, "reliability", name, fig)
     out["paired"] = ARTIFACTS.write_table(paths, "paired", name, booktabs(
-        _diff_frame(res["paired"]),
-        f"{title}: paired differences on the same test points (Attn-KNN minus the other method). Per seed: 95\\% "
+        diff_frame(res["paired"]),
+        f"{title}: paired differences on the same test points (A minus B; Attn-KNN tuned: $k$, label filter and "
+        f"prior correction chosen on validation; rows against the rule tuned for the calibration endpoint give its "
+        f"NLL and Brier only; the rows with the rule's knobs give no per-seed rows). Per seed: 95\\% "
         f"paired bootstrap intervals over test points. Over seeds {seeds}: mean of the per-seed differences, 95\\% "
         f"$t$ interval counting the seeds' spread and the test set's bootstrap variance, and the verdict against "
         f"the declared margins ({_margins_text(record['config'])}). Accuracy in percentage points; negative "
-        f"ECE / NLL differences favour Attn-KNN. {src}.", "tab:main-paired", colsep="2pt"))
+        f"ECE / NLL / Brier differences favour A. {src}.", "tab:main-paired", colsep="2pt"))
+    out["knobs"] = ARTIFACTS.write_table(paths, "knobs", name, booktabs(  # empty for a record from before the knobs
+        vk.knobs_frame(record).rename(columns=latex_escape), vk.KNOBS_CAPTION + f" {src}.", "tab:main-knobs",
+        escape_index=True, colsep="3pt", size="footnotesize"))
     per_seed = {s: d["methods"] for s, d in res["per_seed"].items()}
     out["seeds"] = ARTIFACTS.write_table(paths, "seeds", name, booktabs(
         seed_intervals_frame(per_seed),
@@ -201,37 +196,6 @@ def summary_frame(record: dict) -> pd.DataFrame:
     return df
 
 
-PAIRED_METRICS = {m: (label, *DIFF_FORMAT[m][:2]) for m, label in (("accuracy", "accuracy (pp)"), ("ece", "ECE"),
-                                                                    ("nll", "NLL"))}
-
-
-def paired_frame(record: dict) -> pd.DataFrame:
-    """Seed-level paired differences of one record, Attn-KNN minus each comparison, raw and after
-    calibration: per metric the mean difference (accuracy in percentage points), its 95 % interval
-    and the verdict against the declared margin (named in the column header)."""
-    res = record["results"]
-    rows = {}
-    for e in res["paired"].values():
-        other = "best baseline" if e["b"] == "best baseline" else METHOD_LABELS.get(e["b"], e["b"])
-        for split, split_label in (("raw", "raw"), ("calibrated", "after calibration")):
-            row = {}
-            for metric, (label, scale, dec) in PAIRED_METRICS.items():
-                d = e["seed_level"][split][metric]
-                head = f"{label}, margin {scale * d['margin']:g}"
-                row[(head, "Δ")] = num(d["value"], dec, scale)
-                row[(head, "95% interval")] = interval_text(d["low"], d["high"], dec, scale)
-                row[(head, "verdict")] = d["verdict"]
-            rows[(f"Attn-KNN − {other}", split_label)] = row
-    df = pd.DataFrame.from_dict(rows, orient="index")
-    df.columns = pd.MultiIndex.from_tuples(df.columns)
-    df.index.names = ["comparison", "probabilities"]
-    return df.rename_axis(columns=[f"over {len(res['seeds'])} {_replicates(res)}", ""])
-
-
-def _replicates(res: dict) -> str:
-    return "seeds" if res.get("replication", "seeds") == "seeds" else "splits"
-
-
 def _margins_text(config: dict) -> str:
     m = {k: config.get(f"margin_{k}", MARGINS[k]) for k in ("accuracy", "ece", "nll")}  # older records: defaults
     return f"accuracy {100 * m['accuracy']:g} pp, ECE {m['ece']:g}, NLL {m['nll']:g}"
@@ -301,6 +265,7 @@ def main_macros(record: dict) -> dict[str, str]:
             "Test and validation chose the same epoch on this run, so this row cannot differ from the protocol's "
             "and tests nothing here." if same else
             "The two choices differ, so this row measures what choosing the checkpoint on test adds.")
+    out.update(vk.knob_macros(("main", ds), res))
     out[macro_name("main", ds, "Profile")] = record["profile"]
     if record["config"].get("primary") == ds:  # dataset-independent names for the paper's main text
         prefix = macro_name("main", ds)
@@ -311,7 +276,7 @@ def main_macros(record: dict) -> dict[str, str]:
         out["PrimaryName"] = REGISTRY[ds].title
         out["PrimaryNumClasses"] = str(res["dataset"]["num_classes"])
         out["PrimaryNVal"] = str(res["dataset"]["n_val"])
-        for tab in ("table", "ablation", "paired", "seeds", "replay"):  # paths from paper/
+        for tab in ("table", "ablation", "paired", "seeds", "replay", "knobs"):  # paths from paper/
             name = macro_name("primary", "" if tab == "table" else tab, "table", "file")
             out[name] = PATH_MARK + "../" + ARTIFACTS.relative(tab, ds)
         for fig in ("reliability", "curves", "confusion"):
@@ -419,7 +384,8 @@ def findings(records: list[dict]) -> str:
         lines.insert(1, f"The strongest rule that learns nothing (vote rule, temperature, k, label filter and prior "
                         f"exponent tuned on validation) reaches {mean_pct(summ['reference']['test_raw']['accuracy'])}; "
                         f"on seed {res['seeds'][0]} it chose {ref['label']}.")
-    for name, who in (("attnknn_vs_reference", "the strongest rule that learns nothing"),
+    for name, who in (("attnknn_vs_reference", "the strongest rule that learns nothing (tuned on accuracy; its "
+                                               "calibration rows are not the calibration endpoint)"),
                       ("attnknn_vs_best_baseline", f"the best kNN vote at k = {cfg['k']} (secondary)"),
                       ("attnknn_vs_cnn", "the CNN")):
         if name not in paired:
@@ -428,6 +394,7 @@ def findings(records: list[dict]) -> str:
         lines.append(f"- Attn-KNN minus {who}: accuracy {difference_text(sl['raw']['accuracy'], 'accuracy')}; "
                      f"ECE after calibration {difference_text(sl['calibrated']['ece'], 'ece')}; "
                      f"NLL after calibration {difference_text(sl['calibrated']['nll'], 'nll')}.")
+    lines += vk.knob_findings(res)
     rules = {kind: [res["per_seed"][str(s)]["training"][kind].get("plateau") for s in res["seeds"]]
              for kind in ("attnknn", "cnn")}
     if all(all(rs) for rs in rules.values()):

@@ -6,14 +6,17 @@ differences on test), :func:`main_attention` main's Attn-KNN."""
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from attnknn_lib.evaluation.calibration import Calibrator
+from attnknn_lib.evaluation.head_scores import attention_scorer
 from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.evaluation.methods import T_GRID, TAU_GRID, MethodProbs, score
 from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.evaluation.reference import FILTER, Search, reference_method, references
+from attnknn_lib.evaluation.tuned_attention import tuned_attentions
 from attnknn_lib.evaluation.verdicts import HEADLINE_BOOT
 from attnknn_lib.experiments.attention_study.config import Config
 from attnknn_lib.experiments.attention_study.measure.memory import Memory
@@ -75,12 +78,14 @@ def against_reference(cfg: Config, probs: MethodProbs, ds, seed: int, reference:
 
 def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours: tuple[Neighbourhood, Neighbourhood], ds,
                    seed: int, reference: tuple, labels: np.ndarray | None = None,
-                   reference_nll: tuple | None = None) -> dict:
+                   reference_nll: tuple | None = None, knobs: Knobs | None = None) -> dict:
     """Main's Attn-KNN (its own attention vote at k on its own embedding, over the memory's
     ``labels``: noisy ones under noise, default the bank's) against the strongest non-learned rule
     on that memory: paired differences (accuracy raw, ECE, NLL and Brier calibrated), and against
     the rule tuned on NLL (``reference_nll``). Main makes the clean comparison, so it takes main's
-    resample count (``HEADLINE_BOOT``): one interval."""
+    resample count (``HEADLINE_BOOT``): one interval. With ``knobs``, also the same attention with
+    the rule's knobs chosen on validation (``"tuned"``, :func:`tuned_main_attention`); the fixed-k
+    numbers stay as the diagnostic."""
     if labels is not None:
         bank = copy.copy(bank)
         bank.labels = np.asarray(labels, dtype=np.int64)
@@ -94,6 +99,48 @@ def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours:
     if reference_nll is not None:
         cal = Calibrator(**scored["calibrator"]).apply(pt)
         out["diff_reference_nll"] = {"calibrated": _paired(cfg, cal, reference_nll[1], ds.test.y, seed, HEADLINE_BOOT)}
+    if knobs is not None:
+        out["tuned"] = tuned_main_attention(cfg, attention, bank, frozen, ds, seed, reference, reference_nll, knobs,
+                                            bank.labels if labels is None else labels)
+    return out
+
+
+@dataclass
+class Knobs:
+    """What the attention with the rule's knobs reads on one memory: the search over main's embedding,
+    each memory row's leave-one-out agreement under this memory's labels, the reference's search
+    depth (where its k starts) and a cache of the attention's scores shared by the seed's memories."""
+
+    search: Search
+    loo: np.ndarray
+    k_start: int
+    cache: dict = field(default_factory=dict)
+
+
+def tuned_main_attention(cfg: Config, attention, bank: MemoryBank, frozen, ds, seed: int, reference: tuple,
+                         reference_nll: tuple | None, knobs: Knobs, labels: np.ndarray) -> dict:
+    """Main's Attn-KNN with the rule's knobs on this memory (k from the rule's ladder, filter and prior
+    chosen on the clean validation labels: :func:`~attnknn_lib.evaluation.tuned_attention.tuned_attentions`):
+    its choice (and whether its k differs from the k it was trained at), the open edges, its scores,
+    the paired differences to the reference (accuracy raw, ECE, NLL, Brier calibrated) and, the one
+    tuned for the calibration endpoint, to the rule tuned for it (NLL, Brier calibrated)."""
+    labels = np.asarray(labels, dtype=np.int64)
+    scorer = attention_scorer(attention, bank, {"val": frozen.val, "test": frozen.test}, knobs.search, labels,
+                              knobs.loo, knobs.cache)
+    prior = np.bincount(labels, minlength=ds.num_classes) / len(labels)
+    acc, cal = tuned_attentions(scorer, ds.val.y, prior, ds.num_classes, knobs.k_start, len(labels))
+    scored, diff = against_reference(cfg, acc, ds, seed, reference, n_boot=HEADLINE_BOOT)
+    info = acc.info
+    out = {"label": info["label"], "k": info["choice"]["k"], "k_trained": cfg.k,
+           "k_differs": info["choice"]["k"] != cfg.k, "edges": info["edges"], "k_searched": info["k_searched"],
+           "configs": info["configs"], "val_accuracy": scored["val"]["accuracy"], "test_raw": scored["test_raw"],
+           "test_calibrated": scored["test_calibrated"], "diff_reference": diff,
+           "calibration": {"label": cal.info["label"], "tuned_on": cal.info["tuned_on"], "edges": cal.info["edges"]}}
+    if reference_nll is not None:
+        cal_scored = score({"m": cal}, ds, n_boot=1, seed=seed)["m"]
+        p = Calibrator(**cal_scored["calibrator"]).apply(cal.test)
+        out["calibration"]["test_calibrated"] = {m: cal_scored["test_calibrated"][m]["value"] for m in ("nll", "brier")}
+        out["diff_reference_nll"] = {"calibrated": _paired(cfg, p, reference_nll[1], ds.test.y, seed, HEADLINE_BOOT)}
     return out
 
 
@@ -104,7 +151,7 @@ def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> 
     (:func:`~attnknn_lib.evaluation.reference.references`, the reference of the
     calibration endpoints); the test probabilities raw and calibrated of each. Validation labels
     are the clean ones (the memory alone is noisy), so every calibrator sees clean labels."""
-    ref, by_nll = references(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k)
+    ref, by_nll = references(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k, chunked=True)
     filt = reference_method(search, mem.labels, mem.loo, ds.val.y, ds.num_classes, cfg.reference_k, **FILTER)
     both = score({"reference": ref, "filter": filt, "reference_nll": by_nll}, ds, n_boot=cfg.n_boot, seed=seed)
     scored = both["reference"]
@@ -116,6 +163,7 @@ def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> 
                         "diff_reference": _paired(cfg, filt.test, ref.test, ds.test.y, seed)},
              "reference_nll": {"label": by_nll.info["label"], "tuned_on": by_nll.info["tuned_on"],
                                "candidates": by_nll.info["candidates"], "edges": by_nll.info["edges"],
+                               "k_searched": by_nll.info["k_searched"], "k_gain": by_nll.info.get("k_gain"),
                                "test_calibrated": both["reference_nll"]["test_calibrated"]}}
     nll_probs = (by_nll.test, Calibrator(**both["reference_nll"]["calibrator"]).apply(by_nll.test))
     return entry, (ref.test, Calibrator(**scored["calibrator"]).apply(ref.test)), nll_probs

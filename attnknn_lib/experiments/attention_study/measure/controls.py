@@ -15,6 +15,7 @@ from attnknn_lib.evaluation.methods import attnknn_method, best_baseline, knn_me
 from attnknn_lib.evaluation.verdicts import split_level
 from attnknn_lib.experiments.attention_study.config import Config
 from attnknn_lib.experiments.attention_study.measure.ceilings import (
+    Knobs,
     ceilings,
     headroom_table,
     main_attention,
@@ -115,7 +116,7 @@ def long_tail_entry(cfg: Config, paths: Paths, run_, seed: int) -> dict:
     return {"headroom": headroom_table(mem, ks, ds.num_classes), "ceilings": ceilings(mem, ks, ds.num_classes),
             "flipped_share": 0.0, "memory_size": len(frozen.train), "run": run_.id, "reference": reference,
             "attnknn": main_attention(cfg, model.attention, bank, frozen, (val_nb, test_nb), ds, seed, ref_probs,
-                                      reference_nll=nll_probs),
+                                      reference_nll=nll_probs, knobs=Knobs(search, mem.loo, reference["k_searched"])),
             "variants": {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),
                                            reference=ref_probs, reference_nll=nll_probs, search=search,
                                            k_ref=reference["choice"]["k"])

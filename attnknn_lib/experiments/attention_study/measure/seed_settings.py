@@ -11,6 +11,7 @@ from attnknn_lib.base.progress import write
 from attnknn_lib.base.timing import peak_memory_gb
 from attnknn_lib.experiments.attention_study.config import NAME, Config
 from attnknn_lib.experiments.attention_study.measure.ceilings import (
+    Knobs,
     ceilings,
     headroom_table,
     main_attention,
@@ -52,6 +53,7 @@ def measure_seed(cfg: Config, paths: Paths, seed: int, chunk: int = 0) -> dict:
     gallery_cases: dict = {}
     gallery_images: dict = {}
     settings = {}
+    scores_cache: dict = {}  # the attention's scores on this embedding: the settings differ only in labels
     for setting in setting_chunks(cfg)[chunk]:
         mem = sm.setting(cfg, setting, seed)
         entry = {"headroom": headroom_table(mem, tuple(k for k in cfg.headroom_ks if k <= k_max), c),
@@ -59,8 +61,10 @@ def measure_seed(cfg: Config, paths: Paths, seed: int, chunk: int = 0) -> dict:
                  "flipped_share": float(mem.flipped.mean())}
         entry["reference"], ref_probs, nll_probs = reference_entry(cfg, mem, search, ds, seed)
         # main's Attn-KNN (trained end to end on clean labels), voting over this memory's labels
+        # and with the rule's knobs (k, filter, prior chosen on validation); its scores shared by the settings
+        knobs = Knobs(search, mem.loo, entry["reference"]["k_searched"], scores_cache)
         entry["attnknn"] = main_attention(cfg, trained.model.attention, bank, frozen, (val_nb, test_nb), ds,
-                                          seed, ref_probs, labels=mem.labels, reference_nll=nll_probs)
+                                          seed, ref_probs, labels=mem.labels, reference_nll=nll_probs, knobs=knobs)
         if setting in cfg.variant_settings:
             kept: dict = {}
             entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),

@@ -50,7 +50,10 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                 s_out["reference_nll"] = {"nll_calibrated": _mean_sd([r["test_calibrated"]["nll"]["value"] for r in rn]),
                                           "brier_calibrated": _mean_sd([r["test_calibrated"]["brier"]["value"] for r in rn]),
                                           "choices": [r["label"] for r in rn], "tuned_on": [r["tuned_on"] for r in rn],
-                                          "edges": sorted({e for r in rn for e in r["edges"]})}
+                                          "edges": sorted({e for r in rn for e in r["edges"]}),
+                                          "k_searched": [r.get("k_searched") for r in rn],
+                                          # seeds whose doubling of k stopped on NLL_GAIN_TOL, not at an end
+                                          "stopped_by_gain": sum(r.get("k_gain") is not None for r in rn)}
             s_out["reference"] = {"accuracy": _mean_sd([r["test_raw"]["accuracy"]["value"] for r in refs]),
                                   "ece_calibrated": _mean_sd([r["test_calibrated"]["ece"]["value"] for r in refs]),
                                   "nll_calibrated": _mean_sd([r["test_calibrated"]["nll"]["value"] for r in refs]),
@@ -58,15 +61,21 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                                   "k": [int(r["choice"]["k"]) for r in refs],
                                   "choices": [r["label"] for r in refs], "configs": [r["configs"] for r in refs],
                                   "edges": sorted({e for r in refs for e in r["edges"]}),
-                                  "k_searched": [r["k_searched"] for r in refs]}
+                                  "k_searched": [r["k_searched"] for r in refs],
+                                  # the rule is strongest on validation: how much of that its test accuracy keeps
+                                  "val_test_gap": _mean_sd([r["val_accuracy"] - r["test_raw"]["accuracy"]["value"]
+                                                            for r in refs])}
             if "attnknn" in entry:
                 ms = [per_seed[s]["settings"][setting]["attnknn"] for s in seeds]
                 s_out["attnknn"] = {"accuracy": _mean_sd([m["test_raw"]["accuracy"]["value"] for m in ms]),
+                                    "ece_calibrated": _mean_sd([m["test_calibrated"]["ece"]["value"] for m in ms]),
                                     "effective_k": _mean_sd([m["effective_k"] for m in ms]),
                                     "verdicts_reference": seed_verdicts(cfg, [m["diff_reference"] for m in ms])}
                 if "diff_reference_nll" in ms[0]:
                     s_out["attnknn"]["verdicts_reference_nll"] = seed_verdicts(
                         cfg, [m["diff_reference_nll"] for m in ms], PROPER)
+                if "tuned" in ms[0]:
+                    s_out["attnknn"]["tuned"] = summarise_tuned(cfg, [m["tuned"] for m in ms])
             with_sweep = [s for s in seeds if "collapse" in per_seed[s]["settings"][setting]]
             if with_sweep:
                 sweeps = [per_seed[s]["settings"][setting]["collapse"] for s in with_sweep]
@@ -133,6 +142,23 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
     e2e = {s: per_seed[s]["end_to_end"] for s in all_seeds if "end_to_end" in per_seed[s]}
     if e2e:
         out["end_to_end"] = summarise_end_to_end(cfg, e2e)
+    return out
+
+
+def summarise_tuned(cfg: Config, ts: list[dict]) -> dict:
+    """Main's Attn-KNN with the rule's knobs over seeds: accuracy, calibrated NLL and Brier, each seed's
+    choice and k, how many seeds chose a k other than the trained one, the open edges, and the
+    seed-level verdicts against the reference and (calibration endpoint) the rule tuned for it."""
+    out = {"accuracy": _mean_sd([t["test_raw"]["accuracy"]["value"] for t in ts]),
+           "ece_calibrated": _mean_sd([t["test_calibrated"]["ece"]["value"] for t in ts]),
+           "nll_calibrated": _mean_sd([t["test_calibrated"]["nll"]["value"] for t in ts]),
+           "brier_calibrated": _mean_sd([t["test_calibrated"]["brier"]["value"] for t in ts]),
+           "k": [t["k"] for t in ts], "k_trained": ts[0]["k_trained"], "choices": [t["label"] for t in ts],
+           "k_differs": sum(t["k_differs"] for t in ts), "edges": sorted({e for t in ts for e in t["edges"]}),
+           "calibration_choices": [t["calibration"]["label"] for t in ts],
+           "verdicts_reference": seed_verdicts(cfg, [t["diff_reference"] for t in ts])}
+    if "diff_reference_nll" in ts[0]:
+        out["verdicts_reference_nll"] = seed_verdicts(cfg, [t["diff_reference_nll"] for t in ts], PROPER)
     return out
 
 

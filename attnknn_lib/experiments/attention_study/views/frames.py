@@ -8,6 +8,7 @@ import pandas as pd
 from attnknn_lib.experiments.attention_study.measure import END_TO_END
 from attnknn_lib.experiments.attention_study.views.cells import diff_cell, filter_cell, one_line
 from attnknn_lib.experiments.attention_study.views.labels import SHORT, setting_title, short_setting, variant_label
+from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.report.macros import pct
 from attnknn_lib.report.tables import num, sd_text
 
@@ -65,6 +66,17 @@ def reference_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             "configs": f"{int(np.mean(ref['configs']))}",
             "open edge": ", ".join(ref["edges"]) or "none",
             f"label filter ({pc})": filter_cell(ref["filter"], latex)}
+        row = rows[short_setting(setting) if latex else setting_title(setting)]
+        if "val_test_gap" in ref:  # records from before keep the columns they had
+            row["val. $-$ test (pp)" if latex else "val. - test (pp)"] = f"{100 * ref['val_test_gap']['mean']:+.2f}"
+        if "reference_nll" in s:
+            rn = s["reference_nll"]
+            row["NLL-tuned: open edge" if latex else "tuned for NLL: choice; open edge"] = (
+                "" if latex else "; ".join(dict.fromkeys(rn["choices"])) + "; ") + (", ".join(rn["edges"]) or "none") + (
+                f", {rn['stopped_by_gain']} stopped by the NLL tolerance" if "k" in rn["edges"] and rn.get("stopped_by_gain")
+                else "") + (
+                f" (k searched {k_range([k for k in rn.get('k_searched', []) if k])})"
+                if any(rn.get("k_searched", [])) else "")
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "memory"
     return df
@@ -281,11 +293,33 @@ def best_variant_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                     f"acc. ({pc})": f"{100 * ref['accuracy']['mean']:.2f}",
                     "ECE cal.": f"{ref['ece_calibrated']['mean']:.4f}", "Δ acc. (pp)": "", "Δ ECE cal.": "",
                     "Δ acc. vs ref. (pp)": ""}
+        rows.update(main_attention_rows(s, setting, k, latex))
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = f"memory (k = {k}): method"
     if latex:
         df.columns = [c.replace("Δ", "$\\Delta$").replace(" cal.", "") for c in df.columns]
     return df
+
+
+def main_attention_rows(s: dict, setting: str, k: str, latex: bool) -> dict[str, dict]:
+    """Main's Attn-KNN on one memory setting: at the k it was trained at (the diagnostic) and with the
+    rule's knobs chosen on validation (k, filter, prior: each seed's k named), each with its test
+    accuracy, calibrated ECE and its seed-level difference to the strongest rule."""
+    pc = "\\%" if latex else "%"
+    a = s.get("attnknn")
+    if not a:
+        return {}
+    picks = [(f"Attn-KNN, k = {k} (diagnostic)", a)]
+    if "tuned" in a:
+        picks.append((f"Attn-KNN, knobs tuned (k {k_range(a['tuned']['k'])})", a["tuned"]))
+    rows = {}
+    for label, m in picks:
+        ece = (m.get("ece_calibrated") or {}).get("mean")
+        rows[f"{short_setting(setting)}: {label}"] = {
+            f"acc. ({pc})": f"{100 * m['accuracy']['mean']:.2f}", "ECE cal.": "--" if ece is None else f"{ece:.4f}",
+            "Δ acc. (pp)": "", "Δ ECE cal.": "",
+            "Δ acc. vs ref. (pp)": diff_cell(m["verdicts_reference"]["accuracy"], "accuracy", latex)}
+    return rows
 
 
 def end_to_end_frame(record: dict) -> pd.DataFrame:

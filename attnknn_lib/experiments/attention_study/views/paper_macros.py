@@ -63,6 +63,19 @@ def study_macros(record: dict) -> dict[str, str]:
             out[macro_name(NAME, ds, tag, "Attnknn Ref", metric)] = signed(scale * v["value"], dec)
             out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Interval")] = bracket(v, scale, dec)
             out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Verdict")] = VERDICT_PHRASES[v["verdict"]]
+        tuned = s["attnknn"].get("tuned")
+        if tuned:  # main's Attn-KNN with the rule's knobs chosen on validation
+            out[macro_name(NAME, ds, tag, "Attnknn Tuned Ks")] = ", ".join(map(str, tuned["k"]))
+            out[macro_name(NAME, ds, tag, "Attnknn Tuned Acc")] = pct(tuned["accuracy"]["mean"])
+            for ref, metrics in (("verdicts_reference", ("accuracy", "nll", "brier")),
+                                 ("verdicts_reference_nll", ("nll", "brier"))):
+                for metric in metrics if ref in tuned else ():
+                    scale, dec, _ = DIFF_FORMAT[metric]
+                    v = tuned[ref][metric]
+                    name = ("Attnknn Tuned Ref" if ref == "verdicts_reference" else "Attnknn Tuned Ref Nll") + f" {metric}"
+                    out[macro_name(NAME, ds, tag, name)] = signed(scale * v["value"], dec)
+                    out[macro_name(NAME, ds, tag, name, "Interval")] = bracket(v, scale, dec)
+                    out[macro_name(NAME, ds, tag, name, "Verdict")] = VERDICT_PHRASES[v["verdict"]]
         f = s["reference"]["filter"]
         out[macro_name(NAME, ds, tag, "Filter Acc")] = pct(f["accuracy"]["mean"])
         out[macro_name(NAME, ds, tag, "Filter Ref Acc")] = signed(100 * f["verdict_reference"]["value"], 2)

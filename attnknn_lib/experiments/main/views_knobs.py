@@ -1,0 +1,148 @@
+"""main: the rule's knobs drawn from its record: Attn-KNN with k, filter and prior chosen on
+validation against the strongest rule, the calibration endpoint against the rule tuned for it, and
+each seed's choices (the reference's validation-test gap and every open edge of its search)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from attnknn_lib.evaluation.methods import METHOD_LABELS, OTHER_LABELS
+from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS
+from attnknn_lib.experiments.main.measure_knobs import KNOB_LABELS
+from attnknn_lib.report.findings import difference_text
+from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, signed
+from attnknn_lib.report.tables import DIFF_FORMAT, METRIC_FORMAT, fmt
+
+LABELS = {**METHOD_LABELS, **OTHER_LABELS, **KNOB_LABELS, "best baseline": "best kNN"}
+SHORT = {"attnknn": "Attn-KNN", "attnknn_tuned": "Attn-KNN tuned", "attnknn_tuned_nll": "Attn-KNN tuned",
+         "reference": "rule (acc.-tuned)", "reference_nll": "rule (NLL endpoint)", "best baseline": "best kNN",
+         "cnn": "CNN"}
+"""Short names for the rows of the paired tables (they must fit the page unscaled)."""
+ENDPOINT = ("nll", "brier")  # the calibration endpoint: proper scores after calibration
+PER_SEED_ROWS = ("attnknn_vs_reference", "attnknn_vs_best_baseline", "attnknn_vs_cnn")
+ENDPOINT_NOTE = ("Rows $\\Delta$: the calibration endpoint, A minus the rule tuned for it (its search tuned on "
+                 "validation NLL or accuracy, whichever calibrates better on validation), NLL and Brier after "
+                 "calibration, seed-level 95\\% interval and verdict; ``Attn-KNN tuned'': $k$ from the rule's "
+                 "ladder, the label filter and the prior correction chosen on validation. ")
+KNOBS_CAPTION = ("The knobs each seed chose on validation: the strongest rule tuned on accuracy and for the "
+                 "calibration endpoint, and Attn-KNN with the rule's knobs ($k$ from the rule's ladder, read up to "
+                 "the neighbours searched; label filter; prior correction), the $k$ it was trained at where the "
+                 "choice differs; the neighbours searched; every grid edge the choice still sits on; validation and "
+                 "test accuracy and their gap.")
+MACRO_TAGS = {"attnknn_tuned_vs_reference": "DiffTuned", "attnknn_tuned_vs_reference_nll": "DiffTunedRefNll",
+              "attnknn_vs_reference_nll": "DiffRefNll"}
+
+
+def comparison_label(entry: dict, short: bool = False, latex: bool = False) -> str:
+    """``A − B`` of a paired entry, in readers' names (``$-$`` in LaTeX)."""
+    names = SHORT if short else LABELS
+    return f"{names.get(entry['a'], entry['a'])} {'$-$' if latex else '−'} {names.get(entry['b'], entry['b'])}"
+
+
+def is_calibration(name: str) -> bool:
+    """A comparison read on the calibration endpoint only (its reference is tuned for it)."""
+    return name in CALIBRATION_COMPARISONS
+
+
+def endpoint_frame(res: dict, columns) -> pd.DataFrame:
+    """Rows under main's table: each calibration comparison (seed-level, after calibration), its
+    NLL and Brier differences with interval and verdict in those columns, the others blank."""
+    rows, labels = [], []
+    for name in CALIBRATION_COMPARISONS:
+        entry = res["paired"].get(name)
+        if entry is None:  # a record from before the calibration endpoint was measured
+            continue
+        over = entry["seed_level"]["calibrated"]
+        row = {c: "" for c in columns}
+        for m in ENDPOINT:
+            row[METRIC_FORMAT[m][0]] = f"{fmt(over[m], m, signed=True)} {over[m]['verdict']}"
+        rows.append(row)
+        labels.append(f"$\\Delta$ {comparison_label(entry, short=True, latex=True)}")
+    return pd.DataFrame(rows, index=pd.Index(labels, name="Method"), columns=list(columns))
+
+
+def edges_text(e: dict) -> str:
+    """A search's open edges; k left open by the NLL search's tolerance says what its last doubling gained."""
+    return ", ".join(f"k (last doubling: NLL {-e['k_gain']:+.1e})" if x == "k" and e.get("k_gain") is not None else x
+                     for x in e["edges"]) or "none"
+
+
+def knobs_frame(record: dict) -> pd.DataFrame:
+    """Per seed and tuned method: its choice, the k Attn-KNN was trained at where it differs, the
+    neighbours searched, the open edges its grids left, validation and test accuracy and their gap."""
+    rows = {}
+    for seed, r in record["results"]["per_seed"].items():
+        for m, e in (r.get("knobs") or {}).items():
+            trained = f" (trained at k={e['k_trained']})" if e.get("k_differs") else ""
+            rows[f"seed {seed}: {SHORT.get(m, m)}" + (" (NLL)" if m == "attnknn_tuned_nll" else "")] = {
+                "choice": e["label"] + trained, "searched": str(e["k_searched"]), "open edges": edges_text(e),
+                "val. acc. (%)": f"{100 * e['val_accuracy']:.2f}", "test acc. (%)": f"{100 * e['test_accuracy']:.2f}",
+                "val. - test (pp)": f"{100 * e['val_test_gap']:+.2f}"}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("seed: method")
+
+
+def knob_macros(prefix: tuple[str, ...], res: dict) -> dict[str, str]:
+    """Seed-level differences of the knob comparisons (Brier too: the calibration endpoint), and per
+    tuned method over seeds: the chosen k, how many seeds chose a k other than the trained one, the
+    open edges and the largest validation-test gap."""
+    out: dict[str, str] = {}
+    for name, tag in MACRO_TAGS.items():
+        entry = res["paired"].get(name)
+        if entry is None:
+            continue
+        metrics = ENDPOINT if is_calibration(name) else ("accuracy", *ENDPOINT)
+        for metric in metrics:
+            split = "raw" if metric == "accuracy" else "calibrated"
+            e = entry["seed_level"][split][metric]
+            scale, dec, _ = DIFF_FORMAT[metric]
+            word = {"accuracy": "Acc", "nll": "NllCal", "brier": "BrierCal"}[metric]
+            for part, suffix in (("value", ""), ("low", "Low"), ("high", "High")):
+                out[macro_name(*prefix, tag, word + suffix)] = signed(None if e[part] is None else scale * e[part], dec)
+            out[macro_name(*prefix, tag, word, "Verdict")] = VERDICT_PHRASES[e["verdict"]]
+    knobs = [r.get("knobs") or {} for r in res["per_seed"].values()]
+    for m in ("reference", "reference_nll", "attnknn_tuned", "attnknn_tuned_nll"):
+        got = [k[m] for k in knobs if m in k]
+        if not got:
+            continue
+        tag = "".join(w.capitalize() for w in m.split("_"))
+        out[macro_name(*prefix, tag, "Ks")] = ", ".join(str(e["k"]) for e in got)
+        out[macro_name(*prefix, tag, "Edges")] = ", ".join(sorted({x for e in got for x in e["edges"]})) or "none"
+        out[macro_name(*prefix, tag, "Gap Max")] = f"{100 * max(e['val_test_gap'] for e in got):+.2f}"
+        if m.startswith("attnknn"):
+            out[macro_name(*prefix, tag, "K Differs Count")] = str(sum(e["k_differs"] for e in got))
+    return out
+
+
+def knob_findings(res: dict) -> list[str]:
+    """The notebook's lines on the knobs: Attn-KNN tuned against the rule (accuracy), both Attn-KNNs
+    against the rule tuned for the calibration endpoint (NLL, Brier after calibration), the choices."""
+    lines = []
+    paired = res["paired"]
+    if "attnknn_tuned_vs_reference" in paired:
+        sl = paired["attnknn_tuned_vs_reference"]["seed_level"]
+        lines.append(f"- {comparison_label(paired['attnknn_tuned_vs_reference'])}: accuracy "
+                     f"{difference_text(sl['raw']['accuracy'], 'accuracy')} (the k = {_trained_k(res)} Attn-KNN "
+                     "above is the diagnostic).")
+    for name in CALIBRATION_COMPARISONS:
+        if name in paired:
+            sl = paired[name]["seed_level"]["calibrated"]
+            lines.append(f"- Calibration endpoint, {comparison_label(paired[name])}: NLL after calibration "
+                         f"{difference_text(sl['nll'], 'nll')}; Brier after calibration "
+                         f"{difference_text(sl['brier'], 'brier')}.")
+    knobs = {s: r.get("knobs") or {} for s, r in res["per_seed"].items()}
+    if any(knobs.values()):
+        lines.append("- Choices on validation per seed: " + "; ".join(
+            f"seed {s}: " + ", ".join(f"{SHORT.get(m, m)}{' (NLL)' if m == 'attnknn_tuned_nll' else ''} "
+                                      f"{e['label']}" + (f" [open edge: {edges_text(e)}]" if e["edges"] else "")
+                                      for m, e in k.items()) for s, k in knobs.items() if k) + ".")
+        gaps = [(s, k["reference"]["val_test_gap"]) for s, k in knobs.items() if "reference" in k]
+        if gaps:
+            lines.append("- The rule's validation minus test accuracy (pp): " + ", ".join(
+                f"seed {s} {100 * g:+.2f}" for s, g in gaps) + ".")
+    return lines
+
+
+def _trained_k(res: dict) -> str:
+    ks = {e["k_trained"] for r in res["per_seed"].values() for m, e in (r.get("knobs") or {}).items()
+          if "k_trained" in e}
+    return ", ".join(map(str, sorted(ks))) or "?"
