@@ -82,7 +82,6 @@ class Config(ExperimentConfig):
     n_boot: int = knob(200, "bootstrap resamples for the intervals (main's Attn-KNN against the strongest rule "
                             "takes main's default, as main reports it)")
     margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
-    margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
     margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
     margin_brier: float = knob(MARGINS["brier"], "equivalence margin of Brier differences")
 
@@ -120,11 +119,12 @@ class Config(ExperimentConfig):
         if self.k > self.k_max:
             raise ConfigError(f"k={self.k} is not allowed here; give k <= {self.k_max}, the most neighbours the study "
                               f"reads (the largest of headroom_ks and variant_ks)")
-        for name in ("head_lr", "margin_accuracy", "margin_ece", "margin_nll", "margin_brier"):
+        for name in ("head_lr", "margin_accuracy", "margin_nll", "margin_brier"):
             check_range(name, getattr(self, name), 0.0, None)
 
-    def margin(self, metric: str) -> float:
-        return getattr(self, f"margin_{metric}")
+    def margin(self, metric: str) -> float | None:
+        """The declared margin of a judged metric; None for ECE, which is described only."""
+        return getattr(self, f"margin_{metric}", None)
 
     @property
     def k_max(self) -> int:

@@ -25,7 +25,7 @@ from attnknn_lib.evaluation.methods import (
     score,
 )
 from attnknn_lib.evaluation.metrics import METRICS, accuracy, confusion_matrix, reliability_bins
-from attnknn_lib.evaluation.verdicts import HIGHER_IS_BETTER, seed_level, split_level, verdict
+from attnknn_lib.evaluation.verdicts import DESCRIBED, HIGHER_IS_BETTER, seed_level, split_level, verdict
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, NAME, RELIABILITY_METHODS, Config
@@ -90,13 +90,16 @@ def _single_run(cfg: Config, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarr
                 seed: int, calibrated: bool = True) -> dict:
     """Attn-KNN minus a baseline on one run, read the way a single run is read: accuracy raw,
     ECE and NLL calibrated (raw when ``calibrated`` is off), each with its paired bootstrap
-    interval over test points and the verdict that interval gives against the margins."""
+    interval over test points and the verdict that interval gives against the margins (ECE: no
+    margin, no verdict; it is described only)."""
     raw = paired_bootstrap_diff([a[0]], [b[0]], labels, n_boot=cfg.n_boot, seed=seed)
     cal = paired_bootstrap_diff([a[1]], [b[1]], labels, n_boot=cfg.n_boot, seed=seed) if calibrated else raw
     out = {}
     for metric, d in (("accuracy", raw["accuracy"]), ("ece", cal["ece"]), ("nll", cal["nll"])):
-        out[metric] = {**d, "margin": cfg.margin(metric), "n_seeds": 1,
-                       "verdict": verdict(d["low"], d["high"], cfg.margin(metric), HIGHER_IS_BETTER[metric], 2)}
+        out[metric] = {**d, "n_seeds": 1}
+        if metric not in DESCRIBED:
+            out[metric].update(margin=cfg.margin(metric), verdict=verdict(d["low"], d["high"], cfg.margin(metric),
+                                                                          HIGHER_IS_BETTER[metric], 2))
     return out
 
 

@@ -169,8 +169,9 @@ def noise_macros(record: dict) -> dict[str, str]:
                 for against, name in ((reference_of(cell), ()), ("best_baseline", ("Fixed K",))):  # seed-level verdicts
                     d = cell_difference(cell, "attnknn", against, metric, split)
                     out[macro_name("noise", ds, sname, kind, "Max Diff", *name, tag)] = signed(scale * d["value"], dec)
-                    out[macro_name("noise", ds, sname, kind, "Max Diff", *name, tag, "Verdict")] = \
-                        VERDICT_PHRASES[d["verdict"]]
+                    if "verdict" in d:  # ECE is described only
+                        out[macro_name("noise", ds, sname, kind, "Max Diff", *name, tag, "Verdict")] = \
+                            VERDICT_PHRASES[d["verdict"]]
             out[macro_name("noise", ds, sname, kind, "Max Reference K")] = ", ".join(
                 map(str, cell.get("reference_k") or ["--"]))
         out[macro_name("noise", ds, sname, "Seeds")] = ", ".join(map(str, s["seeds"]))

@@ -52,8 +52,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"against the strongest rule; seeds {seeds}); rows: memory, k: variant. Blind: the prototype's label-blind attention with an "
             f"entropy bonus, none, or a penalty, or trained on held-out validation queries; readout: TabR-style, "
             f"query only its control. Accuracy difference with its 95\\% seed-level $t$ interval; verdict "
-            f"B / W / E / ? = better / worse / equivalent / inconclusive against margins of "
-            f"{100 * cfg['margin_accuracy']:g} pp and {cfg['margin_ece']:g} ECE (NLL: in the notebook). "
+            f"B / W / E / ? / = = better / worse / equivalent / inconclusive / identical predictions against a margin "
+            f"of {100 * cfg['margin_accuracy']:g} pp (NLL: in the notebook); ECE is described, without a verdict. "
             f"Captured: share of the fixable headroom won over the uniform vote. * chosen on validation. "
             f"k-mixture $-$ fixed k: the learned mixture over k against the uniform vote at the one k of its ladder "
             f"chosen on validation (in brackets). {src}.",

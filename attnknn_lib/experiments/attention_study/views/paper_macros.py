@@ -62,7 +62,8 @@ def study_macros(record: dict) -> dict[str, str]:
             v = s["attnknn"]["verdicts_reference"][metric]
             out[macro_name(NAME, ds, tag, "Attnknn Ref", metric)] = signed(scale * v["value"], dec)
             out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Interval")] = bracket(v, scale, dec)
-            out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Verdict")] = VERDICT_PHRASES[v["verdict"]]
+            if "verdict" in v:  # ECE is described only
+                out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Verdict")] = VERDICT_PHRASES[v["verdict"]]
         f = s["reference"]["filter"]
         out[macro_name(NAME, ds, tag, "Filter Acc")] = pct(f["accuracy"]["mean"])
         out[macro_name(NAME, ds, tag, "Filter Ref Acc")] = signed(100 * f["verdict_reference"]["value"], 2)
@@ -77,7 +78,6 @@ def study_macros(record: dict) -> dict[str, str]:
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen")] = variant_label(chosen)
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Acc")] = signed(100 * v["accuracy"]["value"], 2)
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Verdict")] = VERDICT_PHRASES[v["accuracy"]["verdict"]]
-            out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Ece Verdict")] = VERDICT_PHRASES[v["ece"]["verdict"]]
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Test Acc")] = pct(kv["methods"][chosen]["accuracy"]["mean"])
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Effective K")] = f"{kv['methods'][chosen]['effective_k']['mean']:.1f}"
             for name in ("blind_bonus", "label_aware", "readout", "query_only"):  # the prototype design, label-aware, control
@@ -141,7 +141,6 @@ def study_macros(record: dict) -> dict[str, str]:
             out[macro_name(NAME, ds, "End To End", tag, "Temperature")] = f"{np.mean(m['temperatures_last']):.3f}"
             out[macro_name(NAME, ds, "End To End", tag, "Diff Acc")] = signed(100 * m["verdicts"]["accuracy"]["value"], 2)
             out[macro_name(NAME, ds, "End To End", tag, "Verdict")] = VERDICT_PHRASES[m["verdicts"]["accuracy"]["verdict"]]
-            out[macro_name(NAME, ds, "End To End", tag, "Ece Verdict")] = VERDICT_PHRASES[m["verdicts"]["ece"]["verdict"]]
         out[macro_name(NAME, ds, "End To End Reading")] = end_to_end_reading(e2e, int(k))
         d = e2e["no_bonus_minus_prototype"]["verdicts"]
         out[macro_name(NAME, ds, "End To End Bonus Diff Acc")] = signed(100 * d["accuracy"]["value"], 2)
