@@ -289,6 +289,8 @@ def main_macros(record: dict) -> dict[str, str]:
         out[macro_name("main", ds, "replay", row, "Acc")] = signed(100 * d["accuracy"]["value"], 2)
         out[macro_name("main", ds, "replay", row, "Acc Verdict")] = VERDICT_PHRASES[d["accuracy"]["verdict"]]
         out[macro_name("main", ds, "replay", row, "Ece")] = signed(d["ece"]["value"], 4)
+        if "effective_k" in d:  # the attention's mean effective k on test (rows on a model of their own)
+            out[macro_name("main", ds, "replay", row, "Effective K")] = f"{d['effective_k']:.2f}"
     checkpoint = (res.get("replay") or {}).get("checkpoint")
     if checkpoint:
         out[macro_name("main", ds, "replay", "Test Selected Epoch")] = str(checkpoint["test_selected_epoch"])

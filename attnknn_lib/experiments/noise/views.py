@@ -235,5 +235,8 @@ def findings(record: dict) -> str:
                          "(1 = no down-weighting).")
         lines.append("")
     lines.append("Intervals: t over the seeds' paired differences (no test-point bootstrap in this record); "
-                 "margins as declared in `attnknn_lib.evaluation.verdicts.MARGINS`.")
+                 "margins as declared in `attnknn_lib.evaluation.verdicts.MARGINS`; ECE is described, without a verdict.")
+    cal = record["results"].get("calibration")
+    if cal:  # records from before it fitted every calibrator on noisy validation labels
+        lines.append(f"Calibrators: fitted on the {cal['fitted_on']}, {100 * cal['share']:g} % of them.")
     return markdown_lists(lines)

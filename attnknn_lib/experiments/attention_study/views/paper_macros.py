@@ -6,6 +6,7 @@ import numpy as np
 
 from attnknn_lib.evaluation.verdicts import VERDICTS
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, NOTEBOOK
+from attnknn_lib.experiments.attention_study.measure import AS_TRAINED, DIFFERENCE, MAIN_ATTNKNN
 from attnknn_lib.experiments.attention_study.views.cells import bracket
 from attnknn_lib.experiments.attention_study.views.frames import gradient_shares
 from attnknn_lib.experiments.attention_study.views.labels import below_budget, variant_label
@@ -163,6 +164,19 @@ def study_macros(record: dict) -> dict[str, str]:
     if sweep:
         out[macro_name(NAME, ds, "Collapse Reading")] = sweep.replace("**", "")  # the verdict's bold is markdown
         out[macro_name(NAME, ds, "Collapse Seeds")] = seeds_text(len(res["summary"]["settings"]["clean"]["collapse"]["seeds"]))
+        rows = res["summary"]["settings"]["clean"]["collapse"]["settings"]
+        for name, tag in ((MAIN_ATTNKNN, "Main"), (AS_TRAINED, "As Trained"), (DIFFERENCE, "Difference")):
+            e = rows.get(name)
+            if not e or (e.get("score_range") or {}).get("mean") is None:  # older records: no score range
+                continue
+            out[macro_name(NAME, ds, "Mechanism", tag, "Score Range")] = f"{e['score_range']['mean']:.3f}"
+            out[macro_name(NAME, ds, "Mechanism", tag, "Effective K")] = f"{e['effective_k']['mean']:.2f}"
+            if e["temperature"]["mean"] is not None:
+                out[macro_name(NAME, ds, "Mechanism", tag, "Temperature")] = f"{e['temperature']['mean']:.3f}"
+            v = e["verdicts_reference"]["accuracy"]
+            out[macro_name(NAME, ds, "Mechanism", tag, "Ref Acc")] = signed(100 * v["value"], 2)
+            out[macro_name(NAME, ds, "Mechanism", tag, "Ref Acc Interval")] = bracket(v, 100, 2)
+            out[macro_name(NAME, ds, "Mechanism", tag, "Ref Acc Verdict Word")] = v["verdict"]
     return out
 
 
