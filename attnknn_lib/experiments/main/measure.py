@@ -84,7 +84,7 @@ REPLAY_ROWS = {  # defect -> its table row, on the first seed (the prototype ran
     "raw_calibration": "+ no calibration",
     "tta_attnknn_only": "+ TTA for Attn-KNN only",
 }
-VERDICT_SHORT = {"better": "better", "worse": "worse", "equivalent": "equiv.", "inconclusive": "incon."}
+VERDICT_SHORT = {"better": "better", "worse": "worse", "equivalent": "equiv.", "inconclusive": "incon.", "identical": "ident."}
 
 
 def _single_run(cfg: Config, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], labels: np.ndarray,

@@ -39,6 +39,9 @@ def study_macros(record: dict) -> dict[str, str]:
     if fits:  # the variants' training: at most head_epochs, stopped at a plateau
         out[macro_name(NAME, ds, "Head Epochs")] = str(record["config"]["head_epochs"])
         out[macro_name(NAME, ds, "Head Patience")] = str(record["config"]["head_patience"])
+        n = record["config"].get("train_queries", 8000)  # records from before the knob took 0: 8,000 queries
+        out[macro_name(NAME, ds, "Head Queries")] = ("every memory query" if n == 0 else
+                                                     f"a seeded subset of {n} memory queries")
         out[macro_name(NAME, ds, "Head Fits")] = str(sum(m["fits"] for m in fits))
         out[macro_name(NAME, ds, "Head No Plateau")] = str(sum(m["no_plateau"] for m in fits))
     for setting, s in res["summary"]["settings"].items():
