@@ -175,6 +175,8 @@ def noise_macros(record: dict) -> dict[str, str]:
             out[macro_name("noise", ds, sname, kind, "Max Reference K")] = ", ".join(
                 map(str, cell.get("reference_k") or ["--"]))
         out[macro_name("noise", ds, sname, "Seeds")] = ", ".join(map(str, s["seeds"]))
+    if res.get("calibration"):  # the clean validation slice the calibrators are fitted on
+        out[macro_name("noise", ds, "Calibration Share")] = f"{100 * res['calibration']['share']:g}"
     trained = res["settings"].get("trained")
     if trained:
         out[macro_name("noise", ds, "trained", "NTrain")] = str(trained["n_train_before_change"] or "all")
