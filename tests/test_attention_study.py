@@ -362,3 +362,92 @@ def test_the_collapse_reading_counts_the_changes_apart_from_the_head_they_change
     assert AS_TRAINED in COLLAPSE and f"none of the {changes} changes" in collapse_reading(record({}))
     said = collapse_reading(record({"all sharp": 12.0, AS_TRAINED: 14.0}))
     assert said.startswith(f"2 of {len(COLLAPSE)} heads (the head as trained and {changes} changes)"), said
+
+
+def test_the_difference_head_scores_each_neighbour_from_q_minus_n_and_starts_uniform():
+    from attnknn_lib.models.neighbour_heads import DifferenceAttention
+
+    head = DifferenceAttention(3, 8)
+    nb = _hood()
+    p, w = head(nb)
+    assert head.scores(nb).shape == (3, 1, 4)
+    assert torch.allclose(w, torch.full((3, 4), 0.25))  # zero last layer: the uniform vote
+    torch.log(p.clamp_min(1e-9))[:, 0].sum().backward()
+    assert head.score[-1].weight.grad.abs().sum() > 0
+    shifted = nb._replace(query=nb.query + 1.0, neighbours=nb.neighbours + 1.0)  # reads only q - n_j
+    with torch.no_grad():
+        head.score[-1].weight.normal_()
+        assert torch.allclose(head.scores(nb), head.scores(shifted), atol=1e-5)
+
+
+def test_the_attention_scores_are_what_its_weights_are_the_softmax_of():
+    from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
+    from attnknn_lib.models.neighbour_heads import BlindAttention
+
+    att = MultiHeadNeighbourAttention(AttentionConfig(3, 8, 2))
+    nb = _hood()
+    with torch.no_grad():
+        s = BlindAttention(att).scores(nb)
+        w, per_head = att(nb.query, nb.neighbours, nb.sq_dist, nb.labels)
+    assert s.shape == (3, 2, 4) and torch.allclose(per_head, s.softmax(-1)) and torch.allclose(w, per_head.mean(1))
+
+
+def test_the_score_range_is_the_mean_spread_of_scores_within_a_neighbourhood():
+    from attnknn_lib.base.errors import ConfigError
+    from attnknn_lib.knn.votes import score_range
+
+    s = np.array([[[0.0, 1.0, 3.0], [2.0, 2.0, 2.0]], [[1.0, -1.0, 0.0], [0.5, 0.0, 0.0]]])  # (2 queries, 2 heads, 3)
+    assert score_range(s) == pytest.approx((3 + 0 + 2 + 0.5) / 4)
+    assert score_range(np.zeros((5, 1, 4))) == 0.0
+    with pytest.raises(ConfigError, match="queries, heads, neighbours"):
+        score_range(np.zeros((5, 4)))
+
+
+def test_head_scores_gather_every_query_in_batches():
+    from attnknn_lib.knn.neighbourhood import Neighbourhood
+    from attnknn_lib.models.neighbour_heads import DifferenceAttention
+    from attnknn_lib.training.head_fitting import head_scores
+
+    rng = np.random.default_rng(0)
+    memory = torch.randn(20, 8)
+    rows = rng.integers(0, 20, (7, 4))
+    data = Neighbourhood(rng.integers(0, 3, (7, 4)), rng.random((7, 4)), rows,
+                         query=rng.standard_normal((7, 8)).astype(np.float32),
+                         target=rng.integers(0, 3, 7), loo=rng.random((7, 4)).astype(np.float32))
+    head = DifferenceAttention(3, 8)
+    with torch.no_grad():
+        head.score[-1].weight.normal_()
+    out = head_scores(head, data, memory, batch_size=3)
+    assert out.shape == (7, 1, 4) and np.ptp(out) > 0 and head.training  # mode restored
+
+
+def test_the_study_heads_train_on_every_memory_query_when_train_queries_is_zero():
+    from attnknn_lib.base.errors import ConfigError
+    from attnknn_lib.experiments.attention_study.config import Config
+    from attnknn_lib.experiments.attention_study.measure.memory import _train_rows
+
+    assert (_train_rows(10, 0, seed=3) == np.arange(10)).all()
+    part = _train_rows(10, 4, seed=3)
+    assert len(part) == 4 and (np.diff(part) > 0).all()
+    cfg = Config()
+    assert (cfg.train_queries, cfg.head_epochs, cfg.head_patience) == (0, 32, 5)
+    assert cfg.end_to_end_seeds == cfg.collapse_seeds == len(cfg.long_tail_seeds) == 5
+    with pytest.raises(ConfigError, match="train_queries"):
+        Config(train_queries=-1)
+
+
+def test_the_collapse_reading_adds_the_difference_head_and_mains_score_range():
+    from attnknn_lib.experiments.attention_study.measure import COLLAPSE, DIFFERENCE, MAIN_ATTNKNN
+    from attnknn_lib.experiments.attention_study.views import collapse_frame, collapse_reading
+
+    v = {"value": -0.01, "low": -0.02, "high": -0.005, "verdict": "worse"}
+    row = {"what": "x", "effective_k": {"mean": 15.9}, "accuracy": {"mean": 0.9}, "verdicts_reference": {"accuracy": v},
+           "score_range": {"mean": 0.05}, "temperature": {"mean": 0.44}}
+    sweep = {**{n: row for n in COLLAPSE}, DIFFERENCE: {**row, "effective_k": {"mean": 9.5}, "temperature": {"mean": None}},
+             MAIN_ATTNKNN: row}
+    record = {"config": {"k": 16}, "results": {"summary": {"settings": {"clean": {"collapse": {"settings": sweep}}}}}}
+    said = collapse_reading(record)
+    assert f"none of the {len(COLLAPSE) - 1} changes" in said  # the rows beside the sweep are no changes
+    assert "q - n_j" in said and "9.50" in said and "span 0.050" in said and "temperature 0.440" in said
+    frame = collapse_frame(record)
+    assert frame.loc[DIFFERENCE, "τ"] == "--" and frame.loc[MAIN_ATTNKNN, "score range"] == "0.050"

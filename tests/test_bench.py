@@ -357,8 +357,8 @@ def test_the_status_estimate_counts_an_experiments_part_jobs(tmp_path, monkeypat
               "notebook k_sweep": {"seconds": 300.0, "parts": {"seed0": 700.0, "seed1": 250.0, "seed2": None}}}
     monkeypatch.setattr(overview, "_bench", lambda: stages)
     states, total = overview._rows({"k_sweep": resolve("cpu", ["k_sweep"], [])["k_sweep"]}, Paths(tmp_path))
-    # nothing under tmp_path: the notebook, its three parts and its three models are all to be run
-    assert states[0]["parts_seconds"] == 950.0 and total == 300.0 + 950.0 + 3 * 10.0
+    # nothing under tmp_path: the notebook, its parts and its five models (seeds 0-4) are all to be run
+    assert states[0]["parts_seconds"] == 950.0 and total == 300.0 + 950.0 + 5 * 10.0
 
 
 def test_an_unreadable_cached_model_is_removed_so_the_workflow_retrains_it(tmp_path, capsys):

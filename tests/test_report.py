@@ -210,7 +210,7 @@ def test_split_level_interval_is_the_corrected_resampled_t():
     # the correction widens the naive interval (sd / sqrt(J)): overlapping splits are not independent
     assert out["high"] - out["low"] > 2 * stats.t.ppf(0.975, 4) * np.std(d, ddof=1) / np.sqrt(5)
     assert out["verdict"] == "better" and out["n_seeds"] == 5
-    assert split_level([0.0] * 10, 30, 120, "nll")["verdict"] == "equivalent"  # identical on every split
+    assert split_level([0.0] * 10, 30, 120, "nll")["verdict"] == "identical"  # the same predictions on every split
 
 
 def test_macros_carry_verdicts_counts_and_caption_sources(tmp_path):
@@ -218,15 +218,17 @@ def test_macros_carry_verdicts_counts_and_caption_sources(tmp_path):
     d = {k: {"value": -0.02, "low": -0.03, "high": -0.01, "margin": 0.002, "n_seeds": 2,
              "verdict": "worse" if k in ("accuracy", "macro_f1") else "better"}
          for k in ("accuracy", "macro_f1", "nll", "ece", "brier")}
+    d["ece"] = {k: v for k, v in d["ece"].items() if k not in ("verdict", "margin")}  # ECE is described only
     worse["results"]["paired"]["attnknn_vs_best_baseline"]["seed_level"] = {"raw": d, "calibrated": d}
     files = [write_json(tmp_path / "main_fashion_mnist.json", _record("fashion_mnist", "fashion_mnist")),
              write_json(tmp_path / "main_iris.json", worse)]
     text = write_macros(files, tmp_path / "macros.tex").read_text()
     assert "\\newcommand{\\PrimaryDiffBaseAccCalVerdict}{inconclusive against}" in text
     assert "\\newcommand{\\MainIrisDiffBaseAccVerdict}{worse than}" in text
-    assert "\\newcommand{\\MainIrisDiffBaseEceCalVerdict}{better than}" in text  # lower ECE is better
+    assert "\\newcommand{\\MainIrisDiffBaseNllCalVerdict}{better than}" in text  # lower NLL is better
+    assert "MainIrisDiffBaseEceCalVerdict" not in text and "\\newcommand{\\MainIrisDiffBaseEceCalLow}{-0.0300}" in text
     assert "\\newcommand{\\MainBaseAccWorse}{1}" in text and "\\newcommand{\\MainBaseAccInconclusive}{1}" in text
-    assert "\\newcommand{\\MainBaseEceCalBetter}{1}" in text and "\\newcommand{\\MainCnnAccBetter}{0}" in text
+    assert "MainBaseEceCalBetter" not in text and "\\newcommand{\\MainCnnAccBetter}{0}" in text  # ECE: no verdict
     assert ("\\newcommand{\\PrimarySource}{Notebook \\texttt{01\\_main}, "
             "\\texttt{results/main\\_fashion\\_mnist.json}}") in text
     assert "\\newcommand{\\MainIrisSource}{Notebook \\texttt{01\\_main}, \\texttt{results/main\\_iris.json}}" in text

@@ -159,9 +159,54 @@ def test_robustness_configs_plan_main_models_and_the_retrained_grid():
     (noise.Config, {"rates": "0,1.2"}, "rates='0,1.2' is not allowed"),
     (long_tail.Config, {"ratios": "0"}, "ratios='0' is not allowed"),
     (k_sweep.Config, {"k_values": "0,5"}, "k_values=0,5 is not allowed"),
-    (k_sweep.Config, {"retrain_seeds": 4}, "retrain_seeds=4 is out of range"),
+    (k_sweep.Config, {"retrain_seeds": 6}, "retrain_seeds=6 is out of range"),
     (long_tail.Config, {"retrain_seeds": "x"}, "retrain_seeds='x' is not allowed"),
 ])
 def test_bad_experiment_knobs_are_refused_in_one_line(cls, kwargs, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         cls(**kwargs)
+
+
+def test_a_noisy_validation_set_keeps_its_clean_labels_for_the_calibrators():
+    from attnknn_lib.data.spec import prepare
+
+    spec = DataSpec("iris", noise="symmetric", noise_rate=0.4, noisy_val=True, prep_seed=1)
+    p = prepare(spec)
+    assert (p.clean_val_y != p.dataset.val.y).any()  # validation is noisy, its clean labels kept
+    assert (prepare(DataSpec("iris")).clean_val_y == p.clean_val_y).all()
+    cfg = noise.Config()
+    rows, labels = cfg.calibration_slice(p.clean_val_y, seed=0)
+    assert len(rows) == max(1, round(cfg.calibration_share * len(p.clean_val_y)))
+    assert (labels == p.clean_val_y[rows]).all() and (rows == cfg.calibration_slice(p.clean_val_y, 0)[0]).all()
+    with pytest.raises(ConfigError, match="calibration_share"):
+        noise.Config(calibration_share=0.0)
+
+
+def test_score_fits_the_calibrators_on_the_clean_slice_when_given_one():
+    from attnknn_lib.data.spec import prepare
+    from attnknn_lib.evaluation.methods import score
+
+    p = prepare(DataSpec("iris", noise="symmetric", noise_rate=0.4, noisy_val=True, prep_seed=1))
+    ds = p.dataset
+    rng = np.random.default_rng(0)
+    onehot = lambda y: np.eye(ds.num_classes)[y] * 0.9 + 0.1 / ds.num_classes  # noqa: E731
+    m = {"m": MethodProbs(onehot(p.clean_val_y), onehot(ds.test.y[rng.permutation(len(ds.test))]))}
+    rows = np.arange(len(ds.val))
+    noisy = score(m, ds, n_boot=1)["m"]["calibrator"]
+    clean = score(m, ds, n_boot=1, calibration=(rows, p.clean_val_y))["m"]["calibrator"]
+    assert noisy != clean  # fitted on noisy labels, the calibrator softens predictions the clean labels confirm
+
+
+def test_the_k_sweep_counts_leave_k_1_and_identical_predictions_out():
+    from attnknn_lib.experiments.k_sweep.views import count_text, counted_words
+
+    verdicts = {"1": {"verdict": "identical"}, "5": {"verdict": "equivalent"}, "20": {"verdict": "worse"},
+                "50": {"verdict": "identical"}, "100": {"verdict": "equivalent"}}
+    assert counted_words(verdicts) == ["equivalent", "worse", "equivalent"]
+    assert counted_words({"1": {"verdict": "equivalent"}}) == []  # k = 1 never counts, whatever its verdict
+    assert count_text(["equivalent", "worse", "equivalent"]).startswith("1 worse, 2 equivalent over 3 k")
+
+
+def test_five_seeds_where_a_verdict_counts():
+    assert len(long_tail.Config().seeds) == len(long_tail.Config().retrain_seeds) == 5
+    assert len(k_sweep.Config().seeds) == k_sweep.Config().retrain_seeds == 5

@@ -48,12 +48,14 @@ class DataSpec:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A dataset after an experiment's changes, with the clean training labels kept for analysis."""
+    """A dataset after an experiment's changes, with the clean training and validation labels kept
+    (for analysis, and for calibrators that must see clean labels)."""
 
     spec: DataSpec
     dataset: Dataset  # train (subset, possibly noisy labels), val (possibly noisy), test (clean)
     clean_train_y: np.ndarray
     flipped: np.ndarray  # (N_train,) bool: which training labels the noise changed
+    clean_val_y: np.ndarray | None = None  # validation labels before any noise
 
     def fingerprint(self) -> str:
         return config_fingerprint({"data": self.dataset.fingerprint(), "spec": self.spec.to_dict()})
@@ -80,4 +82,4 @@ def prepare(spec: DataSpec, base: Dataset | None = None) -> Prepared:
         if spec.noisy_val:
             val = val.with_labels(inject_label_noise(val.y, spec.noise_rate, ds.num_classes, spec.noise,
                                                      seed=spec.prep_seed + 1)[0])
-    return Prepared(spec, replace(ds, train=train, val=val), clean, flipped)
+    return Prepared(spec, replace(ds, train=train, val=val), clean, flipped, ds.val.y.copy())

@@ -206,11 +206,16 @@ def cnn_methods(model: CNNClassifier, dataset: Dataset, views: dict[str, View], 
     return out
 
 
-def score(methods: dict[str, MethodProbs], dataset: Dataset, n_boot: int = 1000, seed: int = 0) -> dict[str, dict]:
-    """Per method: calibrator fitted on validation; test metrics raw and calibrated with bootstrap CIs."""
+def score(methods: dict[str, MethodProbs], dataset: Dataset, n_boot: int = 1000, seed: int = 0,
+          calibration: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, dict]:
+    """Per method: calibrator fitted on validation; test metrics raw and calibrated with bootstrap CIs.
+    ``calibration`` = (validation rows, their clean labels) fits the calibrators on that slice instead
+    of every validation row with its (possibly noisy) labels: a calibrator fitted on noisy labels
+    measures the noise, not the method."""
     out = {}
     for name, m in methods.items():
-        cal: Calibrator = fit_calibrator(m.val, dataset.val.y)
+        cal: Calibrator = (fit_calibrator(m.val, dataset.val.y) if calibration is None
+                           else fit_calibrator(m.val[calibration[0]], calibration[1]))
         out[name] = {
             "label": METHOD_LABELS.get(name, name),
             "info": m.info,

@@ -24,10 +24,20 @@ t interval (Nadeau and Bengio, 2003) inflates it by the test / train size ratio:
 The verdict uses a margin declared before any run (``MARGINS``; "better" means higher accuracy
 or lower ECE / NLL / Brier):
 
+    identical     every difference is exactly 0 and so is the interval's width: the same
+                  predictions (a rule that coincides with another, e.g. every vote at k = 1), which
+                  is no evidence of equivalence; counts of verdicts leave it out (``VERDICTS``)
     equivalent    the whole interval lies inside (-margin, +margin)
     better        otherwise, the interval excludes 0 on the good side
     worse         otherwise, the interval excludes 0 on the bad side
     inconclusive  otherwise (or one seed)
+
+ECE is described, never judged (``DESCRIBED``): its difference keeps its interval, but no margin
+and no verdict, so no count includes it (binned ECE is not a proper score; calibrated NLL and
+Brier are the calibration endpoints).
+
+Several tests behind one claim are a family; :func:`holm` controls the family-wise error of the
+verdicts above with Holm's step-down method (see there).
 """
 
 from __future__ import annotations
@@ -39,10 +49,12 @@ from scipy import stats
 
 from attnknn_lib.base.errors import ConfigError
 
-VERDICTS = ("better", "worse", "equivalent", "inconclusive")
+VERDICTS = ("better", "worse", "equivalent", "inconclusive")  # the words a count of verdicts adds up
+IDENTICAL = "identical"  # a zero-width interval from identical predictions: reported, never counted
 HIGHER_IS_BETTER = {"accuracy": True, "macro_f1": True, "nll": False, "ece": False, "brier": False}
+DESCRIBED = frozenset({"ece"})  # reported with their interval, never given a margin or a verdict
 # Declared before any run: differences smaller than these do not matter for the paper's question.
-MARGINS = {"accuracy": 0.0025, "macro_f1": 0.0025, "nll": 0.01, "ece": 0.002, "brier": 0.002}
+MARGINS = {"accuracy": 0.0025, "macro_f1": 0.0025, "nll": 0.01, "brier": 0.002}
 # Test resamples of the pooled paired bootstrap behind a headline seed-level interval (main's default;
 # the attention study's Attn-KNN against the strongest rule is main's comparison and uses it too).
 HEADLINE_BOOT = 1000
@@ -62,23 +74,28 @@ def verdict(low: float, high: float, margin: float, higher_is_better: bool, n_se
 
 
 def _t_level(diffs: list[float], metric: str, margin: float | None, level: float, se, what: str) -> dict:
-    """Mean of the differences, its t interval (df n - 1, standard error ``se(sd, n)``) and the verdict."""
+    """Mean of the differences, its t interval (df n - 1, standard error ``se(sd, n)``) and the
+    verdict (none for a :data:`DESCRIBED` metric, whose ``margin`` is ignored)."""
     if metric not in HIGHER_IS_BETTER:
         raise ConfigError(f"metric={metric!r} is not allowed; choose one of: {', '.join(HIGHER_IS_BETTER)}")
     d = np.asarray(diffs, dtype=np.float64)
     if d.size == 0:
         raise ConfigError(f"need at least one {what}'s difference")
-    margin = MARGINS[metric] if margin is None else margin
     n = d.size
     mean = float(d.mean())
     sd = float(d.std(ddof=1)) if n > 1 else float("nan")
+    width = se(sd, n) if n > 1 else float("nan")
     if n > 1:
-        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * se(sd, n)
+        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * width
         low, high = mean - half, mean + half
     else:
         low = high = float("nan")
-    return {"value": mean, "low": low, "high": high, "seed_sd": sd, "n_seeds": n, "per_seed": d.tolist(),
-            "margin": margin, "verdict": verdict(low, high, margin, HIGHER_IS_BETTER[metric], n)}
+    out = {"value": mean, "low": low, "high": high, "seed_sd": sd, "n_seeds": n, "per_seed": d.tolist()}
+    if metric in DESCRIBED:
+        return out
+    margin = MARGINS[metric] if margin is None else margin
+    word = IDENTICAL if n > 1 and not d.any() and width == 0 else verdict(low, high, margin, HIGHER_IS_BETTER[metric], n)
+    return {**out, "margin": margin, "verdict": word}
 
 
 def seed_level(per_seed: list[float], test_se: float, metric: str, margin: float | None = None,
@@ -114,3 +131,87 @@ def resolvable(seed_sd: float, test_se: float, n_seeds: int, level: float = 0.95
     if n_seeds < 2:
         raise ConfigError(f"n_seeds={n_seeds!r} is out of range; allowed: >= 2 (one seed has no interval)")
     return float(stats.t.ppf(0.5 + level / 2, n_seeds - 1)) * math.sqrt(seed_sd ** 2 / n_seeds + test_se ** 2)
+
+
+def p_values(d: dict, level: float = 0.95) -> tuple[float, float]:
+    """The two p-values behind the verdict of one seed- or split-level result ``d`` (value, low,
+    high, n_seeds, margin), with the standard error and df of its own interval
+    (se = (high - low) / (2 t_{S-1, (1 + level) / 2}), df = S - 1, T the t distribution's cdf):
+
+        difference   p_diff = 2 (1 - T(|d_bar| / se))                       H0: the mean is 0
+        equivalence  p_tost = max(1 - T((d_bar + m) / se), T((d_bar - m) / se))
+                     (two one-sided tests, Schuirmann 1987)                  H0: |mean| >= m
+
+    The unadjusted verdict is "better" / "worse" exactly when p_diff <= 1 - level and "equivalent"
+    exactly when p_tost <= (1 - level) / 2 (each one-sided test at the interval's tail); both
+    tests are symmetric, the metric's direction only names the verdict. Without an interval (one
+    seed) both are 1; a zero-width interval gives 0 or 1."""
+    n, mean, low, high, margin = d["n_seeds"], d["value"], d["low"], d["high"], d["margin"]
+    if n < 2 or low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return 1.0, 1.0
+    se = (high - low) / (2 * float(stats.t.ppf(0.5 + level / 2, n - 1)))
+    if se <= 0:
+        return (0.0 if mean != 0 else 1.0), (0.0 if abs(mean) < margin else 1.0)
+    t = stats.t(n - 1)
+    p_diff = float(2 * t.sf(abs(mean) / se))
+    p_tost = float(max(t.sf((mean + margin) / se), t.cdf((mean - margin) / se)))
+    return p_diff, p_tost
+
+
+def holm_adjust(p: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values of one family of m tests: with p_(1) <= ... <= p_(m),
+
+        p~_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))
+
+    and H_(i) is rejected at family-wise level alpha exactly when p~_(i) <= alpha (Holm 1979)."""
+    p = np.asarray(p, dtype=np.float64)
+    if p.size and (np.isnan(p).any() or p.min() < 0 or p.max() > 1):
+        raise ConfigError(f"p-values {p.tolist()} are out of range; allowed: 0..1")
+    order = np.argsort(p, kind="stable")
+    m = p.size
+    stepped = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = stepped
+    return out.tolist()
+
+
+def holm(family: dict[str, dict], metric: str, level: float = 0.95) -> dict[str, dict]:
+    """The verdicts of one family of comparisons of ``metric`` (several tests behind one claim, e.g.
+    candidates x methods), each ``family[key]`` a result of :func:`seed_level` / :func:`split_level`,
+    with the family-wise error controlled by Holm's method at 1 - ``level``. Each result gets its
+    p-values (:func:`p_values`), their Holm adjustment over the family's m tests (difference
+    and equivalence adjusted as two families of m), the unadjusted verdict kept as
+    ``verdict_unadjusted``, and the adjusted verdict:
+
+        equivalent    adjusted p_tost <= (1 - level) / 2
+        better/worse  otherwise, adjusted p_diff <= 1 - level (the sign of d_bar names it)
+        inconclusive  otherwise
+
+    An ``identical`` result stays identical and is no test of the family (nor is a described
+    metric's, which has no verdict to adjust); a family of one leaves every verdict unchanged.
+    The intervals are the unadjusted 95 % ones."""
+    if metric in DESCRIBED:
+        raise ConfigError(f"metric={metric!r} is described, never judged; choose one of: "
+                          f"{', '.join(m for m in HIGHER_IS_BETTER if m not in DESCRIBED)}")
+    if metric not in HIGHER_IS_BETTER:
+        raise ConfigError(f"metric={metric!r} is not allowed; choose one of: {', '.join(HIGHER_IS_BETTER)}")
+    alpha = 1 - level
+    tested = [key for key, d in family.items() if d["verdict"] != IDENTICAL]
+    p = {key: p_values(family[key], level) for key in tested}
+    adj_diff = dict(zip(tested, holm_adjust([p[key][0] for key in tested])))
+    adj_tost = dict(zip(tested, holm_adjust([p[key][1] for key in tested])))
+    out = {}
+    for key, d in family.items():
+        if key not in p:
+            out[key] = {**d, "verdict_unadjusted": d["verdict"], "family_size": len(tested)}
+            continue
+        if adj_tost[key] <= alpha / 2:
+            word = "equivalent"
+        elif adj_diff[key] <= alpha:
+            word = "better" if (d["value"] > 0) == HIGHER_IS_BETTER[metric] else "worse"
+        else:
+            word = "inconclusive"
+        out[key] = {**d, "verdict_unadjusted": d["verdict"], "verdict": word, "family_size": len(tested),
+                    "p_difference": p[key][0], "p_equivalence": p[key][1],
+                    "p_difference_holm": adj_diff[key], "p_equivalence_holm": adj_tost[key]}
+    return out

@@ -55,6 +55,19 @@ def effective_neighbours(weights: np.ndarray) -> np.ndarray:
     return np.exp(weight_entropy(weights))
 
 
+def score_range(scores: np.ndarray) -> float:
+    """Mean within-neighbourhood score range of attention scores (N, H, K) (the softmax's inputs,
+    temperature included):
+
+        range = (1 / (N H)) sum_{i, h} (max_j s_ihj - min_j s_ihj)
+
+    0 for uniform weights; a range r lets the largest weight be at most e^r times the smallest."""
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 3 or s.shape[-1] < 1:
+        raise ConfigError(f"scores of shape {s.shape} are not allowed; give (queries, heads, neighbours)")
+    return float((s.max(-1) - s.min(-1)).mean())
+
+
 def uniform_weights(shape: tuple[int, int]) -> np.ndarray:
     """w_j = 1/k for a (B, k) neighbour block."""
     b, k = shape

@@ -139,6 +139,13 @@ class MultiHeadNeighbourAttention(nn.Module):
                 neighbour_labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """query (B, D), neighbours (B, K, D), sq_dist (B, K), neighbour_labels (B, K) ->
         (weights (B, K), per-head weights (B, H, K)); each row sums to 1."""
+        head_weights = self.scores(query, neighbours, sq_dist, neighbour_labels).softmax(dim=-1)  # (B, H, K)
+        return head_weights.mean(dim=1), head_weights
+
+    def scores(self, query: torch.Tensor, neighbours: torch.Tensor, sq_dist: torch.Tensor,
+               neighbour_labels: torch.Tensor) -> torch.Tensor:
+        """The per-head scores s_hj (B, H, K) whose softmax over j gives the weights (temperature,
+        distance and label biases, prototypes included): what a diagnostic reads before the softmax."""
         if self.self_attn is not None:
             refined, _ = self.self_attn(neighbours, neighbours, neighbours, need_weights=False)
             neighbours = self.self_norm(neighbours + refined)  # (B, K, D)
@@ -150,5 +157,4 @@ class MultiHeadNeighbourAttention(nn.Module):
             protos = F.normalize(self.prototypes, dim=-1)[neighbour_labels]  # (B, K, D)
             align = (F.normalize(neighbours, dim=-1) * protos).sum(-1)  # (B, K)
             scores = scores + self.proto_scale * align.unsqueeze(1)  # same for every head
-        head_weights = scores.softmax(dim=-1)  # (B, H, K)
-        return head_weights.mean(dim=1), head_weights
+        return scores

@@ -15,7 +15,12 @@ label-blind score cannot see).
   softmax(-d_j / T), values E[y_j] + MLP(q - n_j), logits = MLP([q, sum_j w_j v_j]);
   :class:`QueryOnly` is its control, the same output MLP fed the query alone;
 * :class:`AdaptiveK` - a mixture over k in {1, 2, 4, ...} of uniform votes, its mixing weights
-  predicted from the distances and label counts at each k.
+  predicted from the distances and label counts at each k;
+* :class:`DifferenceAttention` - a label-blind score read from the difference q - n_j (TabR's
+  idea applied to the weights): s_j = MLP(q - n_j), w = softmax(s), p = weighted_vote(w).
+
+Heads whose weights are a softmax of scores expose them as ``scores(nb) -> (B, H, K)`` (H = 1 for a
+single-score head), what the within-neighbourhood score range reads.
 """
 
 from __future__ import annotations
@@ -58,6 +63,32 @@ class BlindAttention(nn.Module):
 
     def forward(self, nb: NeighbourBatch) -> tuple[torch.Tensor, torch.Tensor]:
         weights, _ = self.attention(nb.query, nb.neighbours, nb.sq_dist, nb.labels)
+        return weighted_vote(weights, nb.labels, self.num_classes), weights
+
+    def scores(self, nb: NeighbourBatch) -> torch.Tensor:
+        """Per-head scores (B, H, K) before the softmax."""
+        return self.attention.scores(nb.query, nb.neighbours, nb.sq_dist, nb.labels)
+
+
+class DifferenceAttention(nn.Module):
+    """s_j = MLP(q - n_j) (one score per neighbour from the query-neighbour difference, TabR's
+    value feature used as a score), w = softmax(s), p = weighted_vote(w). Label-blind like the
+    prototype's head, but its score is any learned function of the difference vector, not a dot
+    product over a temperature. The last layer starts at zero: training starts from the uniform vote."""
+
+    def __init__(self, num_classes: int, embed_dim: int, hidden: int = 64):
+        super().__init__()
+        self.num_classes = num_classes
+        self.score = _mlp(embed_dim, hidden, 1)
+        nn.init.zeros_(self.score[-1].weight)
+        nn.init.zeros_(self.score[-1].bias)
+
+    def scores(self, nb: NeighbourBatch) -> torch.Tensor:
+        """Scores (B, 1, K): one head."""
+        return self.score(nb.query.unsqueeze(1) - nb.neighbours).squeeze(-1).unsqueeze(1)
+
+    def forward(self, nb: NeighbourBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        weights = self.scores(nb).squeeze(1).softmax(-1)
         return weighted_vote(weights, nb.labels, self.num_classes), weights
 
 

@@ -16,13 +16,14 @@ from attnknn_lib.report.tables import DIFF_FORMAT, num
 
 def difference_text(d: dict, metric: str) -> str:
     """``+0.01 pp [-0.10, +0.12], equivalent`` from a verdict dict (value, low, high, verdict);
-    without an interval (one seed) only the value and the verdict."""
+    without an interval (one seed) only the value and the verdict; without a verdict (ECE, which
+    is described only) the value and the interval."""
     scale, dec, unit = DIFF_FORMAT[metric]
     text = f"{num(d['value'], dec, scale):+.{dec}f}{unit}"
     low, high = d.get("low"), d.get("high")
     if low is not None and high is not None and np.isfinite(low) and np.isfinite(high):
         text += f" [{num(low, dec, scale):+.{dec}f}, {num(high, dec, scale):+.{dec}f}]"
-    return f"{text}, **{d['verdict']}**"
+    return f"{text}, **{d['verdict']}**" if "verdict" in d else text
 
 
 def seed_difference(a: list[float], b: list[float], metric: str, margin: float | None = None,

@@ -63,7 +63,7 @@ def metric_macros(prefix: tuple[str, ...], entry: dict, key: str = "value") -> d
 
 # how a seed-level verdict (attnknn_lib.evaluation.verdicts) reads in "A is ... B"
 VERDICT_PHRASES = {"better": "better than", "worse": "worse than", "equivalent": "equivalent to",
-                   "inconclusive": "inconclusive against"}
+                   "inconclusive": "inconclusive against", "identical": "identical to"}
 
 
 def verdict_words(macros: dict[str, str]) -> dict[str, str]:
@@ -86,7 +86,8 @@ def signed(value: float, decimals: int) -> str:
 def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
     """A seed-level difference A - B (``d[split][metric]`` from :func:`~attnknn_lib.evaluation.verdicts.seed_level`):
     value and 95 % interval (accuracy in points, ECE / NLL as they are), the interval's half-width
-    (what the seeds can resolve), the declared margin and the ``...Verdict`` phrase (better than / worse than / equivalent to / inconclusive against)."""
+    (what the seeds can resolve), and where the metric is judged (not ECE) the declared margin and the
+    ``...Verdict`` phrase (better than / worse than / equivalent to / inconclusive against / identical to)."""
     out = {}
     for split, tag in (("raw", ""), ("calibrated", "Cal")):
         for metric, name in (("accuracy", "Acc"), ("ece", "Ece"), ("nll", "Nll")):
@@ -94,12 +95,13 @@ def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
             e = d[split][metric]
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
                 out[macro_name(*prefix, name + tag + word)] = signed(None if e[part] is None else scale * e[part], dec)
-            out[macro_name(*prefix, name + tag, "Margin")] = f"{scale * e['margin']:.{dec}f}"
             if e["low"] is not None and e["high"] is not None:  # what the seeds resolve: the interval's half-width
                 out[macro_name(*prefix, name + tag, "Half Width")] = f"{scale * (e['high'] - e['low']) / 2:.{dec}f}"
                 # the largest reduction of the metric (a gain for ECE and NLL) the interval leaves possible
                 out[macro_name(*prefix, name + tag, "Gain Bound")] = f"{max(0.0, -scale * e['low']):.{dec}f}"
-            out[macro_name(*prefix, name + tag, "Verdict")] = VERDICT_PHRASES[e["verdict"]]
+            if "verdict" in e:  # ECE is described only: no margin, no verdict
+                out[macro_name(*prefix, name + tag, "Margin")] = f"{scale * e['margin']:.{dec}f}"
+                out[macro_name(*prefix, name + tag, "Verdict")] = VERDICT_PHRASES[e["verdict"]]
     return out
 
 

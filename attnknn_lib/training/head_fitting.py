@@ -58,6 +58,19 @@ def predict(head: nn.Module, data: Neighbourhood, memory: torch.Tensor, num_clas
     return np.concatenate(probs), np.concatenate(weights)
 
 
+def head_scores(head: nn.Module, data: Neighbourhood, memory: torch.Tensor, batch_size: int = 4096) -> np.ndarray:
+    """The scores (N, H, K) that ``head`` (one with ``scores(nb)``) gives each query's neighbours
+    before the softmax, in eval mode."""
+    was = head.training
+    head.eval()
+    out = []
+    with torch.no_grad():
+        for s in range(0, len(data), batch_size):
+            out.append(head.scores(batch(data, memory, np.arange(s, min(s + batch_size, len(data))))).double().numpy())
+    head.train(was)
+    return np.concatenate(out)
+
+
 def train_head(head: nn.Module, train: Neighbourhood, val: Neighbourhood, memory: torch.Tensor, num_classes: int,
                epochs: int = 3, lr: float = 3e-3, batch_size: int = 512, entropy_weight: float = 0.0,
                seed: int = 0, name: str = "head", patience: int | None = None) -> TrainResult:

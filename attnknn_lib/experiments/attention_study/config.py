@@ -32,6 +32,7 @@ ARTIFACTS = Artifacts(NAME, (
     table("collapse", "_collapse", when=lambda cfg: bool(cfg.collapse_seeds) and "clean" in cfg.settings),
     table("second", "_second", when=lambda cfg: bool(cfg.second_datasets)),
     *(figure(f"{f}_figure", f"_{f}") for f in ("headroom", "diagnostics", "variants")),
+    figure("curves_figure", "_curves", when=lambda cfg: bool(cfg.variant_settings)),  # the heads' learning curves
     # the gallery's images (test queries and their neighbours, uint8) are measured beside the record
     data("gallery_images", "_gallery", when=lambda cfg: bool(cfg.variant_settings)),
     figure("gallery_figure", "_gallery", when=lambda cfg: bool(cfg.variant_settings), drawn_from="gallery_images")))
@@ -50,9 +51,11 @@ class Config(ExperimentConfig):
     variant_settings: tuple[str, ...] = knob(("clean", "symmetric/0.3", "asymmetric/0.3", "asymmetric/0.4"),
                                              "settings in which the variants are trained (a subset of settings)")
     variants: tuple[str, ...] = knob(tuple(VARIANTS), "variants to train")
-    train_queries: int = knob(8000, "training queries per variant (a seeded subset of the memory)")
-    head_epochs: int = knob(16, "most epochs per variant; it stops earlier at a plateau (head_patience)")
-    head_patience: int = knob(3, "a variant stops after this many epochs without a better validation score")
+    # the heads' budget is the fixed-embedding heads' (common.fixed_embedding.HeadKnobs): every memory
+    # query, up to 32 epochs, patience 5
+    train_queries: int = knob(0, "training queries per variant (a seeded subset of the memory; 0: every memory query)")
+    head_epochs: int = knob(32, "most epochs per variant; it stops earlier at a plateau (head_patience)")
+    head_patience: int = knob(5, "a variant stops after this many epochs without a better validation score")
     head_batch_size: int = knob(128, "training queries per step of a variant")
     head_lr: float = knob(0.01, "AdamW learning rate of the variants (high: the weights must be able to leave uniform)")
     learner_lrs: tuple[float, ...] = knob((0.003, 0.01, 0.03), "learning rates searched for the label-aware attention "
@@ -67,14 +70,14 @@ class Config(ExperimentConfig):
                                          "chosen k is the largest searched")
     long_tail_ratio: float = knob(0.01, "a memory of Attn-KNN retrained on a long-tailed subset with this imbalance "
                                         "ratio, as in the long-tail experiment (0: none)")
-    long_tail_seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of the long-tailed models (among seeds)")
+    long_tail_seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "seeds of the long-tailed models (among seeds)")
     long_tail_max_train: int = knob(0, "training rows before the imbalance (0 keeps the recipe's); the "
                                        "long-tail experiment's default, so its models are shared")
     long_tail_epochs: int = knob(0, "epochs of the long-tailed models (0 keeps the recipe's: main's budget); the "
                                     "long-tail experiment's default")
-    end_to_end_seeds: int = knob(3, "Attn-KNN retrained end to end without the entropy bonus for the first n "
+    end_to_end_seeds: int = knob(5, "Attn-KNN retrained end to end without the entropy bonus for the first n "
                                     "seeds, all if fewer (training jobs of the workflow; 0: none)")
-    collapse_seeds: int = knob(3, "seeds (the first n) of the sweep of what could hold the attention at uniform "
+    collapse_seeds: int = knob(5, "seeds (the first n) of the sweep of what could hold the attention at uniform "
                                   "weights (0: none)")
     second_datasets: tuple[str, ...] = knob(("digits",), "tabular datasets of the second study: main's Attn-KNN of "
                                                          "each hold-out split against the strongest rule, per setting")
@@ -82,7 +85,6 @@ class Config(ExperimentConfig):
     n_boot: int = knob(200, "bootstrap resamples for the intervals (main's Attn-KNN against the strongest rule "
                             "takes main's default, as main reports it)")
     margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
-    margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
     margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
     margin_brier: float = knob(MARGINS["brier"], "equivalence margin of Brier differences")
 
@@ -106,7 +108,8 @@ class Config(ExperimentConfig):
             if not getattr(self, name) or min(getattr(self, name)) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is not allowed; give positive integers")
         object.__setattr__(self, "learner_lrs", float_csv("learner_lrs", self.learner_lrs, 1e-6, 10.0))
-        for name in ("train_queries", "head_epochs", "head_batch_size", "loo_k", "n_boot", "reference_k",
+        check_range("train_queries", self.train_queries, 0, None)
+        for name in ("head_epochs", "head_batch_size", "loo_k", "n_boot", "reference_k",
                      "learner_epochs", "learner_patience", "head_patience"):
             check_range(name, getattr(self, name), 1, None)
         check_range("end_to_end_seeds", self.end_to_end_seeds, 0, None)
@@ -120,11 +123,12 @@ class Config(ExperimentConfig):
         if self.k > self.k_max:
             raise ConfigError(f"k={self.k} is not allowed here; give k <= {self.k_max}, the most neighbours the study "
                               f"reads (the largest of headroom_ks and variant_ks)")
-        for name in ("head_lr", "margin_accuracy", "margin_ece", "margin_nll", "margin_brier"):
+        for name in ("head_lr", "margin_accuracy", "margin_nll", "margin_brier"):
             check_range(name, getattr(self, name), 0.0, None)
 
-    def margin(self, metric: str) -> float:
-        return getattr(self, f"margin_{metric}")
+    def margin(self, metric: str) -> float | None:
+        """The declared margin of a judged metric; None for ECE, which is described only."""
+        return getattr(self, f"margin_{metric}", None)
 
     @property
     def k_max(self) -> int:

@@ -23,11 +23,12 @@ class Config(ExperimentConfig):
     """The k-sweep's own knobs on top of the shared recipe (which names main's models)."""
 
     dataset: str = knob("fashion_mnist", "dataset whose trained main models are swept")
-    seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of main's models (comma-separated)")
+    seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "seeds of main's models (comma-separated; five: its verdicts "
+                                                   "are counted)")
     k_values: tuple[int, ...] = knob((1, 3, 5, 10, 20, 50), "neighbour counts (comma-separated)")
     sqrt_k: bool = knob(True, "add k as round(sqrt(training rows)), marked in the figure")
     retrain: bool = knob(True, "also train a fresh attention at each k on the frozen embedding")
-    retrain_seeds: int = knob(3, "how many of the seeds (the first ones) get the attention retrained")
+    retrain_seeds: int = knob(5, "how many of the seeds (the first ones) get the attention retrained")
     head_epochs: int = knob(12, "most epochs of each retrained attention (main's recipe epochs); it stops earlier "
                                 "at a plateau (head_patience)")
     head_patience: int = knob(2, "a retrained attention stops after this many epochs without a better validation "

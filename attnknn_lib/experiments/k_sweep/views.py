@@ -142,8 +142,8 @@ def k_sweep_macros(record: dict) -> dict[str, str]:
             out[macro_name("k sweep", ds, m, tag, "K")] = str(e["k"])
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
                 out[macro_name("k sweep", ds, m, tag, "Acc", word)] = signed(100 * e[part], 2)
-    for m in COMPARED:  # seed-level verdicts against the best baseline at each k, counted over the k grid
-        words = [d["verdict"] for d in seed_verdicts(record, m).values()]
+    for m in COMPARED:  # seed-level verdicts against the best baseline at each k > 1, counted over the k grid
+        words = counted_words(seed_verdicts(record, m))
         for word in VERDICTS:
             out[macro_name("k sweep", ds, m, word, "Count")] = str(words.count(word))
         out[macro_name("k sweep", ds, m, "K Count")] = str(len(words))
@@ -162,12 +162,23 @@ def readme_lines(records: list[dict]) -> list[str]:
     """One README bullet per dataset: where Attn-KNN and the best baseline differ most."""
     def bullet(res: dict, title: str) -> str:
         record = next(r for r in records if r["results"] is res)
-        words = [d["verdict"] for d in seed_verdicts(record, "attnknn").values()]
+        words = counted_words(seed_verdicts(record, "attnknn"))
         return (f"- k-sweep ({title}, k in {', '.join(map(str, res['k_values']))}): Attn-KNN against the best "
-                "baseline at each k, seed-level verdicts in accuracy: "
-                + ", ".join(f"{words.count(w)} {w}" for w in VERDICTS if words.count(w)) + ".")
+                f"baseline at each k > 1, seed-level verdicts in accuracy: {count_text(words)}.")
 
     return per_dataset(records, bullet)
+
+
+def counted_words(verdicts: dict[str, dict]) -> list[str]:
+    """The verdicts a count adds up, from ``seed_verdicts``: every k but k = 1, where one neighbour
+    gets all the weight under every rule (the rules coincide), and no ``identical`` one."""
+    return [d["verdict"] for k, d in verdicts.items() if int(k) > 1 and d["verdict"] in VERDICTS]
+
+
+def count_text(words: list[str]) -> str:
+    """'2 equivalent, 1 worse over 3 k' (k = 1 and identical predictions left out)."""
+    return (", ".join(f"{words.count(w)} {w}" for w in VERDICTS if words.count(w)) or "none") + \
+        f" over {len(words)} k (k = 1 left out: every rule puts all the weight on the one neighbour)"
 
 
 def seed_verdicts(record: dict, method: str, metric: str = "accuracy", split: str = "raw") -> dict[str, dict]:
@@ -215,14 +226,10 @@ def findings(record: dict) -> str:
         v = seed_verdicts(record, method)
         if not v:
             continue
-        words = [d["verdict"] for d in v.values()]
         lines.append(f"- {LABELS[method]}: " + "; ".join(f"k = {k}: {difference_text(d, 'accuracy')}"
-                                                         for k, d in v.items()) + ". Counts: " + ", ".join(
-            f"{words.count(w)} {w}" for w in VERDICTS if words.count(w)) + ".")
+                                                         for k, d in v.items()) + f". Counts: {count_text(counted_words(v))}.")
     nll = seed_verdicts(record, "attnknn", "nll", "calibrated")
-    words = [d["verdict"] for d in nll.values()]
-    lines.append("- NLL after calibration, Attn-KNN: " + ", ".join(f"{words.count(w)} {w}" for w in VERDICTS
-                                                                     if words.count(w)) + f" over {len(words)} k.")
+    lines.append(f"- NLL after calibration, Attn-KNN: {count_text(counted_words(nll))}.")
     trained = retrained_training(record)
     if trained:
         lines.append(f"- The retrained attention reached a plateau of its validation score in {trained}.")

@@ -28,6 +28,9 @@ class Config(RobustnessConfig):
     """Long-tail knobs on top of the shared recipe and the robustness settings."""
 
     ratios: tuple[float, ...] = knob((1.0, 0.1, 0.01), "imbalance ratios, smallest over largest class (1 is balanced)")
+    # five seeds in both settings: their verdicts enter the paper's counts
+    seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "seeds of main's models (setting bank)")
+    retrain_seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "training seeds of setting trained")
     # the long-tailed models train at main's budget (the whole long-tailed subset, main's epochs): the
     # balanced ratio 1 is then main's own model, trained once
     retrain_max_train: int = knob(0, "training rows of setting trained before the imbalance (0 keeps the recipe's)")

@@ -92,4 +92,6 @@ def run(cfg: Config, paths: Paths) -> dict:
         trained_specs=cfg.conditions(cfg.retrain_spec()),
         about={"bank": {"description": "memory bank built from the imbalanced subset; main's models"},
                "trained": {"description": "models retrained on the imbalanced subset"}},
-        ratios=list(cfg.ratios), betas=list(BETAS))
+        ratios=list(cfg.ratios), betas=list(BETAS),
+        calibration={"fitted_on": "every validation row with its label: the imbalance is in the training rows only, "
+                                  "validation labels are clean"})

@@ -80,7 +80,6 @@ class Config(ExperimentConfig):
     small_data_splits: int = knob(10, "tabular data sets: stratified hold-out splits, each with its own split and "
                                       "model seed (0: the seeds on one split)")
     margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences (0.0025 is 0.25 pp)")
-    margin_ece: float = knob(MARGINS["ece"], "equivalence margin of ECE differences")
     margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
 
     def __post_init__(self) -> None:
@@ -99,12 +98,13 @@ class Config(ExperimentConfig):
         check_range("k", self.k, 1, max(K_ENSEMBLE))
         check_range("control_seeds", self.control_seeds, 1, None)
         check_range("small_data_splits", self.small_data_splits, 0, None)
-        for name in ("mixup_control", "margin_accuracy", "margin_ece", "margin_nll"):
+        for name in ("mixup_control", "margin_accuracy", "margin_nll"):
             check_range(name, getattr(self, name), 0.0, None)
 
-    def margin(self, metric: str) -> float:
-        """The declared equivalence margin of a metric (the config's, else the library's)."""
-        return getattr(self, f"margin_{metric}", MARGINS[metric])
+    def margin(self, metric: str) -> float | None:
+        """The declared equivalence margin of a metric (the config's, else the library's; None for
+        ECE, which is described only)."""
+        return getattr(self, f"margin_{metric}", MARGINS.get(metric))
 
 
     def replicates(self, name: str) -> list[tuple[int, DataSpec]]:

@@ -13,6 +13,7 @@ from attnknn_lib.data.spec import prepare
 from attnknn_lib.data.transforms import tta_views
 from attnknn_lib.evaluation.bootstrap import paired_bootstrap_diff
 from attnknn_lib.evaluation.calibration import Calibrator, fit_calibrator
+from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.evaluation.methods import (
     K_ENSEMBLE,
     METHOD_LABELS,
@@ -25,12 +26,12 @@ from attnknn_lib.evaluation.methods import (
     score,
 )
 from attnknn_lib.evaluation.metrics import METRICS, accuracy, confusion_matrix, reliability_bins
-from attnknn_lib.evaluation.verdicts import HIGHER_IS_BETTER, seed_level, split_level, verdict
+from attnknn_lib.evaluation.verdicts import DESCRIBED, HIGHER_IS_BETTER, seed_level, split_level, verdict
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, NAME, RELIABILITY_METHODS, Config
 from attnknn_lib.experiments.main.measure_knobs import KNOB_METHODS, knobs_entry, label_knob_methods
-from attnknn_lib.knn.votes import softmax_rows, vote
+from attnknn_lib.knn.votes import effective_neighbours, softmax_rows, vote
 from attnknn_lib.models import MultiHeadNeighbourAttention
 from attnknn_lib.training.convergence import plateau
 from attnknn_lib.training.loops import train_attention_head
@@ -84,20 +85,23 @@ REPLAY_ROWS = {  # defect -> its table row, on the first seed (the prototype ran
     "raw_calibration": "+ no calibration",
     "tta_attnknn_only": "+ TTA for Attn-KNN only",
 }
-VERDICT_SHORT = {"better": "better", "worse": "worse", "equivalent": "equiv.", "inconclusive": "incon."}
+VERDICT_SHORT = {"better": "better", "worse": "worse", "equivalent": "equiv.", "inconclusive": "incon.", "identical": "ident."}
 
 
 def _single_run(cfg: Config, a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], labels: np.ndarray,
                 seed: int, calibrated: bool = True) -> dict:
     """Attn-KNN minus a baseline on one run, read the way a single run is read: accuracy raw,
     ECE and NLL calibrated (raw when ``calibrated`` is off), each with its paired bootstrap
-    interval over test points and the verdict that interval gives against the margins."""
+    interval over test points and the verdict that interval gives against the margins (ECE: no
+    margin, no verdict; it is described only)."""
     raw = paired_bootstrap_diff([a[0]], [b[0]], labels, n_boot=cfg.n_boot, seed=seed)
     cal = paired_bootstrap_diff([a[1]], [b[1]], labels, n_boot=cfg.n_boot, seed=seed) if calibrated else raw
     out = {}
     for metric, d in (("accuracy", raw["accuracy"]), ("ece", cal["ece"]), ("nll", cal["nll"])):
-        out[metric] = {**d, "margin": cfg.margin(metric), "n_seeds": 1,
-                       "verdict": verdict(d["low"], d["high"], cfg.margin(metric), HIGHER_IS_BETTER[metric], 2)}
+        out[metric] = {**d, "n_seeds": 1}
+        if metric not in DESCRIBED:
+            out[metric].update(margin=cfg.margin(metric), verdict=verdict(d["low"], d["high"], cfg.margin(metric),
+                                                                          HIGHER_IS_BETTER[metric], 2))
     return out
 
 
@@ -115,12 +119,15 @@ def prototype_replay(cfg: Config, prepared, paths: Paths, device, seed: int, met
         return p.test, fit_calibrator(p.val, ds.val.y).apply(p.test)
 
     def against_tuned_rule(model) -> tuple[dict, str]:
-        """Attn-KNN of ``model`` minus the best kNN rule (chosen on validation) on its own embedding."""
+        """Attn-KNN of ``model`` minus the best kNN rule (chosen on validation) on its own embedding,
+        with the mean effective k of its attention's test weights beside the row."""
         e = core.embed_views(model, prepared, 1, cfg.k, device)
         rules = knn_methods(e, ds, cfg.k)
         base = best_baseline(rules, ds.val.y, score({r: rules[r] for r in ("uniform", "distance", "cosine")},
                                                     ds, n_boot=1, seed=seed))
-        return _single_run(cfg, fitted(attnknn_method(model.attention, e, cfg.k)), fitted(rules[base]), y, seed), base
+        row = _single_run(cfg, fitted(attnknn_method(model.attention, e, cfg.k)), fitted(rules[base]), y, seed)
+        _, w = attnknn_probs(model.attention, e.bank, e.test["original"], cfg.k, neighbours=e.neighbours[("test", "original")])
+        return {**row, "effective_k": float(effective_neighbours(w).mean())}, base
 
     rows = {"one_seed": _single_run(cfg, pair("attnknn"), pair(best), y, seed)}
     self_run, epochs_run = cfg.replay_runs()

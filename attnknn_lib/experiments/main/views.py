@@ -11,7 +11,7 @@ from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.methods import METHOD_LABELS
-from attnknn_lib.evaluation.verdicts import MARGINS, VERDICTS
+from attnknn_lib.evaluation.verdicts import IDENTICAL, MARGINS, VERDICTS
 from attnknn_lib.experiments.main import views_knobs as vk
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
 from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
@@ -62,10 +62,11 @@ def replay_frame(record: dict, latex: bool = True) -> pd.DataFrame:
             "ece": "$\\Delta$ ECE" if latex else "Δ ECE", "nll": "$\\Delta$ NLL" if latex else "Δ NLL"}
     out = {}
     for label, d in rows.items():
-        out[label] = {cols[m]: (f"{fmt(d[m], m, signed=True)} {VERDICT_SHORT[d[m]['verdict']]}" if m == "accuracy" else
-                                f"{fmt(d[m], m, ci=False, signed=True)} {VERDICT_SHORT[d[m]['verdict']]}") if latex else
-                      f"{signed((100 if m == 'accuracy' else 1) * d[m]['value'], 2 if m == 'accuracy' else 4)} "
-                      f"{d[m]['verdict']}" for m in cols}
+        out[label] = {cols[m]: ((f"{fmt(d[m], m, signed=True)} {VERDICT_SHORT[d[m]['verdict']]}" if m == "accuracy" else
+                                 f"{fmt(d[m], m, ci=False, signed=True)} {VERDICT_SHORT.get(d[m].get('verdict'), '')}")
+                                if latex else
+                                f"{signed((100 if m == 'accuracy' else 1) * d[m]['value'], 2 if m == 'accuracy' else 4)} "
+                                f"{d[m].get('verdict', '')}").rstrip() for m in cols}  # ECE: described, no verdict
     df = pd.DataFrame.from_dict(out, orient="index")
     df.index.name = "protocol"
     return df
@@ -197,8 +198,8 @@ def summary_frame(record: dict) -> pd.DataFrame:
 
 
 def _margins_text(config: dict) -> str:
-    m = {k: config.get(f"margin_{k}", MARGINS[k]) for k in ("accuracy", "ece", "nll")}  # older records: defaults
-    return f"accuracy {100 * m['accuracy']:g} pp, ECE {m['ece']:g}, NLL {m['nll']:g}"
+    m = {k: config.get(f"margin_{k}", MARGINS[k]) for k in ("accuracy", "nll")}  # older records: defaults
+    return f"accuracy {100 * m['accuracy']:g} pp, NLL {m['nll']:g} (ECE is described, without a verdict)"
 
 
 def write_summary_table(paths: Paths, datasets: tuple[str, ...]) -> Path:
@@ -255,7 +256,8 @@ def main_macros(record: dict) -> dict[str, str]:
         out[macro_name("main", ds, "replay", row, "Acc")] = signed(100 * d["accuracy"]["value"], 2)
         out[macro_name("main", ds, "replay", row, "Acc Verdict")] = VERDICT_PHRASES[d["accuracy"]["verdict"]]
         out[macro_name("main", ds, "replay", row, "Ece")] = signed(d["ece"]["value"], 4)
-        out[macro_name("main", ds, "replay", row, "Ece Verdict")] = VERDICT_PHRASES[d["ece"]["verdict"]]
+        if "effective_k" in d:  # the attention's mean effective k on test (rows on a model of their own)
+            out[macro_name("main", ds, "replay", row, "Effective K")] = f"{d['effective_k']:.2f}"
     checkpoint = (res.get("replay") or {}).get("checkpoint")
     if checkpoint:
         out[macro_name("main", ds, "replay", "Test Selected Epoch")] = str(checkpoint["test_selected_epoch"])
@@ -321,9 +323,9 @@ def verdict_count_macros(records: list[dict]) -> dict[str, str]:
         if not all(name in r["results"]["paired"] for r in counted):
             continue
         for split, cal in (("raw", ""), ("calibrated", "Cal")):
-            for metric, mname in (("accuracy", "Acc"), ("ece", "Ece"), ("nll", "Nll")):
+            for metric, mname in (("accuracy", "Acc"), ("nll", "Nll")):  # ECE is described, never counted
                 words = [r["results"]["paired"][name]["seed_level"][split][metric]["verdict"] for r in counted]
-                for word in VERDICTS:
+                for word in (*VERDICTS, IDENTICAL):  # identical predictions: counted apart, never as equivalent
                     out[macro_name("main", tag, mname + cal, word)] = str(words.count(word))
     return out
 
@@ -408,7 +410,8 @@ def findings(records: list[dict]) -> str:
         words = [r["results"]["paired"][against]["seed_level"]["raw"]["accuracy"]["verdict"] for r in counted]
         lines.append(f"- Over the {len(counted)} datasets where the methods differ at all, Attn-KNN against the "
                      f"{'strongest rule' if against == 'attnknn_vs_reference' else 'best kNN vote'} in accuracy: " + ", ".join(f"{words.count(w)} {w}" for w in VERDICTS if words.count(w))
-                     + ".")
+                     + (f"; {words.count(IDENTICAL)} with identical predictions, not counted as equivalent"
+                        if IDENTICAL in words else "") + ".")
     replay = (res.get("replay") or {}).get("rows") or {}
     if replay:
         lines.append(f"- Prototype replay (seed {res['replay']['seed']} alone, one defect at a time), Attn-KNN minus "

@@ -21,7 +21,7 @@ def diff_frame(paired: dict) -> pd.DataFrame:
         shown = [c for c in cols if not vk.is_calibration(name) or c[2] in vk.ENDPOINT]  # the endpoint's own metrics
 
         def cells(d: dict, word: bool = False) -> dict:
-            return {c: ((d[split][m]["verdict"] if word else fmt(d[split][m], m, signed=True))
+            return {c: ((d[split][m].get("verdict", "(described)") if word else fmt(d[split][m], m, signed=True))
                         if (c, split, m) in shown else "--") for c, split, m in cols}
         if name in vk.PER_SEED_ROWS:  # the knob comparisons give their seed-level rows only (the table stays one page)
             for s, d in entry["per_seed"].items():
@@ -50,11 +50,11 @@ def paired_frame(record: dict) -> pd.DataFrame:
             row = {}
             for metric, (label, scale, dec) in PAIRED_METRICS.items():
                 d = e["seed_level"][split][metric]
-                head = f"{label}, margin {scale * d['margin']:g}"
+                head = f"{label}, margin {scale * d['margin']:g}" if "margin" in d else f"{label}, described"
                 own = not vk.is_calibration(name) or metric in vk.ENDPOINT
                 row[(head, "Δ")] = num(d["value"], dec, scale) if own else "--"
                 row[(head, "95% interval")] = interval_text(d["low"], d["high"], dec, scale) if own else "--"
-                row[(head, "verdict")] = d["verdict"] if own else "--"
+                row[(head, "verdict")] = d.get("verdict", "") if own else "--"  # ECE: no verdict
             rows[(vk.comparison_label(e), split_label)] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.columns = pd.MultiIndex.from_tuples(df.columns)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from attnknn_lib.base.errors import ConfigError, check_choice, check_range
 from attnknn_lib.base.knobs import csv, float_csv, knob
 from attnknn_lib.data.label_noise import NOISE_KINDS
@@ -44,6 +46,8 @@ class Config(RobustnessConfig):
     retrain_epochs: int = knob(0, "epochs of setting trained (0 keeps the recipe's)")
     noise_seed: int = knob(0, "seed offset of the noise draw: seed s flips the labels drawn with offset + s "
                               "(the same flips for both models of a seed)")
+    calibration_share: float = knob(0.2, "share of the validation rows whose clean labels fit every calibrator (a "
+                                         "small trusted set; the knobs are tuned on the noisy labels)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -55,10 +59,18 @@ class Config(RobustnessConfig):
         for kind in self.kinds:
             check_choice("kinds", kind, NOISE_KINDS)
         check_range("noise_seed", self.noise_seed, 0, None)
+        check_range("calibration_share", self.calibration_share, 0.0, 1.0, low_inclusive=False)
 
     def conditions(self, spec: DataSpec, rates: tuple[float, ...]):
         """seed -> {"kind/rate": the noisy ``spec``}: each seed draws its own flips, shared by its models."""
         return lambda seed: {f"{kind}/{rate:g}": self.noisy(spec, kind, rate, seed) for kind, rate in _grid(self, rates)}
+
+    def calibration_slice(self, clean_val_y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, clean labels) of the validation slice the calibrators are fitted on: a seeded
+        ``calibration_share`` of the rows (at least one), the same at every rate of a seed."""
+        n = len(clean_val_y)
+        rows = np.sort(np.random.default_rng(self.noise_seed + seed).permutation(n)[:max(1, round(self.calibration_share * n))])
+        return rows, clean_val_y[rows]
 
     def noisy(self, spec: DataSpec, kind: str, rate: float, seed: int) -> DataSpec:
         """``spec`` with this noise in the training and validation labels (rate 0: unchanged)."""

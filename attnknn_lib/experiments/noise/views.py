@@ -169,11 +169,14 @@ def noise_macros(record: dict) -> dict[str, str]:
                 for against, name in ((reference_of(cell), ()), ("best_baseline", ("Fixed K",))):  # seed-level verdicts
                     d = cell_difference(cell, "attnknn", against, metric, split)
                     out[macro_name("noise", ds, sname, kind, "Max Diff", *name, tag)] = signed(scale * d["value"], dec)
-                    out[macro_name("noise", ds, sname, kind, "Max Diff", *name, tag, "Verdict")] = \
-                        VERDICT_PHRASES[d["verdict"]]
+                    if "verdict" in d:  # ECE is described only
+                        out[macro_name("noise", ds, sname, kind, "Max Diff", *name, tag, "Verdict")] = \
+                            VERDICT_PHRASES[d["verdict"]]
             out[macro_name("noise", ds, sname, kind, "Max Reference K")] = ", ".join(
                 map(str, cell.get("reference_k") or ["--"]))
         out[macro_name("noise", ds, sname, "Seeds")] = ", ".join(map(str, s["seeds"]))
+    if res.get("calibration"):  # the clean validation slice the calibrators are fitted on
+        out[macro_name("noise", ds, "Calibration Share")] = f"{100 * res['calibration']['share']:g}"
     trained = res["settings"].get("trained")
     if trained:
         out[macro_name("noise", ds, "trained", "NTrain")] = str(trained["n_train_before_change"] or "all")
@@ -234,5 +237,8 @@ def findings(record: dict) -> str:
                          "(1 = no down-weighting).")
         lines.append("")
     lines.append("Intervals: t over the seeds' paired differences (no test-point bootstrap in this record); "
-                 "margins as declared in `attnknn_lib.evaluation.verdicts.MARGINS`.")
+                 "margins as declared in `attnknn_lib.evaluation.verdicts.MARGINS`; ECE is described, without a verdict.")
+    cal = record["results"].get("calibration")
+    if cal:  # records from before it fitted every calibrator on noisy validation labels
+        lines.append(f"Calibrators: fitted on the {cal['fitted_on']}, {100 * cal['share']:g} % of them.")
     return markdown_lists(lines)

@@ -20,14 +20,16 @@ from attnknn_lib.experiments.attention_study.measure.training_runs import end_to
 from attnknn_lib.experiments.attention_study.measure.variants import (
     AS_TRAINED,
     COLLAPSE,
+    DIFFERENCE,
     LR_EXTENSIONS,
     LR_STEP,
+    MAIN_ATTNKNN,
     _fit_searched,
     reached_plateau,
 )
 
 __all__ = [
-    "AS_TRAINED", "COLLAPSE", "COMPARED", "END_TO_END", "HEADLINE_BOOT", "LEARNERS", "LR_EXTENSIONS", "LR_STEP", "PAIR",
+    "AS_TRAINED", "COLLAPSE", "COMPARED", "DIFFERENCE", "MAIN_ATTNKNN", "END_TO_END", "HEADLINE_BOOT", "LEARNERS", "LR_EXTENSIONS", "LR_STEP", "PAIR",
     "SECOND_DIFFS", "SECOND_METHODS", "Part", "_fit_searched", "_paired", "drop_pairs", "end_to_end_runs",
     "fold_queries", "gallery_key", "gallery_path", "gallery_queries", "gbm_learner", "memory_setting", "parts",
     "reached_plateau", "run", "run_part", "runs", "second_runs", "seed_verdicts",

@@ -60,7 +60,11 @@ def memory_setting(frozen, clean_labels: np.ndarray, self_nb: Neighbourhood, val
 
 
 def _train_rows(n: int, size: int, seed: int) -> np.ndarray:
-    return np.sort(np.random.default_rng(seed).permutation(n)[:min(size, n)])
+    """The memory rows that train a head: a seeded subset of ``size`` of the ``n``, sorted; every
+    row when ``size`` is 0 (or at least n)."""
+    if size == 0 or size >= n:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).permutation(n)[:size])
 
 
 @dataclass

@@ -11,7 +11,7 @@ from attnknn_lib.evaluation.verdicts import seed_level
 from attnknn_lib.experiments.attention_study.config import Config
 from attnknn_lib.experiments.attention_study.measure.controls import END_TO_END
 from attnknn_lib.experiments.attention_study.measure.pairing import PROPER, pooled_test_se, seed_verdicts
-from attnknn_lib.experiments.attention_study.measure.variants import COLLAPSE, reached_plateau
+from attnknn_lib.experiments.attention_study.measure.variants import collapse_what, reached_plateau
 
 
 def _mean_sd(values: list[float | None]) -> dict:
@@ -80,8 +80,12 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
             if with_sweep:
                 sweeps = [per_seed[s]["settings"][setting]["collapse"] for s in with_sweep]
                 s_out["collapse"] = {"seeds": [int(s) for s in with_sweep], "settings": {
-                    name: {"what": COLLAPSE[name][0],
+                    name: {"what": collapse_what(name),
                            "effective_k": _mean_sd([w[name]["effective_k"] for w in sweeps]),
+                           # the score range beside the temperature (records from before it: None)
+                           "score_range": _mean_sd([w[name].get("score_range") for w in sweeps]),
+                           "temperature": _mean_sd([float(np.mean(w[name]["temperatures"]))
+                                                    if w[name].get("temperatures") else None for w in sweeps]),
                            "accuracy": _mean_sd([w[name]["accuracy"] for w in sweeps]),
                            "verdicts_reference": seed_verdicts(cfg, [w[name]["diff_reference"] for w in sweeps])}
                     for name in sweeps[0]}}

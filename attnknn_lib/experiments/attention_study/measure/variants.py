@@ -17,16 +17,17 @@ from attnknn_lib.experiments.attention_study.config import VARIANTS, Config
 from attnknn_lib.experiments.attention_study.measure.ceilings import against_reference, reference_entry
 from attnknn_lib.experiments.attention_study.measure.memory import Memory, seed_memory
 from attnknn_lib.knn.neighbourhood import Neighbourhood
-from attnknn_lib.knn.votes import break_ties, effective_neighbours
+from attnknn_lib.knn.votes import break_ties, effective_neighbours, score_range
 from attnknn_lib.models import MultiHeadNeighbourAttention
 from attnknn_lib.models.neighbour_heads import (
     AdaptiveK,
     BlindAttention,
+    DifferenceAttention,
     LabelAwareAttention,
     NeighbourReadout,
     QueryOnly,
 )
-from attnknn_lib.training.head_fitting import predict, train_head
+from attnknn_lib.training.head_fitting import head_scores, predict, train_head
 from attnknn_lib.training.loops import selection_key
 
 ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blind_heldout": 0.01}  # others: 0
@@ -105,30 +106,64 @@ COLLAPSE = {  # name -> (what changes, learning rate factor, attention config ch
                   {"tau_min": 0.005, "tau_max": 20.0, "tau_init": 0.05}, 4.0),
 }
 """What could hold the label-blind attention at uniform weights, swept on the frozen clean memory."""
+DIFFERENCE = "difference score"  # the sweep's head whose score reads q - n_j (TabR's feature), trained the same way
+MAIN_ATTNKNN = "main's Attn-KNN"  # main's attention as trained end to end, measured beside the sweep, not retrained
+BESIDE = {DIFFERENCE: "score = MLP(q - n_j), TabR's difference feature; no temperature",
+          MAIN_ATTNKNN: "main's attention as trained end to end (entropy bonus), not retrained"}
 
 
-def collapse_sweep(cfg: Config, mem: Memory, ds, seed: int, reference: tuple) -> dict:
+def collapse_what(name: str) -> str:
+    """What a row of the collapse sweep changes or is."""
+    return COLLAPSE[name][0] if name in COLLAPSE else BESIDE[name]
+
+
+def _mechanism(cfg: Config, head: torch.nn.Module, val, test, mem: Memory, ds, seed: int, reference: tuple,
+               temperatures: list[float] | None) -> dict:
+    """A head on the clean memory's test queries: effective k, the within-neighbourhood score range
+    (:func:`~attnknn_lib.knn.votes.score_range`) beside its temperatures (None: it has none),
+    accuracy and paired differences to the reference."""
+    c = ds.num_classes
+    pv, _ = predict(head, val, mem.embeddings, c)
+    pt, wt = predict(head, test, mem.embeddings, c)
+    scored, diff = against_reference(cfg, MethodProbs(pv, pt), ds, seed, reference)
+    return {"effective_k": float(effective_neighbours(wt).mean()),
+            "score_range": score_range(head_scores(head, test, mem.embeddings)), "temperatures": temperatures,
+            "accuracy": scored["test_raw"]["accuracy"]["value"], "diff_reference": diff}
+
+
+def collapse_sweep(cfg: Config, mem: Memory, ds, seed: int, reference: tuple, main_attention=None) -> dict:
     """Per :data:`COLLAPSE` setting: the label-blind head (no entropy term) trained at k on the frozen
-    clean memory; its effective k on test, test accuracy, and paired differences to the reference."""
+    clean memory; then the :data:`DIFFERENCE` head trained the same way, and ``main_attention`` (main's
+    Attn-KNN, when given) as it is: each one's :func:`_mechanism` (effective k, score range beside the
+    temperatures, test accuracy, paired differences to the reference) and the trained ones' best epoch
+    and validation curve."""
     c, k = ds.num_classes, cfg.k
     train, val = mem.train.take(np.arange(len(mem.train)), k), mem.val.take(np.arange(len(mem.val)), k)
     test = mem.test.take(np.arange(len(mem.test)), k)
     out = {}
+
+    def fit(head: torch.nn.Module, name: str, lr_factor: float):
+        return train_head(head, train, val, mem.embeddings, c, epochs=cfg.head_epochs, lr=cfg.head_lr * lr_factor,
+                          batch_size=cfg.head_batch_size, entropy_weight=0.0, seed=seed, name=f"collapse {name}",
+                          patience=cfg.head_patience)
+
     for name, (_, lr_factor, changes, init) in COLLAPSE.items():
         seed_everything(seed)
         att = MultiHeadNeighbourAttention(replace(cfg.attention_config(c), **changes))
         with torch.no_grad():
             for proj in (att.q_proj, att.k_proj):
                 proj.weight.mul_(init)
-        res = train_head(BlindAttention(att), train, val, mem.embeddings, c, epochs=cfg.head_epochs,
-                         lr=cfg.head_lr * lr_factor, batch_size=cfg.head_batch_size, entropy_weight=0.0, seed=seed,
-                         name=f"collapse {name}", patience=cfg.head_patience)
-        pv, _ = predict(res.model, val, mem.embeddings, c)
-        pt, wt = predict(res.model, test, mem.embeddings, c)
-        scored, diff = against_reference(cfg, MethodProbs(pv, pt), ds, seed, reference)
-        out[name] = {"effective_k": float(effective_neighbours(wt).mean()),
-                     "accuracy": scored["test_raw"]["accuracy"]["value"], "best_epoch": res.best_epoch,
-                     "temperatures": [float(t) for t in att.temperatures().detach()], "diff_reference": diff}
+        res = fit(BlindAttention(att), name, lr_factor)
+        out[name] = {**_mechanism(cfg, res.model, val, test, mem, ds, seed, reference,
+                                  [float(t) for t in att.temperatures().detach()]),
+                     "best_epoch": res.best_epoch, "val_accuracy_curve": [row["val_accuracy"] for row in res.history]}
+    seed_everything(seed)
+    res = fit(DifferenceAttention(c, cfg.embed_dim), DIFFERENCE, 1.0)
+    out[DIFFERENCE] = {**_mechanism(cfg, res.model, val, test, mem, ds, seed, reference, None),
+                       "best_epoch": res.best_epoch, "val_accuracy_curve": [row["val_accuracy"] for row in res.history]}
+    if main_attention is not None:
+        out[MAIN_ATTNKNN] = _mechanism(cfg, BlindAttention(main_attention), val, test, mem, ds, seed, reference,
+                                       [float(t) for t in main_attention.temperatures().detach()])
     return out
 
 
@@ -177,4 +212,4 @@ def measure_collapse(cfg: Config, paths: Paths, seed: int) -> dict:
     sm = seed_memory(cfg, paths, seed)
     mem = sm.setting(cfg, "clean", seed)
     _, ref_probs, _ = reference_entry(cfg, mem, sm.search, sm.prepared.dataset, seed)
-    return collapse_sweep(cfg, mem, sm.prepared.dataset, seed, ref_probs)
+    return collapse_sweep(cfg, mem, sm.prepared.dataset, seed, ref_probs, sm.trained.model.attention.cpu())

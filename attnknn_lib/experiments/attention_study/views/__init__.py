@@ -47,6 +47,7 @@ from attnknn_lib.experiments.attention_study.views.paper_macros import macros, s
 from attnknn_lib.experiments.attention_study.views.plots import (
     BEST_COLOUR,
     GALLERY_SHOWN,
+    curves_figure,
     diagnostics_figure,
     gallery_figure,
     headroom_figure,
@@ -77,7 +78,7 @@ __all__ = [
     "gradient_shares", "headroom_frame", "learnable_frame", "reference_frame", "second_frame", "variants_by_setting",
     "variants_frame",
     # plots and outputs
-    "BEST_COLOUR", "GALLERY_SHOWN", "diagnostics_figure", "gallery_figure", "headroom_figure", "variants_figure",
+    "BEST_COLOUR", "GALLERY_SHOWN", "curves_figure", "diagnostics_figure", "gallery_figure", "headroom_figure", "variants_figure",
     "write_outputs",
     # sentences
     "UNIFORM_SHARE", "attnknn_line", "budget_text", "budgets", "collapse_reading", "end_to_end_reading",

@@ -23,14 +23,16 @@ def filter_cell(f: dict, latex: bool) -> str:
 
 def diff_cell(v: dict, metric: str, latex: bool, interval: bool = True) -> str:
     """A difference's cell: value (scale and decimals of :data:`~attnknn_lib.report.tables.DIFF_FORMAT`),
-    its interval unless ``interval`` is False or there is none, and its verdict (a mark in LaTeX)."""
+    its interval unless ``interval`` is False or there is none, and its verdict (a mark in LaTeX;
+    none for ECE, which is described only)."""
     scale, dec, _ = DIFF_FORMAT[metric]
-    mark = VERDICT_MARK[v["verdict"]] if latex else v["verdict"]
+    judged = "verdict" in v
+    mark = (VERDICT_MARK[v["verdict"]] if latex else v["verdict"]) if judged else ""
     text = ""
     if interval and v["low"] is not None and v["low"] == v["low"]:
         text = f"[{signed(scale * v['low'], dec)}, {signed(scale * v['high'], dec)}]"
         text = f"\\,{{\\scriptsize{text}}}" if latex else f" {text}"
-    return f"{signed(scale * v['value'], dec)}{text} {mark}"
+    return f"{signed(scale * v['value'], dec)}{text} {mark}".rstrip()
 
 
 def one_line(v: dict) -> str:
@@ -49,4 +51,4 @@ def interval_text(v: dict, metric: str) -> str:
     text = f"{signed(scale * v['value'], dec)}{unit}"
     if bracket(v, scale, dec):
         text += f" {bracket(v, scale, dec)}"
-    return f"{text}, **{v['verdict']}**"
+    return f"{text}, **{v['verdict']}**" if "verdict" in v else text

@@ -133,7 +133,10 @@ def learnable_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 def collapse_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     """The sweep of what could hold the label-blind attention at uniform weights (clean memory, k of
     the experiment, no entropy term): per setting its effective k on test, its accuracy and its
-    difference to the reference with the verdict (mean over the sweep's seeds)."""
+    difference to the reference with the verdict (mean over the sweep's seeds); beside them the
+    within-neighbourhood score range (max - min of the scores per query) and the mean temperature
+    ("--": none, or a record from before they were kept); the difference-based head and main's
+    Attn-KNN as its last rows."""
     sweep = record["results"]["summary"]["settings"].get("clean", {}).get("collapse")
     if not sweep:
         return pd.DataFrame()
@@ -141,7 +144,10 @@ def collapse_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     pc = "\\%" if latex else "%"
     rows = {}
     for name, e in sweep["settings"].items():
+        spread = {key: (e.get(key) or {}).get("mean") for key in ("score_range", "temperature")}
         rows[name] = {"what changes": e["what"], f"effective k (of {k})": f"{e['effective_k']['mean']:.2f}",
+                      "score range": "--" if spread["score_range"] is None else f"{spread['score_range']:.3f}",
+                      "$\\tau$" if latex else "τ": "--" if spread["temperature"] is None else f"{spread['temperature']:.3f}",
                       f"acc. ({pc})": pct(e["accuracy"]["mean"]),
                       "vs ref. (pp)": diff_cell(e["verdicts_reference"]["accuracy"], "accuracy", latex)}
     df = pd.DataFrame.from_dict(rows, orient="index")

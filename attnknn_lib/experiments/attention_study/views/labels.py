@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attnknn_lib.experiments.attention_study.config import VARIANTS
 
-VERDICT_MARK = {"better": "B", "worse": "W", "equivalent": "E", "inconclusive": "?"}
+VERDICT_MARK = {"better": "B", "worse": "W", "equivalent": "E", "inconclusive": "?", "identical": "="}
 SHORT = {"baseline": "tuned kNN", "blind_bonus": "blind, +H bonus", "blind_none": "blind, no H term",
          "blind_penalty": "blind, H penalty", "blind_heldout": "blind, held-out", "label_aware": "label-aware",
          "label_aware_heldout": "label-aware, held-out",

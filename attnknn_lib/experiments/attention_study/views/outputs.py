@@ -18,6 +18,7 @@ from attnknn_lib.experiments.attention_study.views.frames import (
 )
 from attnknn_lib.experiments.attention_study.views.labels import setting_title
 from attnknn_lib.experiments.attention_study.views.plots import (
+    curves_figure,
     diagnostics_figure,
     gallery_figure,
     headroom_figure,
@@ -53,8 +54,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"against the strongest rule; seeds {seeds}); rows: memory, k: variant. Blind: the prototype's label-blind attention with an "
             f"entropy bonus, none, or a penalty, or trained on held-out validation queries; readout: TabR-style, "
             f"query only its control. Accuracy difference with its 95\\% seed-level $t$ interval; verdict "
-            f"B / W / E / ? = better / worse / equivalent / inconclusive against margins of "
-            f"{100 * cfg['margin_accuracy']:g} pp and {cfg['margin_ece']:g} ECE (NLL: in the notebook). "
+            f"B / W / E / ? / = = better / worse / equivalent / inconclusive / identical predictions against a margin "
+            f"of {100 * cfg['margin_accuracy']:g} pp (NLL: in the notebook); ECE is described, without a verdict. "
             f"Captured: share of the fixable headroom won over the uniform vote. * chosen on validation. "
             f"k-mixture $-$ fixed k: the learned mixture over k against the uniform vote at the one k of its ladder "
             f"chosen on validation (in brackets). {src}.",
@@ -104,9 +105,14 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"{title}: what could hold the label-blind attention at uniform weights. The prototype's head, "
             f"without the entropy term, trained at $k={cfg['k']}$ on the frozen clean memory with one knob changed "
             f"at a time (seeds {', '.join(map(str, res['summary']['settings']['clean']['collapse']['seeds']))}): "
-            f"effective k on test ($k$ = uniform weights), accuracy, and the difference to the strongest rule "
-            f"that learns nothing with its 95\\% seed-level $t$ interval and verdict B / W / E / ?. {src}.",
-            "tab:study-collapse", escape_index=True, column_format="lp{5.6cm}rrl", colsep="3pt"))}
+            f"effective k on test ($k$ = uniform weights), the score range (max $-$ min of the softmax's inputs "
+            f"within a query's neighbourhood, mean over test queries and heads: the largest weight is at most "
+            f"$e^{{\\text{{range}}}}$ times the smallest) beside the mean temperature $\\tau$, accuracy, and the "
+            f"difference to the strongest rule that learns nothing with its 95\\% seed-level $t$ interval and verdict "
+            f"B / W / E / ?. Difference score: a head whose score is an MLP of $q - n_j$ (TabR's difference feature), "
+            f"trained the same way; main's Attn-KNN: main's attention as trained, not retrained. {src}.",
+            "tab:study-collapse", escape_index=True, column_format="lp{4.4cm}rrrrl", colsep="3pt",
+            size="footnotesize"))}
            if not collapse_frame(record).empty else {}),
         **({"second": ARTIFACTS.write_table(paths, "second", d, booktabs(
             second_frame(record, latex=True),
@@ -130,6 +136,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"its weight; temp.: mean temperature. {src}.", "tab:study-diagnostics"))}
     drawn = [("headroom", headroom_figure(record)), ("diagnostics", diagnostics_figure(record)),
              ("variants", variants_figure(record))]
+    if cfg["variant_settings"]:
+        drawn.append(("curves", curves_figure(record)))
     images_file = ARTIFACTS.path(paths, "gallery_images", d)
     if res.get("gallery", {}).get("cases") and images_file.exists():  # a record from before it was kept: none
         with np.load(images_file) as images:

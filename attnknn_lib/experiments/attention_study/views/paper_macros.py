@@ -6,6 +6,7 @@ import numpy as np
 
 from attnknn_lib.evaluation.verdicts import VERDICTS
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, NOTEBOOK
+from attnknn_lib.experiments.attention_study.measure import AS_TRAINED, DIFFERENCE, MAIN_ATTNKNN
 from attnknn_lib.experiments.attention_study.views.cells import bracket
 from attnknn_lib.experiments.attention_study.views.frames import gradient_shares
 from attnknn_lib.experiments.attention_study.views.labels import below_budget, variant_label
@@ -38,6 +39,9 @@ def study_macros(record: dict) -> dict[str, str]:
     if fits:  # the variants' training: at most head_epochs, stopped at a plateau
         out[macro_name(NAME, ds, "Head Epochs")] = str(record["config"]["head_epochs"])
         out[macro_name(NAME, ds, "Head Patience")] = str(record["config"]["head_patience"])
+        n = record["config"].get("train_queries", 8000)  # records from before the knob took 0: 8,000 queries
+        out[macro_name(NAME, ds, "Head Queries")] = ("every memory query" if n == 0 else
+                                                     f"a seeded subset of {n} memory queries")
         out[macro_name(NAME, ds, "Head Fits")] = str(sum(m["fits"] for m in fits))
         out[macro_name(NAME, ds, "Head No Plateau")] = str(sum(m["no_plateau"] for m in fits))
     for setting, s in res["summary"]["settings"].items():
@@ -62,7 +66,8 @@ def study_macros(record: dict) -> dict[str, str]:
             v = s["attnknn"]["verdicts_reference"][metric]
             out[macro_name(NAME, ds, tag, "Attnknn Ref", metric)] = signed(scale * v["value"], dec)
             out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Interval")] = bracket(v, scale, dec)
-            out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Verdict")] = VERDICT_PHRASES[v["verdict"]]
+            if "verdict" in v:  # ECE is described only
+                out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Verdict")] = VERDICT_PHRASES[v["verdict"]]
         tuned = s["attnknn"].get("tuned")
         if tuned:  # main's Attn-KNN with the rule's knobs chosen on validation
             out[macro_name(NAME, ds, tag, "Attnknn Tuned Ks")] = ", ".join(map(str, tuned["k"]))
@@ -90,7 +95,6 @@ def study_macros(record: dict) -> dict[str, str]:
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen")] = variant_label(chosen)
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Acc")] = signed(100 * v["accuracy"]["value"], 2)
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Verdict")] = VERDICT_PHRASES[v["accuracy"]["verdict"]]
-            out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Ece Verdict")] = VERDICT_PHRASES[v["ece"]["verdict"]]
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Test Acc")] = pct(kv["methods"][chosen]["accuracy"]["mean"])
             out[macro_name(NAME, ds, tag, f"k{kk}", "Chosen Effective K")] = f"{kv['methods'][chosen]['effective_k']['mean']:.1f}"
             for name in ("blind_bonus", "label_aware", "readout", "query_only"):  # the prototype design, label-aware, control
@@ -154,7 +158,6 @@ def study_macros(record: dict) -> dict[str, str]:
             out[macro_name(NAME, ds, "End To End", tag, "Temperature")] = f"{np.mean(m['temperatures_last']):.3f}"
             out[macro_name(NAME, ds, "End To End", tag, "Diff Acc")] = signed(100 * m["verdicts"]["accuracy"]["value"], 2)
             out[macro_name(NAME, ds, "End To End", tag, "Verdict")] = VERDICT_PHRASES[m["verdicts"]["accuracy"]["verdict"]]
-            out[macro_name(NAME, ds, "End To End", tag, "Ece Verdict")] = VERDICT_PHRASES[m["verdicts"]["ece"]["verdict"]]
         out[macro_name(NAME, ds, "End To End Reading")] = end_to_end_reading(e2e, int(k))
         d = e2e["no_bonus_minus_prototype"]["verdicts"]
         out[macro_name(NAME, ds, "End To End Bonus Diff Acc")] = signed(100 * d["accuracy"]["value"], 2)
@@ -177,6 +180,19 @@ def study_macros(record: dict) -> dict[str, str]:
     if sweep:
         out[macro_name(NAME, ds, "Collapse Reading")] = sweep.replace("**", "")  # the verdict's bold is markdown
         out[macro_name(NAME, ds, "Collapse Seeds")] = seeds_text(len(res["summary"]["settings"]["clean"]["collapse"]["seeds"]))
+        rows = res["summary"]["settings"]["clean"]["collapse"]["settings"]
+        for name, tag in ((MAIN_ATTNKNN, "Main"), (AS_TRAINED, "As Trained"), (DIFFERENCE, "Difference")):
+            e = rows.get(name)
+            if not e or (e.get("score_range") or {}).get("mean") is None:  # older records: no score range
+                continue
+            out[macro_name(NAME, ds, "Mechanism", tag, "Score Range")] = f"{e['score_range']['mean']:.3f}"
+            out[macro_name(NAME, ds, "Mechanism", tag, "Effective K")] = f"{e['effective_k']['mean']:.2f}"
+            if e["temperature"]["mean"] is not None:
+                out[macro_name(NAME, ds, "Mechanism", tag, "Temperature")] = f"{e['temperature']['mean']:.3f}"
+            v = e["verdicts_reference"]["accuracy"]
+            out[macro_name(NAME, ds, "Mechanism", tag, "Ref Acc")] = signed(100 * v["value"], 2)
+            out[macro_name(NAME, ds, "Mechanism", tag, "Ref Acc Interval")] = bracket(v, 100, 2)
+            out[macro_name(NAME, ds, "Mechanism", tag, "Ref Acc Verdict Word")] = v["verdict"]
     return out
 
 

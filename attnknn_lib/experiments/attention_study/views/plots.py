@@ -92,6 +92,51 @@ def diagnostics_figure(record: dict):
     return fig
 
 
+def curves_figure(record: dict):
+    """The heads' learning curves at the experiment's k: one panel per memory setting, one line per
+    variant, its validation accuracy per epoch (the first seed; a held-out variant's first fold, scored
+    on its selection queries), the selected epoch marked; the collapse sweep's heads, where there is a
+    sweep, in a last panel."""
+    res, k = record["results"], str(record["config"]["k"])
+    first = res["per_seed"][str(res["seeds"][0])]["settings"]
+    panels = [(setting_title(st), s["variants"][k]["methods"]) for st, s in first.items()
+              if k in (s.get("variants") or {})]
+    sweep = (first.get("clean") or {}).get("collapse")
+    if sweep and any("val_accuracy_curve" in e for e in sweep.values()):
+        panels.append(("collapse sweep (clean)", {n: {"history": [[{"val_accuracy": a} for a in e["val_accuracy_curve"]]],
+                                                      "best_epoch": [e["best_epoch"]]}
+                                                  for n, e in sweep.items() if "val_accuracy_curve" in e}))
+    if not panels:
+        fig, ax = plt.subplots(figsize=(3.5, 1.5))
+        ax.text(0.5, 0.5, "no heads were trained", ha="center", va="center")
+        ax.axis("off")
+        return fig
+    cols = min(len(panels), 3)
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7.4, 2.3 * rows + 0.6), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (title, methods) in zip(axes.flat, panels):
+        for i, (name, m) in enumerate(n_m for n_m in methods.items() if n_m[0] != "baseline"):
+            curve = [100 * row["val_accuracy"] for row in m["history"][0]]
+            label = variant_label(name) if name in VARIANTS else name
+            ax.plot(range(1, len(curve) + 1), curve, lw=1, color=f"C{i % 10}", label=label)
+            best = m["best_epoch"][0]
+            ax.plot([best], [curve[best - 1]], "o", ms=3, color=f"C{i % 10}")
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel("epoch", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(fontsize=5, frameon=False, ncol=1)
+    for row in axes:
+        row[0].set_ylabel("validation accuracy (%)", fontsize=8)
+    cfg = record["config"]
+    fig.suptitle(f"The heads' learning curves at k = {k} (seed {res['seeds'][0]}; at most {cfg['head_epochs']} "
+                 f"epochs, patience {cfg['head_patience']}; dot: the selected epoch)", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    return fig
+
+
 def variants_figure(record: dict, margin: float | None = None):
     """At the experiment's k, one panel per memory setting on one shared axis: each variant's accuracy
     difference to the strongest rule that learns nothing (points, seed-level 95 % interval), the

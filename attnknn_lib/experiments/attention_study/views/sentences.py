@@ -6,7 +6,7 @@ import numpy as np
 
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.verdicts import VERDICTS
-from attnknn_lib.experiments.attention_study.measure import AS_TRAINED
+from attnknn_lib.experiments.attention_study.measure import AS_TRAINED, COLLAPSE, DIFFERENCE, MAIN_ATTNKNN
 from attnknn_lib.experiments.attention_study.views.cells import interval_text
 from attnknn_lib.experiments.attention_study.views.labels import counted, is_noise, setting_title
 from attnknn_lib.experiments.common.fixed_embedding import HeadKnobs as FixedEmbeddingConfig
@@ -138,7 +138,23 @@ def collapse_reading(record: dict) -> str | None:
     if not sweep:
         return None
     k = int(record["config"]["k"])
-    es = sweep["settings"]
+    text = _sweep_reading({n: e for n, e in sweep["settings"].items() if n in COLLAPSE}, k)
+    beside = sweep["settings"]
+    if DIFFERENCE in beside:
+        d = beside[DIFFERENCE]
+        text += (f"; a score read from q - n_j by an MLP (TabR's difference feature), trained the same way, reaches "
+                 f"effective k {d['effective_k']['mean']:.2f} and {interval_text(d['verdicts_reference']['accuracy'], 'accuracy')} "
+                 "against the strongest rule")
+    m = beside.get(MAIN_ATTNKNN)
+    if m and (m.get("score_range") or {}).get("mean") is not None:
+        text += (f"; main's Attn-KNN's scores span {m['score_range']['mean']:.3f} within a neighbourhood at temperature "
+                 f"{m['temperature']['mean']:.3f} (largest weight at most {np.exp(m['score_range']['mean']):.2f} times "
+                 "the smallest)")
+    return text
+
+
+def _sweep_reading(es: dict, k: int) -> str:
+    """The sentence on the heads of the collapse sweep proper (``es``: name -> summary)."""
     name = min(es, key=lambda n: es[n]["effective_k"]["mean"])
     keff = es[name]["effective_k"]["mean"]
     v = es[name]["verdicts_reference"]["accuracy"]
@@ -152,7 +168,8 @@ def collapse_reading(record: dict) -> str | None:
                 f"strongest rule")
     said = {"better": "sharper weights beat the rule there", "worse": "sharper weights cost accuracy there",
             "equivalent": "sharper weights matched the rule there",
-            "inconclusive": "the seeds cannot tell whether sharper weights help"}[v["verdict"]]
+            "inconclusive": "the seeds cannot tell whether sharper weights help",
+            "identical": "its predictions are the rule's"}[v["verdict"]]
     return (f"{len(moved)} of {len(es)} heads (the head as trained and {changes} changes) bring the effective k below {UNIFORM_SHARE * k:.1f} of {k} "
             f"({100 * UNIFORM_SHARE:g} % of k); the sharpest (\"{name}\", {keff:.2f}) scores {interval_text(v, 'accuracy')} "
             f"against the strongest rule: {said}")

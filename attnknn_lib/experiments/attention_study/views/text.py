@@ -26,9 +26,12 @@ GLOSSARY = (
     "- *Strongest rule that learns nothing* (the reference): a neighbour vote whose weights (uniform, distance or "
     "cosine), k, label filter and class-prior correction are all chosen on validation.",
     "- *Better* / *worse*: the interval excludes zero on the good / bad side; *equivalent*: the whole interval lies "
-    "within the margin declared before the run ({margins}); *inconclusive*: none of these.",
-    "- *ECE*: expected calibration error over {bins} equal-width confidence bins; *NLL*: negative log-likelihood; "
-    "both after temperature scaling fitted on validation.",
+    "within the margin declared before the run ({margins}); *inconclusive*: none of these; *identical*: every "
+    "seed's difference is exactly 0 (the same predictions), which is not evidence of equivalence and no count "
+    "includes it.",
+    "- *ECE*: expected calibration error over {bins} equal-width confidence bins, described with its interval but "
+    "never given a verdict (it is not a proper score); *NLL*: negative log-likelihood; both after temperature "
+    "scaling fitted on validation.",
     "- *Chosen head*: the attention variant with the best validation accuracy among {n_heads} trained on the frozen "
     "embedding (label-blind or label-aware scores, a readout and its query-only control, a mixture over k).",
     "- *Learnable headroom*: the better of two learners that read {learner_reads} and learn from clean "
@@ -97,7 +100,7 @@ def answer_lines(records: list[dict], headroom: bool = True) -> list[str]:
         lines.append(f"- **Why the weights stay uniform**: trained end to end without the entropy bonus "
                      f"({seeds_text(len(e2e['seeds']))}), effective k {m['no_bonus']['effective_k']['mean']:.2f} of {k} "
                      f"({m['prototype']['effective_k']['mean']:.2f} with it): {end_to_end_reading(e2e, int(k))}.")
-    margins = (f"{100 * cfg['margin_accuracy']:g} pp accuracy, {cfg['margin_ece']:g} ECE, {cfg['margin_nll']:g} NLL"
+    margins = (f"{100 * cfg['margin_accuracy']:g} pp accuracy, {cfg['margin_nll']:g} NLL"
                + (f", {cfg['margin_brier']:g} Brier" if "margin_brier" in cfg else ""))
     heads = len(cfg["variants"])
     reads = "the neighbours (the trees as many as the reference chose, the attention k)"
