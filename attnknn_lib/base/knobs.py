@@ -77,7 +77,8 @@ def parameters_cell(cls) -> str:
     lines.append("recompute = False  # False: show the committed results (trains and writes nothing); True: measure again")
     lines.append('out_dir = "../scratch"  # where a recompute writes (results/, figures/); the workflow writes the '
                  'repository')
-    lines.append(f"{DEFINED} = set(globals())  # a name papermill adds after this cell must be a parameter above")
+    # not an assignment papermill would list as a parameter: a name it adds after this cell must be one above
+    lines.append(f"globals()[{DEFINED!r}] = set(globals())")
     return "\n".join(lines)
 
 
