@@ -9,8 +9,8 @@ import pytest
 
 from attnknn_lib.evaluation.tuned_attention import HeadScores, tuned_attentions
 from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS, COMPARISONS
-from attnknn_lib.experiments.main.measure_knobs import KNOB_METHODS, knobs_entry, label_knob_methods
-from attnknn_lib.experiments.main.views_knobs import endpoint_frame, knob_findings, knob_macros, knobs_frame
+from attnknn_lib.experiments.main.measure.knob_search import KNOB_METHODS, knobs_entry, label_knob_methods
+from attnknn_lib.experiments.main.views.knob_tables import endpoint_frame, knob_findings, knob_macros, knobs_frame
 
 
 def _scored(k: int, val: float, test: float, edges=(), **extra) -> dict:

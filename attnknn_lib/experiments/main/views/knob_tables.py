@@ -8,7 +8,7 @@ import pandas as pd
 
 from attnknn_lib.evaluation.methods import METHOD_LABELS, OTHER_LABELS
 from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS
-from attnknn_lib.experiments.main.measure_knobs import KNOB_LABELS
+from attnknn_lib.experiments.main.measure.knob_search import KNOB_LABELS
 from attnknn_lib.report.findings import difference_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, signed
 from attnknn_lib.report.tables import DIFF_FORMAT, METRIC_FORMAT, fmt
