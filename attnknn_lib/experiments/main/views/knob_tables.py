@@ -29,8 +29,8 @@ KNOBS_CAPTION = ("The knobs each seed chose on validation: the strongest rule tu
                  "the neighbours searched; label filter; prior correction), the $k$ it was trained at where the "
                  "choice differs; the neighbours searched; every grid edge the choice still sits on; validation and "
                  "test accuracy and their gap.")
-MACRO_TAGS = {"attnknn_tuned_vs_reference": "DiffTuned", "attnknn_tuned_vs_reference_nll": "DiffTunedRefNll",
-              "attnknn_vs_reference_nll": "DiffRefNll"}
+MACRO_TAGS = {"attnknn_tuned_vs_reference": "DiffTuned", "attnknn_tuned_vs_reference_nll": "DiffTunedCalRef",
+              "attnknn_vs_reference_nll": "DiffCalRef"}
 
 
 def comparison_label(entry: dict, short: bool = False, latex: bool = False) -> str:
