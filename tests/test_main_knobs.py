@@ -9,8 +9,8 @@ import pytest
 
 from attnknn_lib.evaluation.tuned_attention import HeadScores, tuned_attentions
 from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS, COMPARISONS
-from attnknn_lib.experiments.main.measure_knobs import KNOB_METHODS, knobs_entry, label_knob_methods
-from attnknn_lib.experiments.main.views_knobs import endpoint_frame, knob_findings, knob_macros, knobs_frame
+from attnknn_lib.experiments.main.measure.knob_search import KNOB_METHODS, knobs_entry, label_knob_methods
+from attnknn_lib.experiments.main.views.knob_tables import endpoint_frame, knob_findings, knob_macros, knobs_frame
 
 
 def _scored(k: int, val: float, test: float, edges=(), **extra) -> dict:
@@ -64,7 +64,7 @@ def test_the_knobs_table_macros_and_findings_name_every_edge_and_the_trained_k()
     assert frame.loc["seed 0: rule (acc.-tuned)", "open edges"] == "k"
     macros = knob_macros(("main", "x"), record["results"])
     assert macros["MainXAttnknnTunedKDiffersCount"] == "1" and macros["MainXReferenceEdges"] == "k"
-    assert macros["MainXDiffRefNllBrierCalVerdict"] == "worse than" and "MainXDiffRefNllAcc" not in macros
+    assert macros["MainXDiffCalRefBrierCalVerdict"] == "worse than" and "MainXDiffCalRefAcc" not in macros
     assert macros["MainXDiffTunedAcc"] == "+2.00"
     text = "\n".join(knob_findings(record["results"]))
     assert "open edge: k" in text and "Brier after calibration" in text and "+2.00" in text

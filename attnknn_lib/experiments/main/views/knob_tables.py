@@ -8,7 +8,7 @@ import pandas as pd
 
 from attnknn_lib.evaluation.methods import METHOD_LABELS, OTHER_LABELS
 from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS
-from attnknn_lib.experiments.main.measure_knobs import KNOB_LABELS
+from attnknn_lib.experiments.main.measure.knob_search import KNOB_LABELS
 from attnknn_lib.report.findings import difference_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, signed
 from attnknn_lib.report.tables import DIFF_FORMAT, METRIC_FORMAT, fmt
@@ -29,8 +29,8 @@ KNOBS_CAPTION = ("The knobs each seed chose on validation: the strongest rule tu
                  "the neighbours searched; label filter; prior correction), the $k$ it was trained at where the "
                  "choice differs; the neighbours searched; every grid edge the choice still sits on; validation and "
                  "test accuracy and their gap.")
-MACRO_TAGS = {"attnknn_tuned_vs_reference": "DiffTuned", "attnknn_tuned_vs_reference_nll": "DiffTunedRefNll",
-              "attnknn_vs_reference_nll": "DiffRefNll"}
+MACRO_TAGS = {"attnknn_tuned_vs_reference": "DiffTuned", "attnknn_tuned_vs_reference_nll": "DiffTunedCalRef",
+              "attnknn_vs_reference_nll": "DiffCalRef"}
 
 
 def comparison_label(entry: dict, short: bool = False, latex: bool = False) -> str:

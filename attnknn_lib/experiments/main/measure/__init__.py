@@ -30,7 +30,7 @@ from attnknn_lib.evaluation.verdicts import DESCRIBED, HIGHER_IS_BETTER, seed_le
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, NAME, RELIABILITY_METHODS, Config
-from attnknn_lib.experiments.main.measure_knobs import KNOB_METHODS, knobs_entry, label_knob_methods
+from attnknn_lib.experiments.main.measure.knob_search import KNOB_METHODS, knobs_entry, label_knob_methods
 from attnknn_lib.knn.votes import effective_neighbours, softmax_rows, vote
 from attnknn_lib.models import MultiHeadNeighbourAttention
 from attnknn_lib.training.convergence import plateau

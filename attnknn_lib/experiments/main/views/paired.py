@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from attnknn_lib.experiments.main import views_knobs as vk
+from attnknn_lib.experiments.main.views import knob_tables as vk
 from attnknn_lib.report.tables import DIFF_FORMAT, fmt, interval_text, num
 
 

@@ -12,10 +12,10 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.methods import METHOD_LABELS
 from attnknn_lib.evaluation.verdicts import IDENTICAL, MARGINS, VERDICTS
-from attnknn_lib.experiments.main import views_knobs as vk
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
 from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
-from attnknn_lib.experiments.main.views_paired import diff_frame, paired_frame  # noqa: F401 (the notebook reads views.paired_frame)
+from attnknn_lib.experiments.main.views import knob_tables as vk
+from attnknn_lib.experiments.main.views.paired import diff_frame, paired_frame  # noqa: F401 (the notebook reads views.paired_frame)
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import difference_text, markdown_lists, mean_pct, seeds_text
 from attnknn_lib.report.macros import (
