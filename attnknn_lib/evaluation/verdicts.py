@@ -24,9 +24,10 @@ t interval (Nadeau and Bengio, 2003) inflates it by the test / train size ratio:
 The verdict uses a margin declared before any run (``MARGINS``; "better" means higher accuracy
 or lower ECE / NLL / Brier):
 
-    identical     every difference is exactly 0 and so is the interval's width: the same
-                  predictions (a rule that coincides with another, e.g. every vote at k = 1), which
-                  is no evidence of equivalence; counts of verdicts leave it out (``VERDICTS``)
+    identical     every difference is exactly 0 and so is the interval's width: as a rule the
+                  same predictions (a rule that coincides with another, e.g. every vote at k = 1;
+                  on a tiny test set, the same score on every split), which is no evidence of
+                  equivalence; counts of verdicts leave it out (``VERDICTS``)
     equivalent    the whole interval lies inside (-margin, +margin)
     better        otherwise, the interval excludes 0 on the good side
     worse         otherwise, the interval excludes 0 on the bad side
