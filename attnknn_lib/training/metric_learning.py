@@ -1,5 +1,5 @@
 """Neighbourhood Components Analysis (NCA; Goldberger, Roweis, Hinton and Salakhutdinov, 2004): a linear
-leave-one-out softmax vote, trained to a plateau on validation.
+metric learned through the leave-one-out softmax vote, trained to a plateau on validation.
 
 The map is z = A x with A (D, D) initialised at the identity, so training starts at the plain
 vote's geometry. For a memory row i against candidate rows j != i (leave-one-out):
