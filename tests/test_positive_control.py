@@ -160,16 +160,17 @@ GAINS = {"attnknn": 0.08, "label_aware": -0.01, "learner": 0.0, "geometry": -0.0
 
 def test_shares_divide_each_gain_over_the_rule_by_the_oracles_room_per_seed_and_over_the_means():
     per_seed = {"0": _fake_seed(0, 0.6, GAINS), "1": _fake_seed(1, 0.7, {**GAINS, "oracle_retrieval": 0.15})}
-    sh = pc.shares(per_seed)
+    sh = pc.shares(per_seed, 0.0025)
     assert sh["retrieval"]["room"] == pytest.approx([0.25, 0.15])
     nca = sh["retrieval"]["methods"]["nca"]
     assert nca["per_seed"] == pytest.approx([0.8, 0.2 / 0.15]) and nca["mean"] == pytest.approx((0.8 + 0.2 / 0.15) / 2)
     assert nca["of_means"] == pytest.approx(0.2 / 0.2)
     assert sh["inside_k"]["methods"]["attnknn"]["of_means"] == pytest.approx(0.08 / 0.16)
     assert "reference" not in sh["retrieval"]["methods"] and "reference_nll" not in sh["inside_k"]["methods"]
-    flat = pc.shares({"0": _fake_seed(0, 0.6, {**GAINS, "oracle_retrieval": 0.0}), "1": _fake_seed(1, 0.6, GAINS)})
+    flat = pc.shares({"0": _fake_seed(0, 0.6, {**GAINS, "oracle_retrieval": 0.002}), "1": _fake_seed(1, 0.6, GAINS)},
+                     0.0025)  # seed 0's room is below the margin: no share of it
     att = flat["retrieval"]["methods"]["attnknn"]
-    assert att["per_seed"][0] is None and att["mean"] is None and att["of_means"] == pytest.approx(0.08 / 0.125)
+    assert att["per_seed"][0] is None and att["mean"] is None and att["of_means"] == pytest.approx(0.08 / 0.126)
 
 
 def test_rank_correlation_is_one_for_the_same_order_minus_one_reversed_and_skips_constant_rows():

@@ -158,26 +158,27 @@ def label_aware_diagnostic(cfg: Config, task: GeneratedTask, seed: int) -> dict:
     return out
 
 
-def shares(per_seed: dict[str, dict]) -> dict:
+def shares(per_seed: dict[str, dict], min_room: float) -> dict:
     """Per oracle of :data:`ORACLES` and method (every one but the references): the share of the room
     it captures, (acc_method - acc_rule) / (acc_oracle - acc_rule) in test accuracy (the rule: the
-    reference tuned on accuracy), per seed (None where that seed's room is not positive), their mean
-    (None unless every seed has room) and the ratio of the mean gain to the mean room (``of_means``,
-    None where the mean room is not positive)."""
+    reference tuned on accuracy), per seed (None where that seed's room is below ``min_room``, the
+    accuracy margin: a smaller room is no room, and a share of it is noise), their mean (None unless
+    every seed has room) and the ratio of the mean gain to the mean room (``of_means``, None where
+    the mean room is below ``min_room``)."""
     seeds = list(per_seed)
     acc = {s: {n: m["raw"]["accuracy"] for n, m in per_seed[s]["methods"].items()} for s in seeds}
     out = {}
     for key, oracle in ORACLES.items():
         room = [acc[s][oracle] - acc[s]["reference"] for s in seeds]
-        out[key] = {"room": room, "methods": {}}
+        out[key] = {"room": room, "min_room": min_room, "methods": {}}
         for name in acc[seeds[0]]:
             if name in REFERENCES:
                 continue
             gain = [acc[s][name] - acc[s]["reference"] for s in seeds]
-            each = [g / r if r > 0 else None for g, r in zip(gain, room)]
+            each = [g / r if r >= min_room else None for g, r in zip(gain, room)]
             out[key]["methods"][name] = {
                 "per_seed": each, "mean": None if None in each else float(np.mean(each)),
-                "of_means": float(np.mean(gain) / np.mean(room)) if np.mean(room) > 0 else None}
+                "of_means": float(np.mean(gain) / np.mean(room)) if np.mean(room) >= min_room else None}
     return out
 
 
@@ -204,7 +205,7 @@ def level_seed(cfg: Config, scale: float, seed: int) -> dict:
 def summarise_level(cfg: Config, per_seed: dict[str, dict]) -> dict:
     """One scale over its seeds (:func:`~attnknn_lib.experiments.common.fixed_embedding.summarise`),
     the shares of the room (:func:`shares`) and the label-aware diagnostic's means over seeds."""
-    out = {**summarise(cfg, per_seed), "shares": shares(per_seed)}
+    out = {**summarise(cfg, per_seed), "shares": shares(per_seed, cfg.margin_accuracy)}
     diag = [p["label_aware_diagnostic"] for p in per_seed.values() if "label_aware_diagnostic" in p]
     if diag:
         out["label_aware_diagnostic"] = {
