@@ -14,7 +14,8 @@ Fashion-MNIST (:data:`~.config.CANDIDATES`):
 Each embedder picks its epoch on ``embedder_val`` validation rows of the classes it trains on.
 On every candidate the comparison of :func:`~attnknn_lib.experiments.common.fixed_embedding.compare` runs,
 in its order: headroom, the strongest rule that learns nothing (accuracy- and NLL-tuned), the
-learnable headroom, then the heads. A candidate *has room* when its geometry-only or learnable
+learned metrics with the same vote (NCA and the linear probe), the learnable headroom, then the
+heads (each also against NCA) and the query-only control. A candidate *has room* when its geometry-only or learnable
 ceiling lies at least ``room_margin`` above the strongest rule (declared before the run; measured
 before any head is trained); the heads run on every candidate, so the absence of room is tested
 too. Each seed reads its own block of ``test_rows`` rows of the official test set (disjoint
