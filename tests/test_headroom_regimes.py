@@ -134,3 +134,37 @@ def test_a_learned_metric_that_drops_the_nuisance_shows_room_in_the_gate():
     vx, vy = _clusters(400, 1, 2.0)
     out = gate.gate(mx, my, vx, vy, 4, seed=0, k=8, k_search=64, loo_k=8, nca=lambda x: x[:, :2])
     assert out["room"]["nca"] > 0.1  # re-retrieval in the informative dimensions beats the rule by far
+
+
+def test_verdict_table_adds_the_learned_metric_the_probe_the_control_and_each_head_against_nca():
+    def diff(v):
+        return {"value": v, "low": v - 0.01, "high": v + 0.01, "verdict": "better" if v > 0.01 else "worse"}
+
+    endpoints = {"reference": ("accuracy", "nll", "brier"), "reference_nll": ("nll", "brier"),
+                 "nca": ("accuracy", "nll", "brier"), "nca_nll": ("nll", "brier")}
+    heads = ("attnknn", "readout")
+    d = {m: {r: {e: diff(0.02 if r.startswith("ref") else -0.05) for e in es} for r, es in endpoints.items()
+             if r.startswith("ref") or m in heads}
+         for m in (*heads, "learner", "nca", "linear_probe", "query_only")}
+    means = {m: {"accuracy": a, "nll": 0.5, "brier": 0.3, "ece": 0.02}
+             for m, a in (("reference", 0.8), ("geometry", 0.79), ("learner", 0.8), ("nca", 0.85),
+                          ("linear_probe", 0.7), ("query_only", 0.75))}
+    cand = {"label": "PCA of pixels", "room": {"largest": 0.02}, "gate": {"largest": 0.02}, "has_room": True, "chosen_head": "readout",
+            "per_seed": {"0": {"embedding": {"num_classes": 10, "n_memory": 100, "dims": 64}}},
+            "summary": {"means": means, "diff": d, "effective_k": {"attnknn": 6.0, "readout": 15.0},
+                        "moved": {"attnknn": True, "readout": False}, "reference_k": [8, 12],
+                        "headroom": {"at_k": {"recall": 0.98, "fixable": 0.1}}}}
+    record = {"experiment": "headroom_regimes", "dataset": "fashion_mnist",
+              "config": {"pca_dims": 64, "label_share": 0.01, "source_classes": 5}, "results": {
+        "k": 16, "seeds": [0, 1], "heads": {"attnknn": "Attn-KNN", "readout": "TabR-style readout"},
+        "moved_threshold": 14.4, "room_margin": 0.01, "test_rows": 2000, "selected": ["pixels_pca"],
+        "candidates": {"pixels_pca": cand}}}
+    table = views.verdict_frame(record)
+    assert list(table.index) == ["PCA: Attn-KNN", "PCA: readout*", "PCA: boosted trees", "PCA: NCA",
+                                 "PCA: linear probe", "PCA: query-only", "PCA: Attn-KNN vs NCA", "PCA: readout* vs NCA"]
+    assert table.loc["PCA: Attn-KNN vs NCA", "verdict"] == "worse" and table.loc["PCA: NCA", "verdict"] == "better"
+    assert views.headroom_frame(record).loc["PCA of pixels", "NCA"] == "85.00"
+    m = views.regime_macros(record)
+    assert m["HeadroomRegimesPcaAttnknnVsNcaAccVerdict"] == "worse" and m["HeadroomRegimesPcaNcaAcc"] == "85.00"
+    assert m["HeadroomRegimesPcaChosenVsNcaAccDiff"] == "-5.00" and m["HeadroomRegimesFewNcaAcc"] == "--"
+    assert "Attn-KNN against NCA -5.00 pp" in views.findings(record)

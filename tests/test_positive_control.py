@@ -121,3 +121,118 @@ def test_with_room_to_win_attnknn_sharpens_and_beats_the_uniform_vote():
     assert att["info"]["effective_k"] < cfg.moved_share * cfg.k
     assert att["raw"]["accuracy"] > hr["uniform_accuracy"] + 0.05
     assert out["diff"]["attnknn"]["reference"]["accuracy"] > 0
+
+
+# ----------------------------------------------------------------------------- the learned metric, shares, diagnostic
+
+def _method(acc: float) -> dict:
+    return {"val_accuracy": acc, "raw": {"accuracy": acc},
+            "calibrated": {"nll": 1.0 - acc, "brier": (1.0 - acc) / 2, "ece": 0.01}, "info": {}}
+
+
+def _fake_seed(seed: int, ref: float, gains: dict[str, float]) -> dict:
+    """One seed's comparison output as :func:`compare` shapes it, with given accuracy gains over the rule."""
+    methods = {"reference": {**_method(ref), "info": {"choice": {"k": 64}, "label": "uniform, k=64", "edges": []}},
+               "reference_nll": {**_method(ref), "info": {"label": "uniform, k=64", "edges": []}}}
+    methods.update({n: _method(ref + g) for n, g in gains.items()})
+    for h in ("attnknn", "label_aware"):
+        methods[h]["info"] = {"effective_k": 6.0}
+
+    def d(a: str, b: str) -> dict:
+        ma, mb = methods[a], methods[b]
+        return {"accuracy": ma["raw"]["accuracy"] - mb["raw"]["accuracy"],
+                **{m: ma["calibrated"][m] - mb["calibrated"][m] for m in ("nll", "brier", "ece")}}
+    diff = {n: {r: d(n, r) for r in ("reference", "reference_nll")} for n in gains}
+    for h in ("attnknn", "label_aware"):
+        diff[h].update({r: d(h, "nca") for r in ("nca", "nca_nll")})
+    room = {"recall": 0.9, "uniform_accuracy": ref, "fixable": 0.1, "all_agree_right": 0.5}
+    diag = {"retrieved_vs_informative": 0.2, "uniform_accuracy": ref - 0.05,
+            **{v: {"accuracy": ref + g, "weights_vs_informative": r, "weights_vs_retrieved": 0.5}
+               for v, g, r in (("as_retrieved", -0.01, 0.4), ("informative", 0.15, 0.95))}}
+    return {"methods": methods, "diff": diff, "headroom": {"at_k": room, "at_reference_k": room},
+            "label_aware_diagnostic": diag}
+
+
+GAINS = {"attnknn": 0.08, "label_aware": -0.01, "learner": 0.0, "geometry": -0.02, "nca": 0.2, "nca_nll": 0.2,
+         "linear_probe": -0.4, "query_only": 0.1, "oracle_inside_k": 0.16, "oracle_reference_k": 0.2,
+         "oracle_retrieval": 0.25}
+
+
+def test_shares_divide_each_gain_over_the_rule_by_the_oracles_room_per_seed_and_over_the_means():
+    per_seed = {"0": _fake_seed(0, 0.6, GAINS), "1": _fake_seed(1, 0.7, {**GAINS, "oracle_retrieval": 0.15})}
+    sh = pc.shares(per_seed, 0.0025)
+    assert sh["retrieval"]["room"] == pytest.approx([0.25, 0.15])
+    nca = sh["retrieval"]["methods"]["nca"]
+    assert nca["per_seed"] == pytest.approx([0.8, 0.2 / 0.15]) and nca["mean"] == pytest.approx((0.8 + 0.2 / 0.15) / 2)
+    assert nca["of_means"] == pytest.approx(0.2 / 0.2)
+    assert sh["inside_k"]["methods"]["attnknn"]["of_means"] == pytest.approx(0.08 / 0.16)
+    assert "reference" not in sh["retrieval"]["methods"] and "reference_nll" not in sh["inside_k"]["methods"]
+    flat = pc.shares({"0": _fake_seed(0, 0.6, {**GAINS, "oracle_retrieval": 0.002}), "1": _fake_seed(1, 0.6, GAINS)},
+                     0.0025)  # seed 0's room is below the margin: no share of it
+    att = flat["retrieval"]["methods"]["attnknn"]
+    assert att["per_seed"][0] is None and att["mean"] is None and att["of_means"] == pytest.approx(0.08 / 0.126)
+
+
+def test_rank_correlation_is_one_for_the_same_order_minus_one_reversed_and_skips_constant_rows():
+    w = np.array([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5], [1 / 3, 1 / 3, 1 / 3]])
+    score = np.array([[3.0, 2.0, 1.0], [3.0, 2.0, 1.0], [3.0, 2.0, 1.0]])
+    assert pc.rank_correlation(w[:1], score[:1]) == pytest.approx(1.0)
+    assert pc.rank_correlation(w[1:2], score[1:2]) == pytest.approx(-1.0)
+    assert pc.rank_correlation(w, score) == pytest.approx(0.0)  # the constant row is left out
+    assert np.isnan(pc.rank_correlation(w[2:], score[2:]))
+
+
+def test_the_label_aware_diagnostic_trains_the_head_on_both_distances_and_reports_its_weights():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: a busy machine's thread barriers cost more than the work
+    try:
+        cfg = EXPERIMENT.Config(profile="smoke", seeds="0", nuisance_scales="1.5", n_memory=600, n_val=200, n_test=200,
+                                clusters_per_class=4, train_queries=300, head_epochs=2)
+        out = pc.label_aware_diagnostic(cfg, generate(cfg.task(1.5), 0), 0)
+    finally:
+        torch.set_num_threads(before)
+    assert set(out) == {"retrieved_vs_informative", "uniform_accuracy", "as_retrieved", "informative"}
+    for v in ("as_retrieved", "informative"):
+        assert 0 <= out[v]["accuracy"] <= 1 and -1 <= out[v]["weights_vs_informative"] <= 1
+        assert out[v]["epochs_run"] <= 2
+    # with the informative distance as its feature, the head's weights follow it (its score is that distance)
+    assert out["informative"]["weights_vs_informative"] > out["as_retrieved"]["weights_vs_informative"]
+
+
+def _record() -> dict:
+    cfg = EXPERIMENT.Config(heads="attnknn,label_aware", seeds="0,1,2", nuisance_scales="0,1.5")
+    levels = {}
+    for scale, ref in ((0.0, 0.9), (1.5, 0.6)):
+        per_seed = {str(s): _fake_seed(s, ref + 0.01 * s, GAINS) for s in range(3)}
+        levels[f"{scale:g}"] = {"nuisance_scale": scale, "per_seed": per_seed,
+                                "summary": pc.summarise_level(cfg, per_seed)}
+    return {"experiment": "positive_control", "dataset": "clusters", "config": {}, "results": {
+        "k": 16, "seeds": [0, 1, 2], "heads": {"attnknn": "Attn-KNN", "label_aware": "label-aware scores"},
+        "moved_threshold": 14.4, "levels": levels, "task": {"num_classes": 10, "clusters_per_class": 20,
+                                                          "informative_dims": 8, "nuisance_dims": 24}}}
+
+
+def test_views_show_the_learned_metric_the_shares_and_the_diagnostic_read_off_the_record():
+    from attnknn_lib.experiments.positive_control import views
+
+    record = _record()
+    verdicts = views.verdict_frame(record)
+    assert "s = 1.5, Attn-KNN vs NCA" in verdicts.index and "s = 1.5, NCA (learned metric)" in verdicts.index
+    assert verdicts.loc["s = 1.5, Attn-KNN vs NCA", "verdict"] == "worse"  # 0.08 below NCA's 0.2 in every seed
+    assert verdicts.loc["s = 1.5, NCA (learned metric)", "verdict"] == "better"
+    assert len(verdicts) == 2 * (2 + 4 + 2)  # per scale: 2 heads, learner, NCA, probe, control; 2 heads vs NCA
+    shares = views.shares_frame(record)
+    assert shares.loc["Attn-KNN", "s = 1.5"] == "32 / 50"  # 0.08 / 0.25, 0.08 / 0.16
+    assert shares.loc["NCA", "s = 1.5"] == "80 / 125"
+    diag = views.diagnostic_frame(record)
+    assert diag.loc["1.5", "label-aware, informative distances"] == "76.00"  # mean ref 0.61 + 0.15
+    assert "NCA: re-retrieval in a learned linear map" in views.headroom_frame(record).columns
+    m = views.pc_macros(record)
+    assert m["PositiveControlMaxAttnknnVsNcaAccVerdict"] == "worse" and m["PositiveControlMaxNcaShareRetrieval"] == "80"
+    assert m["PositiveControlMaxLabelAwareInformativeAcc"] == "76.00" and m["PositiveControlNcaWins"] == "2"
+    assert m["PositiveControlSecondNcaAcc"] == "--" and m["PositiveControlAttnknnBeatsNca"] == "0"
+    text = views.findings(record)
+    assert "NCA, a linear metric learned with the same vote, beats the rule at 2" in text
+    assert "given the informative distances of the same neighbours, 76.00 %" in text

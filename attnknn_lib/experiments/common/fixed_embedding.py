@@ -13,10 +13,19 @@ Given a labelled memory, validation and test rows of one embedding (the embeddin
 3. **learnable headroom**: the boosted-trees learner of the attention study
    (:func:`~attnknn_lib.evaluation.learnable.learned_rule`, cross-fitted on validation) reading as
    many neighbours as the reference's chosen k (at least the heads' k);
-4. **the heads** (:data:`HEADS`; Attn-KNN is the paper's attention with the prototype's loss)
+4. **the learned metrics with the same vote** (:mod:`~attnknn_lib.experiments.common.learned_metric`):
+   NCA (a linear map trained with the NCA loss over the memory, then re-retrieval and the rule's
+   whole search in the learned space; ``nca`` tuned on accuracy, ``nca_nll`` on NLL) and the linear
+   probe (logistic regression on the embedding, the parametric reference);
+5. **the heads** (:data:`HEADS`; Attn-KNN is the paper's attention with the prototype's loss)
    trained on memory queries (each query's own row excluded from its neighbours), their epoch
    chosen on validation, scored once on test: accuracy as voted, NLL and Brier after a calibrator
-   fitted on validation, and their effective k = exp(entropy of the weights), mean over test queries.
+   fitted on validation, and their effective k = exp(entropy of the weights), mean over test queries;
+   then the controls (:data:`CONTROLS`: the query-only MLP, which reads no neighbour) with the heads'
+   budget.
+
+Every method is compared with both references; every head also with the learned metric (``nca`` on
+accuracy, ``nca_nll`` on NLL and Brier): attention against the classic way to learn a metric.
 
 An experiment may add its own methods (the positive control's oracle weights) through ``extras``.
 :func:`summarise` turns one setting's seeds into seed-level intervals and verdicts: every seed has
@@ -35,7 +44,7 @@ import numpy as np
 import torch
 
 from attnknn_lib.base.errors import ConfigError, check_range
-from attnknn_lib.base.knobs import csv, knob
+from attnknn_lib.base.knobs import csv, float_csv, knob
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.evaluation.calibration import fit_calibrator
 from attnknn_lib.evaluation.learnable import learned_rule
@@ -49,13 +58,14 @@ from attnknn_lib.evaluation.reference import (
     tune_reference,
 )
 from attnknn_lib.evaluation.verdicts import MARGINS, resolvable, seed_level
+from attnknn_lib.experiments.common.learned_metric import LEARNED, nca_methods, probe_method
 from attnknn_lib.experiments.common.shared import ExperimentConfig, searcher
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import headroom, loo_agreement, loo_agreement_without
 from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import effective_neighbours
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
-from attnknn_lib.models.neighbour_heads import BlindAttention, LabelAwareAttention, NeighbourReadout
+from attnknn_lib.models.neighbour_heads import BlindAttention, LabelAwareAttention, NeighbourReadout, QueryOnly
 from attnknn_lib.report.findings import markdown_lists
 from attnknn_lib.training.head_fitting import predict, train_head
 
@@ -64,6 +74,9 @@ HEADS = {  # name -> (label, what it is)
     "blind_none": ("label-blind, no entropy term", "the same attention without the entropy bonus"),
     "label_aware": ("label-aware scores", "scores from distances, ranks, label shares and agreement"),
     "readout": ("TabR-style readout", "values E[y] + MLP(q - n) and an MLP readout, not a vote"),
+}
+CONTROLS = {  # name -> (label, what it is): trained like the heads, never a head to choose
+    "query_only": ("query-only control", "the readout's output MLP on the query alone: reads no neighbour"),
 }
 ENDPOINTS = (("accuracy", "raw"), ("nll", "calibrated"), ("brier", "calibrated"))
 """What each head is judged on against the reference: accuracy as voted, NLL and Brier after the
@@ -92,15 +105,22 @@ class HeadKnobs(ExperimentConfig):
 
     heads: tuple[str, ...] = knob(("attnknn", "label_aware", "readout"), "heads trained on the frozen embedding "
                                                                          "(among those of HEADS)")
-    train_queries: int = knob(12000, "training queries per head (a seeded subset of the memory, each query's own row "
-                                     "excluded from its neighbours)")
-    head_epochs: int = knob(24, "most epochs per head; it stops earlier at a plateau (head_patience)")
-    head_patience: int = knob(4, "a head stops after this many epochs without a better validation score")
+    train_queries: int = knob(0, "training queries per head (0: every memory row; else a seeded subset), each "
+                                 "query's own row excluded from its neighbours")
+    head_epochs: int = knob(32, "most epochs per head; it stops earlier at a plateau (head_patience)")
+    head_patience: int = knob(5, "a head stops after this many epochs without a better validation score")
     head_batch_size: int = knob(256, "training queries per step of a head")
     head_lr: float = knob(0.01, "AdamW learning rate of the heads")
     loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
     reference_k: int = knob(REFERENCE_K, "neighbours searched for the strongest rule that learns nothing, doubled "
                                          "while its chosen k is the largest searched")
+    nca_lrs: tuple[float, ...] = knob((0.003, 0.01, 0.03), "AdamW learning rates of NCA's map, the grid extended "
+                                                           "past an end while the best sits there")
+    nca_epochs: int = knob(40, "most epochs of NCA (one pass over the memory each); it stops at a plateau")
+    nca_patience: int = knob(5, "NCA stops after this many epochs without a better validation score")
+    nca_batch_size: int = knob(1024, "memory rows per NCA step (the queries of its leave-one-out softmax)")
+    nca_candidates: int = knob(2048, "memory rows drawn per NCA step as the softmax's candidates (ModernNCA's "
+                                     "sampling; the whole memory when it is smaller)")
     moved_share: float = knob(0.9, "declared before the run: a head 'moves from uniform' when its mean effective k "
                                    "on test is below this share of k")
     margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
@@ -113,7 +133,10 @@ class HeadKnobs(ExperimentConfig):
         for h in self.heads:
             if h not in HEADS:
                 raise ConfigError(f"heads={h!r} is not allowed; choose among: {', '.join(HEADS)}")
-        for name in ("train_queries", "head_epochs", "head_patience", "head_batch_size", "loo_k", "reference_k"):
+        object.__setattr__(self, "nca_lrs", float_csv("nca_lrs", self.nca_lrs, 1e-6, 10.0))
+        check_range("train_queries", self.train_queries, 0, None)  # 0: every memory row
+        for name in ("head_epochs", "head_patience", "head_batch_size", "loo_k", "reference_k", "nca_epochs",
+                     "nca_patience", "nca_batch_size", "nca_candidates"):
             check_range(name, getattr(self, name), 1, None)
         check_range("moved_share", self.moved_share, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
         for name in ("head_lr", "margin_accuracy", "margin_nll", "margin_brier"):
@@ -159,15 +182,18 @@ def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.
         return BlindAttention(MultiHeadNeighbourAttention(AttentionConfig(num_classes, dims, num_heads)))
     if name == "label_aware":
         return LabelAwareAttention(num_classes, dims)
+    if name == "query_only":
+        return QueryOnly(num_classes, dims)
     return NeighbourReadout(num_classes, dims)
 
 
 def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dict[str, Neighbourhood],
-                seed: int) -> dict:
-    """Every head of ``cfg.heads``: validation and test probabilities, and what training did."""
+                seed: int, names: tuple[str, ...] | None = None) -> dict:
+    """Every head of ``names`` (default ``cfg.heads``; a control of :data:`CONTROLS` trains the same
+    way): validation and test probabilities, and what training did."""
     mem = torch.from_numpy(np.ascontiguousarray(memory, dtype=np.float32))
     out = {}
-    for name in cfg.heads:
+    for name in names or cfg.heads:
         seed_everything(seed)
         head = build_head(name, cfg.num_heads, num_classes, memory.shape[1])
         entropy = cfg.entropy_weight if name == "attnknn" else 0.0
@@ -207,7 +233,7 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
         return Neighbourhood(query=query, rows=rows, sq_dist=sq.astype(np.float32), labels=memory.y[rows],
                              loo=agree.astype(np.float32), target=target)
 
-    n_train = min(cfg.train_queries, len(memory.y))
+    n_train = min(cfg.train_queries or len(memory.y), len(memory.y))
     train_rows = np.sort(np.random.default_rng([seed, 2]).choice(len(memory.y), n_train, replace=False))
     t_rows, t_sq = own.rows[train_rows, :k], own.sq_dist[train_rows, :k]
     hoods = {"train": hoods_of(t_rows, t_sq, memory.x[train_rows], memory.y[train_rows],
@@ -223,16 +249,27 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
                                                              prior)
     for name, (pv, pt, extra_info) in (extras(search, k_ref) if extras else {}).items():
         probs[name], info[name] = (pv, pt), extra_info
+    learned = {**nca_methods(memory, val, test, num_classes, seed, k=k, loo_k=cfg.loo_k, reference_k=cfg.reference_k,
+                             lrs=cfg.nca_lrs, epochs=cfg.nca_epochs, patience=cfg.nca_patience,
+                             batch_size=cfg.nca_batch_size, candidates=cfg.nca_candidates),
+               **probe_method(memory, val, test, num_classes, seed)}
+    for name, (pv, pt, extra_info) in learned.items():
+        probs[name], info[name] = (pv, pt), extra_info
     k_learn = max(k, k_ref)
     fit = learned_rule(hood("val", k_learn), val.y, hood("test", k_learn), prior, num_classes, k_learn, seed)
     probs["learner"], info["learner"] = (fit["val"], fit["test"]), {"k": k_learn, "configs": fit["configs"],
                                                                      "folds": fit["folds"]}
     for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed).items():
         probs[name], info[name] = (pv, pt), head_info
+    for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, tuple(CONTROLS)).items():
+        head_info.pop("effective_k")  # its weights are uniform by convention: no sharpness to report
+        probs[name], info[name] = (pv, pt), head_info
 
     scored = {name: {**scores(pv, pt, val.y, test.y), "info": info[name]} for name, (pv, pt) in probs.items()}
     diffs = {name: {r: differences(scored[name], scored[r]) for r in REFERENCES}
              for name in scored if name not in REFERENCES}
+    for name in cfg.heads:  # attention against the learned metric with the same vote
+        diffs[name].update({r: differences(scored[name], scored[r]) for r in LEARNED})
     test_labels = memory.y[search("test", max(k, k_ref))[0]]
     return {"headroom": {"at_k": headroom(test_labels, test.y, num_classes, k),
                          "at_reference_k": headroom(test_labels, test.y, num_classes, k_ref)},
@@ -242,7 +279,9 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
 def summarise(cfg: HeadKnobs, per_seed: dict[str, dict]) -> dict:
     """One setting over its seeds (each a :func:`compare` output). Per comparison and endpoint: the
     seed-level interval and verdict (independent test rows per seed, so no test term) and the
-    smallest difference it resolves at :data:`RESOLVED_AT` seeds; per method the means; per head its
+    smallest difference it resolves at :data:`RESOLVED_AT` seeds (against each reference, and for
+    the heads against the learned metric: accuracy against the accuracy-tuned one, NLL and Brier
+    against both); per method the means; per head its
     mean effective k and whether it moved from uniform (below ``moved_share`` x k); the headroom
     means, the reference's choices per seed and the grid edges it reached."""
     seeds = list(per_seed)
@@ -250,10 +289,10 @@ def summarise(cfg: HeadKnobs, per_seed: dict[str, dict]) -> dict:
     out = {"diff": {}, "effective_k": {}, "moved": {}, "means": {}}
     for name in first["diff"]:
         out["diff"][name] = {}
-        for ref in REFERENCES:
+        for ref in first["diff"][name]:  # the references, and the learned metric for a head
             entry = {}
             for metric in ("accuracy", *CALIBRATION_ENDPOINTS):
-                if ref == "reference_nll" and metric == "accuracy":
+                if ref in (REFERENCES[1], LEARNED[1]) and metric == "accuracy":
                     continue
                 d = [per_seed[s]["diff"][name][ref][metric] for s in seeds]
                 v = seed_level(d, 0.0, metric, cfg.margin(metric))

@@ -14,11 +14,13 @@ Fashion-MNIST (:data:`~.config.CANDIDATES`):
 Each embedder picks its epoch on ``embedder_val`` validation rows of the classes it trains on.
 On every candidate the comparison of :func:`~attnknn_lib.experiments.common.fixed_embedding.compare` runs,
 in its order: headroom, the strongest rule that learns nothing (accuracy- and NLL-tuned), the
-learnable headroom, then the heads. Before it, the gate (:mod:`~.gate`, declared in
-``docs/regimes_declaration.md``): a candidate *has room* when a gate learner's cross-fitted
-validation accuracy lies at least ``room_margin`` above the rule's, as a mean over seeds; it reads
-no test row. The heads run on every candidate, so the absence of room is tested too; verdicts on a
-candidate that fails the gate are exploratory. Each seed reads its own block of ``test_rows`` rows of the official test set (disjoint
+learned metrics with the same vote (NCA and the linear probe), the learnable headroom, then the
+heads (each also against NCA) and the query-only control. Before it, the gate (:mod:`~.gate`,
+declared in ``docs/regimes_declaration.md``): a candidate *has room* when a gate learner's
+cross-fitted validation accuracy lies at least ``room_margin`` above the rule's, as a mean over
+seeds; it reads no test row. The heads run on every candidate, so the absence of room is tested
+too; verdicts on a candidate that fails the gate are exploratory. Each seed reads its own block of
+``test_rows`` rows of the official test set (disjoint
 blocks: independent test sets, so the seed-level intervals take no test term).
 """
 

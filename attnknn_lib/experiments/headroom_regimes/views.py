@@ -56,6 +56,9 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                             "rule's k": k_range(s["reference_k"]), "strongest rule": _pp(means["reference"]["accuracy"]),
                             f"geometry, k<={k}": _pp(means["geometry"]["accuracy"]),
                             "boosted trees": _pp(means["learner"]["accuracy"]),
+                            **{label: _pp(means[m]["accuracy"]) for m, label in (("nca", "NCA"),
+                                                                                 ("linear_probe", "linear probe"))
+                               if m in means},
                             "gate room, val. (pp)": signed(100 * c["gate"]["largest"], 2) if "gate" in c else "--",
                             "passes the gate": "yes" if c["has_room"] else "no",
                             "room on test (pp)": signed(100 * c["room"]["largest"], 2)}
@@ -68,22 +71,32 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 
 
 SHORT = {"pixels_pca": "PCA", "few_labels": "few labels", "other_classes": "other classes",  # LaTeX rows
-         "attnknn": "Attn-KNN", "label_aware": "label-aware", "readout": "readout", "learner": "boosted trees"}
+         "attnknn": "Attn-KNN", "label_aware": "label-aware", "readout": "readout", "learner": "boosted trees",
+         "nca": "NCA", "linear_probe": "linear probe", "query_only": "query-only"}
+AFTER_HEADS = ("learner", "nca", "linear_probe", "query_only")  # the verdict table's rows after the heads
+VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll")}  # against: (accuracy, NLL / Brier)
 
 
 def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
-    """One row per (candidate, method): accuracy against the accuracy-tuned rule, NLL and Brier
-    (after calibration) against the NLL-tuned rule, as difference [95 % interval] and verdict; and
-    each head's effective k (exp of the weights' entropy, mean over test queries and seeds). In
-    rows carry short names (:data:`SHORT`) and the chosen head a star, so the table fits the page."""
+    """One row per (candidate, method, what it is against): each head, the boosted-trees learner,
+    NCA, the linear probe and the query-only control against the rule, then each head against NCA
+    (rows "vs NCA"): accuracy against the accuracy-tuned one, NLL and Brier (after calibration)
+    against the NLL-tuned one, as difference [95 % interval] and verdict; and each head's effective
+    k (exp of the weights' entropy, mean over test queries and seeds). Rows carry short names
+    (:data:`SHORT`) and the chosen head a star, so the table fits the page."""
     rows = {}
     for key, c in _candidates(record):
         s = c["summary"]
-        for name in [*_shown(record, c), "learner"]:
-            acc, nll, brier = (_diff(c, name, "reference", "accuracy"), _diff(c, name, "reference_nll", "nll"),
-                               _diff(c, name, "reference_nll", "brier"))
+        diff = s["diff"]
+        compared = [(n, "rule") for n in [*_shown(record, c), *AFTER_HEADS] if n in diff]
+        compared += [(n, "NCA") for n in _shown(record, c) if "nca" in diff[n]]
+        for name, against in compared:
+            ref_acc, ref_nll = VS[against]
+            acc, nll, brier = (_diff(c, name, ref_acc, "accuracy"), _diff(c, name, ref_nll, "nll"),
+                               _diff(c, name, ref_nll, "brier"))
             star = ("$^*$" if latex else "*") if name == c.get("chosen_head") else ""
-            row_label = f"{SHORT.get(key, key)}: {SHORT.get(name, name)}{star}"
+            vs = " vs NCA" if against == "NCA" else ""
+            row_label = f"{SHORT.get(key, key)}: {SHORT.get(name, name)}{star}{vs}"
             rows[row_label] = {
                 "accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100)}",
                 "verdict": acc["verdict"],
@@ -172,9 +185,11 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         escape_index=False, size="footnotesize")),
         "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
             verdict_frame(record, latex=True),
-            f"Real regimes: each head and the learner minus the strongest rule that learns nothing, seed-level "
-            f"95\\,\\% intervals over {n} seeds. Accuracy against the rule tuned on accuracy; NLL and Brier, after "
-            f"calibration on validation, against the rule tuned on NLL. Candidates: PCA of pixels, the CNN "
+            f"Real regimes: each head, the learner, NCA (the rule tuned again in the space of a linear map learned "
+            f"with the NCA loss), the linear probe and the query-only control minus the strongest rule that learns "
+            f"nothing, then each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over {n} seeds. "
+            f"Accuracy against the rule (NCA) tuned on accuracy; NLL and Brier, after calibration on validation, "
+            f"against the one tuned on NLL. Candidates: PCA of pixels, the CNN "
             f"trained on few labels, the CNN trained on other classes; $^*$: the head chosen on validation (the "
             f"best validation accuracy among the study's heads). Effective $k$: exp of the weights' entropy. {src}.",
             f"tab:{NAME}_verdicts", escape_index=False, colsep="3pt", size="footnotesize")),
@@ -219,6 +234,34 @@ def _shown_label(head: str | None) -> str:
     return HEADS[head][0] if head else "--"
 
 
+LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",
+                  "Attnknn Vs Nca Acc High", "Attnknn Vs Nca Acc Verdict", "Chosen Vs Nca Acc Diff",
+                  "Chosen Vs Nca Acc Verdict", "Probe Acc", "Query Only Acc")
+
+
+def _learned_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]:
+    """One candidate's learned metric: NCA's accuracy and its verdict against the rule, Attn-KNN's
+    and the chosen head's against NCA, the probe's and the control's accuracy ('--' where absent)."""
+    if cand is None or "nca" not in cand["summary"]["means"]:
+        return {macro_name(*pre, tag, n): "--" for n in LEARNED_MACROS}
+    means = cand["summary"]["means"]
+    nca = _diff(cand, "nca", "reference", "accuracy")
+    out = {macro_name(*pre, tag, "Nca Acc"): _pp(means["nca"]["accuracy"]),
+           macro_name(*pre, tag, "Probe Acc"): _pp(means["linear_probe"]["accuracy"]),
+           macro_name(*pre, tag, "Query Only Acc"): _pp(means["query_only"]["accuracy"]),
+           macro_name(*pre, tag, "Nca Acc Diff"): signed(100 * nca["value"], 2),
+           macro_name(*pre, tag, "Nca Acc Verdict"): nca["verdict"]}
+    att = _diff(cand, "attnknn", "nca", "accuracy")
+    for part, v in (("Diff", signed(100 * att["value"], 2)), ("Low", signed(100 * att["low"], 2)),
+                    ("High", signed(100 * att["high"], 2)), ("Verdict", att["verdict"])):
+        out[macro_name(*pre, tag, "Attnknn Vs Nca Acc", part)] = v
+    chosen = cand.get("chosen_head")
+    d = _diff(cand, chosen, "nca", "accuracy") if chosen else None
+    out[macro_name(*pre, tag, "Chosen Vs Nca Acc Diff")] = signed(100 * d["value"], 2) if d else "--"
+    out[macro_name(*pre, tag, "Chosen Vs Nca Acc Verdict")] = d["verdict"] if d else "--"
+    return out
+
+
 def regime_macros(record: dict) -> dict[str, str]:
     """Counts (seeds, candidates, those with room, Attn-KNN's wins) and per candidate (:data:`TAGS`)
     its room, the rule, Attn-KNN's accuracy and NLL verdicts, its effective k, the chosen head's and
@@ -238,6 +281,7 @@ def regime_macros(record: dict) -> dict[str, str]:
                 macro_name(*pre, "Moved Threshold"): f"{res['moved_threshold']:.1f}"})
     for name, tag in TAGS.items():
         out.update(_candidate_macros(pre, tag, cands.get(name)))
+        out.update(_learned_macros(pre, tag, cands.get(name)))
     return out
 
 
@@ -267,8 +311,17 @@ def finding_lines(record: dict) -> list[str]:
                      f"{100 * record['results']['room_margin']:g} pp; the rule's k {k_range(s['reference_k'])}): "
                      f"Attn-KNN {difference_text(acc, 'accuracy')} in accuracy, {difference_text(nll, 'nll')} in "
                      f"calibrated NLL against the NLL-tuned rule, effective k {s['effective_k']['attnknn']:.1f} of "
-                     f"{k} ({moved}){chosen_text}.")
+                     f"{k} ({moved}){chosen_text}." + _learned_text(c))
     return lines
+
+
+def _learned_text(cand: dict) -> str:
+    """NCA against the rule and Attn-KNN against NCA (nothing for a record without them)."""
+    if "nca" not in cand["summary"]["diff"]:
+        return ""
+    return (f" NCA (a learned linear metric, the rule tuned in its space) "
+            f"{difference_text(_diff(cand, 'nca', 'reference', 'accuracy'), 'accuracy')} against the rule; Attn-KNN "
+            f"against NCA {difference_text(_diff(cand, 'attnknn', 'nca', 'accuracy'), 'accuracy')}.")
 
 
 def _summary(record: dict) -> str:

@@ -21,6 +21,15 @@ scale (the knob) and seed, in this order:
    validation, scored once on test: accuracy as voted, NLL and Brier after a calibrator fitted on
    validation, and their effective k = exp(entropy of the weights), mean over test queries.
 
+Besides: the learned metrics (NCA, the linear probe) and the query-only control of the comparison;
+per scale the **share of the room** each method captures, (method - rule) / (oracle - rule) in test
+accuracy against the re-retrieval oracle and against the oracle weights inside k (:func:`shares`);
+and a **diagnostic of the label-aware head** (:func:`label_aware_diagnostic`): it reads distances,
+ranks and label shares but no coordinates, so it can only reweight by the distance the retrieval
+measured. Trained again with the informative-block distances of the same neighbours in place of
+those, it shows whether the missing input or the learner is what fails; the rank correlation of its
+weights with the informative distances says how far its weighting follows the oracle's.
+
 Every seed draws its own centres, points and test set, so the seeds' differences are independent
 and carry the test set's sampling error: the seed-level interval takes no extra test term
 (:func:`~attnknn_lib.evaluation.verdicts.seed_level` with ``test_se`` 0).
@@ -29,19 +38,27 @@ and carry the test set's sampling error: the seed-level interval takes no extra 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.progress import bar
 from attnknn_lib.base.provenance import config_fingerprint
+from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.synthetic import GeneratedTask, generate
 from attnknn_lib.evaluation.methods import TAU_GRID
 from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.evaluation.reference import Search
 from attnknn_lib.experiments.common import shared as core
-from attnknn_lib.experiments.common.fixed_embedding import HEADS, compare, summarise
+from attnknn_lib.experiments.common.fixed_embedding import HEADS, REFERENCES, build_head, compare, summarise
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, ENDPOINTS, Config
 from attnknn_lib.knn.bank import MemoryBank
+from attnknn_lib.knn.headroom import loo_agreement, loo_agreement_without
+from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import knn_probs
+from attnknn_lib.training.head_fitting import predict, train_head
+
+ORACLES = {"retrieval": "oracle_retrieval", "inside_k": "oracle_inside_k"}  # share of the room: denominators
+DIAGNOSED = "label_aware"  # the head the diagnostic trains again on informative distances
 
 
 def runs(cfg: Config) -> list:
@@ -86,6 +103,85 @@ def oracle_retrieval(task: GeneratedTask, k: int) -> tuple[np.ndarray, np.ndarra
                  for nb in (bank.search(task.val.informative, k), bank.search(task.test.informative, k)))
 
 
+def rank_correlation(weights: np.ndarray, score: np.ndarray) -> float:
+    """Mean over queries of the Spearman correlation between a head's weights (N, K) and ``score``
+    (N, K) over the query's K neighbours (rows where either is constant left out; NaN if all are)."""
+    def ranks(a: np.ndarray) -> np.ndarray:
+        r = a.argsort(1).argsort(1).astype(np.float64)
+        return r - r.mean(1, keepdims=True)
+    rw, rs = ranks(weights), ranks(score)
+    den = np.sqrt((rw ** 2).sum(1) * (rs ** 2).sum(1))
+    ok = (den > 0) & (np.ptp(weights, 1) > 0) & (np.ptp(score, 1) > 0)
+    return float(((rw * rs).sum(1)[ok] / den[ok]).mean()) if ok.any() else float("nan")
+
+
+def label_aware_diagnostic(cfg: Config, task: GeneratedTask, seed: int) -> dict:
+    """Why the label-aware head fails here: the head trained as in the comparison (the same
+    neighbours, seed and budget, so the same head) and again with each neighbour's distance replaced
+    by its distance in the informative block (an input the generator knows, of the same neighbours).
+    Per variant: validation and test accuracy, and the rank correlation of its test weights with
+    the informative distance (-r_inf: 1 is the oracle's order) and with the retrieved distance;
+    beside them the rank correlation of the retrieved with the informative distance (what a head
+    that follows the retrieved distance gets for free) and the uniform vote's test accuracy."""
+    k, m = cfg.k, task.memory
+    bank = MemoryBank().build(m.x, m.y)
+    own = bank.search_excluding(m.x, max(k, cfg.loo_k + 1), np.arange(len(m.y)))
+    loo = loo_agreement(m.y[own.rows[:, :cfg.loo_k]], m.y)
+    n_train = min(cfg.train_queries or len(m.y), len(m.y))  # the comparison's training queries
+    train_rows = np.sort(np.random.default_rng([seed, 2]).choice(len(m.y), n_train, replace=False))
+    t_rows = own.rows[train_rows, :k]
+    splits = {"train": (m.x[train_rows], m.informative[train_rows], m.y[train_rows], t_rows, own.sq_dist[train_rows, :k],
+                        loo_agreement_without(train_rows, t_rows, own.rows, m.y, cfg.loo_k))}
+    for name, q in (("val", task.val), ("test", task.test)):
+        nb = bank.search(q.x, k)
+        splits[name] = (q.x, q.informative, q.y, nb.rows, nb.sq_dist, loo[nb.rows])
+    inf = {s: informative_sq_dist(task, v[1], v[3]) for s, v in splits.items()}
+    mem = torch.from_numpy(np.ascontiguousarray(m.x, dtype=np.float32))
+    out = {"retrieved_vs_informative": rank_correlation(-splits["test"][4], -inf["test"]),
+           "uniform_accuracy": accuracy(knn_probs("uniform", splits["test"][4], m.y[splits["test"][3]], cfg.num_classes),
+                                        splits["test"][2])}
+    for variant in ("as_retrieved", "informative"):
+        hoods = {s: Neighbourhood(query=v[0], rows=v[3], labels=m.y[v[3]], target=v[2], loo=v[5].astype(np.float32),
+                                  sq_dist=(v[4] if variant == "as_retrieved" else inf[s]).astype(np.float32))
+                 for s, v in splits.items()}
+        seed_everything(seed)
+        head = build_head(DIAGNOSED, cfg.num_heads, cfg.num_classes, m.x.shape[1])
+        res = train_head(head, hoods["train"], hoods["val"], mem, cfg.num_classes, epochs=cfg.head_epochs,
+                         lr=cfg.head_lr, batch_size=cfg.head_batch_size, seed=seed, name=DIAGNOSED,
+                         patience=cfg.head_patience)
+        pv, _ = predict(res.model, hoods["val"], mem, cfg.num_classes)
+        pt, wt = predict(res.model, hoods["test"], mem, cfg.num_classes)
+        out[variant] = {"val_accuracy": accuracy(pv, task.val.y), "accuracy": accuracy(pt, task.test.y),
+                        "best_epoch": res.best_epoch, "epochs_run": len(res.history),
+                        "weights_vs_informative": rank_correlation(wt, -inf["test"]),
+                        "weights_vs_retrieved": rank_correlation(wt, -splits["test"][4])}
+    return out
+
+
+def shares(per_seed: dict[str, dict], min_room: float) -> dict:
+    """Per oracle of :data:`ORACLES` and method (every one but the references): the share of the room
+    it captures, (acc_method - acc_rule) / (acc_oracle - acc_rule) in test accuracy (the rule: the
+    reference tuned on accuracy), per seed (None where that seed's room is below ``min_room``, the
+    accuracy margin: a smaller room is no room, and a share of it is noise), their mean (None unless
+    every seed has room) and the ratio of the mean gain to the mean room (``of_means``, None where
+    the mean room is below ``min_room``)."""
+    seeds = list(per_seed)
+    acc = {s: {n: m["raw"]["accuracy"] for n, m in per_seed[s]["methods"].items()} for s in seeds}
+    out = {}
+    for key, oracle in ORACLES.items():
+        room = [acc[s][oracle] - acc[s]["reference"] for s in seeds]
+        out[key] = {"room": room, "min_room": min_room, "methods": {}}
+        for name in acc[seeds[0]]:
+            if name in REFERENCES:
+                continue
+            gain = [acc[s][name] - acc[s]["reference"] for s in seeds]
+            each = [g / r if r >= min_room else None for g, r in zip(gain, room)]
+            out[key]["methods"][name] = {
+                "per_seed": each, "mean": None if None in each else float(np.mean(each)),
+                "of_means": float(np.mean(gain) / np.mean(room)) if np.mean(room) >= min_room else None}
+    return out
+
+
 def level_seed(cfg: Config, scale: float, seed: int) -> dict:
     """Everything measured at one nuisance scale and seed: the comparison on the generated embedding
     (:func:`~attnknn_lib.experiments.common.fixed_embedding.compare`) with the generator's oracle weights
@@ -100,12 +196,24 @@ def level_seed(cfg: Config, scale: float, seed: int) -> dict:
         out["oracle_retrieval"] = (*oracle_retrieval(task, cfg.k), {"k": cfg.k})
         return out
 
-    return compare(cfg, task.memory, task.val, task.test, cfg.num_classes, seed, extras=oracles)
+    out = compare(cfg, task.memory, task.val, task.test, cfg.num_classes, seed, extras=oracles)
+    if DIAGNOSED in cfg.heads:
+        out["label_aware_diagnostic"] = label_aware_diagnostic(cfg, task, seed)
+    return out
 
 
 def summarise_level(cfg: Config, per_seed: dict[str, dict]) -> dict:
-    """One scale over its seeds (:func:`~attnknn_lib.experiments.common.fixed_embedding.summarise`)."""
-    return summarise(cfg, per_seed)
+    """One scale over its seeds (:func:`~attnknn_lib.experiments.common.fixed_embedding.summarise`),
+    the shares of the room (:func:`shares`) and the label-aware diagnostic's means over seeds."""
+    out = {**summarise(cfg, per_seed), "shares": shares(per_seed, cfg.margin_accuracy)}
+    diag = [p["label_aware_diagnostic"] for p in per_seed.values() if "label_aware_diagnostic" in p]
+    if diag:
+        out["label_aware_diagnostic"] = {
+            **{f: float(np.mean([d[f] for d in diag])) for f in ("retrieved_vs_informative", "uniform_accuracy")},
+            **{v: {f: float(np.mean([d[v][f] for d in diag])) for f in ("accuracy", "weights_vs_informative",
+                                                                          "weights_vs_retrieved")}
+               for v in ("as_retrieved", "informative")}}
+    return out
 
 
 def run(cfg: Config, paths: Paths) -> dict:

@@ -7,7 +7,14 @@ import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments.common.fixed_embedding import answer_findings, answer_then_lines, k_range, with_term
+from attnknn_lib.experiments.common.fixed_embedding import (
+    CONTROLS,
+    answer_findings,
+    answer_then_lines,
+    k_range,
+    with_term,
+)
+from attnknn_lib.experiments.common.learned_metric import LABELS
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text
@@ -22,6 +29,14 @@ CEILINGS = {  # method -> label, for the headroom table and the figure
     "oracle_retrieval": "oracle retrieval",
     "learner": "boosted trees (learnable headroom)",
 }
+LEARNED_COLUMNS = {  # the learned metrics and the control, beside the ceilings (absent from older records)
+    "nca": "NCA: re-retrieval in a learned linear map",
+    "linear_probe": LABELS["linear_probe"],
+    "query_only": CONTROLS["query_only"][0],
+}
+COMPARED = {"learner": "boosted trees", "nca": LABELS["nca"], "linear_probe": LABELS["linear_probe"],
+            "query_only": CONTROLS["query_only"][0]}  # the verdict table's rows after the heads
+VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll")}  # against: (accuracy, NLL / Brier)
 
 
 def _levels(record: dict) -> list[tuple[str, dict]]:
@@ -48,6 +63,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                f"fixable@{k}": _pp(hr["at_k"]["fixable"]),
                "rule's k": k_range(s["reference_k"])}
         row.update({CEILINGS[m]: _pp(means[m]["accuracy"]) for m in CEILINGS})
+        row.update({label: _pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items() if m in means})
         rows[key] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "nuisance scale"
@@ -56,18 +72,29 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     return df
 
 
+def _compared(record: dict, lv: dict) -> list[tuple[str, str, str]]:
+    """(row label, method, against) of one level: each head, the learner, the learned metrics and
+    the control against the rule; then each head against NCA (what the record holds)."""
+    heads = record["results"]["heads"]
+    diff = lv["summary"]["diff"]
+    out = [(label, name, "rule") for name, label in {**heads, **COMPARED}.items() if name in diff]
+    return out + [(f"{label} vs NCA", name, "NCA") for name, label in heads.items() if "nca" in diff[name]]
+
+
 def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
-    """One row per (scale, head): accuracy against the accuracy-tuned rule, NLL and Brier (after
-    calibration) against the NLL-tuned rule, each as difference [95 % interval] and verdict; and the
-    head's effective k (exp of the weights' entropy, mean over test queries and seeds)."""
-    res = record["results"]
+    """One row per (scale, method, what it is against): each head, the boosted-trees learner, NCA,
+    the linear probe and the query-only control against the rule, then each head against NCA:
+    accuracy against the accuracy-tuned one, NLL and Brier (after calibration) against the NLL-tuned
+    one, each as difference [95 % interval] and verdict; and the head's effective k (exp of the
+    weights' entropy, mean over test queries and seeds)."""
     rows = {}
     for key, lv in _levels(record):
         s = lv["summary"]
-        for name, label in {**res["heads"], "learner": "boosted trees"}.items():
-            acc = _diff(lv, name, "reference", "accuracy")
-            nll = _diff(lv, name, "reference_nll", "nll")
-            brier = _diff(lv, name, "reference_nll", "brier")
+        for label, name, against in _compared(record, lv):
+            ref_acc, ref_nll = VS[against]
+            acc = _diff(lv, name, ref_acc, "accuracy")
+            nll = _diff(lv, name, ref_nll, "nll")
+            brier = _diff(lv, name, ref_nll, "brier")
             row = {"accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100)}",
                    "verdict": acc["verdict"],
                    "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3)}", "NLL verdict": nll["verdict"],
@@ -78,6 +105,63 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     df.index.name = "scale, method"
     if latex:
         df = df.rename(columns={"accuracy (pp)": "accuracy (pp) [95\\,\\% CI]", "NLL": "NLL [95\\,\\% CI]"})
+    return df
+
+
+SHARED = {**{h: h for h in ("attnknn", "label_aware", "readout")}, "learner": "boosted trees", "nca": "NCA",
+          "linear_probe": "linear probe", "query_only": "query-only", "oracle_inside_k": "oracle weights in k",
+          "oracle_reference_k": "oracle weights at rule's k"}  # the shares table's rows (heads: their labels)
+
+
+def _share(x: float | None) -> str:
+    return "--" if x is None else f"{100 * x:.0f}"
+
+
+def _min_room(record: dict) -> float:
+    """The smallest room a share is taken of (the accuracy margin, as the record stored it)."""
+    return next((lv["summary"]["shares"]["retrieval"]["min_room"] for _, lv in _levels(record)
+                 if "shares" in lv["summary"]), float("nan"))
+
+
+def shares_frame(record: dict) -> pd.DataFrame:
+    """Per method and nuisance scale, the share of the room it captures (%): its accuracy gain over
+    the rule divided by the re-retrieval oracle's gain, then by the oracle weights' inside k (the
+    ratio of the mean gain to the mean room over seeds; '--' where there is no room)."""
+    heads = record["results"]["heads"]
+    rows: dict = {}
+    for key, lv in _levels(record):
+        sh = lv["summary"].get("shares")
+        if sh is None:
+            continue
+        for name, label in SHARED.items():
+            if name in sh["retrieval"]["methods"]:
+                r, i = (sh[o]["methods"][name]["of_means"] for o in ("retrieval", "inside_k"))
+                rows.setdefault(heads.get(name, label), {})[f"s = {key}"] = f"{_share(r)} / {_share(i)}"
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "method (% of re-retrieval / of weights in k)"
+    return df
+
+
+def diagnostic_frame(record: dict) -> pd.DataFrame:
+    """Why the label-aware head fails, per scale (means over seeds): its test accuracy as trained and
+    when its distance feature is the informative-block distance of the same neighbours, the oracle
+    weights on the same neighbours and the uniform vote; the rank correlation of its weights with the
+    informative distance (as trained, with informative distances) and of the retrieved with the
+    informative distance."""
+    rows = {}
+    for key, lv in _levels(record):
+        d = lv["summary"].get("label_aware_diagnostic")
+        if d is None:
+            continue
+        rows[key] = {"uniform vote": _pp(d["uniform_accuracy"]), "label-aware": _pp(d["as_retrieved"]["accuracy"]),
+                     "label-aware, informative distances": _pp(d["informative"]["accuracy"]),
+                     "oracle weights in k": _pp(lv["summary"]["means"]["oracle_inside_k"]["accuracy"]),
+                     "rho(weights, informative)": f"{d['as_retrieved']['weights_vs_informative']:.2f}",
+                     "rho(weights, informative), informative distances": (
+                         f"{d['informative']['weights_vs_informative']:.2f}"),
+                     "rho(retrieved, informative)": f"{d['retrieved_vs_informative']:.2f}"}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "nuisance scale"
     return df
 
 
@@ -110,14 +194,15 @@ def figure(record: dict):
     room = [100 * (v["summary"]["means"]["oracle_inside_k"]["accuracy"] - v["summary"]["means"]["reference"]["accuracy"])
             for _, v in lv]
     axes[0].plot(x, room, color="grey", ls=":", marker="^", ms=4, lw=1.3, label="oracle weights on the k retrieved")
-    shown = {**res["heads"], "learner": "boosted trees (learnable headroom)"}
+    shown = {**res["heads"], "learner": "boosted trees (learnable headroom)",
+             **({"nca": LABELS["nca"]} if "nca" in lv[0][1]["summary"]["diff"] else {})}
     for i, (name, label) in enumerate(shown.items()):
         d = [_diff(v, name, "reference", "accuracy") for _, v in lv]
         mean = np.array([100 * e["value"] for e in d])
         err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
-        color = "tab:brown" if name == "learner" else f"C{i}"
+        color = {"learner": "tab:brown", "nca": "black"}.get(name, f"C{i}")
         axes[0].errorbar(x + 0.02 * (i - len(shown) / 2), mean, yerr=err, color=color, marker="o", ms=3.5, lw=1.2,
-                         capsize=2, label=label, ls="--" if name == "learner" else "-")
+                         capsize=2, label=label, ls="--" if name in ("learner", "nca") else "-")
         if name in res["heads"]:
             axes[1].plot(x, [v["summary"]["effective_k"][name] for _, v in lv], color=color, marker="o", ms=3.5,
                          lw=1.3, label=label)
@@ -150,20 +235,41 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"(its $k$ per seed); the geometry-only vote over at most {k} neighbours; the {k} retrieved neighbours "
         f"reweighted by their distance in the informative dimensions (which the generator knows), the same at the "
         f"rule's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
-        f"learner on neighbour features. {src}.", f"tab:{NAME}_headroom", escape_index=False, size="footnotesize")),
+        f"learner on neighbour features; NCA (the rule tuned again on the neighbours of a linear map learned with "
+        f"the NCA loss), the linear probe and the query-only MLP, which reads no neighbour. {src}.",
+        f"tab:{NAME}_headroom", escape_index=False, size="footnotesize")),
         "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
             verdict_frame(record, latex=True),
-            f"Positive control: each head minus the strongest rule that learns nothing, seed-level 95\\,\\% "
-            f"intervals over {n} seeds (each seed its own data and test set). Accuracy against the rule tuned on "
-            f"accuracy; NLL and Brier, after calibration on validation, against the rule tuned on NLL. Effective "
+            f"Positive control: each head, the boosted-trees learner, NCA, the linear probe and the query-only control "
+            f"minus the strongest rule that learns nothing, then each head minus NCA (rows 'vs NCA'), seed-level "
+            f"95\\,\\% intervals over {n} seeds (each seed its own data and test set). Accuracy against the rule (NCA) "
+            f"tuned on accuracy; NLL and Brier, after calibration on validation, against the one tuned on NLL. Effective "
             f"$k$: exp of the weights' entropy. {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="footnotesize",
             colsep="3pt")),
         "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
+    out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
+        shares_frame(record),
+        f"Positive control: the share of the room each method captures (\\%), its test-accuracy gain over the "
+        f"strongest rule divided by the gain of the re-retrieval oracle (the uniform vote over the {k} nearest rows "
+        f"in the informative dimensions), then by that of the oracle weights on the {k} retrieved neighbours: the "
+        f"ratio of the mean gain to the mean room over {n} seeds; -- where the oracle's room over the rule is below the accuracy margin "
+        f"({100 * _min_room(record):g}\\,pp). "
+        f"NCA is the rule tuned again on the neighbours of a linear map learned with the NCA loss. {src}.",
+        f"tab:{NAME}_shares", escape_index=True, size="footnotesize", colsep="3pt"))
+    out["diagnostic"] = ARTIFACTS.write_table(paths, "diagnostic", DATASET, booktabs(
+        diagnostic_frame(record).T,
+        f"Positive control: why the label-aware head fails (means over {n} seeds). It reads each neighbour's "
+        f"distance, rank, label share and label agreement but no coordinate, so it can reweight only by the "
+        f"distance the retrieval measured. Test accuracy (\\%) of the uniform vote over the {k} retrieved, of the "
+        f"head as trained, of the same head trained with the informative-dimension distance of the same neighbours "
+        f"in place of the retrieved one, and of the oracle weights on them; Spearman correlation (mean over test "
+        f"queries) of the head's weights with minus the informative distance, and of the retrieved with the "
+        f"informative distance. {src}.", f"tab:{NAME}_diagnostic", escape_index=True, size="footnotesize"))
     return out
 
 
-def _wins(record: dict, name: str) -> list[str]:
-    return [key for key, lv in _levels(record) if _diff(lv, name, "reference", "accuracy")["verdict"] == "better"]
+def _wins(record: dict, name: str, against: str = "reference") -> list[str]:
+    return [key for key, lv in _levels(record) if _diff(lv, name, against, "accuracy")["verdict"] == "better"]
 
 
 RANKS = ("Max", "Second", "Third", "Min")  # the scales the paper names: largest, next two, smallest
@@ -200,6 +306,46 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     return out
 
 
+LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",
+                  "Attnknn Vs Nca Acc High", "Attnknn Vs Nca Acc Verdict", "Attnknn Vs Nca Nll Diff",
+                  "Attnknn Vs Nca Nll Verdict", "Attnknn Share Retrieval", "Attnknn Share Inside", "Nca Share Retrieval",
+                  "Nca Share Inside", "Probe Acc", "Query Only Acc", "Oracle Retrieval Acc", "Label Aware Acc",
+                  "Label Aware Informative Acc", "Label Aware Rho", "Label Aware Informative Rho", "Retrieved Rho")
+
+
+def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
+    """One level's numbers of the learned metric, the shares of the room and the label-aware
+    diagnostic under its rank ``tag``; '--' for each where the level or the record lacks them."""
+    if lv is None or "nca" not in lv["summary"]["means"]:
+        return {macro_name(*pre, tag, n): "--" for n in LEARNED_MACROS}
+    s = lv["summary"]
+    means = s["means"]
+    out = {macro_name(*pre, tag, "Nca Acc"): _pp(means["nca"]["accuracy"]),
+           macro_name(*pre, tag, "Probe Acc"): _pp(means["linear_probe"]["accuracy"]),
+           macro_name(*pre, tag, "Query Only Acc"): _pp(means["query_only"]["accuracy"]),
+           macro_name(*pre, tag, "Oracle Retrieval Acc"): _pp(means["oracle_retrieval"]["accuracy"])}
+    nca = _diff(lv, "nca", "reference", "accuracy")
+    out[macro_name(*pre, tag, "Nca Acc Diff")] = signed(100 * nca["value"], 2)
+    out[macro_name(*pre, tag, "Nca Acc Verdict")] = nca["verdict"]
+    acc, nll = _diff(lv, "attnknn", "nca", "accuracy"), _diff(lv, "attnknn", "nca_nll", "nll")
+    for part, v in (("Diff", signed(100 * acc["value"], 2)), ("Low", signed(100 * acc["low"], 2)),
+                    ("High", signed(100 * acc["high"], 2)), ("Verdict", acc["verdict"])):
+        out[macro_name(*pre, tag, "Attnknn Vs Nca Acc", part)] = v
+    out[macro_name(*pre, tag, "Attnknn Vs Nca Nll Diff")] = signed(nll["value"], 3)
+    out[macro_name(*pre, tag, "Attnknn Vs Nca Nll Verdict")] = nll["verdict"]
+    for name, head in (("attnknn", "Attnknn"), ("nca", "Nca")):
+        for oracle, word in (("retrieval", "Retrieval"), ("inside_k", "Inside")):
+            out[macro_name(*pre, tag, head, "Share", word)] = _share(s["shares"][oracle]["methods"][name]["of_means"])
+    d = s.get("label_aware_diagnostic")
+    for key, value in (("Label Aware Acc", d and _pp(d["as_retrieved"]["accuracy"])),
+                       ("Label Aware Informative Acc", d and _pp(d["informative"]["accuracy"])),
+                       ("Label Aware Rho", d and f"{d['as_retrieved']['weights_vs_informative']:.2f}"),
+                       ("Label Aware Informative Rho", d and f"{d['informative']['weights_vs_informative']:.2f}"),
+                       ("Retrieved Rho", d and f"{d['retrieved_vs_informative']:.2f}")):
+        out[macro_name(*pre, tag, key)] = value or "--"
+    return out
+
+
 def pc_macros(record: dict) -> dict[str, str]:
     """The generator's sizes, and per ranked scale (:data:`RANKS`: the largest, the next two, the
     smallest; '--' where a profile has fewer levels) Attn-KNN and the boosted-trees learner against
@@ -219,7 +365,11 @@ def pc_macros(record: dict) -> dict[str, str]:
               "Third": levels[-3] if len(levels) > 3 else None, "Min": levels[0]}
     for tag in RANKS:
         out.update(_level_macros(pre, tag, ranked[tag]))
+        out.update(_learned_macros(pre, tag, ranked[tag]))
     out[macro_name(*pre, "Attnknn Wins")] = str(len(_wins(record, "attnknn")))
+    learned = "nca" in levels[0]["summary"]["diff"]
+    out[macro_name(*pre, "Nca Wins")] = str(len(_wins(record, "nca"))) if learned else "--"
+    out[macro_name(*pre, "Attnknn Beats Nca")] = str(len(_wins(record, "attnknn", "nca"))) if learned else "--"
     return out
 
 
@@ -244,8 +394,29 @@ def finding_lines(record: dict) -> list[str]:
                      f"rule) {signed(100 * room, 2)} pp; Attn-KNN {difference_text(acc, 'accuracy')} in accuracy, "
                      f"{difference_text(nll, 'nll')} in calibrated NLL against the NLL-tuned rule; effective k "
                      f"{s['effective_k']['attnknn']:.1f} of {k} ({moved}); boosted trees on neighbour features "
-                     f"{difference_text(learn, 'accuracy')}.")
+                     f"{difference_text(learn, 'accuracy')}." + _learned_text(lv))
     return lines
+
+
+def _learned_text(lv: dict) -> str:
+    """The learned metric at one level (nothing for a record without it): NCA against the rule,
+    Attn-KNN against NCA, both shares of the re-retrieval room, and the label-aware diagnostic."""
+    s = lv["summary"]
+    if "nca" not in s["diff"]:
+        return ""
+    sh = s["shares"]["retrieval"]["methods"]
+    text = (f" NCA (a learned linear metric, the rule tuned in its space) "
+            f"{difference_text(_diff(lv, 'nca', 'reference', 'accuracy'), 'accuracy')} against the rule; Attn-KNN "
+            f"against NCA {difference_text(_diff(lv, 'attnknn', 'nca', 'accuracy'), 'accuracy')}; share of the "
+            f"re-retrieval room captured: Attn-KNN {_share(sh['attnknn']['of_means'])} %, NCA "
+            f"{_share(sh['nca']['of_means'])} %.")
+    d = s.get("label_aware_diagnostic")
+    if d:
+        text += (f" The label-aware head gets {_pp(d['as_retrieved']['accuracy'])} % (its weights' rank correlation "
+                 f"with the informative distance {d['as_retrieved']['weights_vs_informative']:.2f}); given the "
+                 f"informative distances of the same neighbours, {_pp(d['informative']['accuracy'])} % "
+                 f"({d['informative']['weights_vs_informative']:.2f}).")
+    return text
 
 
 def _summary(record: dict) -> str:
@@ -258,6 +429,9 @@ def _summary(record: dict) -> str:
     else:
         head = (f"Attn-KNN beats the strongest rule at none of {n_levels} nuisance scales: the learner is suspect "
                 f"before any null result elsewhere")
+    if "nca" in _levels(record)[0][1]["summary"]["diff"]:
+        head += (f"; NCA, a linear metric learned with the same vote, beats the rule at {len(_wins(record, 'nca'))} "
+                 f"and Attn-KNN beats NCA at {len(_wins(record, 'attnknn', 'nca'))} of {n_levels}")
     return head + f" ({len(res['seeds'])} seeds per scale)."
 
 

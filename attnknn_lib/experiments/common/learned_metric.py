@@ -1,0 +1,71 @@
+"""The learned metrics with the same vote, on one fixed embedding: NCA and the linear probe.
+
+* **NCA** (:func:`nca_methods`): the linear map of :func:`~attnknn_lib.training.metric_learning.fit_nca`
+  (trained on the memory, its epoch and learning rate chosen on validation), then every split mapped,
+  the memory searched again in the mapped space, and the strongest rule that learns nothing tuned
+  there (:func:`~attnknn_lib.evaluation.reference.references`: rule, k, filter, prior, on validation
+  accuracy, and the same search on validation NLL). "NCA" is the reference rule in the learned space;
+  ``nca_nll`` is its calibration version, as ``reference_nll`` is the reference's.
+
+  Mapped rows are **not** re-normalised one by one: that would change the neighbours NCA was trained
+  for. The whole mapped space is divided by one number, the mean norm of the mapped memory rows,
+  which changes no neighbour order and puts the distances on the scale the rule's temperature grids
+  were built for (unit vectors; at the identity map the factor is 1 and nothing changes). The
+  rule's "cosine" vote there reads s = 1 - d / 2 as on unit vectors, a shifted distance vote.
+* **linear probe** (:func:`probe_method`): multinomial logistic regression on the embedding
+  (:func:`~attnknn_lib.evaluation.linear_probe.linear_probe`), the parametric reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnknn_lib.evaluation.linear_probe import linear_probe
+from attnknn_lib.evaluation.reference import references
+from attnknn_lib.experiments.common.shared import searcher
+from attnknn_lib.knn.bank import MemoryBank
+from attnknn_lib.knn.headroom import headroom, loo_agreement
+from attnknn_lib.training.metric_learning import fit_nca
+
+LEARNED = ("nca", "nca_nll")  # the learned metric tuned on validation accuracy / on validation NLL (calibrated)
+MethodOut = tuple[np.ndarray, np.ndarray, dict]  # validation probabilities, test probabilities, info
+
+
+def mapped(matrix: np.ndarray, memory: np.ndarray, *splits: np.ndarray) -> tuple[float, list[np.ndarray]]:
+    """(scale, [memory and every split mapped by ``matrix`` and divided by scale]): scale is the mean
+    norm of the mapped memory rows (see the module docstring)."""
+    z = memory @ matrix.T
+    scale = float(np.linalg.norm(z, axis=1).mean())
+    return scale, [np.ascontiguousarray(a / scale, dtype=np.float32) for a in (z, *(s @ matrix.T for s in splits))]
+
+
+def nca_methods(memory, val, test, num_classes: int, seed: int, *, k: int, loo_k: int, reference_k: int,
+                lrs: tuple[float, ...], epochs: int, patience: int, batch_size: int,
+                candidates: int) -> dict[str, MethodOut]:
+    """``nca`` and ``nca_nll`` on rows ``memory``, ``val``, ``test`` (each with ``x`` and ``y``): NCA
+    trained at the heads' ``k`` (see the module docstring), the rule searched from ``reference_k``
+    neighbours in the mapped space, each row's label agreement over its ``loo_k`` nearest other rows
+    there. Both infos hold the rule's choice and the NCA training (``nca``), the scale and the
+    headroom at k in the mapped space (recall and uniform vote on test)."""
+    fit = fit_nca(memory.x, memory.y, val.x, val.y, num_classes, k, lrs, epochs, patience, batch_size, candidates,
+                  seed)
+    scale, (mem, vx, tx) = mapped(fit.matrix, memory.x, val.x, test.x)
+    bank = MemoryBank().build(mem, memory.y)
+    own = bank.search_excluding(mem, loo_k, np.arange(len(memory.y)))
+    loo = loo_agreement(memory.y[own.rows], memory.y)
+    search = searcher(bank, {"val": vx, "test": tx})
+    ref, ref_nll = references(search, memory.y, loo, val.y, num_classes, reference_k)
+    room = headroom(memory.y[search("test", k)[0]], test.y, num_classes, k)
+    shared = {"nca": fit.info, "scale": scale, "headroom_at_k": room}
+    return {name: (m.val, m.test, {**m.info, **shared}) for name, m in zip(LEARNED, (ref, ref_nll))}
+
+
+def probe_method(memory, val, test, num_classes: int, seed: int) -> dict[str, MethodOut]:
+    """``linear_probe``: the probe's validation and test probabilities and what was searched."""
+    return {"linear_probe": linear_probe(memory.x, memory.y, val.x, val.y, test.x, num_classes, seed)}
+
+LABELS = {  # method -> label in tables and text
+    "nca": "NCA (learned metric)",
+    "nca_nll": "NCA, tuned on NLL",
+    "linear_probe": "linear probe",
+}
