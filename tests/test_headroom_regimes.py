@@ -168,3 +168,35 @@ def test_verdict_table_adds_the_learned_metric_the_probe_the_control_and_each_he
     assert m["HeadroomRegimesPcaAttnknnVsNcaAccVerdict"] == "worse" and m["HeadroomRegimesPcaNcaAcc"] == "85.00"
     assert m["HeadroomRegimesPcaChosenVsNcaAccDiff"] == "-5.00" and m["HeadroomRegimesFewNcaAcc"] == "--"
     assert "Attn-KNN against NCA -5.00 pp" in views.findings(record)
+
+
+def test_the_gates_nca_learns_on_the_memory_alone_and_finds_the_room():
+    from attnknn_lib.experiments.headroom_regimes import gate
+
+    mx, my = _clusters(1500, 0, 2.0)
+    vx, vy = _clusters(400, 1, 2.0)
+    nca = gate.nca_map(mx, my, 4, seed=0, k=8, lrs=(0.03,), epochs=15, patience=3, batch_size=256, candidates=512)
+    out = gate.gate(mx, my, vx, vy, 4, seed=0, k=8, k_search=64, loo_k=8, nca=nca)
+    assert out["room"]["nca"] > 0.05 and out["largest"] == out["room"]["nca"]
+
+
+def test_holm_adjusts_each_endpoint_over_every_head_candidate_and_comparison():
+    from attnknn_lib.evaluation.verdicts import seed_level
+
+    cfg = EXPERIMENT.Config(heads="attnknn,readout")
+
+    def res(shift):
+        return seed_level([shift + 0.001 * i for i in range(5)], 0.0, "accuracy", margin=0.0025)
+
+    def cand(shift):
+        diff = {h: {"reference": {"accuracy": res(shift)}, "nca": {"accuracy": res(shift)}} for h in cfg.heads}
+        return {"summary": {"diff": diff}}
+    # a borderline win on one of eight tests: better alone, not once the family is counted
+    cands = {"a": cand(0.0), "b": cand(0.0)}
+    lone = seed_level([0.004, 0.006, 0.009, 0.011, 0.0], 0.0, "accuracy", margin=0.0025)
+    cands["a"]["summary"]["diff"]["attnknn"]["reference"]["accuracy"] = lone
+    assert lone["verdict"] == "better"
+    sizes = hr.holm_correct(cfg, cands)
+    adjusted = cands["a"]["summary"]["diff"]["attnknn"]["reference"]["accuracy"]
+    assert sizes["accuracy"] == 8 and sizes["nll"] == 0
+    assert adjusted["verdict_unadjusted"] == "better" and adjusted["verdict"] == "inconclusive"

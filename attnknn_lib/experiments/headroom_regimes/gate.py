@@ -28,9 +28,27 @@ from attnknn_lib.evaluation.reference import reference_probs, tune_reference
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import loo_agreement
 from attnknn_lib.knn.neighbourhood import Neighbourhood
+from attnknn_lib.training.metric_learning import fit_nca
 
 Mapper = Callable[[np.ndarray], np.ndarray]
 """A learned metric's map of rows (N, D) -> (N, D'), fitted without validation labels."""
+
+
+HOLD_OUT = 0.1  # share of the memory that picks the gate's NCA epoch and learning rate (never validation)
+
+
+def nca_map(memory_x: np.ndarray, memory_y: np.ndarray, num_classes: int, seed: int, k: int, **training) -> Mapper:
+    """The gate's NCA: trained on the memory without a seeded :data:`HOLD_OUT` share, which picks its
+    epoch and learning rate (``training``: :func:`~attnknn_lib.training.metric_learning.fit_nca`'s
+    lrs, epochs, patience, batch_size, candidates); the map divides by the mapped memory's mean norm,
+    as the comparison's NCA does, so the rule's grids see unit-scale distances."""
+    order = np.random.default_rng([seed, 13]).permutation(len(memory_y))
+    n_hold = max(num_classes, int(round(HOLD_OUT * len(memory_y))))
+    hold, fit_rows = np.sort(order[:n_hold]), np.sort(order[n_hold:])
+    fit = fit_nca(memory_x[fit_rows], memory_y[fit_rows], memory_x[hold], memory_y[hold], num_classes, k,
+                  seed=seed, **training)
+    scale = float(np.linalg.norm(memory_x @ fit.matrix.T, axis=1).mean())
+    return lambda x: (x @ fit.matrix.T) / scale
 
 
 def halves(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

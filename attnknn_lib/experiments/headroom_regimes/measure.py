@@ -38,6 +38,7 @@ from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.registry import Dataset, DataSplit, load_dataset
 from attnknn_lib.data.transforms import to_tensor
 from attnknn_lib.evaluation.inference import embed
+from attnknn_lib.evaluation.verdicts import holm
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.common.fixed_embedding import ENDPOINTS, HEADS, compare, summarise
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
@@ -49,7 +50,7 @@ from attnknn_lib.experiments.headroom_regimes.config import (
     OFFICIAL_TEST,
     Config,
 )
-from attnknn_lib.experiments.headroom_regimes.gate import gate
+from attnknn_lib.experiments.headroom_regimes.gate import gate, nca_map
 from attnknn_lib.models import build_cnn
 from attnknn_lib.training.convergence import plateau
 from attnknn_lib.training.loops import train_cnn
@@ -166,6 +167,26 @@ def gate_summary(cfg: Config, per_seed: dict[str, dict]) -> dict:
     return {"room": means, "largest": largest, "best": max(means, key=means.get), "passed": largest >= cfg.room_margin}
 
 
+HOLM_REFERENCES = {"accuracy": ("reference", "nca"), "nll": ("reference_nll", "nca_nll"),
+                   "brier": ("reference_nll", "nca_nll")}  # per endpoint: what each head is compared with
+
+
+def holm_correct(cfg: Config, candidates: dict[str, dict]) -> dict:
+    """Per endpoint one family (``docs/regimes_declaration.md``): every head on every candidate against
+    the endpoint's reference and against NCA. Each summary entry is replaced by its Holm-adjusted
+    result (:func:`~attnknn_lib.evaluation.verdicts.holm`: the adjusted verdict, the unadjusted one
+    kept beside it); returns each family's size."""
+    sizes = {}
+    for metric, refs in HOLM_REFERENCES.items():
+        family = {(c, h, r): cand["summary"]["diff"][h][r][metric] for c, cand in candidates.items()
+                  for h in cfg.heads for r in refs if metric in cand["summary"]["diff"].get(h, {}).get(r, {})}
+        adjusted = holm({"|".join(key): d for key, d in family.items()}, metric)
+        for (c, h, r) in family:
+            candidates[c]["summary"]["diff"][h][r][metric] = adjusted["|".join((c, h, r))]
+        sizes[metric] = len(family)
+    return sizes
+
+
 def room(summary: dict) -> dict:
     """The room before any head is trained: the geometry-only and the learnable ceiling minus the
     strongest rule (test accuracy, means over seeds), and the larger of the two."""
@@ -196,8 +217,11 @@ def measure_seed(cfg: Config, seed: int) -> dict:
     for name in cfg.candidates:
         rows, num_classes, info = candidate(cfg, name, ds, test, seed)
         # the gate first: validation only, before any head is trained (docs/regimes_declaration.md)
-        measured_gate = gate(rows["memory"].x, rows["memory"].y, rows["val"].x, rows["val"].y, num_classes, seed,
-                             cfg.k, cfg.reference_k, cfg.loo_k)
+        mem = rows["memory"]
+        nca = nca_map(mem.x, mem.y, num_classes, seed, cfg.k, lrs=cfg.nca_lrs, epochs=cfg.nca_epochs,
+                      patience=cfg.nca_patience, batch_size=cfg.nca_batch_size, candidates=cfg.nca_candidates)
+        measured_gate = gate(mem.x, mem.y, rows["val"].x, rows["val"].y, num_classes, seed, cfg.k, cfg.reference_k,
+                             cfg.loo_k, nca=nca)
         result = compare(cfg, rows["memory"], rows["val"], rows["test"], num_classes, seed)
         result["gate"] = measured_gate
         result["embedding"] = {**info, "num_classes": num_classes, "dims": int(rows["memory"].x.shape[1]),
@@ -231,7 +255,10 @@ def run(cfg: Config, paths: Paths) -> dict:
         candidates[name] = {"label": CANDIDATES[name][0], "per_seed": per_seed, "summary": summary,
                             "room": room(summary),  # on test, after the fact: described, decides nothing
                             "gate": gated, "has_room": gated["passed"], "chosen_head": chosen_head(cfg, per_seed)}
+    family_sizes = holm_correct(cfg, candidates)  # verdicts on candidates that fail the gate are exploratory
     results = {"k": cfg.k, "seeds": list(cfg.seeds), "heads": {h: HEADS[h][0] for h in cfg.heads},
+               "multiplicity": {"method": "holm", "family_sizes": family_sizes},
+               "confirmatory": [n for n, c in candidates.items() if c["has_room"]],
                "endpoints": [list(e) for e in ENDPOINTS], "moved_threshold": cfg.moved_share * cfg.k,
                "room_margin": cfg.room_margin, "test_rows": cfg.test_rows, "candidates": candidates,
                "selected": [n for n, c in candidates.items() if c["has_room"]],

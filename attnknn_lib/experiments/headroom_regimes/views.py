@@ -191,9 +191,23 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"Accuracy against the rule (NCA) tuned on accuracy; NLL and Brier, after calibration on validation, "
             f"against the one tuned on NLL. Candidates: PCA of pixels, the CNN "
             f"trained on few labels, the CNN trained on other classes; $^*$: the head chosen on validation (the "
-            f"best validation accuracy among the study's heads). Effective $k$: exp of the weights' entropy. {src}.",
+            f"best validation accuracy among the study's heads). Effective $k$: exp of the weights' entropy. "
+            f"{_multiplicity_note(res)}{src}.",
             f"tab:{NAME}_verdicts", escape_index=False, colsep="3pt", size="footnotesize")),
         "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
+
+
+def _multiplicity_note(res: dict) -> str:
+    """The verdicts' multiplicity correction and which are confirmatory, as the record says."""
+    m = res.get("multiplicity")
+    if not m:
+        return ""
+    sizes = m["family_sizes"]
+    passed = [res["candidates"][n]["label"] for n in res.get("confirmatory", [])]
+    return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the rule and with NCA "
+            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); "
+            + (f"those on {', '.join(passed)} are confirmatory, the others exploratory. " if passed else
+               "no candidate passed the gate, so every verdict here is exploratory. "))
 
 
 TAGS = {"pixels_pca": "Pca", "few_labels": "Few", "other_classes": "Other"}  # macro names of the candidates
