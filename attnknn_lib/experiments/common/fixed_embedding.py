@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from attnknn_lib.base.errors import ConfigError, check_range
-from attnknn_lib.base.knobs import csv, float_csv, knob
+from attnknn_lib.base.knobs import csv, knob
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.evaluation.calibration import fit_calibrator
 from attnknn_lib.evaluation.learnable import learned_rule
@@ -58,8 +58,8 @@ from attnknn_lib.evaluation.reference import (
     tune_reference,
 )
 from attnknn_lib.evaluation.verdicts import MARGINS, resolvable, seed_level
-from attnknn_lib.experiments.common.learned_metric import LEARNED, nca_methods, probe_method
-from attnknn_lib.experiments.common.shared import ExperimentConfig, searcher
+from attnknn_lib.experiments.common.learned_metric import LEARNED, NcaKnobs, nca_methods, probe_method
+from attnknn_lib.experiments.common.shared import searcher
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import headroom, loo_agreement, loo_agreement_without
 from attnknn_lib.knn.neighbourhood import Neighbourhood
@@ -99,7 +99,7 @@ Extras = Callable[[Search, int], dict[str, tuple[np.ndarray, np.ndarray, dict]]]
 
 
 @dataclass(frozen=True)
-class HeadKnobs(ExperimentConfig):
+class HeadKnobs(NcaKnobs):
     """The knobs of the comparison on a fixed embedding, on top of the shared recipe (whose k,
     num_heads and entropy weight are Attn-KNN's). One definition for every experiment that uses it."""
 
@@ -114,13 +114,6 @@ class HeadKnobs(ExperimentConfig):
     loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
     reference_k: int = knob(REFERENCE_K, "neighbours searched for the strongest rule that learns nothing, doubled "
                                          "while its chosen k is the largest searched")
-    nca_lrs: tuple[float, ...] = knob((0.003, 0.01, 0.03), "AdamW learning rates of NCA's map, the grid extended "
-                                                           "past an end while the best sits there")
-    nca_epochs: int = knob(40, "most epochs of NCA (one pass over the memory each); it stops at a plateau")
-    nca_patience: int = knob(5, "NCA stops after this many epochs without a better validation score")
-    nca_batch_size: int = knob(1024, "memory rows per NCA step (the queries of its leave-one-out softmax)")
-    nca_candidates: int = knob(2048, "memory rows drawn per NCA step as the softmax's candidates (ModernNCA's "
-                                     "sampling; the whole memory when it is smaller)")
     moved_share: float = knob(0.9, "declared before the run: a head 'moves from uniform' when its mean effective k "
                                    "on test is below this share of k")
     margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences")
@@ -133,10 +126,8 @@ class HeadKnobs(ExperimentConfig):
         for h in self.heads:
             if h not in HEADS:
                 raise ConfigError(f"heads={h!r} is not allowed; choose among: {', '.join(HEADS)}")
-        object.__setattr__(self, "nca_lrs", float_csv("nca_lrs", self.nca_lrs, 1e-6, 10.0))
         check_range("train_queries", self.train_queries, 0, None)  # 0: every memory row
-        for name in ("head_epochs", "head_patience", "head_batch_size", "loo_k", "reference_k", "nca_epochs",
-                     "nca_patience", "nca_batch_size", "nca_candidates"):
+        for name in ("head_epochs", "head_patience", "head_batch_size", "loo_k", "reference_k"):
             check_range(name, getattr(self, name), 1, None)
         check_range("moved_share", self.moved_share, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
         for name in ("head_lr", "margin_accuracy", "margin_nll", "margin_brier"):
@@ -250,8 +241,7 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
     for name, (pv, pt, extra_info) in (extras(search, k_ref) if extras else {}).items():
         probs[name], info[name] = (pv, pt), extra_info
     learned = {**nca_methods(memory, val, test, num_classes, seed, k=k, loo_k=cfg.loo_k, reference_k=cfg.reference_k,
-                             lrs=cfg.nca_lrs, epochs=cfg.nca_epochs, patience=cfg.nca_patience,
-                             batch_size=cfg.nca_batch_size, candidates=cfg.nca_candidates),
+                             **cfg.nca_training()),
                **probe_method(memory, val, test, num_classes, seed)}
     for name, (pv, pt, extra_info) in learned.items():
         probs[name], info[name] = (pv, pt), extra_info

@@ -18,14 +18,45 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from types import SimpleNamespace
+
 import numpy as np
 
+from attnknn_lib.base.errors import check_range
+from attnknn_lib.base.knobs import float_csv, knob
 from attnknn_lib.evaluation.linear_probe import linear_probe
-from attnknn_lib.evaluation.reference import references
-from attnknn_lib.experiments.common.shared import searcher
+from attnknn_lib.evaluation.methods import Embedded, MethodProbs
+from attnknn_lib.evaluation.reference import REFERENCE_K, references
+from attnknn_lib.experiments.common.shared import ExperimentConfig, searcher
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import headroom, loo_agreement
 from attnknn_lib.training.metric_learning import fit_nca
+
+
+@dataclass(frozen=True)
+class NcaKnobs(ExperimentConfig):
+    """NCA's training budget, one definition for every experiment that trains the learned metric."""
+
+    nca_lrs: tuple[float, ...] = knob((0.003, 0.01, 0.03), "AdamW learning rates of NCA's map, the grid extended "
+                                                           "past an end while the best sits there")
+    nca_epochs: int = knob(40, "most epochs of NCA (one pass over the memory each); it stops at a plateau")
+    nca_patience: int = knob(5, "NCA stops after this many epochs without a better validation score")
+    nca_batch_size: int = knob(1024, "memory rows per NCA step (the queries of its leave-one-out softmax)")
+    nca_candidates: int = knob(2048, "memory rows drawn per NCA step as the softmax's candidates (ModernNCA's "
+                                     "sampling; the whole memory when it is smaller)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "nca_lrs", float_csv("nca_lrs", self.nca_lrs, 1e-6, 10.0))
+        for name in ("nca_epochs", "nca_patience", "nca_batch_size", "nca_candidates"):
+            check_range(name, getattr(self, name), 1, None)
+
+    def nca_training(self) -> dict:
+        """:func:`~attnknn_lib.training.metric_learning.fit_nca`'s budget arguments."""
+        return {"lrs": self.nca_lrs, "epochs": self.nca_epochs, "patience": self.nca_patience,
+                "batch_size": self.nca_batch_size, "candidates": self.nca_candidates}
+
 
 LEARNED = ("nca", "nca_nll")  # the learned metric tuned on validation accuracy / on validation NLL (calibrated)
 MethodOut = tuple[np.ndarray, np.ndarray, dict]  # validation probabilities, test probabilities, info
@@ -69,3 +100,21 @@ LABELS = {  # method -> label in tables and text
     "nca_nll": "NCA, tuned on NLL",
     "linear_probe": "linear probe",
 }
+
+
+LEARNED_METHODS = (*LEARNED, "linear_probe")  # the learned-metric family, as methods of an experiment
+
+
+def learned_metric_of(emb: Embedded, prepared, cfg: NcaKnobs, seed: int, loo_k: int = 16,
+                      reference_k: int = REFERENCE_K) -> dict[str, MethodProbs]:
+    """The learned-metric family on ``emb``'s memory as labelled there (noisy labels under noise):
+    NCA at ``cfg.k`` (:func:`nca_methods`, its epoch chosen on ``prepared``'s validation labels, the
+    rule re-tuned in the learned space) and the linear probe, as methods scored like any other."""
+    ds = prepared.dataset
+    memory = SimpleNamespace(x=np.asarray(emb.bank.embeddings, dtype=np.float32), y=np.asarray(emb.bank.labels))
+    val = SimpleNamespace(x=emb.val["original"], y=ds.val.y)
+    test = SimpleNamespace(x=emb.test["original"], y=ds.test.y)
+    out = {**nca_methods(memory, val, test, ds.num_classes, seed, k=min(cfg.k, len(memory.y) - 1), loo_k=loo_k,
+                         reference_k=min(reference_k, len(memory.y)), **cfg.nca_training()),
+           **probe_method(memory, val, test, ds.num_classes, seed)}
+    return {name: MethodProbs(pv, pt, info) for name, (pv, pt, info) in out.items()}

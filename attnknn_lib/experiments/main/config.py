@@ -13,7 +13,7 @@ from attnknn_lib.evaluation.methods import (
 )
 from attnknn_lib.evaluation.verdicts import HEADLINE_BOOT, MARGINS
 from attnknn_lib.experiments.common import shared as core
-from attnknn_lib.experiments.common.shared import ExperimentConfig
+from attnknn_lib.experiments.common.learned_metric import NcaKnobs
 from attnknn_lib.experiments.framework.declaration import Artifacts, figure, record, table
 
 NAME = "main"
@@ -39,7 +39,10 @@ COMPARISONS = {"attnknn_vs_reference": ("attnknn", "reference"),  # the stronges
                # the calibration endpoint: calibrated NLL and Brier against the rule tuned for it
                "attnknn_tuned_vs_reference_nll": ("attnknn_tuned_nll", "reference_nll"),
                "attnknn_vs_reference_nll": ("attnknn", "reference_nll")}
-CALIBRATION_COMPARISONS = ("attnknn_tuned_vs_reference_nll", "attnknn_vs_reference_nll")
+COMPARISONS.update({  # the learned-metric family against the rule, and attention against the learned metric
+    "nca_vs_reference": ("nca", "reference"), "linear_probe_vs_reference": ("linear_probe", "reference"),
+    "attnknn_tuned_vs_nca": ("attnknn_tuned", "nca"), "attnknn_tuned_vs_nca_nll": ("attnknn_tuned_nll", "nca_nll")})
+CALIBRATION_COMPARISONS = ("attnknn_tuned_vs_reference_nll", "attnknn_vs_reference_nll", "attnknn_tuned_vs_nca_nll")
 """Comparisons read on the calibration endpoint only (NLL and Brier after calibration): their
 reference is tuned for it, so their accuracy difference is no claim."""
 ARTIFACTS = Artifacts(NAME, (
@@ -57,7 +60,7 @@ ARTIFACTS = Artifacts(NAME, (
 
 
 @dataclass(frozen=True)
-class Config(ExperimentConfig):
+class Config(NcaKnobs):
     """The main experiment's own knobs on top of the shared recipe."""
 
     datasets: tuple[str, ...] = knob(("fashion_mnist", "digits", "iris", "wine", "breast_cancer"),
@@ -73,6 +76,8 @@ class Config(ExperimentConfig):
                                      "score")
     mixup_control: float = knob(0.2, "MixUp alpha of a control CNN on the primary dataset (0: no control)")
     control_seeds: int = knob(3, "the control CNN is trained for the first n seeds")
+    learned_metrics: bool = knob(True, "train the learned metrics with the same vote on every replicate: NCA (the "
+                                       "rule re-tuned in its space) and the linear probe")
     fixed_vote_control: bool = knob(True, "train the end-to-end control on the primary dataset, every seed: Attn-KNN's "
                                           "recipe with the attention replaced by a fixed softmax vote over the "
                                           "neighbours' distances (one learned temperature)")

@@ -28,6 +28,8 @@ from attnknn_lib.evaluation.methods import (
 from attnknn_lib.evaluation.metrics import METRICS, accuracy, confusion_matrix, reliability_bins
 from attnknn_lib.evaluation.verdicts import DESCRIBED, HIGHER_IS_BETTER, seed_level, split_level, verdict
 from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.common.learned_metric import LABELS as LEARNED_LABELS
+from attnknn_lib.experiments.common.learned_metric import LEARNED_METHODS, learned_metric_of
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, NAME, RELIABILITY_METHODS, Config
 from attnknn_lib.experiments.main.measure.knob_search import KNOB_METHODS, knobs_entry, label_knob_methods
@@ -232,9 +234,14 @@ def measure_replicate(cfg: Config, name: str, seed: int, spec, paths: Paths) -> 
     # Attn-KNN with the rule's knobs: k from its ladder (read from the rule's search depth on), filter, prior
     methods["attnknn_tuned"], methods["attnknn_tuned_nll"] = core.tuned_attention_of(
         attn.attention, emb, prepared, methods["reference"].info["k_searched"], device)
-    methods = {m: methods[m] for m in (*METHOD_LABELS, *KNOB_METHODS) if m in methods}
+    if cfg.learned_metrics:  # NCA and the linear probe on the same embedding and memory
+        methods.update(learned_metric_of(emb, prepared, cfg, seed))
+    methods = {m: methods[m] for m in (*METHOD_LABELS, *KNOB_METHODS, *LEARNED_METHODS) if m in methods}
     scored = score(methods, ds, n_boot=cfg.n_boot, seed=seed)
     label_knob_methods(scored)
+    for m in LEARNED_METHODS:
+        if m in scored:
+            scored[m]["label"] = LEARNED_LABELS[m]
     best = best_baseline(methods, ds.val.y, scored)
     first = seed == cfg.replicates(name)[0][0]
     ablation = run_ablation(cfg, ds, emb, seed) if cfg.ablation and name == cfg.primary and first else None
@@ -253,7 +260,7 @@ def measure_replicate(cfg: Config, name: str, seed: int, spec, paths: Paths) -> 
         entry["fixed_vote_temperature"] = float(models["fixed_vote"].model.attention.temperatures()[0])
     test_probs = {}
     for key, m in (("attnknn", "attnknn"), ("best baseline", best), ("cnn", "cnn"), ("fixed_vote", "fixed_vote"),
-                   *((m, m) for m in KNOB_METHODS)):
+                   *((m, m) for m in (*KNOB_METHODS, *LEARNED_METHODS))):
         if m not in methods:
             continue
         cal = Calibrator(**scored[m]["calibrator"])  # the one score() fitted on validation

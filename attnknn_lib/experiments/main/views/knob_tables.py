@@ -7,16 +7,19 @@ from __future__ import annotations
 import pandas as pd
 
 from attnknn_lib.evaluation.methods import METHOD_LABELS, OTHER_LABELS
+from attnknn_lib.experiments.common.learned_metric import LABELS as LEARNED_LABELS
 from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS
 from attnknn_lib.experiments.main.measure.knob_search import KNOB_LABELS
 from attnknn_lib.report.findings import difference_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, signed
 from attnknn_lib.report.tables import DIFF_FORMAT, METRIC_FORMAT, fmt
 
-LABELS = {**METHOD_LABELS, **OTHER_LABELS, **KNOB_LABELS, "best baseline": "best kNN"}
+LABELS = {**METHOD_LABELS, **OTHER_LABELS, **KNOB_LABELS, **LEARNED_LABELS, "best baseline": "best kNN",
+          "fixed_vote": "fixed vote (end to end)"}
 SHORT = {"attnknn": "Attn-KNN", "attnknn_tuned": "Attn-KNN tuned", "attnknn_tuned_nll": "Attn-KNN tuned",
          "reference": "rule (acc.-tuned)", "reference_nll": "rule (NLL endpoint)", "best baseline": "best kNN",
-         "cnn": "CNN"}
+         "cnn": "CNN", "nca": "NCA", "nca_nll": "NCA (NLL endpoint)", "linear_probe": "linear probe",
+         "fixed_vote": "fixed vote"}
 """Short names for the rows of the paired tables (they must fit the page unscaled)."""
 ENDPOINT = ("nll", "brier")  # the calibration endpoint: proper scores after calibration
 PER_SEED_ROWS = ("attnknn_vs_reference", "attnknn_vs_best_baseline", "attnknn_vs_cnn")
@@ -30,7 +33,9 @@ KNOBS_CAPTION = ("The knobs each seed chose on validation: the strongest rule tu
                  "choice differs; the neighbours searched; every grid edge the choice still sits on; validation and "
                  "test accuracy and their gap.")
 MACRO_TAGS = {"attnknn_tuned_vs_reference": "DiffTuned", "attnknn_tuned_vs_reference_nll": "DiffTunedCalRef",
-              "attnknn_vs_reference_nll": "DiffCalRef"}
+              "attnknn_vs_reference_nll": "DiffCalRef", "nca_vs_reference": "DiffNcaRef",
+              "linear_probe_vs_reference": "DiffProbeRef", "attnknn_tuned_vs_nca": "DiffTunedNca",
+              "attnknn_tuned_vs_nca_nll": "DiffTunedCalNca"}
 
 
 def comparison_label(entry: dict, short: bool = False, latex: bool = False) -> str:
