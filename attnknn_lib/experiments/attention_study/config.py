@@ -10,7 +10,7 @@ from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
 from attnknn_lib.evaluation.reference import REFERENCE_K
 from attnknn_lib.evaluation.verdicts import MARGINS
-from attnknn_lib.experiments.common.shared import ExperimentConfig
+from attnknn_lib.experiments.common.learned_metric import NcaKnobs
 from attnknn_lib.experiments.framework.declaration import Artifacts, data, figure, record, table
 
 NAME = "attention_study"
@@ -29,6 +29,7 @@ VARIANTS = {  # name -> (label, what it tests)
 
 ARTIFACTS = Artifacts(NAME, (
     record(), *(table(t, f"_{t}") for t in ("headroom", "variants", "best", "reference", "learnable", "diagnostics")),
+    table("learned", "_learned", when=lambda cfg: cfg.learned_metrics),
     table("collapse", "_collapse", when=lambda cfg: bool(cfg.collapse_seeds) and "clean" in cfg.settings),
     table("second", "_second", when=lambda cfg: bool(cfg.second_datasets)),
     *(figure(f"{f}_figure", f"_{f}") for f in ("headroom", "diagnostics", "variants")),
@@ -39,10 +40,12 @@ ARTIFACTS = Artifacts(NAME, (
 
 
 @dataclass(frozen=True)
-class Config(ExperimentConfig):
+class Config(NcaKnobs):
     """The attention study's knobs on top of the shared recipe (which names main's models)."""
 
     dataset: str = knob("fashion_mnist", "dataset whose trained main models are studied")
+    learned_metrics: bool = knob(True, "on every memory setting, the learned metrics with the same vote (NCA with the "
+                                       "rule re-tuned in its space, the linear probe), trained on that memory's labels")
     seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "seeds of main's models (comma-separated)")
     settings: tuple[str, ...] = knob(("clean", "symmetric/0.3", "asymmetric/0.3", "asymmetric/0.4"),
                                      "memory settings: clean or kind/rate (noise in the memory's labels)")

@@ -78,7 +78,7 @@ def against_reference(cfg: Config, probs: MethodProbs, ds, seed: int, reference:
 
 def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours: tuple[Neighbourhood, Neighbourhood], ds,
                    seed: int, reference: tuple, labels: np.ndarray | None = None,
-                   reference_nll: tuple | None = None, knobs: Knobs | None = None) -> dict:
+                   reference_nll: tuple | None = None, knobs: Knobs | None = None, keep: dict | None = None) -> dict:
     """Main's Attn-KNN (its own attention vote at k on its own embedding, over the memory's
     ``labels``: noisy ones under noise, default the bank's) against the strongest non-learned rule
     on that memory: paired differences (accuracy raw, ECE, NLL and Brier calibrated), and against
@@ -101,7 +101,7 @@ def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours:
         out["diff_reference_nll"] = {"calibrated": _paired(cfg, cal, reference_nll[1], ds.test.y, seed, HEADLINE_BOOT)}
     if knobs is not None:
         out["tuned"] = tuned_main_attention(cfg, attention, bank, frozen, ds, seed, reference, reference_nll, knobs,
-                                            bank.labels if labels is None else labels)
+                                            bank.labels if labels is None else labels, keep)
     return out
 
 
@@ -118,12 +118,14 @@ class Knobs:
 
 
 def tuned_main_attention(cfg: Config, attention, bank: MemoryBank, frozen, ds, seed: int, reference: tuple,
-                         reference_nll: tuple | None, knobs: Knobs, labels: np.ndarray) -> dict:
+                         reference_nll: tuple | None, knobs: Knobs, labels: np.ndarray, keep: dict | None = None) -> dict:
     """Main's Attn-KNN with the rule's knobs on this memory (k from the rule's ladder, filter and prior
     chosen on the clean validation labels: :func:`~attnknn_lib.evaluation.tuned_attention.tuned_attentions`):
     its choice (and whether its k differs from the k it was trained at), the open edges, its scores,
     the paired differences to the reference (accuracy raw, ECE, NLL, Brier calibrated) and, the one
-    tuned for the calibration endpoint, to the rule tuned for it (NLL, Brier calibrated)."""
+    tuned for the calibration endpoint, to the rule tuned for it (NLL, Brier calibrated). ``keep``
+    receives its test probabilities under ``"test"``: the accuracy-tuned one raw, the calibration
+    endpoint's after calibration (the learned metric is compared with them)."""
     labels = np.asarray(labels, dtype=np.int64)
     scorer = attention_scorer(attention, bank, {"val": frozen.val, "test": frozen.test}, knobs.search, labels,
                               knobs.loo, knobs.cache)
@@ -141,6 +143,8 @@ def tuned_main_attention(cfg: Config, attention, bank: MemoryBank, frozen, ds, s
         p = Calibrator(**cal_scored["calibrator"]).apply(cal.test)
         out["calibration"]["test_calibrated"] = {m: cal_scored["test_calibrated"][m]["value"] for m in ("nll", "brier")}
         out["diff_reference_nll"] = {"calibrated": _paired(cfg, p, reference_nll[1], ds.test.y, seed, HEADLINE_BOOT)}
+        if keep is not None:
+            keep["test"] = (acc.test, p)
     return out
 
 

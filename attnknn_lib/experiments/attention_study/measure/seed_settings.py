@@ -18,6 +18,7 @@ from attnknn_lib.experiments.attention_study.measure.ceilings import (
     reference_entry,
 )
 from attnknn_lib.experiments.attention_study.measure.gallery import _gallery_k, gallery
+from attnknn_lib.experiments.attention_study.measure.learned_metric import learned_metric_entry
 from attnknn_lib.experiments.attention_study.measure.memory import seed_memory
 from attnknn_lib.experiments.attention_study.measure.part_names import setting_chunks
 from attnknn_lib.experiments.attention_study.measure.variants_at_k import setting_k
@@ -63,8 +64,12 @@ def measure_seed(cfg: Config, paths: Paths, seed: int, chunk: int = 0) -> dict:
         # main's Attn-KNN (trained end to end on clean labels), voting over this memory's labels
         # and with the rule's knobs (k, filter, prior chosen on validation); its scores shared by the settings
         knobs = Knobs(search, mem.loo, entry["reference"]["k_searched"], scores_cache)
+        tuned: dict = {}
         entry["attnknn"] = main_attention(cfg, trained.model.attention, bank, frozen, (val_nb, test_nb), ds,
-                                          seed, ref_probs, labels=mem.labels, reference_nll=nll_probs, knobs=knobs)
+                                          seed, ref_probs, labels=mem.labels, reference_nll=nll_probs, knobs=knobs,
+                                          keep=tuned)
+        if cfg.learned_metrics:  # NCA and the linear probe on this memory, and the tuned attention against NCA
+            entry["learned_metric"] = learned_metric_entry(cfg, sm, mem, seed, ref_probs, nll_probs, tuned.get("test"))
         if setting in cfg.variant_settings:
             kept: dict = {}
             entry["variants"] = {str(k): setting_k(cfg, mem, k, ds, seed, with_adaptive=k == max(cfg.variant_ks),

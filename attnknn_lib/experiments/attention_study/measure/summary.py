@@ -10,7 +10,7 @@ import numpy as np
 from attnknn_lib.evaluation.verdicts import seed_level
 from attnknn_lib.experiments.attention_study.config import Config
 from attnknn_lib.experiments.attention_study.measure.controls import END_TO_END
-from attnknn_lib.experiments.attention_study.measure.pairing import PROPER, pooled_test_se, seed_verdicts
+from attnknn_lib.experiments.attention_study.measure.pairing import COMPARED, PROPER, pooled_test_se, seed_verdicts
 from attnknn_lib.experiments.attention_study.measure.variants import collapse_what, reached_plateau
 
 
@@ -76,6 +76,9 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                         cfg, [m["diff_reference_nll"] for m in ms], PROPER)
                 if "tuned" in ms[0]:
                     s_out["attnknn"]["tuned"] = summarise_tuned(cfg, [m["tuned"] for m in ms])
+            if all("learned_metric" in per_seed[s]["settings"][setting] for s in seeds):
+                s_out["learned_metric"] = summarise_learned(
+                    cfg, [per_seed[s]["settings"][setting]["learned_metric"] for s in seeds])
             with_sweep = [s for s in seeds if "collapse" in per_seed[s]["settings"][setting]]
             if with_sweep:
                 sweeps = [per_seed[s]["settings"][setting]["collapse"] for s in with_sweep]
@@ -220,4 +223,30 @@ def summarise_end_to_end(cfg: Config, per_seed: dict) -> dict:
     out["no_bonus_minus_prototype"] = {
         "accuracy": _mean_sd([e["no_bonus_minus_prototype"]["raw"]["accuracy"]["value"] for e in per_seed.values()]),
         "verdicts": seed_verdicts(cfg, [e["no_bonus_minus_prototype"] for e in per_seed.values()])}
+    return out
+
+
+def summarise_learned(cfg: Config, entries: list[dict]) -> dict:
+    """One setting's learned metrics over seeds: per method the mean accuracy and calibrated NLL and
+    Brier, NCA's training (epochs, plateaus) and the seed-level verdicts against the references; and
+    main's Attn-KNN with the rule's knobs against NCA."""
+
+    out: dict = {}
+    for name in ("nca", "linear_probe", "nca_nll"):
+        es = [e[name] for e in entries]
+        out[name] = {"accuracy": _mean_sd([e["test_raw"]["accuracy"]["value"] for e in es]),
+                     "nll_calibrated": _mean_sd([e["test_calibrated"]["nll"]["value"] for e in es]),
+                     "brier_calibrated": _mean_sd([e["test_calibrated"]["brier"]["value"] for e in es]),
+                     "choices": [e.get("label") for e in es]}
+        if "nca" in es[0]:
+            out[name]["nca"] = {"best_epochs": [e["nca"]["best_epoch"] for e in es],
+                                "plateaus": sum(e["nca"]["plateau"] for e in es), "lrs": [e["nca"]["lr"] for e in es]}
+        if "diff_reference" in es[0]:
+            out[name]["verdicts_reference"] = seed_verdicts(cfg, [e["diff_reference"] for e in es])
+        if "diff_reference_nll" in es[0]:
+            out[name]["verdicts_reference_nll"] = seed_verdicts(cfg, [e["diff_reference_nll"] for e in es],
+                                                               PROPER)
+    if all("attnknn_tuned_vs_nca" in e for e in entries):
+        out["attnknn_tuned_vs_nca"] = seed_verdicts(cfg, [e["attnknn_tuned_vs_nca"] for e in entries],
+                                                    tuple(c for c in COMPARED if c[0] != "ece"))
     return out

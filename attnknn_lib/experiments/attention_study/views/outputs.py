@@ -17,6 +17,7 @@ from attnknn_lib.experiments.attention_study.views.frames import (
     variants_frame,
 )
 from attnknn_lib.experiments.attention_study.views.labels import setting_title
+from attnknn_lib.experiments.attention_study.views.learned import learned_frame
 from attnknn_lib.experiments.attention_study.views.plots import (
     curves_figure,
     diagnostics_figure,
@@ -144,4 +145,14 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             drawn.append(("gallery", gallery_figure(record, dict(images))))
     for name, fig in drawn:
         out[name + "_figure"] = ARTIFACTS.save_figure(paths, name + "_figure", d, fig)
+    if cfg.get("learned_metrics"):
+        out["learned"] = ARTIFACTS.write_table(paths, "learned", d, booktabs(
+            learned_frame(record, latex=True),
+            f"{title}: the learned metrics with the same vote on each memory (trained on that memory's labels; "
+            f"validation labels clean): NCA, a linear map learned through the leave-one-out softmax vote with the "
+            f"strongest rule re-tuned in its space, and the linear probe, each minus the strongest rule; NCA tuned "
+            f"for the calibration endpoint minus the rule tuned for it (NLL and Brier after calibration); and main's "
+            f"Attn-KNN with the rule's knobs minus NCA. Seed-level 95\\% intervals over seeds {seeds}; verdict "
+            f"marks as in Table~\\ref{{tab:study-variants}}. {src}.", "tab:study-learned", escape_index=False,
+            size="footnotesize"))
     return out
