@@ -200,3 +200,13 @@ def test_holm_adjusts_each_endpoint_over_every_head_candidate_and_comparison():
     adjusted = cands["a"]["summary"]["diff"]["attnknn"]["reference"]["accuracy"]
     assert sizes["accuracy"] == 8 and sizes["nll"] == 0
     assert adjusted["verdict_unadjusted"] == "better" and adjusted["verdict"] == "inconclusive"
+
+
+def test_the_multiplicity_note_escapes_labels_and_says_which_verdicts_are_confirmatory():
+    res = {"multiplicity": {"family_sizes": {"accuracy": 12, "nll": 12}}, "confirmatory": ["few_labels"],
+           "candidates": {"few_labels": {"label": "CNN on 1 % of labels"}, "pixels_pca": {"label": "PCA"}}}
+    note = views._multiplicity_note(res)
+    assert "CNN on 1 \\% of labels are confirmatory, the others exploratory" in note and "(12 for accuracy" in note
+    assert "every verdict here is confirmatory" in views._multiplicity_note({**res, "confirmatory": ["few_labels",
+                                                                                                      "pixels_pca"]})
+    assert "every verdict here is exploratory" in views._multiplicity_note({**res, "confirmatory": []})

@@ -203,11 +203,15 @@ def _multiplicity_note(res: dict) -> str:
     if not m:
         return ""
     sizes = m["family_sizes"]
-    passed = [res["candidates"][n]["label"] for n in res.get("confirmatory", [])]
+    passed = [latex_escape(res["candidates"][n]["label"]) for n in res.get("confirmatory", [])]
+    if not passed:
+        which = "no candidate passed the gate, so every verdict here is exploratory. "
+    elif len(passed) == len(res["candidates"]):
+        which = "every candidate passed the gate, so every verdict here is confirmatory. "
+    else:
+        which = f"those on {', '.join(passed)} are confirmatory, the others exploratory. "
     return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the rule and with NCA "
-            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); "
-            + (f"those on {', '.join(passed)} are confirmatory, the others exploratory. " if passed else
-               "no candidate passed the gate, so every verdict here is exploratory. "))
+            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); " + which)
 
 
 TAGS = {"pixels_pca": "Pca", "few_labels": "Few", "other_classes": "Other"}  # macro names of the candidates
