@@ -287,7 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     plan["train_threads"] = train_threads(args)
     plan_path = write_plan(plan, paths)
     first = longest_notebook(plan, paths.root, REPO_ROOT)
-    cmd = snakemake_command(plan_path, paths.root, args, ["--prioritize", first] if first else [])
+    extra = ["--prioritize", first] if first else []
+    if args.action == "run" and not args.force:
+        # a record this checkout would measure differently (status: re-measure) is measured again even when
+        # Snakemake has no memory of writing it (a committed record, or one measured by older code)
+        stale = [n for n, p in resolved.items() if overview.experiment_state(n, p, paths)["measure_reasons"]]
+        extra += ["--forcerun", *[f"measure_{n}" for n in stale]] if stale else []
+    cmd = snakemake_command(plan_path, paths.root, args, extra)
     if args.action == "dag":
         return dag(cmd, paths.root)
     if args.force:
