@@ -145,7 +145,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             drawn.append(("gallery", gallery_figure(record, dict(images))))
     for name, fig in drawn:
         out[name + "_figure"] = ARTIFACTS.save_figure(paths, name + "_figure", d, fig)
-    if cfg.get("learned_metrics"):
+    if cfg.get("learned_metrics", True):  # declared by the config's default: a record from before it draws no rows
         out["learned"] = ARTIFACTS.write_table(paths, "learned", d, booktabs(
             learned_frame(record, latex=True),
             f"{title}: the learned metrics with the same vote on each memory (trained on that memory's labels; "
