@@ -40,7 +40,8 @@ class NcaKnobs(ExperimentConfig):
 
     nca_lrs: tuple[float, ...] = knob((0.003, 0.01, 0.03), "AdamW learning rates of NCA's map, the grid extended "
                                                            "past an end while the best sits there")
-    nca_epochs: int = knob(40, "most epochs of NCA (one pass over the memory each); it stops at a plateau")
+    nca_epochs: int = knob(100, "most epochs of NCA (one pass over the memory each); it stops at a plateau, which a "
+                                "full-size cell had not reached by epoch 40")
     nca_patience: int = knob(5, "NCA stops after this many epochs without a better validation score")
     nca_batch_size: int = knob(1024, "memory rows per NCA step (the queries of its leave-one-out softmax)")
     nca_candidates: int = knob(2048, "memory rows drawn per NCA step as the softmax's candidates (ModernNCA's "
