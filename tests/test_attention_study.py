@@ -451,3 +451,21 @@ def test_the_collapse_reading_adds_the_difference_head_and_mains_score_range():
     assert "q - n_j" in said and "9.50" in said and "span 0.050" in said and "temperature 0.440" in said
     frame = collapse_frame(record)
     assert frame.loc[DIFFERENCE, "τ"] == "--" and frame.loc[MAIN_ATTNKNN, "score range"] == "0.050"
+
+
+def test_the_learned_metric_table_reads_the_record_and_escapes_its_row_labels():
+    from attnknn_lib.experiments.attention_study.views.learned import learned_frame
+
+    def v(x):
+        return {"value": x, "low": x - 0.01, "high": x + 0.01, "verdict": "better" if x > 0.01 else "inconclusive"}
+
+    lm = {"nca": {"accuracy": {"mean": 0.9}, "verdicts_reference": {"accuracy": v(0.02)}},
+          "linear_probe": {"accuracy": {"mean": 0.8}, "verdicts_reference": {"accuracy": v(-0.05)}},
+          "nca_nll": {"verdicts_reference_nll": {"nll": v(-0.02), "brier": v(0.0)}},
+          "attnknn_tuned_vs_nca": {"accuracy": v(-0.03), "nll": v(0.05), "brier": v(0.01)}}
+    record = {"results": {"summary": {"settings": {"asymmetric/0.4": {"learned_metric": lm}, "clean": {}}}}}
+    frame = learned_frame(record, latex=True)
+    assert len(frame) == 4 and all("\\%" in i for i in frame.index)
+    plain = learned_frame(record)
+    assert plain.iloc[0, 0] == "90.00" and plain.iloc[0, 1].endswith("better")
+    assert plain.iloc[3, 1].startswith("-3.00")

@@ -7,6 +7,7 @@ import pandas as pd
 
 from attnknn_lib.experiments.attention_study.views.cells import diff_cell
 from attnknn_lib.experiments.attention_study.views.labels import short_setting
+from attnknn_lib.report.tables import latex_escape
 
 ROWS = (("nca", "NCA (rule re-tuned in its space)"), ("linear_probe", "linear probe"))
 
@@ -23,7 +24,7 @@ def learned_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         lm = s.get("learned_metric")
         if not lm:
             continue
-        where = short_setting(setting)
+        where = latex_escape(short_setting(setting)) if latex else short_setting(setting)
         for name, label in ROWS:
             m = lm[name]
             rows[f"{where}: {label} $-$ rule" if latex else f"{where}: {label} − rule"] = {
