@@ -211,3 +211,20 @@ def test_the_study_findings_fit_a_page_and_its_variants_figure_reads_against_the
                             for s in rec["results"]["summary"]["settings"].values())
     assert len({a.get_xlim() for a in axes}) == 1  # one shared axis
     assert "strongest rule" in fig._suptitle.get_text()
+
+
+def test_a_notebook_table_names_multiindex_levels_and_splits_when_wider_than_the_page():
+    import pandas as pd
+
+    from attnknn_lib.report.tables import PAGE_CHARS, markdown_frame, plain_frame
+
+    cols = pd.MultiIndex.from_tuples([(f"metric {i}, margin 0.25", part) for i in range(4)
+                                      for part in ("Δ", "95% interval", "verdict")])
+    df = pd.DataFrame([["+0.12", "[-0.10, +0.34]", "inconclusive"] * 4], index=pd.MultiIndex.from_tuples(
+        [("Attn-KNN − rule", "raw")], names=["comparison", "probabilities"]), columns=cols)
+    plain = plain_frame(df)
+    assert "metric 0, margin 0.25, Δ" in plain.columns and "(" not in "".join(plain.columns)
+    assert plain.index[0] == "Attn-KNN − rule, raw" and plain.index.name == "comparison / probabilities"
+    tables = markdown_frame(df).split("\n\n")
+    assert len(tables) > 1 and all(t.startswith("| comparison / probabilities |") for t in tables)
+    assert all(len(t.splitlines()[1]) <= PAGE_CHARS + 40 for t in tables)

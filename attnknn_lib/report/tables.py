@@ -145,10 +145,18 @@ def whole_frames() -> None:
 def plain_frame(df: pd.DataFrame) -> pd.DataFrame:
     """The same table with every cell, column and row label as plain text (notebook display)."""
     out = df.map(lambda v: plain(v) if isinstance(v, str) else v)
-    out.index = [plain(str(i)) for i in df.index]
-    out.index.name = plain(df.index.name or "")
-    out.columns = [plain(str(c)) for c in df.columns]
+    out.index = [plain(_label(i)) for i in df.index]
+    out.index.name = plain(" / ".join(n for n in df.index.names if n) if df.index.nlevels > 1 else df.index.name or "")
+    out.columns = [plain(_label(c)) for c in df.columns]
     return out
+
+
+def _label(key) -> str:
+    """A row or column label as text: the levels of a MultiIndex key joined (empty levels left out),
+    never a Python tuple."""
+    if isinstance(key, tuple):
+        return ", ".join(str(k) for k in key if str(k))
+    return str(key)
 
 
 _MD_ESCAPE = str.maketrans({c: "\\" + c for c in "\\|*_$[]`<>#~^"})
@@ -173,8 +181,38 @@ def markdown_frame(df: pd.DataFrame) -> str:
     each column's longest cell, capped (20 characters for the label column, 40 for the others: a
     difference with its interval and verdict stays on one or two lines), then narrowed, widest
     first, to fit :data:`PAGE_CHARS`, but never below a column's longest unbreakable piece (an
-    interval, a word)."""
+    interval, a word). A table whose unbreakable pieces alone exceed the page is split into tables
+    of consecutive columns, each with the row labels (:func:`_column_blocks`), so no column overprints
+    its neighbour."""
     frame = plain_frame(df)
+    blocks = _column_blocks(frame)
+    if len(blocks) > 1:  # too wide for one page-wide table: one table per block, each with the row labels
+        return "\n\n".join(_markdown_block(frame.iloc[:, b]) for b in blocks)
+    return _markdown_block(frame)
+
+
+def _pieces(cells: list[str]) -> int:
+    """The longest unbreakable piece (an interval, a word) of a column's cells, at least 3."""
+    return max(3, max(len(w) for c in cells for w in (_keep_together(c).split(" ") or [""])))
+
+
+def _column_blocks(frame: pd.DataFrame) -> list[list[int]]:
+    """The frame's columns in consecutive blocks whose unbreakable pieces, with the label column,
+    fit :data:`PAGE_CHARS` (one block when the whole table fits)."""
+    label = _pieces([str(frame.index.name or ""), *map(str, frame.index)]) + 3
+    blocks: list[list[int]] = [[]]
+    used = label
+    for j, c in enumerate(frame.columns):
+        need = _pieces([str(c), *("" if v is None or v != v else str(v) for v in frame.iloc[:, j])]) + 3
+        if blocks[-1] and used + need > PAGE_CHARS:
+            blocks.append([])
+            used = label
+        blocks[-1].append(j)
+        used += need
+    return blocks
+
+
+def _markdown_block(frame: pd.DataFrame) -> str:
     head = [frame.index.name or ""] + [str(c) for c in frame.columns]
     body = [[str(i)] + ["" if v is None or v != v else " ".join(str(v).split("\n")) for v in row]
             for i, row in zip(frame.index, frame.itertuples(index=False))]  # v != v: NaN of any float type
