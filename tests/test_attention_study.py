@@ -100,12 +100,12 @@ def test_findings_state_a_seed_level_difference_with_its_interval_and_verdict():
     assert difference_text(one, "accuracy") == "+10.00 pp, **inconclusive**"  # one seed: no interval
 
 
-def test_the_parameters_table_shows_own_knobs_and_only_changed_recipe_knobs():
+def test_the_parameters_table_shows_the_profile_and_only_changed_knobs():
     noise = api("noise")
     from attnknn_lib.experiments.common.shared import parameters_frame, parameters_markdown
 
     default = parameters_frame(noise.Config())
-    assert "profile" in default.index and "rates" in default.index and "lr" not in default.index
+    assert list(default.index) == ["profile", "(the others)"] and "at their defaults" in default.iloc[1, 0]
     changed = parameters_frame(noise.Config(lr=0.01, seeds="0,1"))
     assert changed.loc["lr", "value"] == "0.01" and changed.loc["seeds", "value"] == "0, 1"
     assert parameters_markdown(noise.Config()).startswith("| parameter | value | meaning |")

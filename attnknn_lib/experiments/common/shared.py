@@ -312,13 +312,15 @@ def _knob_text(value) -> str:
 
 
 def parameters_frame(cfg) -> pd.DataFrame:
-    """The run's parameters, once, for the notebook's PDF: the profile, every knob of the
-    experiment's own config class, and the recipe knobs whose value differs from the class default
-    (the full list is the notebook's parameters cell and the record's ``config``)."""
-    base = {f.name for f in fields(ExperimentConfig)} - {"profile"}
+    """The run's parameters, once, for the notebook's PDF: the profile and every knob whose value
+    differs from its default (the defaults are the notebook's parameters cell; the full list is the
+    record's ``config``), then one row counting the knobs left at their defaults."""
     default = type(cfg)()  # validated defaults: tuples parsed as the run's values are
+    changed = [f for f in fields(cfg) if f.name == "profile" or getattr(cfg, f.name) != getattr(default, f.name)]
     rows = {f.name: {"value": _knob_text(getattr(cfg, f.name)), "meaning": f.metadata.get("help", "")}
-            for f in fields(cfg) if not (f.name in base and getattr(cfg, f.name) == getattr(default, f.name))}
+            for f in changed}
+    rows["(the others)"] = {"value": f"{len(fields(cfg)) - len(changed)} at their defaults",
+                            "meaning": "the notebook's parameters cell lists them; the record's config holds all"}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "parameter"
     return df
