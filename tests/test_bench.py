@@ -356,9 +356,10 @@ def test_the_status_estimate_counts_an_experiments_part_jobs(tmp_path, monkeypat
     stages = {"training": {"seconds": 100.0, "jobs": 10},
               "notebook k_sweep": {"seconds": 300.0, "parts": {"seed0": 700.0, "seed1": 250.0, "seed2": None}}}
     monkeypatch.setattr(overview, "_bench", lambda: stages)
+    monkeypatch.setattr(overview, "model_seconds", lambda run: 60.0)  # each model costed by its kind
     states, total = overview._rows({"k_sweep": resolve("cpu", ["k_sweep"], [])["k_sweep"]}, Paths(tmp_path))
     # nothing under tmp_path: the notebook, its parts and its five models (seeds 0-4) are all to be run
-    assert states[0]["parts_seconds"] == 950.0 and total == 300.0 + 950.0 + 5 * 10.0
+    assert states[0]["parts_seconds"] == 950.0 and total == 300.0 + 950.0 + 5 * 60.0
 
 
 def test_an_unreadable_cached_model_is_removed_so_the_workflow_retrains_it(tmp_path, capsys):
@@ -379,3 +380,20 @@ def test_an_unreadable_cached_model_is_removed_so_the_workflow_retrains_it(tmp_p
     assert len(said) == 1 and "cut" in said[0]
     assert not cut.exists() and not (cut.parent / "train.json").exists()
     assert (paths.artifacts / "models" / "whole" / "model.pt").exists()
+
+
+def test_a_missing_model_is_costed_by_its_own_kind_from_mains_committed_epochs(tmp_path):
+    from types import SimpleNamespace
+
+    from attnknn_lib.experiments.framework.costs import epoch_seconds, model_seconds, training_text
+
+    def run(name, kind, epochs, rid):
+        return SimpleNamespace(data=SimpleNamespace(name=name), kind=kind, train={"epochs": epochs}, id=rid)
+
+    image, tabular = run("fashion_mnist", "cnn", 12, "a"), run("iris", "cnn", 30, "b")
+    assert model_seconds(image) == 12 * epoch_seconds()[("fashion_mnist", "cnn")]
+    assert model_seconds(image) > 50 * model_seconds(tabular)  # why a mean over every job misleads
+    assert model_seconds(run("cifar10", "cnn", 12, "c")) is None  # no committed run of that kind
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "train.json").write_text("{}")  # b is in the cache: only a is trained
+    assert training_text([image, tabular], tmp_path).startswith("1 model to train, about ")

@@ -20,6 +20,7 @@ from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.provenance import measure_code
 from attnknn_lib.experiments.framework import catalog
+from attnknn_lib.experiments.framework.costs import model_seconds
 from attnknn_lib.experiments.framework.reading import parameter_differences
 from attnknn_lib.workflow.plan import file_digest, render_code
 
@@ -127,6 +128,8 @@ def experiment_state(name: str, params: dict, paths: Paths) -> dict:
     return {"name": name, "outputs": outputs, "missing": missing, "commit": commit,
             "measure_reasons": measure, "render_reasons": render,
             "models": len(runs), "models_missing": no_model, "notebook_seconds": stage.get("seconds"),
+            # each missing model costed by its own kind (dataset, model, epochs), None where no run says
+            "model_seconds": {rid: model_seconds(runs[rid]) for rid in no_model},
             # the part jobs the notebook reads (the bench's record of the last run; a part it lacks counts 0)
             "parts_seconds": sum(v or 0.0 for v in (stage.get("parts") or {}).values()),
             "record_seconds": sum(r.get("provenance", {}).get("wall_seconds") or 0.0 for _, r in pairs) or None}
@@ -152,8 +155,9 @@ def _rows(resolved: dict[str, dict], paths: Paths) -> tuple[list[dict], float | 
         new = [m for m in s["models_missing"] if m not in seen] if s["measure"] != "same" else []
         seen.update(new)
         notebook = s["notebook_seconds"] or s["record_seconds"]
+        models = sum(per_model if s["model_seconds"].get(m) is None else s["model_seconds"][m] for m in new)
         s["cost"] = 0.0 if s["measure"] == "same" else None if notebook is None else \
-            notebook + s["parts_seconds"] + len(new) * per_model
+            notebook + s["parts_seconds"] + models
         total = None if total is None or s["cost"] is None else total + s["cost"]
     return states, total
 

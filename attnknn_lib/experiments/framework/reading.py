@@ -29,12 +29,12 @@ from pathlib import Path
 from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
+from attnknn_lib.experiments.framework.costs import training_text
 from attnknn_lib.experiments.framework.declaration import Experiment
 
 OUT_ENV = "ATTNKNN_OUT_DIR"  # set by the workflow's notebook job (its staging folder)
 SOURCE_ENV = "ATTNKNN_SOURCE_ROOT"  # ... and the output root its records come from
 SCRATCH = "scratch"  # where an interactive recompute writes by default (relative to the repository)
-BENCH = "results/benchmarks.json"
 
 
 def workflow_job() -> bool:
@@ -56,23 +56,23 @@ def parameter_differences(committed: dict, cfg) -> dict[str, tuple]:
 
 
 def estimate(exp: Experiment, dataset: str | None = None) -> str:
-    """What a recompute of ``exp`` costs, from what the last runs took: the committed record's wall
-    time and, from the committed bench, the training its models needed (when it ran in the workflow)."""
+    """What a recompute of ``exp`` costs: the models it would train first, each costed by its kind
+    (:mod:`~attnknn_lib.experiments.framework.costs`), then the analysis, at the committed record's
+    wall time."""
     parts = []
-    path = committed_path(exp, dataset or exp.artifacts.primary_dataset(exp.Config()))
+    cfg = exp.Config()
+    runs = exp.runs(cfg)
+    trains = training_text(runs, Paths.at(REPO_ROOT).artifacts / "models") if runs else ""
+    if trains:
+        parts.append(trains)
+    path = committed_path(exp, dataset or exp.artifacts.primary_dataset(cfg))
     if path.exists():
         seconds = read_json(path).get("provenance", {}).get("wall_seconds")
         if seconds:
-            parts.append(f"the analysis took {seconds / 60:.0f} min at the committed run")
-    bench = REPO_ROOT / BENCH
-    if bench.exists():
-        stage = read_json(bench).get("cpu_run", {}).get("stages", {}).get(f"notebook {exp.name}", {})
-        if stage.get("own_training_seconds"):
-            parts.append(f"training its models took {stage['own_training_seconds'] / 60:.0f} min of job time "
-                         f"(skipped when they are in the model cache)")
-    if not exp.runs(exp.Config()):
+            parts.append(f"{'then ' if trains else ''}{seconds / 60:.0f} min of analysis at the committed run")
+    if not runs:
         parts.append("it trains no model of the workflow")
-    return "; ".join(parts) or "no earlier run to estimate from"
+    return ", ".join(parts) or "no earlier run to estimate from"
 
 
 @dataclass(frozen=True)
