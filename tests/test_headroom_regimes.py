@@ -115,7 +115,7 @@ def _clusters(n: int, seed: int, nuisance: float) -> tuple[np.ndarray, np.ndarra
 
 
 def test_the_gate_cross_fits_every_method_on_validation_halves():
-    from attnknn_lib.experiments.headroom_regimes import gate
+    from attnknn_lib.experiments.headroom_regimes.measure import gate
 
     a, b = gate.halves(101, 3)
     assert len(a) + len(b) == 101 and not set(a) & set(b)
@@ -128,7 +128,7 @@ def test_the_gate_cross_fits_every_method_on_validation_halves():
 
 
 def test_a_learned_metric_that_drops_the_nuisance_shows_room_in_the_gate():
-    from attnknn_lib.experiments.headroom_regimes import gate
+    from attnknn_lib.experiments.headroom_regimes.measure import gate
 
     mx, my = _clusters(1500, 0, 2.0)
     vx, vy = _clusters(400, 1, 2.0)
@@ -171,7 +171,7 @@ def test_verdict_table_adds_the_learned_metric_the_probe_the_control_and_each_he
 
 
 def test_the_gates_nca_learns_on_the_memory_alone_and_finds_the_room():
-    from attnknn_lib.experiments.headroom_regimes import gate
+    from attnknn_lib.experiments.headroom_regimes.measure import gate
 
     mx, my = _clusters(1500, 0, 2.0)
     vx, vy = _clusters(400, 1, 2.0)

@@ -311,8 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in drop_unreadable_models(plan, paths):
         print(f"[run_all] {line}", file=sys.stderr)
     if args.only and paths.root == REPO_ROOT and args.action == "run":
-        print(f"[run_all] this rewrites the committed outputs of {', '.join(resolved)} in this repository (results/, "
-              f"figures/, the notebooks' PDFs) where they are out of date; to keep them, add --out DIR", file=sys.stderr)
+        print(f"[run_all] this rewrites the committed outputs of {', '.join(resolved)} in this repository (records, "
+              f"tables, figures, notebook PDFs) where they are out of date; to keep them, add --out DIR", file=sys.stderr)
     if not args.force and not render_only:
         try:
             print(f"[run_all] {overview.estimate_line(resolved, paths)}", file=sys.stderr)

@@ -18,8 +18,8 @@ from attnknn_lib.experiments.attention_study.measure.ceilings import (
     reference_entry,
 )
 from attnknn_lib.experiments.attention_study.measure.gallery import _gallery_k, gallery
-from attnknn_lib.experiments.attention_study.measure.learned_metric import learned_metric_entry
 from attnknn_lib.experiments.attention_study.measure.memory import seed_memory
+from attnknn_lib.experiments.attention_study.measure.metric_learners import learned_metric_entry
 from attnknn_lib.experiments.attention_study.measure.part_names import setting_chunks
 from attnknn_lib.experiments.attention_study.measure.variants_at_k import setting_k
 from attnknn_lib.knn.neighbourhood import Neighbourhood

@@ -50,7 +50,7 @@ from attnknn_lib.experiments.headroom_regimes.config import (
     OFFICIAL_TEST,
     Config,
 )
-from attnknn_lib.experiments.headroom_regimes.gate import gate, nca_map
+from attnknn_lib.experiments.headroom_regimes.measure import gate as gating
 from attnknn_lib.models import build_cnn
 from attnknn_lib.training.convergence import plateau
 from attnknn_lib.training.loops import train_cnn
@@ -218,9 +218,9 @@ def measure_seed(cfg: Config, seed: int) -> dict:
         rows, num_classes, info = candidate(cfg, name, ds, test, seed)
         # the gate first: validation only, before any head is trained (docs/regimes_declaration.md)
         mem = rows["memory"]
-        nca = nca_map(mem.x, mem.y, num_classes, seed, cfg.k, lrs=cfg.nca_lrs, epochs=cfg.nca_epochs,
+        nca = gating.nca_map(mem.x, mem.y, num_classes, seed, cfg.k, lrs=cfg.nca_lrs, epochs=cfg.nca_epochs,
                       patience=cfg.nca_patience, batch_size=cfg.nca_batch_size, candidates=cfg.nca_candidates)
-        measured_gate = gate(mem.x, mem.y, rows["val"].x, rows["val"].y, num_classes, seed, cfg.k, cfg.reference_k,
+        measured_gate = gating.gate(mem.x, mem.y, rows["val"].x, rows["val"].y, num_classes, seed, cfg.k, cfg.reference_k,
                              cfg.loo_k, nca=nca)
         result = compare(cfg, rows["memory"], rows["val"], rows["test"], num_classes, seed)
         result["gate"] = measured_gate
