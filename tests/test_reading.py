@@ -72,9 +72,11 @@ def test_recompute_writes_under_out_dir_and_the_workflow_renders(tmp_path, monke
     assert got["experiment"] == "theory" and drawn == [job.paths.root]
 
 
-def test_the_estimate_reads_the_committed_run():
+def test_the_estimate_reads_the_committed_run_and_counts_the_models_to_train_first():
     text = reading.estimate(catalog.get("theory"))
-    assert "min at the committed run" in text
+    assert "min of analysis at the committed run" in text
+    if "to train" in text:  # an empty model cache (a fresh clone): the training comes first, by its kind
+        assert text.startswith("6 models to train, about ") and ", then " in text
 
 
 def test_the_measurement_key_ignores_views_comments_and_docstrings(tmp_path, monkeypatch):
