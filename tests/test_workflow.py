@@ -60,8 +60,9 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     # main, noise, long tail, the MixUp control CNN, the replay's Attn-KNN with self-matches (its run that
     # keeps every epoch's weights is main's seed-0 run, trained once), the attention study's Attn-KNN
     # without the entropy bonus (2 seeds; its long-tailed memory reuses the long tail's seed-0 model), and
-    # the study's second dataset: main's digits Attn-KNN of 2 splits (digits is not among main's smoke datasets)
-    assert started.count("train") == 8 + 4 + 2 + 1 + 1 + 2 + 2
+    # the study's second dataset: main's digits Attn-KNN of 2 splits (digits is not among main's smoke datasets),
+    # and main's end-to-end control (the fixed softmax vote trained like Attn-KNN, 2 seeds of the primary dataset)
+    assert started.count("train") == 8 + 4 + 2 + 1 + 1 + 2 + 2 + 2
     notebooks = {f"notebook_{n}" for n in ("main", "k_sweep", "noise", "long_tail", "efficiency", "theory",
                                            "attention_study", "positive_control", "headroom_regimes")}
     assert notebooks | {"pdf", "report", "paper"} <= set(started)
