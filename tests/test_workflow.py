@@ -132,11 +132,13 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
         assert set(tuned["verdicts_reference_nll"]) == {"nll", "brier"} and len(tuned["k"]) == len(s["seeds"]), setting
     pc = json.loads((out / "results" / "positive_control_clusters.json").read_text())["results"]
     assert set(pc["levels"]) == {"0", "1.5"} and pc["seeds"] == [0, 1]
-    assert all(set(lv["summary"]["diff"]["attnknn"]) == {"reference", "reference_nll"} for lv in pc["levels"].values())
+    # each head against both references and against the learned metric (NCA, accuracy- and NLL-tuned)
+    both = {"reference", "reference_nll", "nca", "nca_nll"}
+    assert all(set(lv["summary"]["diff"]["attnknn"]) == both for lv in pc["levels"].values())
     regimes = json.loads((out / "results" / "headroom_regimes_fashion_mnist.json").read_text())["results"]
     assert set(regimes["candidates"]) == {"pixels_pca", "few_labels", "other_classes"} and regimes["seeds"] == [0, 1]
-    assert all(set(c["summary"]["diff"]["attnknn"]) == {"reference", "reference_nll"}
-               for c in regimes["candidates"].values())
+    assert all(set(c["summary"]["diff"]["attnknn"]) == both and "gate" in c for c in regimes["candidates"].values())
+    assert regimes["multiplicity"]["method"] == "holm"
     tail = json.loads((out / "results" / "long_tail_fashion_mnist.json").read_text())["results"]["settings"]
     cell = tail["trained"]["curves"]["0.01"]
     sizes = cell["size_ranked_sizes"]  # the class order is drawn per seed; the profile is the same
