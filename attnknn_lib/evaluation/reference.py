@@ -88,11 +88,7 @@ class Choice:
 
     def label(self) -> str:
         parts = [self.rule + (f" {self.param:g}" if self.param is not None else ""), f"k={self.k}"]
-        if self.theta is not None:
-            parts.append(f"filter {self.theta:g}")
-        if self.beta:
-            parts.append(f"prior {self.beta:g}")
-        return ", ".join(parts)
+        return ", ".join(parts + knob_text(self.theta, self.beta))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -156,6 +152,25 @@ def _extend(grid: tuple[float, ...], best: float, factor: float) -> tuple[float,
     return None
 
 
+def _grow(choice: Choice, grids: dict[str, tuple], betas: tuple[float, ...]) -> tuple[tuple[float, ...], bool]:
+    """Grids extended where ``choice`` sits on an open edge: its rule's parameter grid (in place, by a
+    factor of 2.5) and the prior exponents (by 0.5 up to :data:`MAX_BETA`); the betas and whether
+    anything grew."""
+    grown = False
+    if choice.rule != "uniform":
+        wider = _extend(grids[choice.rule], choice.param, 2.5)
+        if wider is not None:
+            grids[choice.rule], grown = wider, True
+    if 0 < choice.beta == max(betas) and choice.beta + 0.5 <= MAX_BETA:
+        betas, grown = tuple(betas) + (max(betas) + 0.5,), True
+    return betas, grown
+
+
+def knob_text(theta: float | None, beta: float) -> list[str]:
+    """The label's words for the filter and the prior correction (none when off)."""
+    return ([f"filter {theta:g}"] if theta is not None else []) + ([f"prior {beta:g}"] if beta else [])
+
+
 def _key(select: str, acc: float, loss: float) -> tuple[float, float]:
     return (acc, -loss) if select == "accuracy" else (-loss, acc)
 
@@ -215,14 +230,7 @@ def tune_references(val: Neighbourhood, target: np.ndarray, prior: np.ndarray, n
         best = _search(val, target, prior, num_classes, grids, betas, thetas, k_list, done, best)
         if round_ == MAX_EXTENSIONS:
             break  # no more growth: an edge still open is reported below
-        grown = False
-        for choice, _ in (best[selects[0]],):  # the first selection drives the growth
-            if choice.rule != "uniform":
-                wider = _extend(grids[choice.rule], choice.param, 2.5)
-                if wider is not None:
-                    grids[choice.rule], grown = wider, True
-            if 0 < choice.beta == max(betas) and choice.beta + 0.5 <= MAX_BETA:
-                betas, grown = tuple(betas) + (max(betas) + 0.5,), True
+        betas, grown = _grow(best[selects[0]][0], grids, betas)  # the first selection drives the growth
         if not grown:
             break
     out = {}
@@ -304,13 +312,7 @@ def tune_chunked(hood_of: Callable[[np.ndarray], Neighbourhood], target: np.ndar
         choice = Choice(rule, param, k, theta, beta, sums[best][0] / n, sums[best][1] / n)
         if round_ == MAX_EXTENSIONS:
             break
-        grown = False
-        if choice.rule != "uniform":
-            wider = _extend(grids[choice.rule], choice.param, 2.5)
-            if wider is not None:
-                grids[choice.rule], grown = wider, True
-        if 0 < choice.beta == max(betas) and choice.beta + 0.5 <= MAX_BETA:
-            betas, grown = tuple(betas) + (max(betas) + 0.5,), True
+        betas, grown = _grow(choice, grids, betas)
         if not grown:
             break
     edges = (["k"] if choice.k == k_list[-1] else []) + (

@@ -45,6 +45,7 @@ from attnknn_lib.evaluation.reference import (
     SELECTIONS,
     THETAS,
     _key,
+    knob_text,
 )
 from attnknn_lib.knn.votes import MAX_BETA, break_ties, prefix_class_scores, prior_correction
 
@@ -84,12 +85,7 @@ class AttentionChoice:
     val_nll: float = float("nan")
 
     def label(self) -> str:
-        parts = [f"attention, k={self.k}"]
-        if self.theta is not None:
-            parts.append(f"filter {self.theta:g}")
-        if self.beta:
-            parts.append(f"prior {self.beta:g}")
-        return ", ".join(parts)
+        return ", ".join([f"attention, k={self.k}", *knob_text(self.theta, self.beta)])
 
     def to_dict(self) -> dict:
         return asdict(self)
