@@ -421,7 +421,7 @@ def test_head_scores_gather_every_query_in_batches():
     assert out.shape == (7, 1, 4) and np.ptp(out) > 0 and head.training  # mode restored
 
 
-def test_the_study_heads_train_on_every_memory_query_when_train_queries_is_zero():
+def test_the_study_heads_share_the_fixed_embedding_heads_budget_and_zero_means_every_query():
     from attnknn_lib.base.errors import ConfigError
     from attnknn_lib.experiments.attention_study.config import Config
     from attnknn_lib.experiments.attention_study.measure.memory import _train_rows
@@ -429,8 +429,11 @@ def test_the_study_heads_train_on_every_memory_query_when_train_queries_is_zero(
     assert (_train_rows(10, 0, seed=3) == np.arange(10)).all()
     part = _train_rows(10, 4, seed=3)
     assert len(part) == 4 and (np.diff(part) > 0).all()
-    cfg = Config()
-    assert (cfg.train_queries, cfg.head_epochs, cfg.head_patience) == (0, 32, 5)
+    from attnknn_lib.experiments.common.fixed_embedding import HeadKnobs
+
+    cfg, heads = Config(), HeadKnobs()
+    assert (cfg.train_queries, cfg.head_epochs, cfg.head_patience) == (
+        heads.train_queries, heads.head_epochs, heads.head_patience) == (16000, 32, 5)
     assert cfg.end_to_end_seeds == cfg.collapse_seeds == len(cfg.long_tail_seeds) == 5
     with pytest.raises(ConfigError, match="train_queries"):
         Config(train_queries=-1)

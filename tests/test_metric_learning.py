@@ -113,9 +113,9 @@ def test_linear_probe_tunes_c_on_validation_extends_its_grid_and_gives_every_cla
         linear_probe(x, y, vx, vy, x, 4, 0, cs=(0.0,))
 
 
-def test_head_knobs_train_on_every_memory_row_by_default_and_refuse_bad_nca_knobs():
+def test_head_knobs_budget_and_refuse_bad_nca_knobs():
     cfg = HeadKnobs()
-    assert cfg.train_queries == 0 and cfg.head_epochs == 32 and cfg.head_patience == 5
+    assert cfg.train_queries == 16000 and cfg.head_epochs == 32 and cfg.head_patience == 5
     assert HeadKnobs(nca_lrs="0.01,0.1").nca_lrs == (0.01, 0.1)
     with pytest.raises(ConfigError, match="train_queries"):
         HeadKnobs(train_queries=-1)

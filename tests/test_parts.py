@@ -43,8 +43,8 @@ def test_the_plan_gives_the_long_experiments_their_part_jobs_and_a_bad_part_gets
     from attnknn_lib.workflow.profiles import resolve
 
     resolved = resolve("cpu", None, [])
-    plan = make_plan({n: resolved[n] for n in ("attention_study", "headroom_regimes", "k_sweep", "main", "theory")},
-                     Paths(tmp_path), pdf=False, paper=False)
+    plan = make_plan({n: resolved[n] for n in ("attention_study", "headroom_regimes", "k_sweep", "main", "theory",
+                                               "positive_control")}, Paths(tmp_path), pdf=False, paper=False)
     study, regimes = plan["experiments"]["attention_study"], plan["experiments"]["headroom_regimes"]
     # the collapse sweep, the long-tailed memory and the end-to-end control of every seed (five: their
     # verdicts are counted) are parts of their own (a seed with all of them took 18-20 min)
@@ -56,6 +56,15 @@ def test_the_plan_gives_the_long_experiments_their_part_jobs_and_a_bad_part_gets
         d for d in resolved["main"]["datasets"].split(",") if d != "fashion_mnist"]
     assert regimes["parts"] == [f"seed{s}" for s in range(5)] and plan["experiments"]["theory"]["parts"] == []
     assert plan["experiments"]["k_sweep"]["parts"] == [f"seed{s}" for s in range(5)]
+    control = plan["experiments"]["positive_control"]
+    assert control["parts"][:2] == ["scale0_seed0", "scale0_seed1"] and len(control["parts"]) == 6 * 5
+    # job order: parts that wait on models first, then the longest models, the regimes' long parts
+    # beside them, and the positive control's short cells fill the cores at the end
+    assert study["part_priority"] > max(plan["priorities"].values()) > 0
+    assert regimes["part_priority"] > control["part_priority"] == 0
+    fashion = [r for r, label in plan["runs"].items() if "fashion" in r]
+    tabular = [r for r in plan["runs"] if "iris" in r]
+    assert min(plan["priorities"][r] for r in fashion) > max(plan["priorities"][r] for r in tabular)
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan))
     assert jobs.main(["part", "headroom_regimes", "--part", "seed9", "--plan", str(path)]) == 1
@@ -63,7 +72,7 @@ def test_the_plan_gives_the_long_experiments_their_part_jobs_and_a_bad_part_gets
     assert len(err) == 1 and "part='seed9' is not a part of headroom_regimes" in err[0] and "seed0" in err[0]
 
 
-@pytest.mark.parametrize("name", ["attention_study", "headroom_regimes", "k_sweep", "main"])
+@pytest.mark.parametrize("name", ["attention_study", "headroom_regimes", "k_sweep", "main", "positive_control"])
 def test_a_parted_experiment_declares_both_halves(name):
     exp = catalog.get(name)
     assert exp.parts is not None and exp.run_part is not None and exp.parts(exp.Config())

@@ -151,7 +151,7 @@ def test_robustness_configs_plan_main_models_and_the_retrained_grid():
     # same knobs, same runs: trained once whichever experiment asks
     assert {r.id for r in clean_retrained} <= {r.id for r in noise.runs(short)}
     assert noise.Config(retrain=False).runs_for(lambda seed: {}) == core.model_runs(noise.Config(), DataSpec("fashion_mnist"),
-                                                                       (0, 1, 2))
+                                                                       (0, 1, 2, 3, 4))
 
 
 @pytest.mark.parametrize("cls,kwargs,message", [

@@ -19,7 +19,7 @@ from attnknn_lib.base.provenance import (
     measure_code,
     normalised_fingerprint,
 )
-from attnknn_lib.experiments.framework import catalog
+from attnknn_lib.experiments.framework import catalog, costs
 from attnknn_lib.experiments.framework.declaration import Experiment
 from attnknn_lib.experiments.framework.parts import part_dir
 from attnknn_lib.training.runs import TrainingRun, merge_runs
@@ -68,6 +68,25 @@ def render_code(exp: Experiment) -> str:
 PART_MEMORY_GB = {"attention_study": 8}
 OTHER_PART_MEMORY_GB = 4
 
+# Job order (Snakemake priorities: among the jobs ready, the highest first), so that the longest
+# chains start first and short jobs fill the cores at the end: a part that waits on models ends the
+# longest chains and runs as soon as they are there; models train longest first (by their kind's
+# seconds, :mod:`~attnknn_lib.experiments.framework.costs`); parts that need no model are either long
+# (the regimes train their own embedders: started beside the models) or short fillers.
+PART_PRIORITY_WITH_MODELS = 1_000_000
+MODEL_FREE_PART_PRIORITY = {"headroom_regimes": 900}
+FILLER_PRIORITY = 0
+
+
+def part_priority(name: str, needs_models: bool) -> int:
+    """Snakemake priority of experiment ``name``'s part jobs (see the constants above)."""
+    return PART_PRIORITY_WITH_MODELS if needs_models else MODEL_FREE_PART_PRIORITY.get(name, FILLER_PRIORITY)
+
+
+def run_priority(run: TrainingRun) -> int:
+    """Snakemake priority of a training job: its expected seconds, so the longest train first."""
+    return round(costs.model_seconds(run) or 0)
+
 
 def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, render_only: bool = False) -> dict:
     """The plan of ``resolved`` ({experiment: params}); writes the run specs under the artifacts
@@ -76,7 +95,7 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, r
 
     plan = {"repo": str(REPO_ROOT), "root": str(paths.root), "artifacts": str(paths.artifacts.resolve()),
             "python": sys.executable, "pdf": pdf, "paper": paper, "render_only": render_only,
-            "readme": paths.root == REPO_ROOT, "experiments": {}, "runs": {}}
+            "readme": paths.root == REPO_ROOT, "experiments": {}, "runs": {}, "priorities": {}}
     every_run = []
     for name, params in resolved.items():
         exp = catalog.get(name)
@@ -105,12 +124,14 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, r
                                      # experiment's, without the notebook's cells: editing those reruns
                                      # only the notebook job)
                                      **({"part_dir": part_dir(cfg, name), "part_code": measure_code(name),
-                                         "part_memory_gb": PART_MEMORY_GB.get(name, OTHER_PART_MEMORY_GB)}
+                                         "part_memory_gb": PART_MEMORY_GB.get(name, OTHER_PART_MEMORY_GB),
+                                         "part_priority": part_priority(name, bool(runs))}
                                         if exp.parts else {})}
     for rid, run in merge_runs(every_run).items():  # one spec per model, whichever experiments need it
         if not render_only:
             write_run_spec(run, paths.artifacts / "runs")
         plan["runs"][rid] = run.label
+        plan["priorities"][rid] = run_priority(run)
     # the report reads every experiment's views: it reruns when any experiment's code changes
     plan["report_code"] = normalised_fingerprint(imported_files(
         [f"{PACKAGE_DIR.name}.experiments.{n}" for n in catalog.names()] + [f"{PACKAGE_DIR.name}.report.compose"]))

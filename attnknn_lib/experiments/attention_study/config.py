@@ -54,9 +54,10 @@ class Config(NcaKnobs):
     variant_settings: tuple[str, ...] = knob(("clean", "symmetric/0.3", "asymmetric/0.3", "asymmetric/0.4"),
                                              "settings in which the variants are trained (a subset of settings)")
     variants: tuple[str, ...] = knob(tuple(VARIANTS), "variants to train")
-    # the heads' budget is the fixed-embedding heads' (common.fixed_embedding.HeadKnobs): every memory
-    # query, up to 32 epochs, patience 5
-    train_queries: int = knob(0, "training queries per variant (a seeded subset of the memory; 0: every memory query)")
+    # the heads' budget is the fixed-embedding heads' (common.fixed_embedding.HeadKnobs): 16,000
+    # memory queries, up to 32 epochs, patience 5
+    train_queries: int = knob(16000, "training queries per variant (a seeded subset of the memory; 0: every memory "
+                                     "query)")
     head_epochs: int = knob(32, "most epochs per variant; it stops earlier at a plateau (head_patience)")
     head_patience: int = knob(5, "a variant stops after this many epochs without a better validation score")
     head_batch_size: int = knob(128, "training queries per step of a variant")

@@ -27,9 +27,9 @@ class RobustnessConfig(ExperimentConfig):
     """Knobs shared by the noise and long-tail experiments."""
 
     dataset: str = knob("fashion_mnist", "dataset")
-    seeds: tuple[int, ...] = knob((0, 1, 2), "seeds of main's models (setting bank)")
+    seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "seeds of main's models (setting bank)")
     retrain: bool = knob(True, "setting trained: retrain Attn-KNN and the CNN on the changed data")
-    retrain_seeds: tuple[int, ...] = knob((0, 1, 2), "training seeds of setting trained")
+    retrain_seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "training seeds of setting trained")
     retrain_max_train: int = knob(10000, "training rows of setting trained before any change (0 keeps the recipe's)")
     retrain_epochs: int = knob(2, "epochs of setting trained (0 keeps the recipe's)")
     n_boot: int = knob(200, "bootstrap resamples for the 95 % intervals")

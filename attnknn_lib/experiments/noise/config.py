@@ -38,7 +38,7 @@ class Config(RobustnessConfig):
 
     kinds: tuple[str, ...] = knob(NOISE_KINDS, "noise kinds: symmetric, asymmetric (c to c+1)")
     rates: tuple[float, ...] = knob((0.0, 0.1, 0.2, 0.3, 0.4), "noise rates of setting bank")
-    retrain_rates: tuple[float, ...] = knob((0.0, 0.4), "noise rates of setting trained (each costs 3 seeds x 2 kinds x 2 "
+    retrain_rates: tuple[float, ...] = knob((0.0, 0.4), "noise rates of setting trained (each costs 5 seeds x 2 kinds x 2 "
                                                         "models; rate 0 is main's models when trained like them)")
     # setting trained: the full training set and main's recipe (the embedding itself learns from
     # the noisy labels, where attention could pay off), not the robustness default's short subset

@@ -16,6 +16,7 @@ from attnknn_lib.experiments.positive_control.config import ARTIFACTS, NAME, NOT
 
 EXPERIMENT = Experiment(
     name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
+    parts=measure.parts, run_part=measure.run_part,
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Where could the attention win?",
                 answer_lines=views.answer_lines),
     question="a generated task whose room to win is one knob (nuisance dimensions the retrieval cannot ignore): "

@@ -26,10 +26,10 @@ class Config(HeadKnobs):
     fixed_embedding.HeadKnobs`) and the shared recipe (whose k, heads and entropy weight are Attn-KNN's)."""
 
     seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "seeds: each draws its own cluster centres and points")
-    nuisance_scales: tuple[float, ...] = knob((0.0, 0.5, 1.0, 1.1, 1.25, 1.4, 1.5, 2.0),
+    nuisance_scales: tuple[float, ...] = knob((0.0, 0.5, 1.0, 1.25, 1.5, 2.0),
                                               "the knob: expected norm of the nuisance block against the "
-                                              "informative block's 1 (0: no room to win; 1 to 1.5 finely, "
-                                              "where the room inside k appears)")
+                                              "informative block's 1 (0: no room to win; 1 to 1.5 more "
+                                              "finely, where the room inside k appears)")
     num_classes: int = knob(10, "classes of the generated task")
     clusters_per_class: int = knob(20, "small clusters per class, interleaved with the other classes'")
     informative_dims: int = knob(8, "dimensions that carry the cluster (and so the class)")

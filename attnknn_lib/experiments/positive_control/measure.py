@@ -50,7 +50,8 @@ from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.evaluation.reference import Search
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.common.fixed_embedding import HEADS, REFERENCES, build_head, compare, summarise
-from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, ENDPOINTS, Config
+from attnknn_lib.experiments.framework.parts import part_result, part_seconds
+from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, ENDPOINTS, NAME, Config
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import loo_agreement, loo_agreement_without
 from attnknn_lib.knn.neighbourhood import Neighbourhood
@@ -216,21 +217,41 @@ def summarise_level(cfg: Config, per_seed: dict[str, dict]) -> dict:
     return out
 
 
+def parts(cfg: Config) -> list[str]:
+    """One part per (scale, seed) (:mod:`~attnknn_lib.experiments.framework.parts`): the workflow runs
+    them as jobs side by side, and a run stopped half-way resumes from the cells it stored."""
+    return [f"scale{scale:g}_seed{seed}" for scale in cfg.nuisance_scales for seed in cfg.seeds]
+
+
+def _cell(part: str) -> tuple[float, int]:
+    scale, seed = part.removeprefix("scale").split("_seed")
+    return float(scale), int(seed)
+
+
+def run_part(cfg: Config, paths: Paths, part: str) -> dict:
+    """Part ``scaleS_seedN`` (see :func:`parts`), computed and stored unless stored under this config and code."""
+    core.start(cfg)
+    scale, seed = _cell(part)
+    return part_result(paths, cfg, NAME, part, lambda: level_seed(cfg, scale, seed))
+
+
 def run(cfg: Config, paths: Paths) -> dict:
-    """Every level x seed (:func:`level_seed`), the level summaries, and the record."""
+    """Every level x seed (:func:`level_seed`, stored by the workflow's part jobs or computed here),
+    the level summaries, and the record."""
     _, prov, _ = core.begin(cfg)
     levels = {}
-    cells = [(s, seed) for s in cfg.nuisance_scales for seed in cfg.seeds]
-    per = {}
-    for scale, seed in bar(cells, desc="positive control (level, seed)"):
-        per.setdefault(scale, {})[str(seed)] = level_seed(cfg, scale, seed)
+    per: dict[float, dict] = {}
+    for part in bar(parts(cfg), desc="positive control (level, seed)"):
+        scale, seed = _cell(part)
+        per.setdefault(scale, {})[str(seed)] = part_result(paths, cfg, NAME, part, lambda: level_seed(cfg, scale, seed))
     for scale, per_seed in per.items():
         levels[f"{scale:g}"] = {"nuisance_scale": scale, "per_seed": per_seed, "summary": summarise_level(cfg, per_seed)}
     results = {"k": cfg.k, "seeds": list(cfg.seeds), "heads": {h: HEADS[h][0] for h in cfg.heads},
                "endpoints": [list(e) for e in ENDPOINTS], "moved_threshold": cfg.moved_share * cfg.k,
                "levels": levels, "task": {f: getattr(cfg.task(0.0), f) for f in (
                    "num_classes", "clusters_per_class", "informative_dims", "nuisance_dims", "cluster_sd",
-                   "n_memory", "n_val", "n_test")}}
+                   "n_memory", "n_val", "n_test")},
+               "timings": {"parts_seconds": part_seconds(paths, cfg, NAME, parts(cfg))}}
     fingerprint = config_fingerprint({"generator": results["task"], "scales": list(cfg.nuisance_scales),
                                       "seeds": list(cfg.seeds)})
     return core.write_record(paths, ARTIFACTS, DATASET, cfg, prov, {DATASET: fingerprint}, results)[1]
