@@ -195,6 +195,29 @@ def rest_split_sentence(train: dict) -> str:
     return said
 
 
+def width_lines(cpu: dict) -> list[str]:
+    """Where the cores stood idle, by stage, and what the same jobs would take on 8 and 16 cores and
+    with the GPU's training (:mod:`.schedule`)."""
+    lines = []
+    idle = {k: v for k, v in (cpu.get("idle_by_stage") or {}).items() if v >= 1}
+    if idle:
+        parts = ", ".join(f"{stage} {seconds / 60:,.0f} min" for stage, seconds in sorted(idle.items(), key=lambda kv: -kv[1]))
+        lines += ["", f"Idle core time, by the stage that ran while cores stood idle: {parts}."]
+    at = cpu.get("at_width")
+    if at:
+        walls = at["wall_seconds"]
+        said = (f"The same {at['jobs']} jobs ({at['job_seconds'] / 3600:,.1f} h of job time, one thread each), scheduled "
+                f"longest chain first: {walls['2'] / 3600:,.1f} h on 2 cores, {walls['8'] / 3600:,.1f} h on 8 and "
+                f"{walls['16'] / 3600:,.1f} h on 16; no width ends them sooner than their critical path, "
+                f"{at['critical_path_seconds'] / 3600:,.1f} h.")
+        gpu = at.get("gpu_training")
+        if gpu:
+            said += (f" With each model trained as fast as on the {gpu['device']} (`results/training_stage_cuda.json`) "
+                     f"and the rest on 16 cores: {gpu['wall_seconds']['16'] / 3600:,.1f} h.")
+        lines += ["", said]
+    return lines
+
+
 def floor_lines(cpu: dict, profiles: dict | None = None) -> list[str]:
     """The cpu run against its floor: the training steps' job seconds spread over every core (no
     change that keeps the steps can end the run sooner), the wall time over that floor, the cores'
@@ -215,7 +238,7 @@ def floor_lines(cpu: dict, profiles: dict | None = None) -> list[str]:
         said += (f" Training time outside the steps and the bank refresh is {100 * share:.1f} % of training time "
                  f"({'within' if share <= REST_BUDGET else 'above'} the {100 * REST_BUDGET:.0f} % goal).")
         said += rest_split_sentence(train)
-    lines = ["", said]
+    lines = ["", said] + width_lines(cpu)
     items = largest_items(cpu, profiles)
     if items:
         lines += ["", "The three largest items left, and what it would take to cut each:", ""]

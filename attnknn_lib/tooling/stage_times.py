@@ -13,7 +13,8 @@ from attnknn_lib.base.errors import AttnKNNError
 from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.experiments.framework import catalog
-from attnknn_lib.workflow.plan import TIMES
+from attnknn_lib.tooling import schedule
+from attnknn_lib.workflow.plan import STATE, TIMES
 from attnknn_lib.workflow.profiles import resolve
 
 SMOKE_BUDGET_S = 6 * 60
@@ -73,7 +74,7 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
     times = root / TIMES
     paths = Paths.at(None if root == REPO_ROOT else root)
 
-    spans: list[tuple[float, float]] = []  # (start, end) of every job record read: the run's wall time
+    spans: list[tuple[str, float, float]] = []  # (stage, start, end) of every job record read: the run's wall time
 
     def timed(stage: str, name: str) -> float | None:
         f = times / f"{stage}-{name}.json"
@@ -82,7 +83,7 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
         rec = read_json(f)
         if rec.get("finished"):
             end = datetime.fromisoformat(rec["finished"]).timestamp()
-            spans.append((end - rec["seconds"], end))
+            spans.append((stage, end - rec["seconds"], end))
         return rec["seconds"]
 
     resolved = resolve("cpu", None, [])
@@ -158,10 +159,21 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
     # jobs run side by side, so the run's wall time is less than the sum of the job times; a run
     # resumed in a later session pauses between sessions, so the wall time counts only the time
     # some job was running (first job's start to last job's end, less the gaps)
-    wall = covered_seconds(spans) if spans else None
+    wall = covered_seconds([(s, e) for _, s, e in spans]) if spans else None
     cores = os.cpu_count() or 1
     steps = stages["training"]["step_seconds"]
+    plan_path = root / STATE / "plan.json"
+    at_width = None
+    if plan_path.exists() and complete:  # the same jobs on a wider machine (and with the GPU's training)
+        plan = read_json(plan_path)
+        jobs = schedule.run_jobs(times, plan)
+        at_width = schedule.widths(jobs)
+        gpu = root / "results" / "training_stage_cuda.json"
+        if gpu.exists():
+            on_gpu = schedule.with_device_training(jobs, plan, read_json(gpu).get("runs", []))
+            at_width["gpu_training"] = {"device": read_json(gpu)["device"], **schedule.widths(on_gpu, (16,))}
     return {"stages": stages, "total_seconds": total, "wall_seconds": wall, "complete": complete, "cores": cores,
+            "idle_by_stage": schedule.idle_by_stage(spans, cores), "at_width": at_width,
             # the job time over the core time the wall time gave: how busy the cores were
             "busy_share": total / (wall * cores) if wall else None,
             # the training steps spread over every core: no schedule of these jobs ends sooner
