@@ -362,6 +362,20 @@ def test_the_status_estimate_counts_an_experiments_part_jobs(tmp_path, monkeypat
     assert states[0]["parts_seconds"] == 950.0 and total == 300.0 + 950.0 + 5 * 60.0
 
 
+def test_without_a_bench_the_estimate_reads_what_the_records_say_their_parts_took(tmp_path, monkeypatch):
+    from attnknn_lib.base.files import write_json
+    from attnknn_lib.base.paths import Paths
+    from attnknn_lib.workflow import overview
+
+    monkeypatch.setattr(overview, "_bench", lambda: {})
+    params = resolve("cpu", ["positive_control"], [])["positive_control"]
+    write_json(tmp_path / "results" / "positive_control_clusters.json",
+               {"experiment": "positive_control", "profile": "cpu", "config": {},
+                "provenance": {"wall_seconds": 20.0}, "results": {"timings": {"parts_seconds": 7200.0}}})
+    states, total = overview._rows({"positive_control": params}, Paths(tmp_path))
+    assert states[0]["parts_seconds"] == 7200.0 and total == 7220.0  # the cells, not the 20 s that read them
+
+
 def test_an_unreadable_cached_model_is_removed_so_the_workflow_retrains_it(tmp_path, capsys):
     import torch
 

@@ -130,8 +130,10 @@ def experiment_state(name: str, params: dict, paths: Paths) -> dict:
             "models": len(runs), "models_missing": no_model, "notebook_seconds": stage.get("seconds"),
             # each missing model costed by its own kind (dataset, model, epochs), None where no run says
             "model_seconds": {rid: model_seconds(runs[rid]) for rid in no_model},
-            # the part jobs the notebook reads (the bench's record of the last run; a part it lacks counts 0)
-            "parts_seconds": sum(v or 0.0 for v in (stage.get("parts") or {}).values()),
+            # the part jobs the notebook reads: the bench's record of the last run (a part it lacks counts
+            # 0), else what the records say their parts took
+            "parts_seconds": sum(v or 0.0 for v in (stage.get("parts") or {}).values()) or sum(
+                ((r.get("results") or {}).get("timings") or {}).get("parts_seconds") or 0.0 for _, r in pairs),
             "record_seconds": sum(r.get("provenance", {}).get("wall_seconds") or 0.0 for _, r in pairs) or None}
 
 
