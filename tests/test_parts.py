@@ -62,9 +62,14 @@ def test_the_plan_gives_the_long_experiments_their_part_jobs_and_a_bad_part_gets
     # beside them, and the positive control's short cells fill the cores at the end
     assert study["part_priority"] > max(plan["priorities"].values()) > 0
     assert regimes["part_priority"] > control["part_priority"] == 0
-    fashion = [r for r, label in plan["runs"].items() if "fashion" in r]
+    # models: those part jobs wait on first, then the longest by their kind's seconds
+    fashion = [r for r in plan["runs"] if "fashion" in r]
     tabular = [r for r in plan["runs"] if "iris" in r]
     assert min(plan["priorities"][r] for r in fashion) > max(plan["priorities"][r] for r in tabular)
+    only = make_plan({"noise": resolved["noise"], "main": resolved["main"]}, Paths(tmp_path), pdf=False, paper=False)
+    retrained = [r for r in only["runs"] if r not in plan["runs"]]  # noise's own models: no part waits on them
+    mains = [r for r in fashion if r in only["runs"]]
+    assert retrained and mains and max(only["priorities"][r] for r in retrained) < min(only["priorities"][r] for r in mains)
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan))
     assert jobs.main(["part", "headroom_regimes", "--part", "seed9", "--plan", str(path)]) == 1

@@ -214,23 +214,6 @@ def test_the_mixup_control_cnn_is_declared_only_when_it_differs_from_the_recipe(
     assert EXPERIMENTS["main"].Config(mixup_alpha=0.2).control_runs() == []
 
 
-def test_the_longest_notebook_of_the_last_run_goes_first_on_the_critical_path(tmp_path):
-    from attnknn_lib.workflow.cli import longest_notebook
-
-    plan = {"experiments": {
-        name: {"executed": f"results/notebooks/{name}.ipynb", "params": {"profile": "cpu"},
-               "outputs": [f"results/{name}_x.json", f"results/tables/{name}_x.tex"]}
-        for name in ("fast", "slow", "other_profile", "missing")}}
-    (tmp_path / "results").mkdir()
-    for name, seconds in (("fast", 60), ("slow", 900)):
-        (tmp_path / "results" / f"{name}_x.json").write_text(json.dumps({"provenance": {"wall_seconds": seconds}}))
-    (tmp_path / "results" / "other_profile_x.json").write_text("{not json")  # unreadable: no hint
-    assert longest_notebook(plan, tmp_path) == "results/notebooks/slow.ipynb"
-    assert longest_notebook(plan, tmp_path / "new", tmp_path) == "results/notebooks/slow.ipynb"  # the repo's
-    assert longest_notebook(plan, tmp_path / "new") is None
-
-
-@pytest.mark.slow
 def test_notebook_pdfs_use_the_projects_template_at_ten_points(tmp_path):
     """export_pdf renders through attnknn_lib/workflow/pdf_template (10 pt, narrower margins), so
     a report's tables and figures take fewer pages than nbconvert's 11 pt default."""

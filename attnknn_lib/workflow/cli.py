@@ -77,29 +77,6 @@ def train_threads(args) -> int:
     return max(1, cores // max(1, args.jobs or 1))
 
 
-def longest_notebook(plan: dict, *roots: Path) -> str | None:
-    """The executed notebook of the experiment whose last run took longest (its results' provenance
-    under the first of ``roots`` that has any: the output folder, then the repository's committed
-    results, whose ranking holds across profiles), or None without one. The workflow gives it and
-    the runs it needs the highest priority, so the longest notebook job starts as soon as its models
-    exist, beside the remaining training, instead of last on the critical path."""
-    for root in roots:
-        seconds: dict[str, float] = {}
-        for exp in plan["experiments"].values():
-            for rel in exp["outputs"]:
-                path = root / rel
-                if not (rel.startswith("results/") and rel.endswith(".json") and path.exists()):
-                    continue
-                try:
-                    wall = float(json.loads(path.read_text())["provenance"]["wall_seconds"])
-                except (ValueError, KeyError, TypeError):  # an unreadable record: no hint from it
-                    continue
-                seconds[exp["executed"]] = max(seconds.get(exp["executed"], 0.0), wall)
-        if seconds:
-            return max(seconds, key=seconds.get)
-    return None
-
-
 RESERVED_MEMORY_GB = 4  # left to the training and notebook jobs beside the parts, and the system
 
 
@@ -286,8 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = make_plan(resolved, paths, pdf=not args.no_pdf, paper=not args.no_paper, render_only=render_only)
     plan["train_threads"] = train_threads(args)
     plan_path = write_plan(plan, paths)
-    first = longest_notebook(plan, paths.root, REPO_ROOT)
-    extra = ["--prioritize", first] if first else []
+    extra: list[str] = []  # the jobs' order is the plan's priorities (attnknn_lib.workflow.plan.part_priority)
     if args.action == "run" and not args.force:
         # a record this checkout would measure differently (status: re-measure) is measured again even when
         # Snakemake has no memory of writing it (a committed record, or one measured by older code)

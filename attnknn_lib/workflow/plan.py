@@ -83,9 +83,14 @@ def part_priority(name: str, needs_models: bool) -> int:
     return PART_PRIORITY_WITH_MODELS if needs_models else MODEL_FREE_PART_PRIORITY.get(name, FILLER_PRIORITY)
 
 
-def run_priority(run: TrainingRun) -> int:
-    """Snakemake priority of a training job: its expected seconds, so the longest train first."""
-    return round(costs.model_seconds(run) or 0)
+FEEDS_PARTS_PRIORITY = 100_000
+
+
+def run_priority(run: TrainingRun, feeds_parts: bool) -> int:
+    """Snakemake priority of a training job: models that part jobs wait on first (they start the
+    longest chains, and the experiments that share them finish early), then the longest first by
+    their expected seconds."""
+    return round(costs.model_seconds(run) or 0) + (FEEDS_PARTS_PRIORITY if feeds_parts else 0)
 
 
 def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, render_only: bool = False) -> dict:
@@ -97,11 +102,14 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, r
             "python": sys.executable, "pdf": pdf, "paper": paper, "render_only": render_only,
             "readme": paths.root == REPO_ROOT, "experiments": {}, "runs": {}, "priorities": {}}
     every_run = []
+    feeds_parts: set[str] = set()  # the models some part job waits on
     for name, params in resolved.items():
         exp = catalog.get(name)
         cfg = exp.Config(**params)
         runs = exp.runs(cfg)
         every_run += runs
+        if exp.parts:
+            feeds_parts.update(r.id for r in runs)
         executed = f"results/notebooks/{Path(exp.notebook).stem}.ipynb"
         measured = exp.artifacts.measured(cfg)
         kept: list[str] = []
@@ -131,7 +139,7 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, r
         if not render_only:
             write_run_spec(run, paths.artifacts / "runs")
         plan["runs"][rid] = run.label
-        plan["priorities"][rid] = run_priority(run)
+        plan["priorities"][rid] = run_priority(run, rid in feeds_parts)
     # the report reads every experiment's views: it reruns when any experiment's code changes
     plan["report_code"] = normalised_fingerprint(imported_files(
         [f"{PACKAGE_DIR.name}.experiments.{n}" for n in catalog.names()] + [f"{PACKAGE_DIR.name}.report.compose"]))
