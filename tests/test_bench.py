@@ -411,3 +411,23 @@ def test_a_missing_model_is_costed_by_its_own_kind_from_mains_committed_epochs(t
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "train.json").write_text("{}")  # b is in the cache: only a is trained
     assert training_text([image, tabular], tmp_path).startswith("1 model to train, about ")
+
+
+@pytest.mark.slow
+def test_a_fresh_clones_estimate_is_within_a_factor_of_one_and_a_half_of_the_recorded_run(tmp_path):
+    """``status`` on a fresh clone (no record, no model) costs every job of the default profile: each
+    model by its kind from main's committed epochs, each notebook and part from the bench's record of the
+    last run. Checked against the job time that run recorded, when the bench's run is of today's plan."""
+    import json as _json
+
+    from attnknn_lib.base.paths import REPO_ROOT, Paths
+    from attnknn_lib.workflow import overview
+    from attnknn_lib.workflow.plan import make_plan
+
+    run = _json.loads((REPO_ROOT / "results" / "benchmarks.json").read_text()).get("cpu_run") or {}
+    resolved = resolve("cpu", None, [])
+    jobs = len(make_plan(resolved, Paths(tmp_path / "plan"), pdf=False, paper=False)["runs"])
+    if not run.get("complete") or run["stages"]["training"]["jobs"] != jobs:
+        pytest.skip(f"the bench's recorded run is not of today's plan ({jobs} models)")
+    _, total = overview._rows(resolved, Paths(tmp_path / "fresh"))
+    assert 1 / 1.5 <= total / run["total_seconds"] <= 1.5, (total, run["total_seconds"])
