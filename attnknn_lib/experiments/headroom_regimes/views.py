@@ -7,7 +7,14 @@ import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments.common.fixed_embedding import HEADS, answer_findings, answer_then_lines, k_range, with_term
+from attnknn_lib.experiments.common.fixed_embedding import (
+    HEADS,
+    answer_findings,
+    answer_then_lines,
+    k_range,
+    vote_heads,
+    with_term,
+)
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text
@@ -131,7 +138,8 @@ def embedder_frame(record: dict) -> pd.DataFrame:
 def figure(record: dict):
     """Left: per candidate, each head and the boosted-trees learner minus the strongest rule that
     learns nothing, in accuracy points (mean over seeds, seed-level 95 % interval), with the room the
-    ceilings measured before any head trained. Right: the heads' effective k."""
+    ceilings measured before any head trained. Right: the effective k of the heads that vote (not the
+    readout)."""
     res = record["results"]
     cands = _candidates(record)
     heads = list(res["heads"])
@@ -147,7 +155,7 @@ def figure(record: dict):
         color = "tab:brown" if name == "learner" else f"C{i}"
         axes[0].bar(x + (i - (len(shown) - 1) / 2) * width, mean, width, yerr=err, color=color, capsize=2,
                     label=label, alpha=0.85, error_kw={"ecolor": "0.45", "lw": 1})
-        if name in res["heads"]:
+        if name in vote_heads(res["heads"]):  # a readout is not a vote: its weights' effective k is not its k
             axes[1].plot(x, [c["summary"]["effective_k"][name] for _, c in cands], color=color, marker="o", ms=5,
                          ls="none", label=label)  # candidates are categories: no line between them
     axes[0].plot(x, [100 * (c["gate"] if "gate" in c else c["room"])["largest"] for _, c in cands], "k_", ms=18,

@@ -12,6 +12,7 @@ from attnknn_lib.experiments.common.fixed_embedding import (
     answer_findings,
     answer_then_lines,
     k_range,
+    vote_heads,
     with_term,
 )
 from attnknn_lib.experiments.common.learned_metric import LABELS
@@ -186,7 +187,8 @@ def resolution_frame(record: dict) -> pd.DataFrame:
 def figure(record: dict):
     """Left: each head, the oracle weights and the boosted-trees learner minus the strongest rule that
     learns nothing, in accuracy points (mean over seeds, seed-level 95 % interval), on one axis.
-    Right: the heads' effective k, with the threshold declared for 'moved from uniform'."""
+    Right: the effective k of the heads that vote (not the readout), with the threshold declared for
+    'moved from uniform'."""
     res = record["results"]
     lv = _levels(record)
     x = np.array([v["nuisance_scale"] for _, v in lv])
@@ -203,7 +205,7 @@ def figure(record: dict):
         color = {"learner": "tab:brown", "nca": "black"}.get(name, f"C{i}")
         axes[0].errorbar(x + 0.02 * (i - len(shown) / 2), mean, yerr=err, color=color, marker="o", ms=3.5, lw=1.2,
                          capsize=2, label=label, ls="--" if name in ("learner", "nca") else "-")
-        if name in res["heads"]:
+        if name in vote_heads(res["heads"]):  # a readout is not a vote: its weights' effective k is not its k
             axes[1].plot(x, [v["summary"]["effective_k"][name] for _, v in lv], color=color, marker="o", ms=3.5,
                          lw=1.3, label=label)
     axes[0].axhline(0, color="black", lw=0.8)
