@@ -107,7 +107,7 @@ def test_views_read_a_record_without_measuring():
     m = views.regime_macros(record)
     assert m["HeadroomRegimesPcaAttnknnAccVerdict"] == "better" and m["HeadroomRegimesOtherRoom"] == "--"
     assert m["HeadroomRegimesPcaRoom"] == "+2.00" and m["HeadroomRegimesPcaTestRoom"] == "+1.50"
-    assert m["HeadroomRegimesWithRoom"] == "1" and m["HeadroomRegimesPcaChosen"] == "TabR-style readout"
+    assert m["HeadroomRegimesWithRoom"] == "1" and m["HeadroomRegimesPcaChosen"] == "readout head"
     assert m["HeadroomRegimesLabelShare"] == "1" and m["HeadroomRegimesPcaDims"] == "64"
 
 
@@ -222,6 +222,6 @@ def test_the_figure_plots_effective_k_for_the_voting_heads_only():
     record = _view_record()  # heads: Attn-KNN (a vote) and the TabR-style readout (not a vote)
     fig = views.figure(record)
     right = fig.axes[1]
-    assert [line.get_label() for line in right.lines if not line.get_label().startswith("_")] == ["Attn-KNN"]
+    assert [line.get_label() for line in right.lines if not line.get_label().startswith("_")] == ["attention head"]
     left = {h.get_label() for h in fig.axes[0].containers}
-    assert "TabR-style readout" in left  # its accuracy still shows on the left
+    assert "readout head" in left  # its accuracy still shows on the left, under the paper's name

@@ -36,7 +36,7 @@ with ``test_se`` 0).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -75,16 +75,6 @@ HEADS = {  # name -> (label, what it is)
     "label_aware": ("label-aware scores", "scores from distances, ranks, label shares and agreement"),
     "readout": ("TabR-style readout", "values E[y] + MLP(q - n) and an MLP readout, not a vote"),
 }
-NOT_VOTES = frozenset({"readout", "query_only"})
-"""Heads whose prediction is not a weighted vote over the neighbours' labels: their weights' effective k
-says nothing about the prediction, so no figure plots one for them."""
-
-
-def vote_heads(heads: Iterable[str]) -> list[str]:
-    """The heads of ``heads`` whose prediction is a vote, p(c|q) = sum_j w_j [y_j = c], in their order."""
-    return [h for h in heads if h not in NOT_VOTES]
-
-
 CONTROLS = {  # name -> (label, what it is): trained like the heads, never a head to choose
     "query_only": ("query-only control", "the readout's output MLP on the query alone: reads no neighbour"),
 }

@@ -7,18 +7,12 @@ import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments.common.fixed_embedding import (
-    HEADS,
-    answer_findings,
-    answer_then_lines,
-    k_range,
-    vote_heads,
-    with_term,
-)
+from attnknn_lib.experiments.common.fixed_embedding import HEADS, answer_findings, answer_then_lines, k_range, with_term
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text
 from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
+from attnknn_lib.report.names import head_names, vote_heads
 from attnknn_lib.report.tables import booktabs, interval_text, latex_escape
 
 
@@ -35,8 +29,8 @@ def _diff(cand: dict, name: str, ref: str, metric: str) -> dict:
 
 
 def _shown(record: dict, cand: dict) -> dict[str, str]:
-    """Attn-KNN, then the chosen head (marked), then the other heads: name -> label."""
-    heads = record["results"]["heads"]
+    """Attn-KNN, then the chosen head (marked), then the other heads: name -> the paper's name."""
+    heads = head_names(record["results"]["heads"])
     chosen = cand.get("chosen_head")
     order = ["attnknn"] * ("attnknn" in heads) + [chosen] * (chosen is not None)
     order += [h for h in heads if h not in order]
@@ -109,7 +103,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                 "verdict": acc["verdict"],
                 "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3)}",
                 "NLL verdict": nll["verdict"], "Brier verdict": brier["verdict"],
-                "eff. k": f"{s['effective_k'][name]:.1f}" if name in s["effective_k"] else "--"}
+                "eff. k": f"{s['effective_k'][name]:.1f}" if name in vote_heads(s["effective_k"]) else "--"}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "candidate: method"
     if latex:
@@ -151,7 +145,7 @@ def figure(record: dict):
         d = [_diff(c, name, "reference", "accuracy") for _, c in cands]
         mean = np.array([100 * e["value"] for e in d])
         err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
-        label = res["heads"].get(name, "boosted trees (learnable headroom)")
+        label = head_names(res["heads"]).get(name, "boosted trees (learnable headroom)")
         color = "tab:brown" if name == "learner" else f"C{i}"
         axes[0].bar(x + (i - (len(shown) - 1) / 2) * width, mean, width, yerr=err, color=color, capsize=2,
                     label=label, alpha=0.85, error_kw={"ecolor": "0.45", "lw": 1})
@@ -184,20 +178,20 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         headroom_frame(record, latex=True).T,
         f"Real regimes: room to win on three candidate embeddings of Fashion-MNIST, measured before any head is "
         f"trained (test accuracy in \\%, mean over {n} seeds, each with its own {res['test_rows']:,} test rows). "
-        f"Recall and fixable share at $k = {k}$; the strongest rule that learns nothing (its $k$ per seed); the "
+        f"Recall and fixable share at $k = {k}$; the tuned vote (its $k$ per seed); the "
         f"geometry-only vote over at most {k} neighbours and the boosted-trees learner on neighbour features. The "
         f"gate reads validation only: each of the geometry-only vote, the boosted trees and NCA, cross-fitted on "
-        f"two halves of the validation rows, minus the rule cross-fitted the same way; a candidate passes at "
+        f"two halves of the validation rows, minus the tuned vote cross-fitted the same way; a candidate passes at "
         f"{100 * res['room_margin']:g}\\,pp or more (declared before the run). The room on test is the larger "
-        f"ceiling minus the rule, described after the fact. {src}.", f"tab:{NAME}_headroom",
+        f"ceiling minus the tuned vote, described after the fact. {src}.", f"tab:{NAME}_headroom",
         escape_index=False, size="footnotesize")),
         "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
             verdict_frame(record, latex=True),
-            f"Real regimes: each head, the learner, NCA (the rule tuned again in the space of a linear map learned "
-            f"with the NCA loss), the linear probe and the query-only control minus the strongest rule that learns "
-            f"nothing, then each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over {n} seeds. "
-            f"Accuracy against the rule (NCA) tuned on accuracy; NLL and Brier, after calibration on validation, "
-            f"against the one tuned on NLL. Candidates: PCA of pixels, the CNN "
+            f"Real regimes: each head, the learner, NCA (the tuned vote's search run again in the space of a linear "
+            f"map learned with the NCA loss), the linear probe and the query-only control minus the tuned vote, then "
+            f"each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over {n} seeds. Accuracy against "
+            f"the tuned vote (or NCA); NLL and Brier, after calibration on validation, against the NLL-tuned one. "
+            f"Candidates: PCA of pixels, the CNN "
             f"trained on few labels, the CNN trained on other classes; $^*$: the head chosen on validation (the "
             f"best validation accuracy among the study's heads). Effective $k$: exp of the weights' entropy. "
             f"{_multiplicity_note(res)}{src}.",
@@ -218,7 +212,7 @@ def _multiplicity_note(res: dict) -> str:
         which = "every candidate passed the gate, so every verdict here is confirmatory. "
     else:
         which = f"those on {', '.join(passed)} are confirmatory, the others exploratory. "
-    return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the rule and with NCA "
+    return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
             f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); " + which)
 
 
@@ -257,7 +251,7 @@ def _candidate_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]
 
 
 def _shown_label(head: str | None) -> str:
-    return HEADS[head][0] if head else "--"
+    return head_names({head: HEADS[head][0]})[head] if head else "--"
 
 
 LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",

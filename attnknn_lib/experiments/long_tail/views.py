@@ -111,7 +111,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"validation and test). {how}. Head / tail: mean accuracy of the third of the classes largest / smallest in the "
         f"memory. Prior correction: each class's vote divided by its memory share to the power $\\beta$, chosen on "
         f"validation from {{{', '.join(f'{b:g}' for b in BETAS)}}} (for the CNN the same correction of its "
-        f"softmax). {LABELS['reference']}: the strongest rule that learns nothing (vote rule, temperature, $k$, label "
+        f"softmax). {LABELS['reference']}: the tuned vote (vote rule, temperature, $k$, label "
         f"filter and prior exponent from 0 to 2 or beyond, tuned on validation), the reference of every verdict. "
         f"Mean $\\pm$ s.d.\\ over seeds (the class order drawn per seed). Profile \\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
     fig = figure(record)

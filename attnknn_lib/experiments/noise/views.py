@@ -107,7 +107,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"{title}: test accuracy (\\%, clean test labels; mean $\\pm$ s.d.\\ over seeds) under label noise. {how}. "
         f"Symmetric (symm.) flips go to any other class, asymmetric (asym.) ones from $c$ to $c+1$; validation labels "
         f"are noisy too, and every knob and the best kNN rule are chosen on them. Uniform to Best kNN vote with "
-        f"$k = {res['k']}$; Reference: the strongest rule that learns nothing (vote rule, temperature, $k$, label "
+        f"$k = {res['k']}$; Reference: the tuned vote (vote rule, temperature, $k$, label "
         f"filter and prior exponent tuned on the noisy validation labels), the reference of every verdict. Profile "
         f"\\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
     out["weights"] = ARTIFACTS.write_table(paths, "weights", d, booktabs(

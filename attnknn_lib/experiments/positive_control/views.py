@@ -12,7 +12,6 @@ from attnknn_lib.experiments.common.fixed_embedding import (
     answer_findings,
     answer_then_lines,
     k_range,
-    vote_heads,
     with_term,
 )
 from attnknn_lib.experiments.common.learned_metric import LABELS
@@ -20,6 +19,7 @@ from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, 
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text
 from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
+from attnknn_lib.report.names import head_names, vote_heads
 from attnknn_lib.report.tables import booktabs, interval_text
 
 CEILINGS = {  # method -> label, for the headroom table and the figure
@@ -76,7 +76,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 def _compared(record: dict, lv: dict) -> list[tuple[str, str, str]]:
     """(row label, method, against) of one level: each head, the learner, the learned metrics and
     the control against the rule; then each head against NCA (what the record holds)."""
-    heads = record["results"]["heads"]
+    heads = head_names(record["results"]["heads"])
     diff = lv["summary"]["diff"]
     out = [(label, name, "rule") for name, label in {**heads, **COMPARED}.items() if name in diff]
     return out + [(f"{label} vs NCA", name, "NCA") for name, label in heads.items() if "nca" in diff[name]]
@@ -100,7 +100,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                    "verdict": acc["verdict"],
                    "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3)}", "NLL verdict": nll["verdict"],
                    "Brier verdict": brier["verdict"],
-                   "eff. k": f"{s['effective_k'][name]:.1f}" if name in s["effective_k"] else "--"}
+                   "eff. k": f"{s['effective_k'][name]:.1f}" if name in vote_heads(s["effective_k"]) else "--"}
             rows[f"s = {key}, {label}"] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "scale, method"
@@ -128,7 +128,7 @@ def shares_frame(record: dict) -> pd.DataFrame:
     """Per method and nuisance scale, the share of the room it captures (%): its accuracy gain over
     the rule divided by the re-retrieval oracle's gain, then by the oracle weights' inside k (the
     ratio of the mean gain to the mean room over seeds; '--' where there is no room)."""
-    heads = record["results"]["heads"]
+    heads = head_names(record["results"]["heads"])
     rows: dict = {}
     for key, lv in _levels(record):
         sh = lv["summary"].get("shares")
@@ -196,7 +196,7 @@ def figure(record: dict):
     room = [100 * (v["summary"]["means"]["oracle_inside_k"]["accuracy"] - v["summary"]["means"]["reference"]["accuracy"])
             for _, v in lv]
     axes[0].plot(x, room, color="grey", ls=":", marker="^", ms=4, lw=1.3, label="oracle weights on the k retrieved")
-    shown = {**res["heads"], "learner": "boosted trees (learnable headroom)",
+    shown = {**head_names(res["heads"]), "learner": "boosted trees (learnable headroom)",
              **({"nca": LABELS["nca"]} if "nca" in lv[0][1]["summary"]["diff"] else {})}
     for i, (name, label) in enumerate(shown.items()):
         d = [_diff(v, name, "reference", "accuracy") for _, v in lv]
@@ -233,20 +233,20 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     out = {"headroom": ARTIFACTS.write_table(paths, "headroom", DATASET, booktabs(
         headroom_frame(record, latex=True).T,
         f"Positive control: room to win against the nuisance scale (test accuracy in \\%, mean over {n} seeds). "
-        f"Recall, uniform vote and fixable share at Attn-KNN's $k = {k}$; the strongest rule that learns nothing "
+        f"Recall, uniform vote and fixable share at Attn-KNN's $k = {k}$; the tuned vote "
         f"(its $k$ per seed); the geometry-only vote over at most {k} neighbours; the {k} retrieved neighbours "
         f"reweighted by their distance in the informative dimensions (which the generator knows), the same at the "
-        f"rule's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
-        f"learner on neighbour features; NCA (the rule tuned again on the neighbours of a linear map learned with "
+        f"tuned vote's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
+        f"learner on neighbour features; NCA (the tuned vote's search run again on the neighbours of a linear map learned with "
         f"the NCA loss), the linear probe and the query-only MLP, which reads no neighbour. {src}.",
         f"tab:{NAME}_headroom", escape_index=False, size="footnotesize")),
         "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
             verdict_frame(record, latex=True),
             f"Positive control: each head, the boosted-trees learner, NCA, the linear probe and the query-only control "
-            f"minus the strongest rule that learns nothing, then each head minus NCA (rows 'vs NCA'), seed-level "
-            f"95\\,\\% intervals over {n} seeds (each seed its own data and test set). Accuracy against the rule (NCA) "
-            f"tuned on accuracy; NLL and Brier, after calibration on validation, against the one tuned on NLL. Effective "
-            f"$k$: exp of the weights' entropy. {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="footnotesize",
+            f"minus the tuned vote, then each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over "
+            f"{n} seeds (each seed its own data and test set). Accuracy against the tuned vote (or NCA); NLL and "
+            f"Brier, after calibration on validation, against the NLL-tuned one. Effective $k$: exp of the weights' "
+            f"entropy (--: the readout head, not a vote). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="footnotesize",
             colsep="3pt")),
         "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
@@ -256,7 +256,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"in the informative dimensions), then by that of the oracle weights on the {k} retrieved neighbours: the "
         f"ratio of the mean gain to the mean room over {n} seeds; -- where the oracle's room over the rule is below the accuracy margin "
         f"({100 * _min_room(record):g}\\,pp). "
-        f"NCA is the rule tuned again on the neighbours of a linear map learned with the NCA loss. {src}.",
+        f"NCA is the tuned vote's search run again on the neighbours of a linear map learned with the NCA loss. {src}.",
         f"tab:{NAME}_shares", escape_index=True, size="footnotesize", colsep="3pt"))
     out["diagnostic"] = ARTIFACTS.write_table(paths, "diagnostic", DATASET, booktabs(
         diagnostic_frame(record).T,

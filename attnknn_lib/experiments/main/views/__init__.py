@@ -109,8 +109,8 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     out["paired"] = ARTIFACTS.write_table(paths, "paired", name, booktabs(
         diff_frame(res["paired"]),
         f"{title}: paired differences on the same test points (A minus B; Attn-KNN tuned: $k$, label filter and "
-        f"prior correction chosen on validation; rows against the rule tuned for the calibration endpoint give its "
-        f"NLL and Brier only; the rows with the rule's knobs give no per-seed rows). Per seed: 95\\% "
+        f"prior correction chosen on validation; rows against the vote tuned for the calibration endpoint give its "
+        f"NLL and Brier only; the rows with the tuned vote's knobs give no per-seed rows). Per seed: 95\\% "
         f"paired bootstrap intervals over test points. Over seeds {seeds}: mean of the per-seed differences, 95\\% "
         f"$t$ interval counting the seeds' spread and the test set's bootstrap variance, and the verdict against "
         f"the declared margins ({_margins_text(record['config'])}). Accuracy in percentage points; negative "
