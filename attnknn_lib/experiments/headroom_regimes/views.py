@@ -54,7 +54,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                             "test rows per seed": "--" if not n_test else f"{n_test[0]:,}" if len(n_test) == 1
                             else f"{n_test[0]:,}-{n_test[-1]:,}",
                             f"recall@{k}": _pp(hr["recall"]), f"fixable@{k}": _pp(hr["fixable"]),
-                            "rule's k": k_range(s["reference_k"]), "strongest rule": _pp(means["reference"]["accuracy"]),
+                            "tuned vote's k": k_range(s["reference_k"]), "tuned vote": _pp(means["reference"]["accuracy"]),
                             f"geometry, k<={k}": _pp(means["geometry"]["accuracy"]),
                             "boosted trees": _pp(means["learner"]["accuracy"]),
                             **{label: _pp(means[m]["accuracy"]) for m, label in (("nca", "NCA"),
@@ -130,8 +130,8 @@ def embedder_frame(record: dict) -> pd.DataFrame:
 
 
 def figure(record: dict):
-    """Left: per candidate, each head and the boosted-trees learner minus the strongest rule that
-    learns nothing, in accuracy points (mean over seeds, seed-level 95 % interval), with the room the
+    """Left: per candidate, each head and the boosted-trees learner minus the tuned vote,
+    in accuracy points (mean over seeds, seed-level 95 % interval), with the room the
     ceilings measured before any head trained. Right: the effective k of the heads that vote (not the
     readout)."""
     res = record["results"]
@@ -156,7 +156,7 @@ def figure(record: dict):
                  mew=1.5, label="the gate's room (validation, cross-fitted)")
     axes[0].axhline(0, color="black", lw=0.8)
     axes[0].axhline(100 * res["room_margin"], color="grey", lw=0.8, ls=":")
-    axes[0].set_ylabel("minus the strongest rule (accuracy, pp)")
+    axes[0].set_ylabel("minus the tuned vote (accuracy, pp)")
     axes[1].axhline(res["k"], color="black", lw=0.8, ls="--")
     axes[1].axhline(res["moved_threshold"], color="grey", lw=0.8, ls=":")
     axes[1].set_ylim(0, res["k"] + 1)
@@ -165,7 +165,7 @@ def figure(record: dict):
         ax.set_xticks(x, [c["label"].replace(" on ", "\non ") for _, c in cands], fontsize=8)
         ax.grid(alpha=0.3, axis="y")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=7, frameon=False)
-    fig.suptitle(f"Real regimes (Fashion-MNIST): gain over the strongest rule and sharpness "
+    fig.suptitle(f"Real regimes (Fashion-MNIST): gain over the tuned vote and sharpness "
                  f"({len(res['seeds'])} seeds)", fontsize=9)
     return fig
 

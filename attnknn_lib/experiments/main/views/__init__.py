@@ -77,6 +77,9 @@ CAL_NOTE = ("each method's second row: after the post-hoc calibrator fitted on v
             "it keeps the predicted class, so accuracy and F1 do not change)")
 
 
+PAPER_ROWS = {"reference": "tuned vote", "reference_nll": "NLL-tuned vote"}  # the paper's names of the rows
+
+
 def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     """The dataset's LaTeX table(s) and figures (curves, confusion matrix, ablation, paired
     differences and per-seed intervals on the primary dataset), from its record. The reliability and
@@ -88,7 +91,7 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     title = REGISTRY[name].title
     seeds = ", ".join(map(str, res["seeds"]))
     src = source_note(NOTEBOOK, ARTIFACTS.record_file(name))
-    means = seed_frame(res["summary"])
+    means = seed_frame(res["summary"]).rename(index=PAPER_ROWS)
     out = {"table": ARTIFACTS.write_table(paths, "table", name, booktabs(
         pd.concat([means, vk.endpoint_frame(res, means.columns)]),
         f"{title}: test metrics, mean $\\pm$ s.d.\\ {_over(res)}{_control_note(res)}{_mlp_note(name)}; {CAL_NOTE}. "
