@@ -100,7 +100,7 @@ def table_frame(record: dict) -> pd.DataFrame:
 def write_outputs(record: dict, paths: Paths) -> dict:
     res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
-    how = f"bank only: main's models (seeds {', '.join(map(str, bank['seeds']))}), memory = the imbalanced subset"
+    how = f"bank only: the clean-trained Attn-KNN models (seeds {', '.join(map(str, bank['seeds']))}), memory = the imbalanced subset"
     if trained:
         how += (f"; retrained: Attn-KNN and CNN trained on the imbalanced subset of "
                 f"{trained['n_train_before_change'] or 'all'} training rows ({trained['epochs']} epochs, seeds "

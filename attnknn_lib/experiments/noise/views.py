@@ -97,7 +97,7 @@ def weights_frame(record: dict) -> pd.DataFrame:
 def write_outputs(record: dict, paths: Paths) -> dict:
     res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
-    how = (f"bank: noise only in the memory-bank (and validation) labels of main's models, seeds "
+    how = (f"bank: noise only in the memory-bank (and validation) labels of the clean-trained Attn-KNN models, seeds "
            f"{', '.join(map(str, bank['seeds']))}")
     if trained:
         how += (f"; retrained: Attn-KNN and CNN trained on the noisy labels ({trained['n_train_before_change'] or 'all'} training "

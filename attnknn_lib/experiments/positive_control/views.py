@@ -62,7 +62,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         hr, means = s["headroom"], s["means"]
         row = {f"recall@{k}": _pp(hr["at_k"]["recall"]), f"uniform@{k}": _pp(hr["at_k"]["uniform_accuracy"]),
                f"fixable@{k}": _pp(hr["at_k"]["fixable"]),
-               "rule's k": k_range(s["reference_k"])}
+               "tuned vote's k": k_range(s["reference_k"])}
         row.update({CEILINGS[m]: _pp(means[m]["accuracy"]) for m in CEILINGS})
         row.update({label: _pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items() if m in means})
         rows[key] = row
@@ -111,7 +111,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 
 SHARED = {**{h: h for h in ("attnknn", "label_aware", "readout")}, "learner": "boosted trees", "nca": "NCA",
           "linear_probe": "linear probe", "query_only": "query-only", "oracle_inside_k": "oracle weights in k",
-          "oracle_reference_k": "oracle weights at rule's k"}  # the shares table's rows (heads: their labels)
+          "oracle_reference_k": "oracle weights at tuned vote's k"}  # the shares table's rows (heads: their labels)
 
 
 def _share(x: float | None) -> str:

@@ -46,7 +46,7 @@ def capture_note(frame: pd.DataFrame) -> str:
     if not shown:
         return ""
     return (" Captured: the share of that headroom the attention head and the head chosen on validation won over "
-            "the tuned vote (--: no headroom established; on a second dataset's rows, main's Attn-KNN).")
+            "the tuned vote (--: no headroom established; on a second dataset's rows, Attn-KNN).")
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
@@ -58,7 +58,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     out = {"headroom": ARTIFACTS.write_table(paths, "headroom", d, booktabs(
         headroom_frame(record, latex=True),
         f"{title}: how much any reweighting of the k neighbours can gain (\\% of test queries, mean over seeds "
-        f"{seeds}; main's Attn-KNN embedding, noise in the memory's labels only; a long-tailed memory uses the "
+        f"{seeds}; Attn-KNN's embedding, noise in the memory's labels only; a long-tailed memory uses the "
         f"embedding of its own model, retrained on that subset). Recall@k: the true label is "
         f"among the k; agree: all k neighbours carry one label; fixable: the true label is among the k but the "
         f"uniform vote misses it; $\\le m$ votes: fixable with the true class at most m votes behind. {src}.",
@@ -82,7 +82,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"attention head (the prototype's design: label-blind, with the entropy bonus) and the head chosen on "
             f"validation among all the notebook's variants, against the fixed-k vote (the vote tuned on validation "
             f"at the same k: $\\Delta$ acc., $\\Delta$ ECE) and against the tuned vote (with its 95\\% seed-level $t$ "
-            f"interval), with the query-only control; Attn-KNN: main's model at the k it was trained at (the "
+            f"interval), with the query-only control; Attn-KNN: the end-to-end model at the k it was trained at (the "
             f"diagnostic) and with the tuned vote's knobs chosen on validation ($k$ from its ladder, label filter, "
             f"prior correction; the range of its chosen $k$ over seeds); noise in the memory's labels only, validation and test labels "
             f"clean. "
@@ -123,13 +123,13 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"$e^{{\\text{{range}}}}$ times the smallest) beside the mean temperature $\\tau$, accuracy, and the "
             f"difference to the tuned vote with its 95\\% seed-level $t$ interval and verdict "
             f"B / W / E / ?. Difference score: a head whose score is an MLP of $q - n_j$ (TabR's difference feature), "
-            f"trained the same way; main's Attn-KNN: main's attention as trained, not retrained. {src}.",
+            f"trained the same way; Attn-KNN: its attention as trained, not retrained. {src}.",
             "tab:study-collapse", escape_index=True, column_format="lp{4.4cm}rrrrl", colsep="3pt",
             size="footnotesize"))}
            if not collapse_frame(record).empty else {}),
         **({"second": ARTIFACTS.write_table(paths, "second", d, booktabs(
             second_frame(record, latex=True),
-            f"The study's core comparison on a second dataset: main's Attn-KNN of each stratified hold-out split "
+            f"The study's core comparison on a second dataset: Attn-KNN of each stratified hold-out split "
             f"(its attention at $k={cfg['k']}$ on its own embedding) and the uniform vote at $k$ (unif.), each against the "
             f"tuned vote on the same memory (ref.; its $k$ per split), with noise in the "
             f"memory's labels only (each split draws its own flips); learnable: the learnable headroom (the better of "
@@ -141,7 +141,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             "tab:study-second", escape_index=True, colsep="3pt", size="footnotesize"))} if res.get("second") else {}),
         "diagnostics": ARTIFACTS.write_table(paths, "diagnostics", d, booktabs(
             diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
-            f"{title}: the prototype attention during main's training, per epoch (mean over seeds "
+            f"{title}: the prototype attention during Attn-KNN's training, per epoch (mean over seeds "
             f"{', '.join(map(str, res['seeds']))}). "
             f"Grad.\\ share: training queries whose vote carries a gradient (the true label among the k and the "
             f"neighbourhood mixed); H: entropies in nats of the head-averaged weights and of each head's; "
@@ -163,7 +163,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"{title}: the learned metrics with the same vote on each memory (trained on that memory's labels; "
             f"validation labels clean): NCA, a linear map learned through the leave-one-out softmax vote with the "
             f"tuned vote's search run again in its space, and the linear probe, each minus the tuned vote; NCA tuned "
-            f"for the calibration endpoint minus the vote tuned for it (NLL and Brier after calibration); and main's "
+            f"for the calibration endpoint minus the vote tuned for it (NLL and Brier after calibration); and "
             f"Attn-KNN with the tuned vote's knobs minus NCA. Seed-level 95\\% intervals over seeds {seeds}; verdict "
             f"marks as in Table~\\ref{{tab:study-variants}}. {src}.", "tab:study-learned", escape_index=False,
             size="footnotesize"))
