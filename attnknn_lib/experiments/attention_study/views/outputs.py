@@ -45,8 +45,8 @@ def capture_note(frame: pd.DataFrame) -> str:
     shown = [c for c in CAPTURE_COLUMNS if c in frame and any(str(v).strip() not in EMPTY_CELLS for v in frame[c])]
     if not shown:
         return ""
-    return (" Captured: the share of that headroom the attention head and the head chosen on validation won over "
-            "the tuned vote (--: no headroom established; on a second dataset's rows, Attn-KNN).")
+    return (" Captured (\\%): the share of that headroom the attention head and the head chosen on validation "
+            "won over the tuned vote (--: no headroom established; on a second dataset's rows, Attn-KNN).")
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
@@ -103,7 +103,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         "learnable": ARTIFACTS.write_table(paths, "learnable", d, booktabs(
             learnable,
             f"{title}: learnable headroom, per memory setting and k (seeds {seeds}; test accuracy in \\%, "
-            f"recall@k in \\% of test queries, captured shares in \\%). Two learners read the "
+            f"recall@k in \\% of test queries). Two learners read the "
             f"neighbours' labels, distances, ranks and their own neighbours' agreement and are trained on clean "
             f"held-out validation labels, cross-fitted in two halves (each fit on one half, tuned on a fifth of it, "
             f"applied to the other): gradient-boosted trees on per-class neighbour features (trees), reading as "
