@@ -87,7 +87,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"prior correction; the range of its chosen $k$ over seeds); noise in the memory's labels only, validation and test labels "
             f"clean. "
             f"Verdicts B / W / E / ? = better / worse / equivalent / inconclusive; ECE after calibration. {src}.",
-            "tab:study-best", escape_index=True, colsep="3pt")),
+            "tab:study-best", escape_index=True, colsep="2pt")),
         "reference": ARTIFACTS.write_table(paths, "reference", d, booktabs(
             ref_frame,
             f"{title}: the tuned vote, per memory setting (seeds {seeds}): the neighbour "

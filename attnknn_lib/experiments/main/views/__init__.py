@@ -117,7 +117,7 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
         f"paired bootstrap intervals over test points. Over seeds {seeds}: mean of the per-seed differences, 95\\% "
         f"$t$ interval counting the seeds' spread and the test set's bootstrap variance, and the verdict against "
         f"the declared margins ({_margins_text(record['config'])}). Accuracy in percentage points; negative "
-        f"ECE / NLL / Brier differences favour A. {src}.", "tab:main-paired", colsep="2pt"))
+        f"NLL / Brier differences favour A (ECE, described only, is in the metrics table). {src}.", "tab:main-paired", colsep="2pt", size="footnotesize"))
     out["knobs"] = ARTIFACTS.write_table(paths, "knobs", name, booktabs(  # empty for a record from before the knobs
         vk.knobs_frame(record).rename(columns=latex_escape), vk.KNOBS_CAPTION + f" {src}.", "tab:main-knobs",
         escape_index=True, colsep="3pt", size="footnotesize"))
