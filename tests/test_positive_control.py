@@ -253,7 +253,7 @@ def test_the_figure_plots_effective_k_for_the_voting_heads_only():
 
 
 def test_vote_heads_keeps_the_heads_that_vote_in_their_order():
-    from attnknn_lib.report.names import vote_heads
+    from attnknn_lib.report.findings import vote_heads
 
     assert vote_heads(["readout", "label_aware", "query_only", "attnknn"]) == ["label_aware", "attnknn"]
     assert vote_heads([]) == []

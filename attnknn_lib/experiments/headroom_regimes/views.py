@@ -10,9 +10,8 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.common.fixed_embedding import HEADS, answer_findings, answer_then_lines, k_range, with_term
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
-from attnknn_lib.report.findings import difference_text
+from attnknn_lib.report.findings import difference_text, head_names, vote_heads
 from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
-from attnknn_lib.report.names import head_names, vote_heads
 from attnknn_lib.report.tables import booktabs, interval_text, latex_escape
 
 

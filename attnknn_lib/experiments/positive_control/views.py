@@ -17,9 +17,8 @@ from attnknn_lib.experiments.common.fixed_embedding import (
 from attnknn_lib.experiments.common.learned_metric import LABELS
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
-from attnknn_lib.report.findings import difference_text
+from attnknn_lib.report.findings import difference_text, head_names, vote_heads
 from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
-from attnknn_lib.report.names import head_names, vote_heads
 from attnknn_lib.report.tables import booktabs, interval_text
 
 CEILINGS = {  # method -> label, for the headroom table and the figure
