@@ -223,7 +223,7 @@ def test_the_second_dataset_reads_main_splits_and_states_split_level_verdicts():
     learnable = views.learnable_frame(record)  # the second dataset's learnable headroom, split-level
     assert list(learnable.index) == ["Digits, clean memory, k = 16"]
     assert learnable.iloc[0]["learnable headroom (pp)"].startswith("+3.00 [")
-    assert learnable.iloc[0]["proto. capt. (%)"] == ("--" if room["verdict"] != "better" else "-11")
+    assert learnable.iloc[0]["attention head capt. (%)"] == ("--" if room["verdict"] != "better" else "-11")
 
 
 def _fake_fit(score):
@@ -472,3 +472,14 @@ def test_the_learned_metric_table_reads_the_record_and_escapes_its_row_labels():
     plain = learned_frame(record)
     assert plain.iloc[0, 0] == "90.00" and plain.iloc[0, 1].endswith("better")
     assert plain.iloc[3, 1].startswith("-3.00")
+
+
+def test_the_learnable_tables_capture_note_goes_with_its_columns():
+    import pandas as pd
+
+    from attnknn_lib.experiments.attention_study.views.outputs import capture_note
+
+    empty = pd.DataFrame({"headroom (pp)": ["+0.10"], "attention head": ["--"], "chosen": [""]})
+    assert capture_note(empty) == ""  # both share columns are dropped from the table: no note on them
+    shown = empty.assign(chosen=["40"])
+    assert capture_note(shown).startswith(" Captured (\\%): the share of that headroom")

@@ -73,7 +73,8 @@ def test_config_refuses_overlapping_test_blocks_unknown_candidates_and_unsplitta
         EXPERIMENT.Config(label_share=0)
 
 
-def test_views_read_a_record_without_measuring():
+def _view_record() -> dict:
+    """A record of two candidates as the measurement shapes it, with a vote head and the readout."""
     def diff(v):
         return {"value": v, "low": v - 0.01, "high": v + 0.01, "verdict": "better" if v > 0.01 else "inconclusive"}
 
@@ -94,6 +95,11 @@ def test_views_read_a_record_without_measuring():
         "k": 16, "seeds": [0, 1], "heads": {"attnknn": "Attn-KNN", "readout": "TabR-style readout"},
         "moved_threshold": 14.4, "room_margin": 0.01, "test_rows": 2000, "selected": ["pixels_pca"],
         "candidates": {"pixels_pca": cand("PCA of pixels", 0.02, 0.03), "few_labels": cand("CNN", 0.0, 0.0)}}}
+    return record
+
+
+def test_views_read_a_record_without_measuring():
+    record = _view_record()
     frame = views.headroom_frame(record)
     assert list(frame["passes the gate"]) == ["yes", "no"] and list(frame["gate room, val. (pp)"]) == ["+2.00", "+0.00"]
     assert "1 of 2 candidate embeddings" in views.findings(record) and "beats the strongest rule on 1" in views.findings(
@@ -101,7 +107,7 @@ def test_views_read_a_record_without_measuring():
     m = views.regime_macros(record)
     assert m["HeadroomRegimesPcaAttnknnAccVerdict"] == "better" and m["HeadroomRegimesOtherRoom"] == "--"
     assert m["HeadroomRegimesPcaRoom"] == "+2.00" and m["HeadroomRegimesPcaTestRoom"] == "+1.50"
-    assert m["HeadroomRegimesWithRoom"] == "1" and m["HeadroomRegimesPcaChosen"] == "TabR-style readout"
+    assert m["HeadroomRegimesWithRoom"] == "1" and m["HeadroomRegimesPcaChosen"] == "readout head"
     assert m["HeadroomRegimesLabelShare"] == "1" and m["HeadroomRegimesPcaDims"] == "64"
 
 
@@ -210,3 +216,12 @@ def test_the_multiplicity_note_escapes_labels_and_says_which_verdicts_are_confir
     assert "every verdict here is confirmatory" in views._multiplicity_note({**res, "confirmatory": ["few_labels",
                                                                                                       "pixels_pca"]})
     assert "every verdict here is exploratory" in views._multiplicity_note({**res, "confirmatory": []})
+
+
+def test_the_figure_plots_effective_k_for_the_voting_heads_only():
+    record = _view_record()  # heads: Attn-KNN (a vote) and the TabR-style readout (not a vote)
+    fig = views.figure(record)
+    right = fig.axes[1]
+    assert [line.get_label() for line in right.lines if not line.get_label().startswith("_")] == ["attention head"]
+    left = {h.get_label() for h in fig.axes[0].containers}
+    assert "readout head" in left  # its accuracy still shows on the left, under the paper's name

@@ -219,12 +219,12 @@ def test_views_show_the_learned_metric_the_shares_and_the_diagnostic_read_off_th
 
     record = _record()
     verdicts = views.verdict_frame(record)
-    assert "s = 1.5, Attn-KNN vs NCA" in verdicts.index and "s = 1.5, NCA (learned metric)" in verdicts.index
-    assert verdicts.loc["s = 1.5, Attn-KNN vs NCA", "verdict"] == "worse"  # 0.08 below NCA's 0.2 in every seed
+    assert "s = 1.5, attention head vs NCA" in verdicts.index and "s = 1.5, NCA (learned metric)" in verdicts.index
+    assert verdicts.loc["s = 1.5, attention head vs NCA", "verdict"] == "worse"  # 0.08 below NCA's 0.2 in every seed
     assert verdicts.loc["s = 1.5, NCA (learned metric)", "verdict"] == "better"
     assert len(verdicts) == 2 * (2 + 4 + 2)  # per scale: 2 heads, learner, NCA, probe, control; 2 heads vs NCA
     shares = views.shares_frame(record)
-    assert shares.loc["Attn-KNN", "s = 1.5"] == "32 / 50"  # 0.08 / 0.25, 0.08 / 0.16
+    assert shares.loc["attention head", "s = 1.5"] == "32 / 50"  # 0.08 / 0.25, 0.08 / 0.16
     assert shares.loc["NCA", "s = 1.5"] == "80 / 125"
     diag = views.diagnostic_frame(record)
     assert diag.loc["1.5", "label-aware, informative distances"] == "76.00"  # mean ref 0.61 + 0.15
@@ -236,3 +236,24 @@ def test_views_show_the_learned_metric_the_shares_and_the_diagnostic_read_off_th
     text = views.findings(record)
     assert "NCA, a linear metric learned with the same vote, beats the rule at 2" in text
     assert "given the informative distances of the same neighbours, 76.00 %" in text
+
+
+def test_the_figure_plots_effective_k_for_the_voting_heads_only():
+    from attnknn_lib.experiments.positive_control import views
+
+    record = _record()
+    record["results"]["heads"]["readout"] = "TabR-style readout"  # not a vote: no effective k to plot
+    for lv in record["results"]["levels"].values():
+        lv["summary"]["diff"]["readout"] = lv["summary"]["diff"]["attnknn"]
+        lv["summary"]["effective_k"]["readout"] = 15.0
+    fig = views.figure(record)
+    right = [line.get_label() for line in fig.axes[1].lines if not line.get_label().startswith("_")]
+    assert right == ["attention head", "label-aware head"]  # the paper's names, not the recorded labels
+    assert "readout head" in {c.get_label() for c in fig.axes[0].containers}
+
+
+def test_vote_heads_keeps_the_heads_that_vote_in_their_order():
+    from attnknn_lib.report.findings import vote_heads
+
+    assert vote_heads(["readout", "label_aware", "query_only", "attnknn"]) == ["label_aware", "attnknn"]
+    assert vote_heads([]) == []

@@ -97,6 +97,25 @@ def test_booktabs_table_escapes_names_and_formats_intervals():
     assert "232 ($\\sqrt{n}$) &" in booktabs(df, "cap", "tab:x", escape_index=False)
 
 
+def test_booktabs_leaves_out_a_column_of_dashes_and_its_column_spec():
+    df = pd.DataFrame({"acc.": ["90.00", "91.00"], "capt.": ["--", ""], "chosen": ["--", "12"]}, index=["a", "b"])
+    tex = booktabs(df, "cap", "tab:x", column_format="lp{2cm}rr")
+    assert "capt." not in tex and "chosen" in tex
+    assert "\\begin{tabular}{lp{2cm}r}" in tex  # the dropped column's spec goes with it
+    assert "a & 90.00 & -- \\\\" in tex
+    full = pd.DataFrame({"acc.": ["90.00"]}, index=["a"])
+    assert "\\begin{tabular}{lr}" in booktabs(full, "cap", "tab:y")  # nothing to drop: as given
+
+
+def test_column_specs_split_paragraph_columns_whole():
+    from attnknn_lib.report.tables import column_specs, drop_empty_columns
+
+    assert column_specs("lrrp{4.2cm}rlr") == ["l", "r", "r", "p{4.2cm}", "r", "l", "r"]
+    df = pd.DataFrame({"x": ["1"], "y": ["--"]}, index=["a"])
+    assert drop_empty_columns(df, "lrrr")[1] == "lrrr"  # specs that do not match the columns: as given
+    assert list(drop_empty_columns(df)[0].columns) == ["x"]
+
+
 def _metric(v: float) -> dict:
     return {"value": v, "low": v - 0.01, "high": v + 0.01, "mean": v, "std": 0.002}
 

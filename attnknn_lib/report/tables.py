@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 # metric -> (column title, scale, decimals)
@@ -88,12 +90,37 @@ def latex_escape(text: str) -> str:
     return text
 
 
+EMPTY_CELLS = frozenset({"", "--", "\u2013", "nan", "None"})
+"""Cells that carry no value: a column made only of these says nothing and is left out of a table."""
+
+
+def column_specs(column_format: str) -> list[str]:
+    """A tabular column format split into one spec per column: ``"lp{4cm}rr"`` -> l, p{4cm}, r, r."""
+    return re.findall(r"[a-zA-Z](?:\{[^{}]*\})?", column_format)
+
+
+def drop_empty_columns(df: pd.DataFrame, column_format: str | None = None) -> tuple[pd.DataFrame, str | None]:
+    """``df`` without its columns whose every cell is empty or a dash (:data:`EMPTY_CELLS`), and
+    ``column_format`` without their specs (the first spec is the row labels'); a format whose specs do
+    not match the columns one to one is returned as given."""
+    keep = [c for c in df.columns if not all(str(v).strip() in EMPTY_CELLS for v in df[c])]
+    if len(keep) == len(df.columns):
+        return df, column_format
+    if column_format is not None:
+        specs = column_specs(column_format)
+        if len(specs) == len(df.columns) + 1:
+            column_format = specs[0] + "".join(sp for c, sp in zip(df.columns, specs[1:]) if c in keep)
+    return df[keep], column_format
+
+
 def booktabs(df: pd.DataFrame, caption: str, label: str, column_format: str | None = None,
              escape_index: bool = True, colsep: str = "4pt", size: str = "small") -> str:
     """A complete ``table`` environment with booktabs rules; cells are inserted as given (LaTeX),
     row labels escaped unless ``escape_index`` is off (labels that already are LaTeX, e.g. $\\sqrt{n}$);
-    ``colsep``: the column padding (narrower for a wide table, which is never scaled); ``size``: the
-    font size command (footnotesize for a long table that must fit one page)."""
+    a column with no value in any row (all empty or dashes) is left out; ``colsep``: the column padding
+    (narrower for a wide table, which is never scaled); ``size``: the font size command (footnotesize for a
+    long table that must fit one page)."""
+    df, column_format = drop_empty_columns(df, column_format)
     cols = column_format or "l" + "r" * len(df.columns)
     esc = latex_escape if escape_index else str
     head = " & ".join([latex_escape(df.index.name or "")] + list(df.columns)) + " \\\\"

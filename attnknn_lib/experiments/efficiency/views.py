@@ -181,7 +181,7 @@ def throughput_frame(record: dict) -> pd.DataFrame:
 def write_outputs(record: dict, paths: Paths) -> dict:
     res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     tr = res["training"]
-    where = (f"{res['threads']} CPU threads, bank of {res['n_bank']:,} embeddings ($d = {res['dim']}$) of main's model "
+    where = (f"{res['threads']} CPU threads, bank of {res['n_bank']:,} embeddings ($d = {res['dim']}$) of the Attn-KNN model "
              f"(seed {res['seed']}), {res['queries']:,} test queries; medians of {record['config']['repeats']} timings")
     out = {"indexes": ARTIFACTS.write_table(paths, "indexes", d, booktabs(
         index_frame(record), f"{title}: FAISS indexes as memory banks. Recall against exact search; bytes of the "

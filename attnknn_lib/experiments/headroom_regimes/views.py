@@ -10,7 +10,7 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.common.fixed_embedding import HEADS, answer_findings, answer_then_lines, k_range, with_term
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
-from attnknn_lib.report.findings import difference_text
+from attnknn_lib.report.findings import difference_text, head_names, vote_heads
 from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
 from attnknn_lib.report.tables import booktabs, interval_text, latex_escape
 
@@ -28,8 +28,8 @@ def _diff(cand: dict, name: str, ref: str, metric: str) -> dict:
 
 
 def _shown(record: dict, cand: dict) -> dict[str, str]:
-    """Attn-KNN, then the chosen head (marked), then the other heads: name -> label."""
-    heads = record["results"]["heads"]
+    """Attn-KNN, then the chosen head (marked), then the other heads: name -> the paper's name."""
+    heads = head_names(record["results"]["heads"])
     chosen = cand.get("chosen_head")
     order = ["attnknn"] * ("attnknn" in heads) + [chosen] * (chosen is not None)
     order += [h for h in heads if h not in order]
@@ -53,7 +53,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                             "test rows per seed": "--" if not n_test else f"{n_test[0]:,}" if len(n_test) == 1
                             else f"{n_test[0]:,}-{n_test[-1]:,}",
                             f"recall@{k}": _pp(hr["recall"]), f"fixable@{k}": _pp(hr["fixable"]),
-                            "rule's k": k_range(s["reference_k"]), "strongest rule": _pp(means["reference"]["accuracy"]),
+                            "tuned vote's k": k_range(s["reference_k"]), "tuned vote": _pp(means["reference"]["accuracy"]),
                             f"geometry, k<={k}": _pp(means["geometry"]["accuracy"]),
                             "boosted trees": _pp(means["learner"]["accuracy"]),
                             **{label: _pp(means[m]["accuracy"]) for m, label in (("nca", "NCA"),
@@ -102,7 +102,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                 "verdict": acc["verdict"],
                 "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3)}",
                 "NLL verdict": nll["verdict"], "Brier verdict": brier["verdict"],
-                "eff. k": f"{s['effective_k'][name]:.1f}" if name in s["effective_k"] else "--"}
+                "eff. k": f"{s['effective_k'][name]:.1f}" if name in vote_heads(s["effective_k"]) else "--"}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "candidate: method"
     if latex:
@@ -129,9 +129,10 @@ def embedder_frame(record: dict) -> pd.DataFrame:
 
 
 def figure(record: dict):
-    """Left: per candidate, each head and the boosted-trees learner minus the strongest rule that
-    learns nothing, in accuracy points (mean over seeds, seed-level 95 % interval), with the room the
-    ceilings measured before any head trained. Right: the heads' effective k."""
+    """Left: per candidate, each head and the boosted-trees learner minus the tuned vote,
+    in accuracy points (mean over seeds, seed-level 95 % interval), with the room the
+    ceilings measured before any head trained. Right: the effective k of the heads that vote (not the
+    readout)."""
     res = record["results"]
     cands = _candidates(record)
     heads = list(res["heads"])
@@ -143,18 +144,18 @@ def figure(record: dict):
         d = [_diff(c, name, "reference", "accuracy") for _, c in cands]
         mean = np.array([100 * e["value"] for e in d])
         err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
-        label = res["heads"].get(name, "boosted trees (learnable headroom)")
+        label = head_names(res["heads"]).get(name, "boosted trees (learnable headroom)")
         color = "tab:brown" if name == "learner" else f"C{i}"
         axes[0].bar(x + (i - (len(shown) - 1) / 2) * width, mean, width, yerr=err, color=color, capsize=2,
                     label=label, alpha=0.85, error_kw={"ecolor": "0.45", "lw": 1})
-        if name in res["heads"]:
+        if name in vote_heads(res["heads"]):  # a readout is not a vote: its weights' effective k is not its k
             axes[1].plot(x, [c["summary"]["effective_k"][name] for _, c in cands], color=color, marker="o", ms=5,
                          ls="none", label=label)  # candidates are categories: no line between them
     axes[0].plot(x, [100 * (c["gate"] if "gate" in c else c["room"])["largest"] for _, c in cands], "k_", ms=18,
                  mew=1.5, label="the gate's room (validation, cross-fitted)")
     axes[0].axhline(0, color="black", lw=0.8)
     axes[0].axhline(100 * res["room_margin"], color="grey", lw=0.8, ls=":")
-    axes[0].set_ylabel("minus the strongest rule (accuracy, pp)")
+    axes[0].set_ylabel("minus the tuned vote (accuracy, pp)")
     axes[1].axhline(res["k"], color="black", lw=0.8, ls="--")
     axes[1].axhline(res["moved_threshold"], color="grey", lw=0.8, ls=":")
     axes[1].set_ylim(0, res["k"] + 1)
@@ -163,7 +164,7 @@ def figure(record: dict):
         ax.set_xticks(x, [c["label"].replace(" on ", "\non ") for _, c in cands], fontsize=8)
         ax.grid(alpha=0.3, axis="y")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=7, frameon=False)
-    fig.suptitle(f"Real regimes (Fashion-MNIST): gain over the strongest rule and sharpness "
+    fig.suptitle(f"Real regimes (Fashion-MNIST): gain over the tuned vote and sharpness "
                  f"({len(res['seeds'])} seeds)", fontsize=9)
     return fig
 
@@ -176,20 +177,20 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         headroom_frame(record, latex=True).T,
         f"Real regimes: room to win on three candidate embeddings of Fashion-MNIST, measured before any head is "
         f"trained (test accuracy in \\%, mean over {n} seeds, each with its own {res['test_rows']:,} test rows). "
-        f"Recall and fixable share at $k = {k}$; the strongest rule that learns nothing (its $k$ per seed); the "
+        f"Recall and fixable share at $k = {k}$; the tuned vote (its $k$ per seed); the "
         f"geometry-only vote over at most {k} neighbours and the boosted-trees learner on neighbour features. The "
         f"gate reads validation only: each of the geometry-only vote, the boosted trees and NCA, cross-fitted on "
-        f"two halves of the validation rows, minus the rule cross-fitted the same way; a candidate passes at "
+        f"two halves of the validation rows, minus the tuned vote cross-fitted the same way; a candidate passes at "
         f"{100 * res['room_margin']:g}\\,pp or more (declared before the run). The room on test is the larger "
-        f"ceiling minus the rule, described after the fact. {src}.", f"tab:{NAME}_headroom",
+        f"ceiling minus the tuned vote, described after the fact. {src}.", f"tab:{NAME}_headroom",
         escape_index=False, size="footnotesize")),
         "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
             verdict_frame(record, latex=True),
-            f"Real regimes: each head, the learner, NCA (the rule tuned again in the space of a linear map learned "
-            f"with the NCA loss), the linear probe and the query-only control minus the strongest rule that learns "
-            f"nothing, then each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over {n} seeds. "
-            f"Accuracy against the rule (NCA) tuned on accuracy; NLL and Brier, after calibration on validation, "
-            f"against the one tuned on NLL. Candidates: PCA of pixels, the CNN "
+            f"Real regimes: each head, the learner, NCA (the tuned vote's search run again in the space of a linear "
+            f"map learned with the NCA loss), the linear probe and the query-only control minus the tuned vote, then "
+            f"each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over {n} seeds. Accuracy against "
+            f"the tuned vote (or NCA); NLL and Brier, after calibration on validation, against the NLL-tuned one. "
+            f"Candidates: PCA of pixels, the CNN "
             f"trained on few labels, the CNN trained on other classes; $^*$: the head chosen on validation (the "
             f"best validation accuracy among the study's heads). Effective $k$: exp of the weights' entropy. "
             f"{_multiplicity_note(res)}{src}.",
@@ -210,7 +211,7 @@ def _multiplicity_note(res: dict) -> str:
         which = "every candidate passed the gate, so every verdict here is confirmatory. "
     else:
         which = f"those on {', '.join(passed)} are confirmatory, the others exploratory. "
-    return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the rule and with NCA "
+    return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
             f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); " + which)
 
 
@@ -249,7 +250,7 @@ def _candidate_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]
 
 
 def _shown_label(head: str | None) -> str:
-    return HEADS[head][0] if head else "--"
+    return head_names({head: HEADS[head][0]})[head] if head else "--"
 
 
 LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",

@@ -97,7 +97,7 @@ def weights_frame(record: dict) -> pd.DataFrame:
 def write_outputs(record: dict, paths: Paths) -> dict:
     res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
-    how = (f"bank: noise only in the memory-bank (and validation) labels of main's models, seeds "
+    how = (f"bank: noise only in the memory-bank (and validation) labels of the clean-trained Attn-KNN models, seeds "
            f"{', '.join(map(str, bank['seeds']))}")
     if trained:
         how += (f"; retrained: Attn-KNN and CNN trained on the noisy labels ({trained['n_train_before_change'] or 'all'} training "
@@ -107,7 +107,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"{title}: test accuracy (\\%, clean test labels; mean $\\pm$ s.d.\\ over seeds) under label noise. {how}. "
         f"Symmetric (symm.) flips go to any other class, asymmetric (asym.) ones from $c$ to $c+1$; validation labels "
         f"are noisy too, and every knob and the best kNN rule are chosen on them. Uniform to Best kNN vote with "
-        f"$k = {res['k']}$; Reference: the strongest rule that learns nothing (vote rule, temperature, $k$, label "
+        f"$k = {res['k']}$; Reference: the tuned vote (vote rule, temperature, $k$, label "
         f"filter and prior exponent tuned on the noisy validation labels), the reference of every verdict. Profile "
         f"\\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
     out["weights"] = ARTIFACTS.write_table(paths, "weights", d, booktabs(

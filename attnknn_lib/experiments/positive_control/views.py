@@ -17,15 +17,15 @@ from attnknn_lib.experiments.common.fixed_embedding import (
 from attnknn_lib.experiments.common.learned_metric import LABELS
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
-from attnknn_lib.report.findings import difference_text
+from attnknn_lib.report.findings import difference_text, head_names, vote_heads
 from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
 from attnknn_lib.report.tables import booktabs, interval_text
 
 CEILINGS = {  # method -> label, for the headroom table and the figure
-    "reference": "strongest rule",
+    "reference": "tuned vote",
     "geometry": "geometry-only, k <= 16",
     "oracle_inside_k": "oracle weights on the k retrieved",
-    "oracle_reference_k": "oracle weights at the rule's k",
+    "oracle_reference_k": "oracle weights at the tuned vote's k",
     "oracle_retrieval": "oracle retrieval",
     "learner": "boosted trees (learnable headroom)",
 }
@@ -61,7 +61,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         hr, means = s["headroom"], s["means"]
         row = {f"recall@{k}": _pp(hr["at_k"]["recall"]), f"uniform@{k}": _pp(hr["at_k"]["uniform_accuracy"]),
                f"fixable@{k}": _pp(hr["at_k"]["fixable"]),
-               "rule's k": k_range(s["reference_k"])}
+               "tuned vote's k": k_range(s["reference_k"])}
         row.update({CEILINGS[m]: _pp(means[m]["accuracy"]) for m in CEILINGS})
         row.update({label: _pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items() if m in means})
         rows[key] = row
@@ -75,7 +75,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 def _compared(record: dict, lv: dict) -> list[tuple[str, str, str]]:
     """(row label, method, against) of one level: each head, the learner, the learned metrics and
     the control against the rule; then each head against NCA (what the record holds)."""
-    heads = record["results"]["heads"]
+    heads = head_names(record["results"]["heads"])
     diff = lv["summary"]["diff"]
     out = [(label, name, "rule") for name, label in {**heads, **COMPARED}.items() if name in diff]
     return out + [(f"{label} vs NCA", name, "NCA") for name, label in heads.items() if "nca" in diff[name]]
@@ -99,7 +99,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                    "verdict": acc["verdict"],
                    "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3)}", "NLL verdict": nll["verdict"],
                    "Brier verdict": brier["verdict"],
-                   "eff. k": f"{s['effective_k'][name]:.1f}" if name in s["effective_k"] else "--"}
+                   "eff. k": f"{s['effective_k'][name]:.1f}" if name in vote_heads(s["effective_k"]) else "--"}
             rows[f"s = {key}, {label}"] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "scale, method"
@@ -110,7 +110,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 
 SHARED = {**{h: h for h in ("attnknn", "label_aware", "readout")}, "learner": "boosted trees", "nca": "NCA",
           "linear_probe": "linear probe", "query_only": "query-only", "oracle_inside_k": "oracle weights in k",
-          "oracle_reference_k": "oracle weights at rule's k"}  # the shares table's rows (heads: their labels)
+          "oracle_reference_k": "oracle weights at tuned vote's k"}  # the shares table's rows (heads: their labels)
 
 
 def _share(x: float | None) -> str:
@@ -127,7 +127,7 @@ def shares_frame(record: dict) -> pd.DataFrame:
     """Per method and nuisance scale, the share of the room it captures (%): its accuracy gain over
     the rule divided by the re-retrieval oracle's gain, then by the oracle weights' inside k (the
     ratio of the mean gain to the mean room over seeds; '--' where there is no room)."""
-    heads = record["results"]["heads"]
+    heads = head_names(record["results"]["heads"])
     rows: dict = {}
     for key, lv in _levels(record):
         sh = lv["summary"].get("shares")
@@ -184,9 +184,10 @@ def resolution_frame(record: dict) -> pd.DataFrame:
 
 
 def figure(record: dict):
-    """Left: each head, the oracle weights and the boosted-trees learner minus the strongest rule that
-    learns nothing, in accuracy points (mean over seeds, seed-level 95 % interval), on one axis.
-    Right: the heads' effective k, with the threshold declared for 'moved from uniform'."""
+    """Left: each head, the oracle weights and the boosted-trees learner minus the tuned vote,
+    in accuracy points (mean over seeds, seed-level 95 % interval), on one axis.
+    Right: the effective k of the heads that vote (not the readout), with the threshold declared for
+    'moved from uniform'."""
     res = record["results"]
     lv = _levels(record)
     x = np.array([v["nuisance_scale"] for _, v in lv])
@@ -194,7 +195,7 @@ def figure(record: dict):
     room = [100 * (v["summary"]["means"]["oracle_inside_k"]["accuracy"] - v["summary"]["means"]["reference"]["accuracy"])
             for _, v in lv]
     axes[0].plot(x, room, color="grey", ls=":", marker="^", ms=4, lw=1.3, label="oracle weights on the k retrieved")
-    shown = {**res["heads"], "learner": "boosted trees (learnable headroom)",
+    shown = {**head_names(res["heads"]), "learner": "boosted trees (learnable headroom)",
              **({"nca": LABELS["nca"]} if "nca" in lv[0][1]["summary"]["diff"] else {})}
     for i, (name, label) in enumerate(shown.items()):
         d = [_diff(v, name, "reference", "accuracy") for _, v in lv]
@@ -203,7 +204,7 @@ def figure(record: dict):
         color = {"learner": "tab:brown", "nca": "black"}.get(name, f"C{i}")
         axes[0].errorbar(x + 0.02 * (i - len(shown) / 2), mean, yerr=err, color=color, marker="o", ms=3.5, lw=1.2,
                          capsize=2, label=label, ls="--" if name in ("learner", "nca") else "-")
-        if name in res["heads"]:
+        if name in vote_heads(res["heads"]):  # a readout is not a vote: its weights' effective k is not its k
             axes[1].plot(x, [v["summary"]["effective_k"][name] for _, v in lv], color=color, marker="o", ms=3.5,
                          lw=1.3, label=label)
     axes[0].axhline(0, color="black", lw=0.8)
@@ -212,14 +213,14 @@ def figure(record: dict):
     axes[1].annotate("below: moved from uniform", (x[-1], res["moved_threshold"]), xytext=(0, -10),
                      textcoords="offset points", ha="right", fontsize=7)
     axes[1].set_ylim(0, res["k"] + 1)
-    axes[0].set_ylabel("minus the strongest rule (accuracy, pp)")
+    axes[0].set_ylabel("minus the tuned vote (accuracy, pp)")
     axes[1].set_ylabel(f"effective k = exp(H), of k = {res['k']}")
     for ax in axes:
         ax.set_xlabel("nuisance scale (the knob)")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, loc="upper left")
     n = len(res["seeds"])
-    fig.suptitle(f"Positive control: gain over the strongest rule and sharpness against the room to win "
+    fig.suptitle(f"Positive control: gain over the tuned vote and sharpness against the room to win "
                  f"({n} seeds)", fontsize=9)
     return fig
 
@@ -231,20 +232,20 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     out = {"headroom": ARTIFACTS.write_table(paths, "headroom", DATASET, booktabs(
         headroom_frame(record, latex=True).T,
         f"Positive control: room to win against the nuisance scale (test accuracy in \\%, mean over {n} seeds). "
-        f"Recall, uniform vote and fixable share at Attn-KNN's $k = {k}$; the strongest rule that learns nothing "
+        f"Recall, uniform vote and fixable share at Attn-KNN's $k = {k}$; the tuned vote "
         f"(its $k$ per seed); the geometry-only vote over at most {k} neighbours; the {k} retrieved neighbours "
         f"reweighted by their distance in the informative dimensions (which the generator knows), the same at the "
-        f"rule's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
-        f"learner on neighbour features; NCA (the rule tuned again on the neighbours of a linear map learned with "
+        f"tuned vote's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
+        f"learner on neighbour features; NCA (the tuned vote's search run again on the neighbours of a linear map learned with "
         f"the NCA loss), the linear probe and the query-only MLP, which reads no neighbour. {src}.",
         f"tab:{NAME}_headroom", escape_index=False, size="footnotesize")),
         "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
             verdict_frame(record, latex=True),
             f"Positive control: each head, the boosted-trees learner, NCA, the linear probe and the query-only control "
-            f"minus the strongest rule that learns nothing, then each head minus NCA (rows 'vs NCA'), seed-level "
-            f"95\\,\\% intervals over {n} seeds (each seed its own data and test set). Accuracy against the rule (NCA) "
-            f"tuned on accuracy; NLL and Brier, after calibration on validation, against the one tuned on NLL. Effective "
-            f"$k$: exp of the weights' entropy. {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="footnotesize",
+            f"minus the tuned vote, then each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over "
+            f"{n} seeds (each seed its own data and test set). Accuracy against the tuned vote (or NCA); NLL and "
+            f"Brier, after calibration on validation, against the NLL-tuned one. Effective $k$: exp of the weights' "
+            f"entropy (--: the readout head, not a vote). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="footnotesize",
             colsep="3pt")),
         "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
@@ -254,7 +255,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"in the informative dimensions), then by that of the oracle weights on the {k} retrieved neighbours: the "
         f"ratio of the mean gain to the mean room over {n} seeds; -- where the oracle's room over the rule is below the accuracy margin "
         f"({100 * _min_room(record):g}\\,pp). "
-        f"NCA is the rule tuned again on the neighbours of a linear map learned with the NCA loss. {src}.",
+        f"NCA is the tuned vote's search run again on the neighbours of a linear map learned with the NCA loss. {src}.",
         f"tab:{NAME}_shares", escape_index=True, size="footnotesize", colsep="3pt"))
     out["diagnostic"] = ARTIFACTS.write_table(paths, "diagnostic", DATASET, booktabs(
         diagnostic_frame(record).T,

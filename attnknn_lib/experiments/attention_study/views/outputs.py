@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NOTEBOOK
@@ -26,7 +27,7 @@ from attnknn_lib.experiments.attention_study.views.plots import (
     variants_figure,
 )
 from attnknn_lib.experiments.common.shared import output_context
-from attnknn_lib.report.tables import booktabs
+from attnknn_lib.report.tables import EMPTY_CELLS, booktabs
 
 
 def _fewer_seeds(res: dict) -> str:
@@ -35,15 +36,29 @@ def _fewer_seeds(res: dict) -> str:
                    for n, s in res["summary"]["settings"].items() if len(s["seeds"]) < len(res["seeds"]))
 
 
+CAPTURE_COLUMNS = ("attention head", "chosen")  # the learnable table's captured shares (LaTeX headers)
+
+
+def capture_note(frame: pd.DataFrame) -> str:
+    """The learnable table's sentence on its captured shares, only where a share column has a value
+    (:func:`~attnknn_lib.report.tables.booktabs` leaves out a column of dashes, and its note goes with it)."""
+    shown = [c for c in CAPTURE_COLUMNS if c in frame and any(str(v).strip() not in EMPTY_CELLS for v in frame[c])]
+    if not shown:
+        return ""
+    return (" Captured (\\%): the share of that headroom the attention head and the head chosen on validation "
+            "won over the tuned vote (--: no headroom established; on a second dataset's rows, Attn-KNN).")
+
+
 def write_outputs(record: dict, paths: Paths) -> dict:
     res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     seeds = ", ".join(map(str, res["seeds"])) + _fewer_seeds(res)
     cfg = record["config"]
     ref_frame = reference_frame(record, latex=True)
+    learnable = learnable_frame(record, latex=True)
     out = {"headroom": ARTIFACTS.write_table(paths, "headroom", d, booktabs(
         headroom_frame(record, latex=True),
         f"{title}: how much any reweighting of the k neighbours can gain (\\% of test queries, mean over seeds "
-        f"{seeds}; main's Attn-KNN embedding, noise in the memory's labels only; a long-tailed memory uses the "
+        f"{seeds}; Attn-KNN's embedding, noise in the memory's labels only; a long-tailed memory uses the "
         f"embedding of its own model, retrained on that subset). Recall@k: the true label is "
         f"among the k; agree: all k neighbours carry one label; fixable: the true label is among the k but the "
         f"uniform vote misses it; $\\le m$ votes: fixable with the true class at most m votes behind. {src}.",
@@ -52,7 +67,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             variants_frame(record, latex=True),
             f"{title}: attention variants trained on the frozen embedding, against the kNN rule tuned on "
             f"validation at the same k, a secondary reference (Table~\\ref{{tab:study-best}} holds the verdicts "
-            f"against the strongest rule; seeds {seeds}); rows: memory, k: variant. Blind: the prototype's label-blind attention with an "
+            f"against the tuned vote; seeds {seeds}); rows: memory, k: variant. Blind: the prototype's label-blind attention with an "
             f"entropy bonus, none, or a penalty, or trained on held-out validation queries; readout: TabR-style, "
             f"query only its control. Accuracy difference with its 95\\% seed-level $t$ interval; verdict "
             f"B / W / E / ? / = = better / worse / equivalent / inconclusive / identical predictions against a margin "
@@ -64,42 +79,39 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         "best": ARTIFACTS.write_table(paths, "best", d, booktabs(
             best_variant_frame(record, latex=True),
             f"{title}: the best attention found, per memory setting at $k={cfg['k']}$ (seeds {seeds}): the "
-            f"prototype's design (label-blind head with the entropy bonus) and the variant chosen on validation "
-            f"among all the notebook's variants, against the kNN rule tuned on validation "
-            f"at the same k ($\\Delta$ acc., $\\Delta$ ECE) and against the strongest rule that learns nothing "
-            f"($\\Delta$ vs ref., with its 95\\% seed-level $t$ interval), "
-            f"with the query-only control; Attn-KNN: main's model at the k it was trained at (the diagnostic) and "
-            f"with the rule's knobs chosen on validation ($k$ from the rule's ladder, label filter, prior correction; "
-            f"the range of its chosen $k$ over seeds); noise in the memory's labels only, validation and test labels "
+            f"attention head (the prototype's design: label-blind, with the entropy bonus) and the head chosen on "
+            f"validation among all the notebook's variants, against the fixed-k vote (the vote tuned on validation "
+            f"at the same k: $\\Delta$ acc., $\\Delta$ ECE) and against the tuned vote (with its 95\\% seed-level $t$ "
+            f"interval), with the query-only control; Attn-KNN: the end-to-end model at the k it was trained at (the "
+            f"diagnostic) and with the tuned vote's knobs chosen on validation ($k$ from its ladder, label filter, "
+            f"prior correction; the range of its chosen $k$ over seeds); noise in the memory's labels only, validation and test labels "
             f"clean. "
             f"Verdicts B / W / E / ? = better / worse / equivalent / inconclusive; ECE after calibration. {src}.",
-            "tab:study-best", escape_index=True, colsep="3pt")),
+            "tab:study-best", escape_index=True, colsep="2pt")),
         "reference": ARTIFACTS.write_table(paths, "reference", d, booktabs(
             ref_frame,
-            f"{title}: the strongest rule that learns nothing, per memory setting (seeds {seeds}): the neighbour "
+            f"{title}: the tuned vote, per memory setting (seeds {seeds}): the neighbour "
             f"vote (uniform, distance or cosine weights with their temperature), k, a consistency filter (only "
             f"neighbours whose own nearest rows agree with their label at least this share vote) and a prior "
             f"correction (probabilities divided by the memory's class shares to this power) chosen jointly on "
             f"validation, best accuracy then NLL; each grid is extended where the choice sits on its edge, k by "
             f"searching more neighbours. Configs: configurations scored per seed (the tuning budget). Val.\\ $-$ "
-            f"test: the rule's validation minus test accuracy, mean over seeds (it is chosen on validation); "
+            f"test: the tuned vote's validation minus test accuracy, mean over seeds (it is chosen on validation); "
             f"NLL-tuned: the open edges of the same search tuned for the calibration endpoint (k searched). {src}.",
             "tab:study-reference", column_format="lrrp{4.2cm}rlr" + "r" * (len(ref_frame.columns) - 6),
             escape_index=True, colsep="3pt")),
         "learnable": ARTIFACTS.write_table(paths, "learnable", d, booktabs(
-            learnable_frame(record, latex=True),
+            learnable,
             f"{title}: learnable headroom, per memory setting and k (seeds {seeds}; test accuracy in \\%, "
-            f"recall@k in \\% of test queries, captured shares in \\%). Two learners read the "
+            f"recall@k in \\% of test queries). Two learners read the "
             f"neighbours' labels, distances, ranks and their own neighbours' agreement and are trained on clean "
             f"held-out validation labels, cross-fitted in two halves (each fit on one half, tuned on a fifth of it, "
             f"applied to the other): gradient-boosted trees on per-class neighbour features (trees), reading as "
             f"many neighbours as the reference chose (at least k), "
-            f"and the label-aware attention at k (l.-aware). Learnable headroom: the one with the better out-of-fold validation accuracy minus the "
-            f"strongest rule that learns nothing (ref.), with its 95\\% seed-level $t$ interval and verdict "
-            f"B / W / E / ? against a {100 * cfg['margin_accuracy']:g} pp margin. Capt.: the share of that "
-            f"headroom the prototype's head (proto.) and the variant chosen on validation (chosen) won over the reference "
-            f"(--: no headroom established). Rows of a second dataset: its hold-out splits, split-level intervals, "
-            f"proto.: main's Attn-KNN of each split. {src}.",
+            f"and the label-aware attention at k (label-aware). Learnable headroom: the one with the better out-of-fold validation accuracy minus the "
+            f"tuned vote, with its 95\\% seed-level $t$ interval and verdict "
+            f"B / W / E / ? against a {100 * cfg['margin_accuracy']:g} pp margin.{capture_note(learnable)} Rows of "
+            f"a second dataset: its hold-out splits, split-level intervals. {src}.",
             "tab:study-learnable", escape_index=True, colsep="3pt")),
         **({"collapse": ARTIFACTS.write_table(paths, "collapse", d, booktabs(
             collapse_frame(record, latex=True),
@@ -109,17 +121,17 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"effective k on test ($k$ = uniform weights), the score range (max $-$ min of the softmax's inputs "
             f"within a query's neighbourhood, mean over test queries and heads: the largest weight is at most "
             f"$e^{{\\text{{range}}}}$ times the smallest) beside the mean temperature $\\tau$, accuracy, and the "
-            f"difference to the strongest rule that learns nothing with its 95\\% seed-level $t$ interval and verdict "
+            f"difference to the tuned vote with its 95\\% seed-level $t$ interval and verdict "
             f"B / W / E / ?. Difference score: a head whose score is an MLP of $q - n_j$ (TabR's difference feature), "
-            f"trained the same way; main's Attn-KNN: main's attention as trained, not retrained. {src}.",
+            f"trained the same way; Attn-KNN: its attention as trained, not retrained. {src}.",
             "tab:study-collapse", escape_index=True, column_format="lp{4.4cm}rrrrl", colsep="3pt",
             size="footnotesize"))}
            if not collapse_frame(record).empty else {}),
         **({"second": ARTIFACTS.write_table(paths, "second", d, booktabs(
             second_frame(record, latex=True),
-            f"The study's core comparison on a second dataset: main's Attn-KNN of each stratified hold-out split "
+            f"The study's core comparison on a second dataset: Attn-KNN of each stratified hold-out split "
             f"(its attention at $k={cfg['k']}$ on its own embedding) and the uniform vote at $k$ (unif.), each against the "
-            f"strongest rule that learns nothing on the same memory (ref.; its $k$ per split), with noise in the "
+            f"tuned vote on the same memory (ref.; its $k$ per split), with noise in the "
             f"memory's labels only (each split draws its own flips); learnable: the learnable headroom (the better of "
             f"the two learners of Table~\\ref{{tab:study-learnable}} minus ref.). Attn-KNN's difference with the 95\\% "
             f"split-level interval (corrected resampled $t$: the splits share their data), every accuracy difference in "
@@ -129,7 +141,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             "tab:study-second", escape_index=True, colsep="3pt", size="footnotesize"))} if res.get("second") else {}),
         "diagnostics": ARTIFACTS.write_table(paths, "diagnostics", d, booktabs(
             diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
-            f"{title}: the prototype attention during main's training, per epoch (mean over seeds "
+            f"{title}: the prototype attention during Attn-KNN's training, per epoch (mean over seeds "
             f"{', '.join(map(str, res['seeds']))}). "
             f"Grad.\\ share: training queries whose vote carries a gradient (the true label among the k and the "
             f"neighbourhood mixed); H: entropies in nats of the head-averaged weights and of each head's; "
@@ -150,9 +162,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             learned_frame(record, latex=True),
             f"{title}: the learned metrics with the same vote on each memory (trained on that memory's labels; "
             f"validation labels clean): NCA, a linear map learned through the leave-one-out softmax vote with the "
-            f"strongest rule re-tuned in its space, and the linear probe, each minus the strongest rule; NCA tuned "
-            f"for the calibration endpoint minus the rule tuned for it (NLL and Brier after calibration); and main's "
-            f"Attn-KNN with the rule's knobs minus NCA. Seed-level 95\\% intervals over seeds {seeds}; verdict "
+            f"tuned vote's search run again in its space, and the linear probe, each minus the tuned vote; NCA tuned "
+            f"for the calibration endpoint minus the vote tuned for it (NLL and Brier after calibration); and "
+            f"Attn-KNN with the tuned vote's knobs minus NCA. Seed-level 95\\% intervals over seeds {seeds}; verdict "
             f"marks as in Table~\\ref{{tab:study-variants}}. {src}.", "tab:study-learned", escape_index=False,
             size="footnotesize"))
     return out

@@ -144,7 +144,7 @@ def collapse_reading(record: dict) -> str | None:
         d = beside[DIFFERENCE]
         text += (f"; a score read from q - n_j by an MLP (TabR's difference feature), trained the same way, reaches "
                  f"effective k {d['effective_k']['mean']:.2f} and {interval_text(d['verdicts_reference']['accuracy'], 'accuracy')} "
-                 "against the strongest rule")
+                 "against the tuned vote")
     m = beside.get(MAIN_ATTNKNN)
     if m and (m.get("score_range") or {}).get("mean") is not None:
         text += (f"; main's Attn-KNN's scores span {m['score_range']['mean']:.3f} within a neighbourhood at temperature "
@@ -165,14 +165,14 @@ def _sweep_reading(es: dict, k: int) -> str:
                 "together) brings "
                 f"the effective k below {UNIFORM_SHARE * k:.1f} of {k} ({100 * UNIFORM_SHARE:g} % of k, the declared "
                 f"threshold); the lowest (\"{name}\", {keff:.2f}) scores {interval_text(v, 'accuracy')} against the "
-                f"strongest rule")
-    said = {"better": "sharper weights beat the rule there", "worse": "sharper weights cost accuracy there",
-            "equivalent": "sharper weights matched the rule there",
+                f"tuned vote")
+    said = {"better": "sharper weights beat the tuned vote there", "worse": "sharper weights cost accuracy there",
+            "equivalent": "sharper weights matched the tuned vote there",
             "inconclusive": "the seeds cannot tell whether sharper weights help",
-            "identical": "its predictions are the rule's"}[v["verdict"]]
+            "identical": "its predictions are the tuned vote's"}[v["verdict"]]
     return (f"{len(moved)} of {len(es)} heads (the head as trained and {changes} changes) bring the effective k below {UNIFORM_SHARE * k:.1f} of {k} "
             f"({100 * UNIFORM_SHARE:g} % of k); the sharpest (\"{name}\", {keff:.2f}) scores {interval_text(v, 'accuracy')} "
-            f"against the strongest rule: {said}")
+            f"against the tuned vote: {said}")
 
 
 def end_to_end_reading(e2e: dict, k: int) -> str:

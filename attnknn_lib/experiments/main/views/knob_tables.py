@@ -17,15 +17,15 @@ from attnknn_lib.report.tables import DIFF_FORMAT, METRIC_FORMAT, fmt
 LABELS = {**METHOD_LABELS, **OTHER_LABELS, **KNOB_LABELS, **LEARNED_LABELS, "best baseline": "best kNN",
           "fixed_vote": "fixed vote (end to end)"}
 SHORT = {"attnknn": "Attn-KNN", "attnknn_tuned": "Attn-KNN tuned", "attnknn_tuned_nll": "Attn-KNN tuned",
-         "reference": "rule (acc.-tuned)", "reference_nll": "rule (NLL endpoint)", "best baseline": "best kNN",
+         "reference": "tuned vote", "reference_nll": "NLL-tuned vote", "best baseline": "best kNN",
          "cnn": "CNN", "nca": "NCA", "nca_nll": "NCA (NLL endpoint)", "linear_probe": "linear probe",
-         "fixed_vote": "fixed vote"}
+         "fixed_vote": "fixed-vote control"}
 """Short names for the rows of the paired tables (they must fit the page unscaled)."""
 ENDPOINT = ("nll", "brier")  # the calibration endpoint: proper scores after calibration
 PER_SEED_ROWS = ("attnknn_vs_reference", "attnknn_vs_best_baseline", "attnknn_vs_cnn")
-ENDPOINT_NOTE = ("Rows $\\Delta$: the calibration endpoint, A minus the rule tuned for it (its search tuned on "
+ENDPOINT_NOTE = ("Rows $\\Delta$: the calibration endpoint, A minus the vote tuned for it (its search tuned on "
                  "validation NLL or accuracy, whichever calibrates better on validation), NLL and Brier after "
-                 "calibration, seed-level 95\\% interval and verdict; ``Attn-KNN tuned'': $k$ from the rule's "
+                 "calibration, seed-level 95\\% interval and verdict; ``Attn-KNN tuned'': $k$ from the tuned vote's "
                  "ladder, the label filter and the prior correction chosen on validation. ")
 KNOBS_CAPTION = ("The knobs each seed chose on validation: the strongest rule tuned on accuracy and for the "
                  "calibration endpoint, and Attn-KNN with the rule's knobs ($k$ from the rule's ladder, read up to "
