@@ -210,3 +210,19 @@ def test_the_multiplicity_note_escapes_labels_and_says_which_verdicts_are_confir
     assert "every verdict here is confirmatory" in views._multiplicity_note({**res, "confirmatory": ["few_labels",
                                                                                                       "pixels_pca"]})
     assert "every verdict here is exploratory" in views._multiplicity_note({**res, "confirmatory": []})
+
+
+def test_the_readme_bullet_counts_candidates_with_room_and_wins_and_defines_room():
+    import json
+    from pathlib import Path
+
+    from attnknn_lib.experiments.headroom_regimes.views import _candidates, _wins, answer_lines
+
+    record = json.loads((Path(__file__).resolve().parents[1] / "results" / "headroom_regimes_fashion_mnist.json").read_text())
+    lines = answer_lines([record])
+    bullet, terms = lines[0], lines[lines.index("**Terms.**") + 1:]
+    cands = _candidates(record)
+    assert f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room" in bullet
+    assert f"beats the strongest rule on {len(_wins(record, 'attnknn'))}" in bullet and len(bullet) <= 300
+    assert any(t.startswith("- *Room*") for t in terms)
+    assert answer_lines([]) == []

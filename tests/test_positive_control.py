@@ -236,3 +236,17 @@ def test_views_show_the_learned_metric_the_shares_and_the_diagnostic_read_off_th
     text = views.findings(record)
     assert "NCA, a linear metric learned with the same vote, beats the rule at 2" in text
     assert "given the informative distances of the same neighbours, 76.00 %" in text
+
+
+def test_the_readme_bullet_counts_the_scales_where_attnknn_wins_and_links_the_notebooks_table():
+    import json
+    from pathlib import Path
+
+    from attnknn_lib.experiments.positive_control.views import _levels, _wins, answer_lines
+
+    record = json.loads((Path(__file__).resolve().parents[1] / "results" / "positive_control_clusters.json").read_text())
+    (line,) = answer_lines([record])
+    wins = _wins(record, "attnknn")
+    assert f"at {len(wins)} of {len(_levels(record))} scales" in line and f"(s = {', '.join(wins)})" in line
+    assert line.endswith("([table](results/notebooks/08_positive_control.pdf))") and len(line) <= 300
+    assert answer_lines([]) == []

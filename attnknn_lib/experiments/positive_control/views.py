@@ -443,11 +443,11 @@ def answer_lines(records: list[dict]) -> list[str]:
         lv = _levels(record)
         wins = _wins(record, "attnknn")
         low = _diff(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
-        text = (f"- **A generated task with room to win** (set by a nuisance scale s, {len(lv)} scales): Attn-KNN "
-                f"beats the strongest rule at {len(wins)}" + (f" (s = {', '.join(wins)})" if wins else "")
-                + f", and at s = {lv[0][0]} it is {low}")
+        text = (f"- **A generated task with room to win** (set by a nuisance scale s): Attn-KNN beats the strongest "
+                f"rule at {len(wins)} of {len(lv)} scales" + (f" (s = {', '.join(wins)})" if wins else "")
+                + f" and is {low} at s = {lv[0][0]}")
         if "nca" in lv[0][1]["summary"]["diff"]:
-            text += (f"; NCA beats the rule at {len(_wins(record, 'nca'))}, Attn-KNN beats NCA at "
+            text += (f"; NCA beats the rule at {len(_wins(record, 'nca'))} of them, Attn-KNN beats NCA at "
                      f"{len(_wins(record, 'attnknn', 'nca'))}")
         out.append(f"{text}. {table_link(NOTEBOOK)}")
     return out
