@@ -16,7 +16,7 @@ import pytest
 
 import attnknn_lib
 from attnknn_lib.base.files import read_json, write_json
-from attnknn_lib.report.readme import LAYOUT_END, LAYOUT_START, layout_markdown
+from attnknn_lib.report.readme import LAYOUT_END, LAYOUT_FILE, LAYOUT_START, layout_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "attnknn_lib"
@@ -75,10 +75,12 @@ def test_no_two_modules_share_a_name_across_layers():
     assert {n: p for n, p in names.items() if len(p) > 1 and n not in ("config", "measure", "views")} == {}
 
 
-def test_readme_layout_is_generated_from_the_docstrings():
-    text = (REPO / "README.md").read_text()
+def test_the_layout_in_docs_is_generated_from_the_docstrings():
+    assert LAYOUT_FILE == REPO / "docs" / "layout.md"
+    text = LAYOUT_FILE.read_text()
     block = text.split(LAYOUT_START, 1)[1].split(LAYOUT_END, 1)[0].strip()
-    assert block == layout_markdown(), "README layout is stale: run python -m attnknn_lib.report.readme"
+    assert block == layout_markdown(), "docs/layout.md is stale: run python -m attnknn_lib.report.readme"
+    assert LAYOUT_START not in (REPO / "README.md").read_text()  # the README is for users
 
 
 def test_results_json_is_strict_json_with_null_for_non_finite_numbers(tmp_path):

@@ -118,11 +118,11 @@ def _committed(name: str) -> dict:
     return json.loads((Path(__file__).resolve().parents[1] / "results" / f"{name}.json").read_text())
 
 
-def test_the_committed_answer_reads_every_bullet_against_the_strongest_rule_and_states_the_end_to_end_control():
+def test_the_committed_findings_bullets_read_every_bullet_against_the_strongest_rule_and_the_end_to_end_control():
     attention_study = api("attention_study")
 
     record = _committed("attention_study_fashion_mnist")
-    lines = attention_study.answer_lines([record])
+    lines = attention_study.finding_bullets([record])
     bullets = [b for b in lines[:lines.index("**Terms.**")] if b]
     glossary = [g for g in lines[lines.index("**Terms.**") + 1:] if g]
     assert len(bullets) <= 7 and len(glossary) == len(attention_study.GLOSSARY)
@@ -156,8 +156,8 @@ def _verdict(value: float, verdict: str) -> dict:
     return {"value": value, "low": value - 0.002, "high": value + 0.002, "verdict": verdict}
 
 
-def test_the_readme_answer_leads_with_attnknn_itself_then_the_chosen_head_then_a_glossary():
-    from attnknn_lib.experiments.attention_study.views import GLOSSARY, answer_lines
+def test_the_findings_bullets_lead_with_attnknn_itself_then_the_chosen_head_then_a_glossary():
+    from attnknn_lib.experiments.attention_study.views import GLOSSARY, finding_bullets
 
     three = {m: _verdict(v, w) for m, v, w in (("accuracy", -0.001, "equivalent"), ("ece", 0.0004, "inconclusive"),
                                                  ("nll", 0.002, "equivalent"))}
@@ -173,7 +173,7 @@ def test_the_readme_answer_leads_with_attnknn_itself_then_the_chosen_head_then_a
                                                      "margin_nll": 0.01, "variants": ["label_aware", "query_only"],
                                                      "long_tail_max_train": 10000, "long_tail_epochs": 2},
               "results": {"summary": {"settings": settings, "end_to_end": e2e}}}
-    lines = answer_lines([record])
+    lines = finding_bullets([record])
     bullets = lines[:lines.index("**Terms.**")]
     bullets = [b for b in bullets if b]
     glossary = [g for g in lines[lines.index("**Terms.**") + 1:] if g]
@@ -483,3 +483,53 @@ def test_the_learnable_tables_capture_note_goes_with_its_columns():
     assert capture_note(empty) == ""  # both share columns are dropped from the table: no note on them
     shown = empty.assign(chosen=["40"])
     assert capture_note(shown).startswith(" Captured (\\%): the share of that headroom")
+
+
+def _short_record(new: bool) -> dict:
+    """A study record with four memory settings; ``new``: with the knob-tuned Attn-KNN and the learned metrics."""
+    def v(word: str) -> dict:
+        return _verdict(0.001, word)
+
+    settings = {}
+    for st, own, tuned in (("clean", "equivalent", "equivalent"), ("symmetric/0.3", "worse", "equivalent"),
+                           ("asymmetric/0.4", "worse", "better"), ("long_tail/0.01", "inconclusive", "equivalent")):
+        attn = {"verdicts_reference": {"accuracy": v(own)}, "verdicts_reference_nll": {"nll": v("worse")}}
+        s = {"seeds": [0, 1, 2], "attnknn": attn,
+             "variants": {"16": {"chosen": "label_aware",
+                                 "methods": {"label_aware": {"verdicts_reference": {"accuracy": v("inconclusive")}}}}}}
+        if new:
+            attn["tuned"] = {"verdicts_reference": {"accuracy": v(tuned)}, "verdicts_reference_nll": {"nll": v("better")}}
+            s["learned_metric"] = {"nca": {"verdicts_reference": {"accuracy": v("better")}},
+                                   "linear_probe": {"verdicts_reference": {"accuracy": v("worse")}},
+                                   "attnknn_tuned_vs_nca": {"accuracy": v("worse")}}
+        settings[st] = s
+    e2e = {"seeds": [0, 1], "models": {"no_bonus": {"effective_k": {"mean": 15.99}}}}
+    return {"dataset": "fashion_mnist",
+            "config": {"k": 16, "margin_accuracy": 0.0025, "margin_nll": 0.01, "variants": ["label_aware", "readout"],
+                       "long_tail_max_train": 0, "long_tail_epochs": 0},
+            "results": {"summary": {"settings": settings, "end_to_end": e2e}}}
+
+
+def test_the_readme_answer_counts_the_knob_tuned_attnknn_and_the_learned_metrics_when_the_record_has_them():
+    from attnknn_lib.experiments.attention_study.views import answer_lines
+
+    lines = answer_lines([_short_record(new=True)])
+    bullets = [b for b in lines[:lines.index("**Terms.**")] if b]
+    assert len(bullets) == 3 and all(len(b) <= 300 for b in bullets)
+    assert "given the knobs the rule tunes" in bullets[0] and "1 better, 3 equivalent" in bullets[0]
+    assert "4 better in calibrated NLL" in bullets[0]
+    assert "4 inconclusive against the rule" in bullets[1] and "almost equally" in bullets[1]
+    assert "NCA is 4 better" in bullets[2] and "linear probe 4 worse" in bullets[2] and "against NCA: 4 worse" in bullets[2]
+    assert any(t.startswith("- *NCA*") for t in lines[lines.index("**Terms.**"):])
+
+
+def test_the_readme_answer_falls_back_to_attnknn_at_its_trained_k_for_an_older_record():
+    from attnknn_lib.experiments.attention_study.views import answer_lines
+
+    lines = answer_lines([_short_record(new=False)])
+    bullets = [b for b in lines[:lines.index("**Terms.**")] if b]
+    assert len(bullets) == 2  # no learned-metric bullet
+    assert "at its trained k = 16" in bullets[0] and "2 worse, 1 equivalent, 1 inconclusive" in bullets[0]
+    assert "4 worse in calibrated NLL" in bullets[0] and "(clean, label noise, long tail; 4 settings)" in bullets[0]
+    assert not any("*NCA*" in t for t in lines)
+    assert answer_lines([]) == []

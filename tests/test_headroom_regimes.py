@@ -225,3 +225,19 @@ def test_the_figure_plots_effective_k_for_the_voting_heads_only():
     assert [line.get_label() for line in right.lines if not line.get_label().startswith("_")] == ["attention head"]
     left = {h.get_label() for h in fig.axes[0].containers}
     assert "readout head" in left  # its accuracy still shows on the left, under the paper's name
+
+
+def test_the_readme_bullet_counts_candidates_with_room_and_wins_and_defines_room():
+    import json
+    from pathlib import Path
+
+    from attnknn_lib.experiments.headroom_regimes.views import _candidates, _wins, answer_lines
+
+    record = json.loads((Path(__file__).resolve().parents[1] / "results" / "headroom_regimes_fashion_mnist.json").read_text())
+    lines = answer_lines([record])
+    bullet, terms = lines[0], lines[lines.index("**Terms.**") + 1:]
+    cands = _candidates(record)
+    assert f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room" in bullet
+    assert f"beats the strongest rule on {len(_wins(record, 'attnknn'))}" in bullet and len(bullet) <= 300
+    assert any(t.startswith("- *Room*") for t in terms)
+    assert answer_lines([]) == []

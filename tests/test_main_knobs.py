@@ -107,3 +107,26 @@ def test_the_study_summarises_attnknn_with_its_knobs_over_seeds_with_both_refere
     assert set(out["verdicts_reference"]) == {"accuracy", "ece", "nll", "brier"}
     assert set(out["verdicts_reference_nll"]) == {"nll", "brier"}
     assert out["verdicts_reference_nll"]["nll"]["value"] == pytest.approx(out["verdicts_reference"]["nll"]["value"])
+
+
+def _main_record(ds: str, comparisons: dict[str, tuple[str, str, str]]) -> dict:
+    """A main record whose ``paired`` holds each comparison's seed-level verdict (split, metric, word)."""
+    paired = {c: {"seed_level": {split: {metric: {"value": 0.0, "verdict": word}}}}
+              for c, (split, metric, word) in comparisons.items()}
+    return {"dataset": ds, "config": {"k": 16}, "results": {"paired": paired}}
+
+
+def test_mains_answer_bullet_counts_the_knob_tuned_attnknn_over_datasets_and_falls_back_to_the_trained_k():
+    from attnknn_lib.experiments.main.views.dataset_answer import answer_lines
+
+    new = [_main_record(ds, {"attnknn_tuned_vs_reference": ("raw", "accuracy", acc),
+                             "attnknn_tuned_vs_reference_nll": ("calibrated", "nll", "worse"),
+                             "attnknn_tuned_vs_nca": ("raw", "accuracy", "equivalent")})
+           for ds, acc in (("fashion_mnist", "better"), ("iris", "inconclusive"))]
+    (line,) = answer_lines(new)
+    assert "**2 datasets**" in line and "given the knobs the rule tunes" in line
+    assert "1 better, 1 inconclusive against the strongest rule in accuracy and 2 worse in calibrated NLL" in line
+    assert "against NCA, 2 equivalent" in line and line.endswith("([table](results/notebooks/01_main.pdf))")
+    old = [_main_record("iris", {"attnknn_vs_reference": ("raw", "accuracy", "equivalent")})]
+    assert "at its trained k = 16, Attn-KNN is 1 equivalent" in answer_lines(old)[0]
+    assert answer_lines([]) == [] and answer_lines([_main_record("iris", {})]) == []

@@ -238,22 +238,3 @@ def test_views_show_the_learned_metric_the_shares_and_the_diagnostic_read_off_th
     assert "given the informative distances of the same neighbours, 76.00 %" in text
 
 
-def test_the_figure_plots_effective_k_for_the_voting_heads_only():
-    from attnknn_lib.experiments.positive_control import views
-
-    record = _record()
-    record["results"]["heads"]["readout"] = "TabR-style readout"  # not a vote: no effective k to plot
-    for lv in record["results"]["levels"].values():
-        lv["summary"]["diff"]["readout"] = lv["summary"]["diff"]["attnknn"]
-        lv["summary"]["effective_k"]["readout"] = 15.0
-    fig = views.figure(record)
-    right = [line.get_label() for line in fig.axes[1].lines if not line.get_label().startswith("_")]
-    assert right == ["attention head", "label-aware head"]  # the paper's names, not the recorded labels
-    assert "readout head" in {c.get_label() for c in fig.axes[0].containers}
-
-
-def test_vote_heads_keeps_the_heads_that_vote_in_their_order():
-    from attnknn_lib.report.findings import vote_heads
-
-    assert vote_heads(["readout", "label_aware", "query_only", "attnknn"]) == ["label_aware", "attnknn"]
-    assert vote_heads([]) == []

@@ -394,3 +394,76 @@ def test_only_the_macros_the_paper_uses_are_written_and_an_undefined_one_stops_t
     assert used_by(macros, r"\providecommand{\MainBazAcc}{--}\MainBazAcc") == {}
     with pytest.raises(ConfigError, match="MainBazAcc"):
         used_by(macros, r"\MainFooAcc and \MainBazAcc")
+
+
+def _provenance(experiment: str, commit: str, seconds: float, parts: float | None = None, dirty: bool = False,
+                gpu: str | None = None) -> dict:
+    machine = {"cpu_model": "AMD EPYC", **({"cuda": {"device": gpu}} if gpu else {})}
+    return {"experiment": experiment, "dataset": "iris", "profile": "cpu", "config": {}, "results":
+            {"timings": {"parts_seconds": parts}} if parts else {},
+            "provenance": {"commit": commit, "dirty": dirty, "cpu_count": 2, "machine": machine, "wall_seconds": seconds}}
+
+
+def test_the_provenance_paragraph_names_each_commit_with_its_experiments_the_machine_and_the_job_time():
+    from attnknn_lib.report.readme import provenance_paragraph
+
+    two = [_provenance("main", "abcdef0123", 600.0, parts=3000.0), _provenance("noise", "1234567890", 3600.0, dirty=True)]
+    text = provenance_paragraph(two)
+    assert text.startswith("The committed records come from the `cpu` profile, measured at commits ")
+    assert "`1234567` for noise (with uncommitted changes)" in text and "`abcdef0` for main" in text
+    assert "on a 2-core AMD EPYC, no GPU." in text and "took 2.0 h of job time" in text
+    one = provenance_paragraph([_provenance("main", "abcdef0123", 0.0, gpu="NVIDIA H100")])
+    assert "at commit `abcdef0` for main" in one and "GPU NVIDIA H100" in one and "job time" not in one
+    assert provenance_paragraph([]) == "(no results yet: run ./run_all.sh)"
+
+
+def test_the_report_writes_the_provenance_block_of_the_readme(tmp_path):
+    files = [write_json(tmp_path / "main_iris.json", _record("iris", "iris"))]
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- provenance:start -->\nold\n<!-- provenance:end -->\nrest\n")
+    write_report(compose(read_records(files), catalog.experiments().values()), tmp_path / "macros.tex", readme)
+    text = readme.read_text()
+    assert "old" not in text and "measured at commit `0123456` for main" in text
+
+
+def test_verdict_counts_follow_the_verdict_order_and_report_identical_apart():
+    from attnknn_lib.report.findings import table_link, verdict_counts
+
+    assert verdict_counts(["inconclusive", "worse", "worse", "identical", "equivalent"]) == \
+        "2 worse, 1 equivalent, 1 inconclusive, 1 identical"
+    assert verdict_counts([]) == ""
+    assert table_link("07_attention_study.ipynb") == "([table](results/notebooks/07_attention_study.pdf))"
+
+
+def answer_bullets(records: list[dict]) -> list[str]:
+    """The bullets of the README's answer that :func:`compose` writes for ``records``."""
+    from attnknn_lib.report.compose import split_terms
+
+    return split_terms(compose(records, catalog.experiments().values()).answer.splitlines())[0]
+
+
+def committed_records() -> list[dict]:
+    names = list(catalog.experiments())
+    return read_records([f for n in names for f in sorted((REPO / "results").glob(f"{n}_*.json"))])
+
+
+def test_the_committed_answer_has_at_most_six_bullets_of_at_most_300_characters_and_six_terms():
+    from attnknn_lib.report.compose import split_terms
+    from attnknn_lib.report.readme import ANSWER_BULLET_CHARS, ANSWER_BULLETS
+
+    records = committed_records()
+    bullets = answer_bullets(records)
+    assert 1 <= len(bullets) <= ANSWER_BULLETS and ANSWER_BULLETS == 6
+    assert all(len(b) <= ANSWER_BULLET_CHARS == 300 for b in bullets), [len(b) for b in bullets]
+    assert all("[table](results/notebooks/" in b for b in bullets)
+    terms = split_terms(compose(records, catalog.experiments().values()).answer.splitlines())[1]
+    assert len(terms) <= 6
+
+
+def test_the_committed_readme_shows_the_answer_and_the_provenance_of_the_committed_records():
+    records = committed_records()
+    report = compose(records, catalog.experiments().values())
+    text = (REPO / "README.md").read_text()
+    for start, body in (("answer", report.answer), ("provenance", report.provenance)):
+        block = text.split(f"<!-- {start}:start -->\n", 1)[1].split(f"\n<!-- {start}:end -->", 1)[0]
+        assert block == body, f"README's {start} block is stale: regenerate it from the records"

@@ -464,3 +464,18 @@ def test_every_notebook_has_a_title_of_its_own():
 
     titles = [json.loads(p.read_text())["metadata"].get("title") for p in sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))]
     assert all(titles) and len(set(titles)) == len(titles), titles
+
+
+@pytest.mark.slow
+def test_the_smoke_records_answer_in_at_most_six_bullets_of_at_most_300_characters(smoke_run):
+    """The README's answer stays short on records with the newest comparisons (the committed
+    records are checked in tests/test_report.py)."""
+    from attnknn_lib.report.compose import split_terms
+    from attnknn_lib.report.readme import ANSWER_BULLET_CHARS, ANSWER_BULLETS
+
+    out = smoke_run[0]
+    report = compose(read_records(sorted((out / "results").glob("*_*.json"))), catalog.experiments().values())
+    bullets, terms = split_terms(report.answer.splitlines())
+    assert 1 <= len(bullets) <= ANSWER_BULLETS and len(terms) <= 6
+    assert all(len(b) <= ANSWER_BULLET_CHARS for b in bullets), [len(b) for b in bullets]
+    assert report.provenance.startswith("The committed records come from the `smoke` profile")

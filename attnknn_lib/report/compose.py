@@ -40,6 +40,7 @@ class Report:
     answer: str  # the README's first lines
     results: str  # the README's results block
     experiments: str  # the README's table of experiments
+    provenance: str = readme.EMPTY  # the README's paragraph on where the records were measured
 
 
 TERMS = "**Terms.**"  # the line that opens the answer's glossary
@@ -57,8 +58,7 @@ def split_terms(lines: list[str]) -> tuple[list[str], list[str]]:
 def job_minutes(records: list[dict]) -> str:
     """The wall time of the runs behind an experiment's records (its notebook job's analysis), in
     minutes; '--' without a record."""
-    seconds = sum((r.get("provenance", {}).get("wall_seconds") or 0.0)  # parts: computed in jobs of their own
-                  + (r.get("results", {}).get("timings", {}).get("parts_seconds") or 0.0) for r in records)
+    seconds = sum(readme.measured_seconds(r) for r in records)  # parts: computed in jobs of their own
     return f"{seconds / 60:.0f} min" if records else "--"
 
 
@@ -109,12 +109,13 @@ def compose(records: list[dict], experiments: Iterable[ExperimentViews]) -> Repo
     macros.update(macro_file.verdict_words(macros))
     profile = records[0]["profile"] if records else ""
     return Report(macros, "\n".join(answer) if answer else readme.EMPTY, readme.results_block(sections, profile),
-                  experiments_table(experiments, records))
+                  experiments_table(experiments, records), readme.provenance_paragraph(records))
 
 
 def write_report(report: Report, macros_path: str | Path, readme_path: str | Path | None = None,
                  paper_path: str | Path | None = None, strict: bool = True) -> Path:
-    """``results/macros.tex`` and, when given a README, its generated blocks (each atomically). Given
+    """``results/macros.tex`` and, when given a README, its generated blocks (answer, results,
+    experiments, provenance; each atomically). Given
     the paper, only the macros it uses are written (:func:`~attnknn_lib.report.macros.used_by`), and,
     ``strict`` (the paper is built), a generated-looking macro it uses that the records do not
     define stops the report."""
@@ -126,4 +127,5 @@ def write_report(report: Report, macros_path: str | Path, readme_path: str | Pat
         readme.replace_block(readme_path, readme.ANSWER_START, readme.ANSWER_END, report.answer)
         readme.replace_block(readme_path, readme.README_START, readme.README_END, report.results)
         readme.replace_block(readme_path, readme.EXPERIMENTS_START, readme.EXPERIMENTS_END, report.experiments)
+        readme.replace_block(readme_path, readme.PROVENANCE_START, readme.PROVENANCE_END, report.provenance)
     return path

@@ -9,10 +9,11 @@ word is typed by hand.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import numpy as np
 
-from attnknn_lib.evaluation.verdicts import seed_level
+from attnknn_lib.evaluation.verdicts import VERDICTS, seed_level
 from attnknn_lib.report.tables import DIFF_FORMAT, num
 
 
@@ -40,6 +41,19 @@ def seed_difference(a: list[float], b: list[float], metric: str, margin: float |
 def mean_pct(entry: dict) -> str:
     """``92.16 %`` from a {mean, ...} entry of a proportion."""
     return f"{100 * entry['mean']:.2f} %"
+
+
+def verdict_counts(verdicts: list[str]) -> str:
+    """'2 equivalent, 3 inconclusive': how many of ``verdicts`` (words read from records) fall on each
+    counted verdict, in the order of :data:`~attnknn_lib.evaluation.verdicts.VERDICTS`, then
+    'identical' where some are (reported, never counted as evidence); '' for none."""
+    words = [*VERDICTS, *sorted({v for v in verdicts if v not in VERDICTS})]
+    return ", ".join(f"{n} {w}" for w in words if (n := verdicts.count(w)))
+
+
+def table_link(notebook: str) -> str:
+    """'([table](results/notebooks/<stem>.pdf))': where a README answer bullet's details are."""
+    return f"([table](results/notebooks/{Path(notebook).stem}.pdf))"
 
 
 def seeds_text(n: int, what: str = "seed") -> str:

@@ -1,9 +1,9 @@
-"""The README's generated results block: the lines each experiment writes, assembled in sections.
+"""The README's generated blocks: results in sections, provenance, and the library's layout (docs/layout.md).
 
 Each experiment's views give a section heading (or None for lines that lead the block) and
-``readme_lines(records)``; :func:`results_block` groups them under their headings and
-:func:`replace_block` writes a block between the README's markers (:mod:`.compose` assembles them).
-No experiment is named here.
+``readme_lines(records)``; :func:`results_block` groups them under their headings,
+:func:`provenance_paragraph` says where the records were measured, and :func:`replace_block`
+writes a block between a file's markers (:mod:`.compose` assembles them). No experiment is named here.
 """
 
 from __future__ import annotations
@@ -23,9 +23,14 @@ ANSWER_END = "<!-- answer:end -->"
 EMPTY = "(no results yet: run ./run_all.sh)"
 EXPERIMENTS_START = "<!-- experiments:start -->"  # the table of experiments, from their declarations
 EXPERIMENTS_END = "<!-- experiments:end -->"
+PROVENANCE_START = "<!-- provenance:start -->"  # where and at which commits the records were measured
+PROVENANCE_END = "<!-- provenance:end -->"
 LAYOUT_START = "<!-- layout:start -->"
 LAYOUT_END = "<!-- layout:end -->"
 PACKAGE = Path(__file__).resolve().parents[1]  # attnknn_lib/
+LAYOUT_FILE = PACKAGE.parent / "docs" / "layout.md"  # the generated layout block lives there, not in the README
+ANSWER_BULLETS = 6  # the README's answer: at most this many bullets ...
+ANSWER_BULLET_CHARS = 300  # ... of at most this many characters each (the details: the tables they link)
 
 
 def per_dataset(records: list[dict], bullet: Callable[[dict, str], str]) -> list[str]:
@@ -44,6 +49,51 @@ def results_block(sections: list[tuple[str | None, list[str]]], profile: str) ->
     for heading, lines in grouped.items():
         out += lines if heading is None else ["", f"{heading} (profile `{profile}`):", ""] + lines
     return "\n".join(out) if out else EMPTY
+
+
+def measured_seconds(record: dict) -> float:
+    """Wall seconds of a record's measurement: its measure job plus the part jobs it read (0 where
+    neither is recorded; model training is not included)."""
+    return ((record.get("provenance", {}).get("wall_seconds") or 0.0)
+            + (record.get("results", {}).get("timings", {}).get("parts_seconds") or 0.0))
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 7200 else f"{seconds / 60:.0f} min"
+
+
+def _machine(prov: dict) -> str:
+    """'a 2-core AMD EPYC, no GPU' from a record's provenance."""
+    m = prov.get("machine") or {}
+    cores = f"{prov['cpu_count']}-core " if prov.get("cpu_count") else ""
+    gpu = (m.get("cuda") or {}).get("device")
+    return f"a {cores}{m.get('cpu_model') or 'CPU of unrecorded model'}, " + (f"GPU {gpu}" if gpu else "no GPU")
+
+
+def provenance_paragraph(records: list[dict]) -> str:
+    """One paragraph from the records' ``provenance``: their profile, the commits they were measured
+    at (each with the experiments measured there, marked where the tree had uncommitted changes),
+    the machines, and the wall time of their measurement where recorded."""
+    if not records:
+        return EMPTY
+    commits: dict[str, set[str]] = {}
+    dirty: set[str] = set()
+    for r in records:
+        prov = r.get("provenance") or {}
+        commit = (prov.get("commit") or "unknown")[:7]
+        commits.setdefault(commit, set()).add(r["experiment"])
+        if prov.get("dirty"):
+            dirty.add(commit)
+    at = "; ".join(f"`{c}` for {', '.join(sorted(names))}{' (with uncommitted changes)' if c in dirty else ''}"
+                   for c, names in sorted(commits.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+    machines = sorted({_machine(r.get("provenance") or {}) for r in records})
+    seconds = sum(measured_seconds(r) for r in records)
+    text = (f"The committed records come from the `{records[0]['profile']}` profile, measured at "
+            f"{'commit' if len(commits) == 1 else 'commits'} {at}; on {' and '.join(machines)}.")
+    if seconds:
+        text += (f" Their measurement (analyses and their part jobs, model training not included) took "
+                 f"{_duration(seconds)} of job time.")
+    return text
 
 
 def replace_block(path: str | Path, start: str, end: str, body: str) -> bool:
@@ -68,9 +118,9 @@ def _summary(path: Path) -> str:
 
 
 def layout_markdown(package: Path = PACKAGE) -> str:
-    """The library's folder list for the README, from the docstrings: each layer (highest first,
+    """The library's folder list for docs/layout.md, from the docstrings: each layer (highest first,
     as the package declares them) with its summary, then each module with the first line of its
-    docstring. The README's layout block is this text (a test compares them)."""
+    docstring. The layout block of docs/layout.md is this text (a test compares them)."""
     tree = ast.parse((package / "__init__.py").read_text())
     layers = next(ast.literal_eval(n.value) for n in tree.body
                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "LAYERS")
@@ -89,6 +139,6 @@ def layout_markdown(package: Path = PACKAGE) -> str:
     return "\n".join(lines + ["```"])
 
 
-if __name__ == "__main__":  # python -m attnknn_lib.report.readme: rewrite the README's layout block
-    readme = PACKAGE.parent / "README.md"
-    print("updated" if replace_block(readme, LAYOUT_START, LAYOUT_END, layout_markdown()) else "no layout markers in README.md")
+if __name__ == "__main__":  # python -m attnknn_lib.report.readme: rewrite docs/layout.md's layout block
+    print("updated" if replace_block(LAYOUT_FILE, LAYOUT_START, LAYOUT_END, layout_markdown())
+          else f"no layout markers in {LAYOUT_FILE}")

@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = BenchConfig(repeats=args.repeats, smoke=not args.no_smoke)
         if cfg.smoke and shutil.which("latexmk") is None:
             raise ConfigError("latexmk not found: the smoke workflow builds the paper; install the LaTeX tools "
-                              "(see README) or pass --no-smoke")
+                              "(docs/workflow.md lists them) or pass --no-smoke")
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

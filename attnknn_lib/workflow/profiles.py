@@ -136,7 +136,7 @@ def check_data(cfg) -> None:
         options = local_sources(name)
         if options and not any(p.exists() for p in options):
             raise DataNotFoundError(f"dataset {name!r}: none of {', '.join(map(str, options))} exists; "
-                                    f"{DATASETS[name].description}. Provide the files (see README, 'Where the data "
+                                    f"{DATASETS[name].description}. Provide the files (see docs/workflow.md, 'Where the data "
                                     "comes from'), or set ATTNKNN_DOWNLOAD=1 to let torchvision/OpenML download")
 
 

@@ -7,10 +7,11 @@ import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
+from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.experiments.common.fixed_embedding import HEADS, answer_findings, answer_then_lines, k_range, with_term
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
-from attnknn_lib.report.findings import difference_text, head_names, vote_heads
+from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
 from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
 from attnknn_lib.report.tables import booktabs, interval_text, latex_escape
 
@@ -365,20 +366,26 @@ def _summary(record: dict) -> str:
 
 
 def answer_lines(records: list[dict]) -> list[str]:
-    """One bullet of the README's answer: the candidates' room and Attn-KNN's verdict on each."""
+    """One short bullet of the README's answer: how many candidate embeddings had room before any
+    head was trained, where Attn-KNN, NCA (where measured) and any head beat the rule; then the
+    term it uses. The intervals are in the notebook's tables."""
     out = []
     for record in records:
-        k = record["results"]["k"]
-        parts = []
-        for _, c in _candidates(record):
-            acc = _diff(c, "attnknn", "reference", "accuracy")
-            parts.append(f"{c['label']} (room {signed(100 * c['room']['largest'], 2)} pp): "
-                         f"{difference_text(acc, 'accuracy')}, effective k "
-                         f"{c['summary']['effective_k']['attnknn']:.1f} of {k}")
-        out.append(f"- **Real regimes chosen by measured room**: {_summary(record)} Attn-KNN against the strongest "
-                   f"rule, by candidate: " + "; ".join(parts) + ".")
-    return with_term(out, "- *Room* (real regimes): the larger of the geometry-only and the learnable ceiling minus the "
-                "strongest rule, measured before any head is trained.")
+        res = record["results"]
+        cands = _candidates(record)
+        wins = _wins(record, "attnknn")
+        any_head = [c["label"] for _, c in cands
+                    if any(_diff(c, h, "reference", "accuracy")["verdict"] == "better" for h in res["heads"])]
+        text = (f"- **Weaker embeddings of {REGISTRY[record['dataset']].title}** ({', '.join(c['label'] for _, c in cands)}): "
+                f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room before any head is trained; "
+                f"Attn-KNN beats the strongest rule on {len(wins)}" + (f" ({', '.join(wins)})" if wins else ""))
+        if "nca" in cands[0][1]["summary"]["diff"]:
+            text += f", NCA on {len(_wins(record, 'nca'))}"
+        out.append(f"{text}, some head on {len(any_head)}. {table_link(NOTEBOOK)}")
+    margin = f"{100 * records[0]['results']['room_margin']:g}" if records else ""
+    return with_term(out, f"- *Room*: the most a reweighting of the neighbours, or a learner reading them, gains over "
+                          f"the strongest rule on validation, before any head is trained; an embedding has room from "
+                          f"{margin} point{'' if margin == '1' else 's'} of accuracy.")
 
 
 def readme_lines(records: list[dict]) -> list[str]:

@@ -13,12 +13,13 @@ artifacts from which every number can be recomputed.
 from attnknn_lib.experiments.framework.declaration import Experiment, Views
 from attnknn_lib.experiments.main import measure, views
 from attnknn_lib.experiments.main.config import ARTIFACTS, NAME, NOTEBOOK, Config
+from attnknn_lib.experiments.main.views import dataset_answer
 
 EXPERIMENT = Experiment(
     name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
     parts=measure.parts, run_part=measure.run_part,
-    # the main table leads the README's results block (no heading)
-    views=Views(macros=views.macros, readme_lines=views.readme_lines),
+    # the main table leads the README's results block (no heading); its bullet leads the answer
+    views=Views(macros=views.macros, readme_lines=views.readme_lines, answer_lines=dataset_answer.answer_lines),
     question="Attn-KNN against tuned uniform / distance / cosine kNN and a CNN, five datasets (Fashion-MNIST: 5 "
              "seeds on one split; the four tabular sets: 10 stratified hold-out splits, each with its own model "
              "seed), seed- or split-level verdicts against declared margins, a CNN trained with MixUp as a "

@@ -5,10 +5,12 @@ One module per kind of output, each reading the record the measurement writes
 :mod:`.cells` (a difference as a cell or a clause), :mod:`.frames` (the notebook's pandas tables),
 :mod:`.plots` (the figures), :mod:`.outputs` (``write_outputs``: the LaTeX tables with their captions
 and the figures), :mod:`.sentences` (one-sentence readings and the plain answer), :mod:`.paper_macros`
-(the paper's numbers) and :mod:`.text` (README lines, answer lines, findings). This package re-exports
+(the paper's numbers), :mod:`.answer` (the README's answer bullets) and :mod:`.text` (README lines,
+the findings' detailed bullets, findings). This package re-exports
 them all, so ``views.<name>`` reads as it did when the views were one module.
 """
 
+from attnknn_lib.experiments.attention_study.views.answer import answer_lines
 from attnknn_lib.experiments.attention_study.views.cells import (
     bracket,
     diff_cell,
@@ -65,7 +67,7 @@ from attnknn_lib.experiments.attention_study.views.sentences import (
     second_learnable,
     second_line,
 )
-from attnknn_lib.experiments.attention_study.views.text import GLOSSARY, answer_lines, findings, readme_lines
+from attnknn_lib.experiments.attention_study.views.text import GLOSSARY, finding_bullets, findings, readme_lines
 
 __all__ = [
     # labels
@@ -84,5 +86,5 @@ __all__ = [
     "UNIFORM_SHARE", "attnknn_line", "budget_text", "budgets", "collapse_reading", "end_to_end_reading",
     "plain_answer", "proper_line", "second_learnable", "second_line",
     # macros and text
-    "GLOSSARY", "answer_lines", "findings", "macros", "readme_lines", "study_macros",
+    "GLOSSARY", "answer_lines", "finding_bullets", "findings", "macros", "readme_lines", "study_macros",
 ]

@@ -1,4 +1,4 @@
-"""The study's prose from a record: the README's answer lines and glossary, the notebook's findings, the README section."""
+"""The study's prose from a record: the findings' detailed bullets and glossary, the notebook's findings, the README section."""
 
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ def _chosen_against_reference(kv: dict | None) -> dict | None:
     return None
 
 
-def answer_lines(records: list[dict], headroom: bool = True) -> list[str]:
-    """The README's answer: a few bullets, Attn-KNN itself first, each a method against the strongest
+def finding_bullets(records: list[dict], headroom: bool = True) -> list[str]:
+    """The detailed answer of the findings: a few bullets, Attn-KNN itself first, each a method against the strongest
     rule that learns nothing with its seed-level difference and verdict, then a glossary (generated
     from the study's record). ``headroom`` off leaves the clean memory's learnable headroom out of the chosen head's line (the
     notebook's findings give it for every setting in a line of its own)."""
@@ -109,15 +109,15 @@ def answer_lines(records: list[dict], headroom: bool = True) -> list[str]:
 
 
 def findings(record: dict) -> str:
-    """The notebook's answer in at most a page: the README's answer bullets (Attn-KNN itself, the
+    """The notebook's answer in at most a page: the detailed answer bullets (Attn-KNN itself, the
     chosen head, noise, long tail, Digits, end to end), then one sentence each on the room there was
     (fixable share, learnable headroom), what could hold the weights at uniform, and the gradient
     diagnostics. Every number and verdict word is read from the record; the tables above hold the rest."""
     res = record["results"]
     k = str(record["config"]["k"])
     answer = plain_answer(record)
-    lines = answer_lines([record], headroom=False)
-    lines = lines[:lines.index("")] if "" in lines else lines  # the README's glossary: the cells above define terms
+    lines = finding_bullets([record], headroom=False)
+    lines = lines[:lines.index("")] if "" in lines else lines  # the glossary: the cells above define terms
     if answer:  # the answer leads, in bold (the README's Results block shows that line alone)
         lines = [f"**{answer}**", ""] + [ln for ln in lines if not ln.startswith("- **The answer.**")]
     settings = res["summary"]["settings"]
