@@ -168,10 +168,11 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
         plan = read_json(plan_path)
         jobs = schedule.run_jobs(times, plan)
         at_width = schedule.widths(jobs)
-        gpu = root / "results" / "training_stage_cuda.json"
-        if gpu.exists():
-            on_gpu = schedule.with_device_training(jobs, plan, read_json(gpu).get("runs", []))
-            at_width["gpu_training"] = {"device": read_json(gpu)["device"], **schedule.widths(on_gpu, (16,))}
+        gpu_path = root / "results" / "training_stage_cuda.json"
+        if gpu_path.exists():
+            gpu = read_json(gpu_path)
+            on_gpu = schedule.with_device_training(jobs, plan, gpu.get("runs", []))
+            at_width["gpu_training"] = {"device": gpu["device"], **schedule.widths(on_gpu, (16,))}
     return {"stages": stages, "total_seconds": total, "wall_seconds": wall, "complete": complete, "cores": cores,
             "idle_by_stage": schedule.idle_by_stage(spans, cores), "at_width": at_width,
             # the job time over the core time the wall time gave: how busy the cores were

@@ -76,14 +76,12 @@ OTHER_PART_MEMORY_GB = 4
 PART_PRIORITY_WITH_MODELS = 1_000_000
 MODEL_FREE_PART_PRIORITY = {"headroom_regimes": 900}
 FILLER_PRIORITY = 0
+FEEDS_PARTS_PRIORITY = 100_000  # added to a model's seconds when some part job waits on it
 
 
 def part_priority(name: str, needs_models: bool) -> int:
     """Snakemake priority of experiment ``name``'s part jobs (see the constants above)."""
     return PART_PRIORITY_WITH_MODELS if needs_models else MODEL_FREE_PART_PRIORITY.get(name, FILLER_PRIORITY)
-
-
-FEEDS_PARTS_PRIORITY = 100_000
 
 
 def run_priority(run: TrainingRun, feeds_parts: bool) -> int:
