@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnknn_lib.base.files import write_json
+from attnknn_lib.base.files import read_json, write_json
 from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.report.compose import compose, write_report
 from attnknn_lib.report.macros import macro_name
@@ -426,6 +426,31 @@ def test_the_report_writes_the_provenance_block_of_the_readme(tmp_path):
     assert "old" not in text and "measured at commit `0123456` for main" in text
 
 
+def test_the_run_time_paragraph_states_the_last_full_run_and_the_wider_schedules_from_the_bench():
+    from attnknn_lib.report.readme import run_time_paragraph
+
+    run = {"complete": True, "wall_seconds": 18000.0, "total_seconds": 34200.0, "cores": 2, "busy_share": 0.95}
+    plain = run_time_paragraph({"cpu_run": run})
+    assert plain.startswith("The last full run here took 5.0 h of wall time on 2 cores (9.5 h of job time, the "
+                            "cores busy 95 % of it).") and "16" not in plain
+    wide = run_time_paragraph({"cpu_run": {**run, "at_width": {
+        "wall_seconds": {"2": 18000.0, "8": 5400.0, "16": 3000.0}, "critical_path_seconds": 2400.0,
+        "gpu_training": {"device": "NVIDIA H100", "wall_seconds": {"16": 1800.0}}}}})
+    assert "about 90 min on 8 cores and 50 min on 16" in wide and "longest chain, 40 min" in wide
+    assert "one NVIDIA H100 and the rest on 16 cores: about 30 min" in wide
+    for missing in (None, {}, {"cpu_run": {**run, "complete": False}}):  # no complete run timed: said so
+        assert run_time_paragraph(missing).startswith("No complete run has been timed")
+
+
+def test_the_report_writes_the_run_time_block_of_the_readme_from_the_bench(tmp_path):
+    files = [write_json(tmp_path / "main_iris.json", _record("iris", "iris"))]
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- run-time:start -->\nold\n<!-- run-time:end -->\nrest\n")
+    bench = {"cpu_run": {"complete": True, "wall_seconds": 600.0, "total_seconds": 1200.0, "cores": 2, "busy_share": 1.0}}
+    write_report(compose(read_records(files), catalog.experiments().values(), bench), tmp_path / "macros.tex", readme)
+    assert "old" not in readme.read_text() and "took 10 min of wall time" in readme.read_text()
+
+
 def test_verdict_counts_follow_the_verdict_order_and_report_identical_apart():
     from attnknn_lib.report.findings import table_link, verdict_counts
 
@@ -462,8 +487,9 @@ def test_the_committed_answer_has_at_most_six_bullets_of_at_most_300_characters_
 
 def test_the_committed_readme_shows_the_answer_and_the_provenance_of_the_committed_records():
     records = committed_records()
-    report = compose(records, catalog.experiments().values())
+    bench = REPO / "results" / "benchmarks.json"
+    report = compose(records, catalog.experiments().values(), read_json(bench) if bench.exists() else None)
     text = (REPO / "README.md").read_text()
-    for start, body in (("answer", report.answer), ("provenance", report.provenance)):
+    for start, body in (("answer", report.answer), ("provenance", report.provenance), ("run-time", report.run_time)):
         block = text.split(f"<!-- {start}:start -->\n", 1)[1].split(f"\n<!-- {start}:end -->", 1)[0]
         assert block == body, f"README's {start} block is stale: regenerate it from the records"

@@ -41,6 +41,7 @@ class Report:
     results: str  # the README's results block
     experiments: str  # the README's table of experiments
     provenance: str = readme.EMPTY  # the README's paragraph on where the records were measured
+    run_time: str = readme.EMPTY  # the README's paragraph on how long the full run takes (the bench)
 
 
 TERMS = "**Terms.**"  # the line that opens the answer's glossary
@@ -85,8 +86,9 @@ def condensed(lines: list[str], notebook: str) -> list[str]:
     return [*kept, "", f"Details: [`{pdf}`]({pdf}).", ""]
 
 
-def compose(records: list[dict], experiments: Iterable[ExperimentViews]) -> Report:
-    """The report of ``records`` (all of one profile: see :func:`~attnknn_lib.report.records.read_records`)."""
+def compose(records: list[dict], experiments: Iterable[ExperimentViews], bench: dict | None = None) -> Report:
+    """The report of ``records`` (all of one profile: see :func:`~attnknn_lib.report.records.read_records`)
+    and of the bench's record of the last full run (``results/benchmarks.json``; None: none)."""
     experiments = list(experiments)
     by_name = {e.name: [r for r in records if r.get("experiment") == e.name] for e in experiments}
     macros: dict[str, str] = {}
@@ -109,13 +111,14 @@ def compose(records: list[dict], experiments: Iterable[ExperimentViews]) -> Repo
     macros.update(macro_file.verdict_words(macros))
     profile = records[0]["profile"] if records else ""
     return Report(macros, "\n".join(answer) if answer else readme.EMPTY, readme.results_block(sections, profile),
-                  experiments_table(experiments, records), readme.provenance_paragraph(records))
+                  experiments_table(experiments, records), readme.provenance_paragraph(records),
+                  readme.run_time_paragraph(bench))
 
 
 def write_report(report: Report, macros_path: str | Path, readme_path: str | Path | None = None,
                  paper_path: str | Path | None = None, strict: bool = True) -> Path:
     """``results/macros.tex`` and, when given a README, its generated blocks (answer, results,
-    experiments, provenance; each atomically). Given
+    experiments, provenance, run time; each atomically). Given
     the paper, only the macros it uses are written (:func:`~attnknn_lib.report.macros.used_by`), and,
     ``strict`` (the paper is built), a generated-looking macro it uses that the records do not
     define stops the report."""
@@ -128,4 +131,5 @@ def write_report(report: Report, macros_path: str | Path, readme_path: str | Pat
         readme.replace_block(readme_path, readme.README_START, readme.README_END, report.results)
         readme.replace_block(readme_path, readme.EXPERIMENTS_START, readme.EXPERIMENTS_END, report.experiments)
         readme.replace_block(readme_path, readme.PROVENANCE_START, readme.PROVENANCE_END, report.provenance)
+        readme.replace_block(readme_path, readme.RUN_TIME_START, readme.RUN_TIME_END, report.run_time)
     return path

@@ -25,6 +25,8 @@ EXPERIMENTS_START = "<!-- experiments:start -->"  # the table of experiments, fr
 EXPERIMENTS_END = "<!-- experiments:end -->"
 PROVENANCE_START = "<!-- provenance:start -->"  # where and at which commits the records were measured
 PROVENANCE_END = "<!-- provenance:end -->"
+RUN_TIME_START = "<!-- run-time:start -->"  # how long the full run takes, here and with more hardware (the bench)
+RUN_TIME_END = "<!-- run-time:end -->"
 LAYOUT_START = "<!-- layout:start -->"
 LAYOUT_END = "<!-- layout:end -->"
 PACKAGE = Path(__file__).resolve().parents[1]  # attnknn_lib/
@@ -94,6 +96,32 @@ def provenance_paragraph(records: list[dict]) -> str:
         text += (f" Their measurement (analyses and their part jobs, model training not included) took "
                  f"{_duration(seconds)} of job time.")
     return text
+
+
+def run_time_paragraph(bench: dict | None) -> str:
+    """How long ``./run_all.sh`` takes, from the bench's reading of the last complete run
+    (``results/benchmarks.json``, its ``cpu_run``): wall and job time on this machine's cores, how
+    busy they were, and the same jobs scheduled on 8 and 16 cores and with the GPU's training
+    (:mod:`attnknn_lib.tooling.schedule`). A sentence saying none is recorded otherwise."""
+    run = (bench or {}).get("cpu_run") or {}
+    if not run.get("complete") or not run.get("wall_seconds"):
+        return ("No complete run has been timed on this machine yet: `./run_all.sh bench` reads the job records of "
+                "the last full run and writes its times here.")
+    cores = run.get("cores", 1)
+    text = (f"The last full run here took {_duration(run['wall_seconds'])} of wall time on {cores} "
+            f"core{'s' * (cores > 1)} ({_duration(run['total_seconds'])} of job time, the cores busy "
+            f"{100 * run['busy_share']:.0f} % of it).")
+    at = run.get("at_width")
+    if at:
+        walls = at["wall_seconds"]
+        text += (f" Its jobs, scheduled from their records with the longest chain first, would take about "
+                 f"{_duration(walls['8'])} on 8 cores and {_duration(walls['16'])} on 16 (`--jobs 8`, `--jobs 16`); "
+                 f"no width ends them sooner than their longest chain, {_duration(at['critical_path_seconds'])}.")
+        gpu = at.get("gpu_training")
+        if gpu:
+            text += (f" With the models trained at the speed measured on one {gpu['device']} and the rest on 16 "
+                     f"cores: about {_duration(gpu['wall_seconds']['16'])}.")
+    return text + " Details: [docs/benchmarks.md](docs/benchmarks.md)."
 
 
 def replace_block(path: str | Path, start: str, end: str, body: str) -> bool:

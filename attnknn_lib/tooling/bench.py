@@ -16,8 +16,8 @@
   against 15 minutes, the training time split into steps, bank refresh and the rest, the wall time
   against the training steps' floor, the cores' busy share and the three largest items left.
 
-Prints a table, writes ``results/benchmarks.json`` and the generated block of ``docs/benchmarks.md``
-from it. Synthetic unit vectors stand in for the embeddings, so no trained model is needed. The
+Prints a table, writes ``results/benchmarks.json``, the generated block of ``docs/benchmarks.md`` and
+the README's run-time paragraph from it. Synthetic unit vectors stand in for the embeddings, so no trained model is needed. The
 measurements are in :mod:`.speed` (the micro-benchmarks) and :mod:`.stage_times` (the smoke run and
 the cpu run's stage times); :mod:`.bench_block` writes the record as a table and as that block.
 """
@@ -36,7 +36,7 @@ from attnknn_lib.base.files import read_json, write_json
 from attnknn_lib.base.paths import REPO_ROOT
 from attnknn_lib.base.provenance import machine, versions
 from attnknn_lib.base.runtime import set_threads
-from attnknn_lib.report.readme import replace_block
+from attnknn_lib.report.readme import RUN_TIME_END, RUN_TIME_START, replace_block, run_time_paragraph
 from attnknn_lib.tooling.bench_block import markdown, ratios, table
 from attnknn_lib.tooling.speed import BenchConfig, search_vs_gemm, training_throughput, votes
 from attnknn_lib.tooling.stage_times import cpu_stage_times, run_throughput, smoke_end_to_end
@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     write_json(path, bench)
     if args.out is None:
         replace_block(REPO_ROOT / BENCH_DOC, BENCH_START, BENCH_END, markdown(bench))
+        replace_block(REPO_ROOT / "README.md", RUN_TIME_START, RUN_TIME_END, run_time_paragraph(bench))
     print(f"[bench] wrote {path}", file=sys.stderr)
     return 0
 

@@ -23,9 +23,11 @@ from attnknn_lib.workflow.plan import result_files
 
 
 def report(plan: dict) -> Path:
-    """Macros and the README block from the plan's result files (and the same profile's other
+    """Macros and the README blocks from the plan's result files (and the same profile's other
     experiments' results already on disk: see :func:`~attnknn_lib.workflow.plan.result_files`)."""
-    report_ = compose(read_records(result_files(plan)), catalog.experiments().values())
+    bench = Path(plan["repo"]) / "results" / "benchmarks.json"  # the last full run's times, for the README
+    report_ = compose(read_records(result_files(plan)), catalog.experiments().values(),
+                      read_json(bench) if bench.exists() else None)
     return write_report(report_, Path(plan["root"]) / "results" / "macros.tex",
                         Path(plan["repo"]) / "README.md" if plan["readme"] else None,
                         paper_path=Path(plan["repo"]) / "paper" / "main.tex", strict=plan["paper"])
