@@ -166,9 +166,9 @@ def test_verdict_table_adds_the_learned_metric_the_probe_the_control_and_each_he
         "moved_threshold": 14.4, "room_margin": 0.01, "test_rows": 2000, "selected": ["pixels_pca"],
         "candidates": {"pixels_pca": cand}}}
     table = views.verdict_frame(record)
-    assert list(table.index) == ["PCA: Attn-KNN", "PCA: readout*", "PCA: boosted trees", "PCA: NCA",
-                                 "PCA: linear probe", "PCA: query-only", "PCA: Attn-KNN vs NCA", "PCA: readout* vs NCA"]
-    assert table.loc["PCA: Attn-KNN vs NCA", "verdict"] == "worse" and table.loc["PCA: NCA", "verdict"] == "better"
+    assert list(table.index) == ["PCA: attention head", "PCA: readout head*", "PCA: boosted trees", "PCA: NCA",
+                                 "PCA: linear probe", "PCA: query-only", "PCA: attention head vs NCA", "PCA: readout head* vs NCA"]
+    assert table.loc["PCA: attention head vs NCA", "verdict"] == "worse" and table.loc["PCA: NCA", "verdict"] == "better"
     assert views.headroom_frame(record).loc["PCA of pixels", "NCA"] == "85.00"
     m = views.regime_macros(record)
     assert m["HeadroomRegimesPcaAttnknnVsNcaAccVerdict"] == "worse" and m["HeadroomRegimesPcaNcaAcc"] == "85.00"

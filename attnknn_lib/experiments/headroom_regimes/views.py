@@ -72,7 +72,8 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 
 
 SHORT = {"pixels_pca": "PCA", "few_labels": "few labels", "other_classes": "other classes",  # LaTeX rows
-         "attnknn": "Attn-KNN", "label_aware": "label-aware", "readout": "readout", "learner": "boosted trees",
+         "attnknn": "attention head", "label_aware": "label-aware head", "readout": "readout head",
+         "learner": "boosted trees",
          "nca": "NCA", "linear_probe": "linear probe", "query_only": "query-only"}
 AFTER_HEADS = ("learner", "nca", "linear_probe", "query_only")  # the verdict table's rows after the heads
 VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll")}  # against: (accuracy, NLL / Brier)
@@ -177,13 +178,13 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     return {"headroom": ARTIFACTS.write_table(paths, "headroom", DATASET, booktabs(
         headroom_frame(record, latex=True).T,
         f"Real regimes: room to win on three candidate embeddings of Fashion-MNIST, measured before any head is "
-        f"trained (test accuracy in \\%, mean over {n} seeds, each with its own {res['test_rows']:,} test rows). "
+        f"trained (test accuracy in \\%, mean over {n} seeds, each with its own block of test rows, whose size is a row of the table). "
         f"Recall and fixable share at $k = {k}$; the tuned vote (its $k$ per seed); the "
         f"geometry-only vote over at most {k} neighbours and the boosted-trees learner on neighbour features. The "
         f"gate reads validation only: each of the geometry-only vote, the boosted trees and NCA, cross-fitted on "
         f"two halves of the validation rows, minus the tuned vote cross-fitted the same way; a candidate passes at "
         f"{100 * res['room_margin']:g}\\,pp or more (declared before the run). The room on test is the larger "
-        f"ceiling minus the tuned vote, described after the fact. {src}.", f"tab:{NAME}_headroom",
+        f"ceiling minus the tuned vote, reported after the fact and used by no verdict. {src}.", f"tab:{NAME}_headroom",
         escape_index=False, size="footnotesize")),
         "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
             verdict_frame(record, latex=True),

@@ -91,9 +91,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     seeds = ", ".join(map(str, res["seeds"]))
     retrained = res["paired"][str(res["k_values"][0])].get("attnknn_retrained", {}).get("n_seeds", 0)
-    note = (f"Mean $\\pm$ s.d.\\ over seeds {seeds} of the clean-trained Attn-KNN models (profile \\texttt{{{record['profile']}}}); "
+    note = (f"Mean $\\pm$ s.d.\\ over seeds {seeds} of the clean-trained Attn-KNN models; "
             f"Attn-KNN as trained (attention trained at $k = {res['training_k']}$) and with a fresh attention trained "
-            f"at each $k$ on the frozen embedding (\"Attn.\\ at $k$\", {retrained} seed(s)); $\\Delta$: Attn-KNN minus "
+            f"at each $k$ on the frozen embedding (\"Attn.\\ at $k$\", {retrained} seed{'s' * (retrained != 1)}); $\\Delta$: Attn-KNN minus "
             f"the best baseline chosen on validation at that $k$, paired on the test points, with its 95\\% seed-level "
             f"$t$ interval.")
     out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(

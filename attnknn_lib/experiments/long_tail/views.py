@@ -81,7 +81,7 @@ def figure(record: dict):
 
 
 def table_frame(record: dict) -> pd.DataFrame:
-    """Rows: setting, ratio, method; columns: accuracy, macro-F1, calibrated ECE (mean +- s.d.), head / tail accuracy."""
+    """Rows: setting, ratio, method; columns: accuracy, macro-F1, calibrated ECE (mean +- s.d.), frequent / rare classes' accuracy."""
     res = record["results"]
     rows = {}
     for sname, s in res["settings"].items():
@@ -93,8 +93,8 @@ def table_frame(record: dict) -> pd.DataFrame:
                     "Acc. (\\%)": fmt_mean_sd(e["test_raw"]["accuracy"], "accuracy", 1),
                     "Macro-F1 (\\%)": fmt_mean_sd(e["test_raw"]["macro_f1"], "macro_f1", 1),
                     "ECE (cal.)": fmt_mean_sd(e["test_calibrated"]["ece"], "ece", 3),
-                    "Head (\\%)": f"{100 * cell['group_accuracy'][m]['head']:.1f}",
-                    "Tail (\\%)": f"{100 * cell['group_accuracy'][m]['tail']:.1f}"}
+                    "Frequent (\\%)": f"{100 * cell['group_accuracy'][m]['head']:.1f}",
+                    "Rare (\\%)": f"{100 * cell['group_accuracy'][m]['tail']:.1f}"}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "Setting, ratio: method"
     return df
@@ -110,9 +110,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
                 f"{', '.join(map(str, trained['seeds']))})")
     out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(
         table_frame(record),
-        f"{title} with a long-tailed training set (exponential profile; ratio = smallest / largest class; balanced "
-        f"validation and test). {how}. Head / tail: mean accuracy of the third of the classes largest / smallest in the "
-        f"memory. Prior correction: each class's vote divided by its memory share to the power $\\beta$, chosen on "
+        f"{title} with a long-tailed training set (class sizes falling exponentially with rank; ratio = smallest / largest class; balanced "
+        f"validation and test). {how}. Frequent / rare: mean accuracy over the third of the classes largest / smallest in "
+        f"the memory. Prior correction: each class's vote divided by its memory share to the power $\\beta$, chosen on "
         f"validation from {{{', '.join(f'{b:g}' for b in BETAS)}}} (for the CNN the same correction of its "
         f"softmax). {LABELS['reference']}: the best fixed vote (vote rule, temperature, $k$, label "
         f"filter and prior exponent from 0 to 2 or beyond, tuned on validation), the reference of every verdict. "
