@@ -359,7 +359,7 @@ def test_the_collapse_reading_counts_the_changes_apart_from_the_head_they_change
         return {"config": {"k": 16}, "results": {"summary": {"settings": {"clean": {"collapse": {"settings": sweep}}}}}}
 
     changes = len(COLLAPSE) - 1
-    assert AS_TRAINED in COLLAPSE and f"none of the {changes} changes" in collapse_reading(record({}))
+    assert AS_TRAINED in COLLAPSE and f"none of the {changes} changed heads" in collapse_reading(record({}))
     said = collapse_reading(record({"all sharp": 12.0, AS_TRAINED: 14.0}))
     assert said.startswith(f"2 of {len(COLLAPSE)} heads (the head as trained and {changes} changes)"), said
 
@@ -450,7 +450,7 @@ def test_the_collapse_reading_adds_the_difference_head_and_mains_score_range():
              MAIN_ATTNKNN: row}
     record = {"config": {"k": 16}, "results": {"summary": {"settings": {"clean": {"collapse": {"settings": sweep}}}}}}
     said = collapse_reading(record)
-    assert f"none of the {len(COLLAPSE) - 1} changes" in said  # the rows beside the sweep are no changes
+    assert f"none of the {len(COLLAPSE) - 1} changed heads" in said  # the rows beside the sweep are no changes
     assert "q - n_j" in said and "9.50" in said and "span 0.050" in said and "temperature 0.440" in said
     frame = collapse_frame(record)
     assert frame.loc[DIFFERENCE, "τ"] == "--" and frame.loc[MAIN_ATTNKNN, "score range"] == "0.050"

@@ -161,11 +161,10 @@ def _sweep_reading(es: dict, k: int) -> str:
     moved = [n for n in es if es[n]["effective_k"]["mean"] < UNIFORM_SHARE * k]
     changes = sum(n != AS_TRAINED for n in es)  # one head is the head as trained, which the others change
     if not moved:
-        return (f"none of the {changes} changes (learning rate, temperature bounds, initialisation, alone and "
-                "together) brings "
-                f"the effective k below {UNIFORM_SHARE * k:.1f} of {k} ({100 * UNIFORM_SHARE:g} % of k, the declared "
-                f"threshold); the lowest (\"{name}\", {keff:.2f}) scores {interval_text(v, 'accuracy')} against the "
-                f"tuned vote")
+        return (f"none of the {changes} changed heads (each changes the learning rate, the temperature bounds or the "
+                f"initialisation, or several at once) brings the effective k below {UNIFORM_SHARE * k:.1f} of {k} "
+                f"({100 * UNIFORM_SHARE:g} % of k, the declared threshold); the one with the lowest effective k, "
+                f"{keff:.2f}, scores {interval_text(v, 'accuracy')} against the tuned vote")
     said = {"better": "sharper weights beat the tuned vote there", "worse": "sharper weights cost accuracy there",
             "equivalent": "sharper weights matched the tuned vote there",
             "inconclusive": "the seeds cannot tell whether sharper weights help",
