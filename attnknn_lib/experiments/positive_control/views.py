@@ -212,14 +212,15 @@ def figure(record: dict):
     axes[1].annotate("below: moved from uniform", (x[-1], res["moved_threshold"]), xytext=(0, -10),
                      textcoords="offset points", ha="right", fontsize=7)
     axes[1].set_ylim(0, res["k"] + 1)
-    axes[0].set_ylabel("minus the tuned vote (accuracy, pp)")
+    axes[0].set_ylabel("accuracy minus the tuned vote's (pp)")
     axes[1].set_ylabel(f"effective k = exp(H), of k = {res['k']}")
     for ax in axes:
-        ax.set_xlabel("nuisance scale (the knob)")
+        ax.set_xlabel("nuisance scale s")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, loc="upper left")
+    axes[1].legend(fontsize=7, loc="lower left")
     n = len(res["seeds"])
-    fig.suptitle(f"Positive control: gain over the tuned vote and sharpness against the room to win "
+    fig.suptitle(f"Positive control: accuracy over the tuned vote and effective k of the weights, by nuisance scale "
                  f"({n} seeds)", fontsize=9)
     return fig
 
