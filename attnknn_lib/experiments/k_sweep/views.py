@@ -41,8 +41,8 @@ def figure(record: dict):
                                          ("NLL", "test_raw", "nll", 1), ("NLL (cal.)", "test_calibrated", "nll", 1),
                                          ("ECE", "test_raw", "ece", 1), ("ECE (cal.)", "test_calibrated", "ece", 1)):
         panels[ylabel] = {label[m]: _series(record, m, split, metric, scale) for m in methods}
-    for ylabel, split, metric, scale in (("$\\Delta$ acc. vs best kNN (pp)", "raw", "accuracy", 100),
-                                         ("$\\Delta$ NLL (cal.) vs best kNN", "calibrated", "nll", 1)):
+    for ylabel, split, metric, scale in (("$\\Delta$ acc. vs fixed-k vote (pp)", "raw", "accuracy", 100),
+                                         ("$\\Delta$ NLL (cal.) vs fixed-k vote", "calibrated", "nll", 1)):
         panels[ylabel] = {}
         for m in COMPARED:
             ks = [k for k in res["k_values"] if m in res["paired"][str(k)]]
@@ -94,7 +94,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     note = (f"Mean $\\pm$ s.d.\\ over seeds {seeds} of the clean-trained Attn-KNN models; "
             f"Attn-KNN as trained (attention trained at $k = {res['training_k']}$) and with a fresh attention trained "
             f"at each $k$ on the frozen embedding (\"Attn.\\ at $k$\", {retrained} seed{'s' * (retrained != 1)}); $\\Delta$: Attn-KNN minus "
-            f"the best baseline chosen on validation at that $k$, paired on the test points, with its 95\\% seed-level "
+            f"the fixed-$k$ vote at that $k$ (the weighting best on validation), paired on the test points, with its 95\\% seed-level "
             f"$t$ interval.")
     out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(
         table_frame(record), f"{title}: test accuracy (\\%) against $k$. {note} {src}.", f"tab:{NAME}",
@@ -120,7 +120,7 @@ def summary_frame(record: dict) -> pd.DataFrame:
         summ, row = res["summary"][str(k)], {}
         row.update({("accuracy (%)", short[m]): num(summ[m]["test_raw"]["accuracy"]["mean"], 2, 100)
                     for m in short if m in summ})
-        row.update({("Δ accuracy vs best baseline (pp)", short[m]): num(d["raw"]["accuracy"]["value"], 2, 100)
+        row.update({("Δ accuracy vs fixed-k vote (pp)", short[m]): num(d["raw"]["accuracy"]["value"], 2, 100)
                     for m, d in res["paired"][str(k)].items() if m in short})
         row.update({("ECE after calibration", short[m]): num(summ[m]["test_calibrated"]["ece"]["mean"], 4)
                     for m in short if m in summ})
@@ -270,7 +270,7 @@ def tuning_frame(record: dict) -> pd.DataFrame:
     res = record["results"]
     seeds = list(res["per_seed"])
     first = res["per_seed"][seeds[0]]["by_k"]
-    rows = {int(k): {"best baseline (per seed)": "; ".join(LABELS.get(b, b) for b in (
+    rows = {int(k): {"fixed-k vote's weighting (per seed)": "; ".join(LABELS.get(b, b) for b in (
                          res["per_seed"][s]["by_k"][k]["best_baseline"] for s in seeds)),
                      f"distance tau (seed {seeds[0]})": f"{first[k]['methods']['distance']['info']['param']:g}",
                      f"cosine T (seed {seeds[0]})": f"{first[k]['methods']['cosine']['info']['param']:g}"}

@@ -61,8 +61,8 @@ def noise_label(kind: str, rate: str | float) -> str:
 def table_frame(record: dict) -> pd.DataFrame:
     """Rows: setting, kind, rate; columns: accuracy (mean +- s.d.) of each method."""
     res = record["results"]
-    short = {"uniform": "Uniform", "distance": "Distance", "cosine": "Cosine", "best_baseline": "Best kNN",
-             "reference": "Reference", "attnknn": "Attn-KNN", "cnn": "CNN"}
+    short = {"uniform": "Uniform", "distance": "Distance", "cosine": "Cosine", "best_baseline": "fixed-k vote",
+             "reference": "tuned vote", "attnknn": "Attn-KNN", "cnn": "CNN"}
     rows = {}
     for sname, s in res["settings"].items():
         for key, cell in s["curves"].items():
@@ -106,10 +106,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         table_frame(record),
         f"{title}: test accuracy (\\%, clean test labels; mean $\\pm$ s.d.\\ over seeds) under label noise. {how}. "
         f"Symmetric (symm.) flips go to any other class, asymmetric (asym.) ones from $c$ to $c+1$; validation labels "
-        f"are noisy too, and every knob and the best kNN rule are chosen on them. Uniform to Best kNN vote with "
-        f"$k = {res['k']}$; Reference: the tuned vote (vote rule, temperature, $k$, label "
-        f"filter and prior exponent tuned on the noisy validation labels), the reference of every verdict. Profile "
-        f"\\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
+        f"are noisy too, and every setting is chosen on them. Uniform, distance and cosine votes and the fixed-$k$ vote "
+        f"(the best of them on validation) use $k = {res['k']}$; the tuned vote (weighting, temperature, $k$, label "
+        f"filter and prior exponent tuned on the noisy validation labels) is the reference of every verdict. {src}.", f"tab:{NAME}"))}
     out["weights"] = ARTIFACTS.write_table(paths, "weights", d, booktabs(
         weights_frame(record),
         f"{title}: mean weight a rule gives a test query's neighbour whose label was flipped, divided by the mean "

@@ -161,9 +161,8 @@ def _sweep_reading(es: dict, k: int) -> str:
     moved = [n for n in es if es[n]["effective_k"]["mean"] < UNIFORM_SHARE * k]
     changes = sum(n != AS_TRAINED for n in es)  # one head is the head as trained, which the others change
     if not moved:
-        return (f"none of the {changes} changed heads (each changes the learning rate, the temperature bounds or the "
-                f"initialisation, or several at once) brings the effective k below {UNIFORM_SHARE * k:.1f} of {k} "
-                f"({100 * UNIFORM_SHARE:g} % of k, the declared threshold); the one with the lowest effective k, "
+        return (f"none of the {changes} changed heads (learning rate, temperature bounds or initialisation) brings "
+                f"the effective k below {UNIFORM_SHARE * k:.1f} of {k} (the declared threshold); the lowest, "
                 f"{keff:.2f}, scores {interval_text(v, 'accuracy')} against the tuned vote")
     said = {"better": "sharper weights beat the tuned vote there", "worse": "sharper weights cost accuracy there",
             "equivalent": "sharper weights matched the tuned vote there",
