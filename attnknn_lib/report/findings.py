@@ -81,6 +81,19 @@ HEAD_NAMES = {  # head -> its name in the paper's Protocol section
     "readout": "readout head",  # TabR-style: values and an MLP readout
     "query_only": "query-only control",
 }
+METHOD_NAMES = {  # method -> its name in the paper's Protocol section, where a record's label says otherwise
+    "reference": "Tuned vote", "reference_nll": "NLL-tuned vote", "best_baseline": "Fixed-k vote",
+    "best_baseline_balanced": "Fixed-k vote + prior correction", "best_baseline_tta": "Fixed-k vote + TTA",
+    "attnknn_tuned": "Attn-KNN, vote settings tuned", "attnknn_tuned_nll": "Attn-KNN, vote settings tuned for NLL",
+}
+
+
+def method_names(labels: Mapping[str, str]) -> dict[str, str]:
+    """Method labels (name -> label) under the paper's names, in their order; a method the paper does
+    not rename keeps its label."""
+    return {m: METHOD_NAMES.get(m, label) for m, label in labels.items()}
+
+
 NOT_VOTES = frozenset({"readout", "query_only"})
 """Heads whose prediction is not a weighted vote over the neighbours' labels: their weights' effective k
 says nothing about the prediction, so no figure plots one for them."""

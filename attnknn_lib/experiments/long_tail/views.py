@@ -16,14 +16,14 @@ from attnknn_lib.experiments.common.shared import output_context
 from attnknn_lib.experiments.long_tail.config import ARTIFACTS, BETAS, NAME, NOTEBOOK, REMEDIED
 from attnknn_lib.experiments.long_tail.config import LABELS as MEASURED_LABELS
 from attnknn_lib.report import figures
-from attnknn_lib.report.findings import markdown_lists, seeds_text
+from attnknn_lib.report.findings import markdown_lists, method_names, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, fmt_mean_sd, num
 
 FIGURE_METHODS = ("uniform", "best_baseline", "attnknn", "cnn", "best_baseline_balanced", "attnknn_balanced")
 
-LABELS = {**MEASURED_LABELS, "reference": "Tuned vote (val.)"}  # the paper's name of the strongest vote
+LABELS = method_names(MEASURED_LABELS)  # the paper's names of the votes
 
 
 def figure(record: dict):
@@ -114,9 +114,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"validation and test). {how}. Frequent / rare: mean accuracy over the third of the classes largest / smallest in "
         f"the memory. Prior correction: each class's vote divided by its memory share to the power $\\beta$, chosen on "
         f"validation from {{{', '.join(f'{b:g}' for b in BETAS)}}} (for the CNN the same correction of its "
-        f"softmax). {LABELS['reference']}: the best fixed vote (vote rule, temperature, $k$, label "
-        f"filter and prior exponent from 0 to 2 or beyond, tuned on validation), the reference of every verdict. "
-        f"Mean $\\pm$ s.d.\\ over seeds (the class order drawn per seed). Profile \\texttt{{{record['profile']}}}. {src}.", f"tab:{NAME}"))}
+        f"softmax). {LABELS['reference']}: weighting, temperature, $k$, label "
+        f"filter and prior exponent (0 to 2 or beyond) tuned on validation, the reference of every verdict. "
+        f"Mean $\\pm$ s.d.\\ over seeds (the class order drawn per seed). {src}.", f"tab:{NAME}"))}
     fig = figure(record)
     out["figure"] = ARTIFACTS.save_figure(paths, "figure", d, fig)
     return out
