@@ -10,14 +10,14 @@ from attnknn_lib.evaluation.methods import METHOD_LABELS, OTHER_LABELS
 from attnknn_lib.experiments.common.learned_metric import LABELS as LEARNED_LABELS
 from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS
 from attnknn_lib.experiments.main.measure.knob_search import KNOB_LABELS
-from attnknn_lib.report.findings import difference_text
+from attnknn_lib.report.findings import difference_text, method_names
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, signed
 from attnknn_lib.report.tables import DIFF_FORMAT, METRIC_FORMAT, fmt
 
-LABELS = {**METHOD_LABELS, **OTHER_LABELS, **KNOB_LABELS, **LEARNED_LABELS, "best baseline": "best kNN",
-          "fixed_vote": "fixed vote (end to end)"}
+LABELS = {**method_names({**METHOD_LABELS, **OTHER_LABELS}), **KNOB_LABELS, **LEARNED_LABELS,
+          "best baseline": "fixed-k vote", "fixed_vote": "fixed-vote control"}
 SHORT = {"attnknn": "Attn-KNN", "attnknn_tuned": "Attn-KNN tuned", "attnknn_tuned_nll": "Attn-KNN tuned",
-         "reference": "tuned vote", "reference_nll": "NLL-tuned vote", "best baseline": "best kNN",
+         "reference": "tuned vote", "reference_nll": "NLL-tuned vote", "best baseline": "fixed-k vote",
          "cnn": "CNN", "nca": "NCA", "nca_nll": "NCA (NLL endpoint)", "linear_probe": "linear probe",
          "fixed_vote": "fixed-vote control"}
 """Short names for the rows of the paired tables (they must fit the page unscaled)."""
