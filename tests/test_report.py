@@ -143,12 +143,17 @@ def test_the_widest_tables_fit_the_papers_text_width_unscaled(tmp_path):
     assert "Overfull \\hbox" not in (tmp_path / "t.log").read_text()
 
 
-def test_readme_results_block_is_regenerated_from_json(tmp_path):
+def _readme_written(tmp_path, block: str, bench: dict | None = None) -> str:
+    """A README holding only ``block`` (with 'old' in it) after the report of one iris record."""
     files = [write_json(tmp_path / "main_iris.json", _record("iris", "iris"))]
     readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- results:start -->\nold\n<!-- results:end -->\nrest\n")
-    write_report(compose(read_records(files), catalog.experiments().values()), tmp_path / "macros.tex", readme)
-    text = readme.read_text()
+    readme.write_text(f"intro\n<!-- {block}:start -->\nold\n<!-- {block}:end -->\nrest\n")
+    write_report(compose(read_records(files), catalog.experiments().values(), bench), tmp_path / "macros.tex", readme)
+    return readme.read_text()
+
+
+def test_readme_results_block_is_regenerated_from_json(tmp_path):
+    text = _readme_written(tmp_path, "results")
     assert "old" not in text and text.startswith("intro\n") and text.endswith("rest\n")
     row = [ln for ln in text.splitlines() if ln.startswith("| Iris (")][0]  # "(N seeds)" or "(N splits)"
     assert row.count("90.00 ± 1.00 / 0.020 / 0.020") == 5 and row.count("--") == 1  # no TTA entry in the record
@@ -418,11 +423,7 @@ def test_the_provenance_paragraph_names_each_commit_with_its_experiments_the_mac
 
 
 def test_the_report_writes_the_provenance_block_of_the_readme(tmp_path):
-    files = [write_json(tmp_path / "main_iris.json", _record("iris", "iris"))]
-    readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- provenance:start -->\nold\n<!-- provenance:end -->\nrest\n")
-    write_report(compose(read_records(files), catalog.experiments().values()), tmp_path / "macros.tex", readme)
-    text = readme.read_text()
+    text = _readme_written(tmp_path, "provenance")
     assert "old" not in text and "measured at commit `0123456` for main" in text
 
 
@@ -443,12 +444,9 @@ def test_the_run_time_paragraph_states_the_last_full_run_and_the_wider_schedules
 
 
 def test_the_report_writes_the_run_time_block_of_the_readme_from_the_bench(tmp_path):
-    files = [write_json(tmp_path / "main_iris.json", _record("iris", "iris"))]
-    readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- run-time:start -->\nold\n<!-- run-time:end -->\nrest\n")
     bench = {"cpu_run": {"complete": True, "wall_seconds": 600.0, "total_seconds": 1200.0, "cores": 2, "busy_share": 1.0}}
-    write_report(compose(read_records(files), catalog.experiments().values(), bench), tmp_path / "macros.tex", readme)
-    assert "old" not in readme.read_text() and "took 10 min of wall time" in readme.read_text()
+    text = _readme_written(tmp_path, "run-time", bench)
+    assert "old" not in text and "took 10 min of wall time" in text
 
 
 def test_verdict_counts_follow_the_verdict_order_and_report_identical_apart():

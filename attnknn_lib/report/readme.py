@@ -111,17 +111,23 @@ def run_time_paragraph(bench: dict | None) -> str:
     text = (f"The last full run here took {_duration(run['wall_seconds'])} of wall time on {cores} "
             f"core{'s' * (cores > 1)} ({_duration(run['total_seconds'])} of job time, the cores busy "
             f"{100 * run['busy_share']:.0f} % of it).")
-    at = run.get("at_width")
-    if at:
-        walls = at["wall_seconds"]
-        text += (f" Its jobs, scheduled from their records with the longest chain first, would take about "
-                 f"{_duration(walls['8'])} on 8 cores and {_duration(walls['16'])} on 16 (`--jobs 8`, `--jobs 16`); "
-                 f"no width ends them sooner than their longest chain, {_duration(at['critical_path_seconds'])}.")
-        gpu = at.get("gpu_training")
-        if gpu:
-            text += (f" With the models trained at the speed measured on one {gpu['device']} and the rest on 16 "
-                     f"cores: about {_duration(gpu['wall_seconds']['16'])}.")
+    if run.get("at_width"):
+        text += " " + width_sentence(run["at_width"])
     return text + " Details: [docs/benchmarks.md](docs/benchmarks.md)."
+
+
+def width_sentence(at: dict) -> str:
+    """What a run's jobs would take on 8 and 16 cores and with the GPU's training, from the bench's
+    ``at_width`` (:mod:`attnknn_lib.tooling.schedule`): the README's and docs/benchmarks.md's words."""
+    walls = at["wall_seconds"]
+    text = (f"Its jobs, scheduled from their records with the longest chain first, would take about "
+            f"{_duration(walls['8'])} on 8 cores and {_duration(walls['16'])} on 16 (`--jobs 8`, `--jobs 16`); "
+            f"no width ends them sooner than their longest chain, {_duration(at['critical_path_seconds'])}.")
+    gpu = at.get("gpu_training")
+    if gpu:
+        text += (f" With the models trained at the speed measured on one {gpu['device']} and the rest on 16 "
+                 f"cores: about {_duration(gpu['wall_seconds']['16'])}.")
+    return text
 
 
 def replace_block(path: str | Path, start: str, end: str, body: str) -> bool:

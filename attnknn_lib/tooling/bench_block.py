@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attnknn_lib.report.readme import width_sentence
 from attnknn_lib.tooling.profiling import OWNERS
 from attnknn_lib.tooling.stage_times import NOTEBOOK_BUDGET_S
 
@@ -203,18 +204,8 @@ def width_lines(cpu: dict) -> list[str]:
     if idle:
         parts = ", ".join(f"{stage} {seconds / 60:,.0f} min" for stage, seconds in sorted(idle.items(), key=lambda kv: -kv[1]))
         lines += ["", f"Idle core time, by the stage that ran while cores stood idle: {parts}."]
-    at = cpu.get("at_width")
-    if at:
-        walls = at["wall_seconds"]
-        said = (f"The same {at['jobs']} jobs ({at['job_seconds'] / 3600:,.1f} h of job time, one thread each), scheduled "
-                f"longest chain first: {walls['2'] / 3600:,.1f} h on 2 cores, {walls['8'] / 3600:,.1f} h on 8 and "
-                f"{walls['16'] / 3600:,.1f} h on 16; no width ends them sooner than their critical path, "
-                f"{at['critical_path_seconds'] / 3600:,.1f} h.")
-        gpu = at.get("gpu_training")
-        if gpu:
-            said += (f" With each model trained as fast as on the {gpu['device']} (`results/training_stage_cuda.json`) "
-                     f"and the rest on 16 cores: {gpu['wall_seconds']['16'] / 3600:,.1f} h.")
-        lines += ["", said]
+    if cpu.get("at_width"):
+        lines += ["", width_sentence(cpu["at_width"])]
     return lines
 
 
