@@ -50,10 +50,10 @@ def test_each_seed_records_its_choice_the_validation_test_gap_and_where_k_differ
 
 
 def test_main_table_gets_one_endpoint_row_per_calibration_comparison_with_nll_and_brier_only():
-    rows = endpoint_frame(_record()["results"], ["Acc. (\\%)", "NLL", "ECE", "Brier"])
+    rows = endpoint_frame(_record()["results"], ["Acc. (\\%)", "NLL", "NLL (cal.)", "ECE (cal.)", "Brier (cal.)"])
     assert len(rows) == len(CALIBRATION_COMPARISONS)
-    assert all(r["Acc. (\\%)"] == "" and r["ECE"] == "" for _, r in rows.iterrows())
-    assert all("worse" in r["NLL"] and "worse" in r["Brier"] for _, r in rows.iterrows())
+    assert all(r["Acc. (\\%)"] == r["NLL"] == r["ECE (cal.)"] == "" for _, r in rows.iterrows())
+    assert all("worse" in r["NLL (cal.)"] and "worse" in r["Brier (cal.)"] for _, r in rows.iterrows())
     assert endpoint_frame({"paired": {}}, ["NLL"]).empty  # a record from before: no rows
 
 

@@ -122,17 +122,20 @@ def _metric(v: float) -> dict:
 
 @pytest.mark.skipif(shutil.which("xelatex") is None, reason="needs xelatex (./run_all.sh test installs it)")
 def test_the_widest_tables_fit_the_papers_text_width_unscaled(tmp_path):
-    """The main table (5 metrics, mean +- s.d.) and the ablation (intervals) put calibrated metrics
-    on a second row per method, so nothing is scaled: no \\resizebox, no overfull line."""
-    from attnknn_lib.report.tables import methods_frame, seed_frame
+    """The main table (one row per method: accuracy and raw NLL, then three calibrated scores, mean
+    +- s.d., under its longest method name, as the main views write it) and the ablation (intervals,
+    calibrated metrics on a second row per method) fit unscaled: no \\resizebox, no overfull line."""
+    from attnknn_lib.report.tables import CALIBRATED_COLUMNS, methods_frame, seed_frame
 
     metrics = ("accuracy", "macro_f1", "nll", "ece", "brier")
-    methods = {m: {"label": f"{m} + TTA", "test_raw": {k: _metric(0.9123) for k in metrics},
-                   "test_calibrated": {k: _metric(0.3012) for k in metrics}} for m in ("Attn-KNN k-ensemble", "b", "c")}
+    methods = {m: {"label": m, "test_raw": {k: _metric(0.9123) for k in metrics},
+                   "test_calibrated": {k: _metric(0.3012) for k in metrics}}
+               for m in ("Attn-KNN, vote settings tuned for NLL", "b", "c")}
     seeds = seed_frame(methods)
-    assert list(seeds.index[:2]) == ["Attn-KNN k-ensemble + TTA", "\\quad after calibration"]
-    assert seeds.iloc[1, 0] == "" and seeds.iloc[1, 2].startswith("0.301")  # accuracy blank, calibrated NLL
-    tables = [booktabs(seeds, "cap", "tab:a", escape_index=False),
+    assert list(seeds.index) == ["Attn-KNN, vote settings tuned for NLL", "b", "c"]
+    assert list(seeds.columns[2:]) == list(CALIBRATED_COLUMNS.values())
+    assert seeds.iloc[0, 0].startswith("91.23") and seeds.iloc[0, 2].startswith("0.301")  # calibrated NLL
+    tables = [booktabs(seeds, "cap", "tab:a", escape_index=False, colsep="3pt", size="footnotesize"),
               booktabs(methods_frame(methods), "cap", "tab:b", escape_index=False)]
     assert not any("resizebox" in t for t in tables)
     paper = (REPO / "paper" / "main.tex").read_text()

@@ -85,6 +85,7 @@ METHOD_NAMES = {  # method -> its name in the paper's Protocol section, where a 
     "reference": "Tuned vote", "reference_nll": "NLL-tuned vote", "best_baseline": "Fixed-k vote",
     "best_baseline_balanced": "Fixed-k vote + prior correction", "best_baseline_tta": "Fixed-k vote + TTA",
     "attnknn_tuned": "Attn-KNN, vote settings tuned", "attnknn_tuned_nll": "Attn-KNN, vote settings tuned for NLL",
+    "fixed_vote": "Fixed-vote control", "nca": "NCA", "nca_nll": "NCA, NLL-tuned vote", "linear_probe": "Linear probe",
 }
 
 

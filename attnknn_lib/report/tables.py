@@ -79,9 +79,20 @@ def _two_row_frame(methods: dict[str, dict], cell, metrics: tuple[str, ...]) -> 
     return pd.DataFrame(rows, index=pd.Index(labels, name="Method"))
 
 
+CALIBRATED_COLUMNS = {"nll": "NLL (cal.)", "ece": "ECE (cal.)", "brier": "Brier (cal.)"}
+"""The columns of the proper scores and ECE after calibration in a one-row-per-method table."""
+
+
 def seed_frame(summary: dict[str, dict]) -> pd.DataFrame:
-    """Per method, mean +- s.d. over seeds of the test metrics: raw, then after calibration."""
-    return _two_row_frame(summary, fmt_mean_sd, tuple(METRIC_FORMAT))
+    """One row per method (its ``label``), mean +- s.d. over seeds of the test metrics: accuracy and
+    NLL of the raw probabilities, then NLL, ECE and Brier after calibration (which keeps the
+    arg-max, so accuracy does not change). Row labels are LaTeX (escaped here)."""
+    rows = {latex_escape(m.get("label", name)): {
+        METRIC_FORMAT["accuracy"][0]: fmt_mean_sd(m["test_raw"]["accuracy"], "accuracy"),
+        METRIC_FORMAT["nll"][0]: fmt_mean_sd(m["test_raw"]["nll"], "nll"),
+        **{col: fmt_mean_sd(m["test_calibrated"][k], k) for k, col in CALIBRATED_COLUMNS.items()}}
+        for name, m in summary.items()}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("Method")
 
 
 def latex_escape(text: str) -> str:

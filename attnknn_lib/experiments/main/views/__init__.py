@@ -10,14 +10,15 @@ import pandas as pd
 from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.evaluation.methods import METHOD_LABELS
+from attnknn_lib.evaluation.methods import K_ENSEMBLE, METHOD_LABELS, OTHER_LABELS
+from attnknn_lib.experiments.common.learned_metric import LABELS as LEARNED_LABELS
 from attnknn_lib.evaluation.verdicts import IDENTICAL, MARGINS, VERDICTS
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
 from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
 from attnknn_lib.experiments.main.views import knob_tables as vk
 from attnknn_lib.experiments.main.views.paired import diff_frame, paired_frame  # noqa: F401 (the notebook reads views.paired_frame)
 from attnknn_lib.report import figures
-from attnknn_lib.report.findings import difference_text, markdown_lists, mean_pct, seeds_text
+from attnknn_lib.report.findings import difference_text, markdown_lists, mean_pct, method_names, seeds_text
 from attnknn_lib.report.macros import (
     PATH_MARK,
     VERDICT_PHRASES,
@@ -77,7 +78,38 @@ CAL_NOTE = ("each method's second row: after the post-hoc calibrator fitted on v
             "it keeps the predicted class, so accuracy and F1 do not change)")
 
 
-PAPER_ROWS = {"reference": "tuned vote", "reference_nll": "NLL-tuned vote"}  # the paper's names of the rows
+FAMILY_ORDER = ("uniform", "distance", "cosine", "reference", "reference_nll",  # votes that learn nothing
+                "nca", "nca_nll", "linear_probe",  # learned metrics and the probe
+                "attnknn", "attnknn_tuned", "attnknn_tuned_nll", "fixed_vote",  # attention and its control
+                "cnn", "cnn_mixup",  # the parametric reference
+                "attnknn_tta", "best_baseline_tta", "cnn_tta", "attnknn_kens", "attnknn_adaptive")  # variants
+"""The primary table's rows: each family together, as Section 4 of the paper introduces them."""
+
+
+def variants_note(record: dict) -> str:
+    """What the primary table's variant rows are, for those the record has (their settings from its config)."""
+    summary, cfg = record["results"]["summary"], record["config"]
+    ks = ", ".join(map(str, K_ENSEMBLE))
+    notes = {"attnknn_tta": f"TTA: probabilities averaged over {cfg.get('tta_views', 6)} fixed views of each image",
+             "attnknn_kens": f"$k$-ensemble: Attn-KNN's votes at $k$ = {ks} averaged",
+             "attnknn_adaptive": f"adaptive $k$: per query, the smallest of these $k$ not below the effective $k$ of "
+                                 f"its attention at $k$ = {max(K_ENSEMBLE)}",
+             "cnn_mixup": f"MixUp control: the CNN trained with MixUp ($\\alpha$ = {cfg.get('mixup_control', 0.2):g})"}
+    said = [text for m, text in notes.items() if m in summary]
+    return "; ".join(said)[:1].upper() + "; ".join(said)[1:] + ". " if said else ""
+
+
+def by_family(methods) -> list[str]:
+    """``methods`` in :data:`FAMILY_ORDER`, any method it does not list last (in the record's order)."""
+    return [m for m in FAMILY_ORDER if m in methods] + [m for m in methods if m not in FAMILY_ORDER]
+
+
+CAL_COLUMNS_NOTE = ("NLL of the raw probabilities, then NLL, ECE and Brier score after the post-hoc calibrator fitted "
+                    "on validation (one rule for every method: a temperature, plus a smoothing toward uniform that stays "
+                    "0 unless it lowers validation NLL; it keeps the predicted class, so accuracy does not change)")
+
+
+PAPER_NAMES = method_names({**METHOD_LABELS, **OTHER_LABELS, **LEARNED_LABELS})  # every method under the paper's name
 
 
 def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
@@ -86,18 +118,19 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     confusion figures read its ``figure_data``; a record measured before it was stored leaves them
     as they were drawn."""
 
-    res, profile = record["results"], record["profile"]
+    res = record["results"]
     name = record["dataset"]
     title = REGISTRY[name].title
     seeds = ", ".join(map(str, res["seeds"]))
     src = source_note(NOTEBOOK, ARTIFACTS.record_file(name))
-    means = seed_frame(res["summary"]).rename(index=PAPER_ROWS)
+    means = seed_frame({m: {**res["summary"][m], "label": PAPER_NAMES.get(m, res["summary"][m].get("label", m))}
+                        for m in by_family(res["summary"])})
     out = {"table": ARTIFACTS.write_table(paths, "table", name, booktabs(
         pd.concat([means, vk.endpoint_frame(res, means.columns)]),
-        f"{title}: test metrics, mean $\\pm$ s.d.\\ {_over(res)}{_control_note(res)}{_mlp_note(name)}; {CAL_NOTE}. "
-        f"{vk.ENDPOINT_NOTE}Profile "
-        f"\\texttt{{{profile}}}. {src}.", "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}",
-        escape_index=False))}
+        f"{title}: test metrics, mean $\\pm$ s.d.\\ {_over(res)}{_control_note(res)}{_mlp_note(name)}; "
+        f"{CAL_COLUMNS_NOTE}. {variants_note(record)}{vk.ENDPOINT_NOTE}{src}.",
+        "tab:main-primary" if primary else f"tab:main-{name.replace('_', '-')}",
+        escape_index=False, colsep="3pt", size="footnotesize"))}
     if not primary:
         return out
     first = str(res["seeds"][0])
@@ -205,21 +238,36 @@ def _margins_text(config: dict) -> str:
     return f"accuracy {100 * m['accuracy']:g} pp, NLL {m['nll']:g} (ECE is described, without a verdict)"
 
 
+ACROSS_DATASETS = ("uniform", "reference", "reference_nll", "attnknn", "attnknn_tuned", "fixed_vote", "nca",
+                   "linear_probe", "cnn")
+"""Table 1's rows: the three families and the parametric reference, each with the name the paper gives it;
+TTA and Attn-KNN's inference variants stay in the primary dataset's own table."""
+
+
+def summary_frame_across(records: dict[str, dict]) -> pd.DataFrame:
+    """Accuracy (%) / calibrated NLL, means over seeds or splits: one row per method of
+    :data:`ACROSS_DATASETS` that some record has, one column per dataset ("--" where it was not run)."""
+    names = PAPER_NAMES
+    cols = {}
+    for title, record in records.items():
+        summary = record["results"]["summary"]
+        cols[title] = {names[m]: f"{100 * summary[m]['test_raw']['accuracy']['mean']:.2f} / "
+                                 f"{summary[m]['test_calibrated']['nll']['mean']:.3f}"
+                       for m in ACROSS_DATASETS if m in summary}
+    rows = [names[m] for m in ACROSS_DATASETS if any(names[m] in c for c in cols.values())]
+    df = pd.DataFrame(cols).reindex(rows).fillna("--")
+    df.index.name = "Method"
+    return df
+
+
 def write_summary_table(paths: Paths, datasets: tuple[str, ...]) -> Path:
-    """Accuracy and calibrated ECE (means over seeds) of the key methods across datasets."""
-    rows = {}
-    for name in datasets:
-        summary = read_json(ARTIFACTS.record_path(paths, name))["results"]["summary"]
-        rows[REGISTRY[name].title] = {
-            METHOD_LABELS[m]: f"{100 * summary[m]['test_raw']['accuracy']['mean']:.2f} / "
-                              f"{summary[m]['test_calibrated']['ece']['mean']:.3f}" for m in SUMMARY_METHODS
-            if m in summary}
-    df = pd.DataFrame.from_dict(rows, orient="index").fillna("--")
-    df.index.name = "Dataset"
+    """Accuracy and calibrated NLL (means over seeds) of each family's methods across datasets."""
+    records = {REGISTRY[name].title: read_json(ARTIFACTS.record_path(paths, name)) for name in datasets}
     return ARTIFACTS.write_table(paths, "summary", None, booktabs(
-        df, "Test accuracy (\\%) / ECE after calibration, means over seeds (image data) or stratified hold-out splits "
-            "(tabular data), per dataset and method. Notebook "
-            "\\texttt{01\\_main}, \\texttt{results/main\\_*.json}.", "tab:main-summary"))
+        summary_frame_across(records),
+        "Test accuracy (\\%) / NLL after calibration, means over seeds (image data) or stratified hold-out splits "
+        "(tabular data); on the tabular sets the CNN is a multilayer perceptron. Notebook "
+        "\\texttt{01\\_main}, \\texttt{results/main\\_*.json}.", "tab:main-summary", size="footnotesize"))
 
 
 def main_macros(record: dict) -> dict[str, str]:

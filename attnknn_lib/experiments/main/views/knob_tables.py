@@ -12,7 +12,7 @@ from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS
 from attnknn_lib.experiments.main.measure.knob_search import KNOB_LABELS
 from attnknn_lib.report.findings import difference_text, method_names
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, signed
-from attnknn_lib.report.tables import DIFF_FORMAT, METRIC_FORMAT, fmt
+from attnknn_lib.report.tables import CALIBRATED_COLUMNS, DIFF_FORMAT, fmt
 
 LABELS = {**method_names({**METHOD_LABELS, **OTHER_LABELS}), **KNOB_LABELS, **LEARNED_LABELS,
           "best baseline": "fixed-k vote", "fixed_vote": "fixed-vote control"}
@@ -60,7 +60,7 @@ def endpoint_frame(res: dict, columns) -> pd.DataFrame:
         over = entry["seed_level"]["calibrated"]
         row = {c: "" for c in columns}
         for m in ENDPOINT:
-            row[METRIC_FORMAT[m][0]] = f"{fmt(over[m], m, signed=True)} {over[m]['verdict']}"
+            row[CALIBRATED_COLUMNS[m]] = f"{fmt(over[m], m, signed=True)} {over[m]['verdict']}"
         rows.append(row)
         labels.append(f"$\\Delta$ {comparison_label(entry, short=True, latex=True)}")
     return pd.DataFrame(rows, index=pd.Index(labels, name="Method"), columns=list(columns))
