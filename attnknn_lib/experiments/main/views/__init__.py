@@ -11,8 +11,8 @@ from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.methods import K_ENSEMBLE, METHOD_LABELS, OTHER_LABELS
-from attnknn_lib.experiments.common.learned_metric import LABELS as LEARNED_LABELS
 from attnknn_lib.evaluation.verdicts import IDENTICAL, MARGINS, VERDICTS
+from attnknn_lib.experiments.common.learned_metric import LABELS as LEARNED_LABELS
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
 from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
 from attnknn_lib.experiments.main.views import knob_tables as vk
