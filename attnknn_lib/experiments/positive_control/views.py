@@ -17,7 +17,7 @@ from attnknn_lib.experiments.common.learned_metric import LABELS
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
-from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
+from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, record_macros, signed, source_note
 from attnknn_lib.report.tables import booktabs, interval_text
 
 CEILINGS = {  # method -> label, for the headroom table and the figure
@@ -280,7 +280,7 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     """One level's macros under its rank ``tag``; '--' for each when the profile has no such level."""
     if lv is None:
         names = ("Scale", "Room", "Attnknn Acc Diff", "Attnknn Acc Low", "Attnknn Acc High", "Attnknn Acc Verdict",
-                 "Learner Acc Diff", "Learner Acc Low", "Learner Acc High", "Learner Acc Verdict", "Attnknn Nll Diff",
+                 "Attnknn Acc Phrase", "Learner Acc Diff", "Learner Acc Low", "Learner Acc High", "Learner Acc Verdict", "Attnknn Nll Diff",
                  "Attnknn Nll Low", "Attnknn Nll High", "Attnknn Nll Verdict", "Attnknn Eff K", "Reference Acc",
                  "Attnknn Acc", "Oracle Inside Acc", "Fixable")
         return {macro_name(*pre, tag, n): "--" for n in names}
@@ -292,6 +292,8 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
         out[macro_name(*pre, tag, head, "Acc Low")] = signed(100 * acc["low"], 2)
         out[macro_name(*pre, tag, head, "Acc High")] = signed(100 * acc["high"], 2)
         out[macro_name(*pre, tag, head, "Acc Verdict")] = acc["verdict"]
+    # "better than the tuned vote", for a sentence whose verdict comes before what was compared
+    out[macro_name(*pre, tag, "Attnknn Acc Phrase")] = VERDICT_PHRASES[out[macro_name(*pre, tag, "Attnknn Acc Verdict")]]
     nll = _diff(lv, "attnknn", "reference_nll", "nll")
     out[macro_name(*pre, tag, "Room")] = signed(
         100 * (s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]), 2)
