@@ -178,10 +178,10 @@ def test_the_findings_bullets_lead_with_attnknn_itself_then_the_chosen_head_then
     bullets = [b for b in bullets if b]
     glossary = [g for g in lines[lines.index("**Terms.**") + 1:] if g]
     assert len(bullets) <= 7 and len(glossary) == len(GLOSSARY)
-    assert bullets[0].startswith("- **The answer.** Attn-KNN as trained is equivalent to the strongest rule")
+    assert bullets[0].startswith("- **The answer.** Attn-KNN as trained is equivalent to the tuned vote")
     assert "does not beat it in any of 3 settings" in bullets[0]  # the long tail is not counted
     for b in bullets[1:4]:
-        assert "strongest rule" in b and "**" in b
+        assert "tuned vote" in b and "**" in b
     assert bullets[1].startswith("- **Attn-KNN**") and "-0.10 pp [-0.30, +0.10], **equivalent**" in bullets[1]
     # the chosen head: the clean memory with its learnable headroom, then the noisy memories, in one line
     assert bullets[2].startswith("- **The chosen head**") and "symmetric 30 %" in bullets[2] \
@@ -215,7 +215,7 @@ def test_the_second_dataset_reads_main_splits_and_states_split_level_verdicts():
     frame = views.second_frame(record)
     assert list(frame.index) == ["Digits, clean memory"] and frame.iloc[0]["ref. k"] == "64-128"
     assert frame.iloc[0]["learnable (pp)"].startswith("+3.00 [")
-    assert views.second_line(record).startswith("on Digits, Attn-KNN and the strongest rule give the same accuracy in "
+    assert views.second_line(record).startswith("on Digits, Attn-KNN and the tuned vote give the same accuracy in "
                                                 "1 of 3 hold-out splits on the clean memory; mean differences clean "
                                                 "memory -0.33 pp")
     assert views.second_line({"config": {"k": 16}, "results": {}}) is None
@@ -516,9 +516,9 @@ def test_the_readme_answer_counts_the_knob_tuned_attnknn_and_the_learned_metrics
     lines = answer_lines([_short_record(new=True)])
     bullets = [b for b in lines[:lines.index("**Terms.**")] if b]
     assert len(bullets) == 3 and all(len(b) <= 300 for b in bullets)
-    assert "given the knobs the rule tunes" in bullets[0] and "1 better, 3 equivalent" in bullets[0]
+    assert "with its vote settings tuned" in bullets[0] and "1 better, 3 equivalent" in bullets[0]
     assert "4 better in calibrated NLL" in bullets[0]
-    assert "4 inconclusive against the rule" in bullets[1] and "almost equally" in bullets[1]
+    assert "4 inconclusive against the tuned vote" in bullets[1] and "almost equally" in bullets[1]
     assert "NCA is 4 better" in bullets[2] and "linear probe 4 worse" in bullets[2] and "against NCA: 4 worse" in bullets[2]
     assert any(t.startswith("- *NCA*") for t in lines[lines.index("**Terms.**"):])
 

@@ -102,7 +102,7 @@ def test_views_read_a_record_without_measuring():
     record = _view_record()
     frame = views.headroom_frame(record)
     assert list(frame["passes the gate"]) == ["yes", "no"] and list(frame["gate room, val. (pp)"]) == ["+2.00", "+0.00"]
-    assert "1 of 2 candidate embeddings" in views.findings(record) and "beats the strongest rule on 1" in views.findings(
+    assert "1 of 2 candidate embeddings" in views.findings(record) and "beats the tuned vote on 1" in views.findings(
         record)
     m = views.regime_macros(record)
     assert m["HeadroomRegimesPcaAttnknnAccVerdict"] == "better" and m["HeadroomRegimesOtherRoom"] == "--"
@@ -238,6 +238,6 @@ def test_the_readme_bullet_counts_candidates_with_room_and_wins_and_defines_room
     bullet, terms = lines[0], lines[lines.index("**Terms.**") + 1:]
     cands = _candidates(record)
     assert f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room" in bullet
-    assert f"beats the strongest rule on {len(_wins(record, 'attnknn'))}" in bullet and len(bullet) <= 300
+    assert f"beats the tuned vote on {len(_wins(record, 'attnknn'))}" in bullet and len(bullet) <= 300
     assert any(t.startswith("- *Room*") for t in terms)
     assert answer_lines([]) == []

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from attnknn_lib.evaluation.tuned_attention import HeadScores, tuned_attentions
-from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS, COMPARISONS
+from attnknn_lib.experiments.main.config import COMPARISONS
 from attnknn_lib.experiments.main.measure.knob_search import KNOB_METHODS, knobs_entry, label_knob_methods
-from attnknn_lib.experiments.main.views.knob_tables import endpoint_frame, knob_findings, knob_macros, knobs_frame
+from attnknn_lib.experiments.main.views.knob_tables import knob_findings, knob_macros, knobs_frame
 
 
 def _scored(k: int, val: float, test: float, edges=(), **extra) -> dict:
@@ -47,14 +47,6 @@ def test_each_seed_records_its_choice_the_validation_test_gap_and_where_k_differ
     scored = {m: {"label": m} for m in KNOB_METHODS}
     label_knob_methods(scored)
     assert scored["attnknn_tuned"]["label"].startswith("Attn-KNN, knobs tuned")
-
-
-def test_main_table_gets_one_endpoint_row_per_calibration_comparison_with_nll_and_brier_only():
-    rows = endpoint_frame(_record()["results"], ["Acc. (\\%)", "NLL", "NLL (cal.)", "ECE (cal.)", "Brier (cal.)"])
-    assert len(rows) == len(CALIBRATION_COMPARISONS)
-    assert all(r["Acc. (\\%)"] == r["NLL"] == r["ECE (cal.)"] == "" for _, r in rows.iterrows())
-    assert all("worse" in r["NLL (cal.)"] and "worse" in r["Brier (cal.)"] for _, r in rows.iterrows())
-    assert endpoint_frame({"paired": {}}, ["NLL"]).empty  # a record from before: no rows
 
 
 def test_the_knobs_table_macros_and_findings_name_every_edge_and_the_trained_k():
@@ -124,8 +116,8 @@ def test_mains_answer_bullet_counts_the_knob_tuned_attnknn_over_datasets_and_fal
                              "attnknn_tuned_vs_nca": ("raw", "accuracy", "equivalent")})
            for ds, acc in (("fashion_mnist", "better"), ("iris", "inconclusive"))]
     (line,) = answer_lines(new)
-    assert "**2 datasets**" in line and "given the knobs the rule tunes" in line
-    assert "1 better, 1 inconclusive against the strongest rule in accuracy and 2 worse in calibrated NLL" in line
+    assert "**2 datasets**" in line and "with its vote settings tuned" in line
+    assert "1 better, 1 inconclusive against the tuned vote in accuracy and 2 worse in calibrated NLL" in line
     assert "against NCA, 2 equivalent" in line and line.endswith("([table](results/notebooks/01_main.pdf))")
     old = [_main_record("iris", {"attnknn_vs_reference": ("raw", "accuracy", "equivalent")})]
     assert "at its trained k = 16, Attn-KNN is 1 equivalent" in answer_lines(old)[0]

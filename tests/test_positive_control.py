@@ -234,7 +234,7 @@ def test_views_show_the_learned_metric_the_shares_and_the_diagnostic_read_off_th
     assert m["PositiveControlMaxLabelAwareInformativeAcc"] == "76.00" and m["PositiveControlNcaWins"] == "2"
     assert m["PositiveControlSecondNcaAcc"] == "--" and m["PositiveControlAttnknnBeatsNca"] == "0"
     text = views.findings(record)
-    assert "NCA, a linear metric learned with the same vote, beats the rule at 2" in text
+    assert "NCA, a linear metric learned with the same vote, beats the tuned vote at 2" in text
     assert "given the informative distances of the same neighbours, 76.00 %" in text
 
 

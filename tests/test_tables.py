@@ -210,7 +210,7 @@ def test_the_study_findings_fit_a_page_and_its_variants_figure_reads_against_the
     assert len(axes) == sum(str(rec["config"]["k"]) in (s.get("variants") or {})
                             for s in rec["results"]["summary"]["settings"].values())
     assert len({a.get_xlim() for a in axes}) == 1  # one shared axis
-    assert "strongest rule" in fig._suptitle.get_text()
+    assert "tuned vote" in fig._suptitle.get_text()
 
 
 def test_a_notebook_table_names_multiindex_levels_and_splits_when_wider_than_the_page():

@@ -67,14 +67,17 @@ def reliability_diagrams(bins_by_method: dict[str, dict[str, np.ndarray]], ece_b
 
 
 def training_curves(histories: dict[str, list[dict]], title: str = "") -> plt.Figure:
-    """Training loss and validation accuracy / ECE per epoch for each trained model."""
+    """Training loss and validation accuracy / ECE per epoch for each trained model. Each model's loss
+    is its own objective (Attn-KNN's adds a contrastive term to the vote's NLL), so the left panel
+    divides it by its first epoch's: the panel compares how far each fell, not their levels."""
     fig, axes = plt.subplots(1, 3, figsize=(7.5, 2.4))
     for name, hist in histories.items():
         ep = [h["epoch"] for h in hist]
-        axes[0].plot(ep, [h["train_loss"] for h in hist], marker="o", ms=3, label=name)
+        first = hist[0]["train_loss"] if hist and hist[0]["train_loss"] else 1.0
+        axes[0].plot(ep, [h["train_loss"] / first for h in hist], marker="o", ms=3, label=name)
         axes[1].plot(ep, [100 * h["val_accuracy"] for h in hist], marker="o", ms=3, label=name)
         axes[2].plot(ep, [h["val_ece"] for h in hist], marker="o", ms=3, label=name)
-    for ax, lab in zip(axes, ("training loss (own objective)", "validation accuracy (%)", "validation ECE")):
+    for ax, lab in zip(axes, ("training loss / epoch 1's", "validation accuracy (%)", "validation ECE")):
         ax.set_xlabel("epoch")
         ax.set_ylabel(lab)
         ax.grid(alpha=0.3)

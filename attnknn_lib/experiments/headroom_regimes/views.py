@@ -39,7 +39,7 @@ def _shown(record: dict, cand: dict) -> dict[str, str]:
 
 def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     """One row per candidate (means over seeds): its classes and memory rows, the headroom at k
-    before any head is trained, the strongest rule (its k per seed), the geometry-only and the
+    before any head is trained, the tuned vote (its k per seed), the geometry-only and the
     learnable ceiling; the gate's room (the largest cross-fitted validation room of a gate learner, the
     one that decides) and whether it reaches the margin; and the room on test, after the fact."""
     res = record["results"]
@@ -81,7 +81,7 @@ VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll")}  # agai
 
 def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     """One row per (candidate, method, what it is against): each head, the boosted-trees learner,
-    NCA, the linear probe and the query-only control against the rule, then each head against NCA
+    NCA, the linear probe and the query-only control against the tuned vote, then each head against NCA
     (rows "vs NCA"): accuracy against the accuracy-tuned one, NLL and Brier (after calibration)
     against the NLL-tuned one, as difference [95 % interval] and verdict; and each head's effective
     k (exp of the weights' entropy, mean over test queries and seeds). Rows carry short names
@@ -261,7 +261,7 @@ LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca 
 
 
 def _learned_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]:
-    """One candidate's learned metric: NCA's accuracy and its verdict against the rule, Attn-KNN's
+    """One candidate's learned metric: NCA's accuracy and its verdict against the tuned vote, Attn-KNN's
     and the chosen head's against NCA, the probe's and the control's accuracy ('--' where absent)."""
     if cand is None or "nca" not in cand["summary"]["means"]:
         return {macro_name(*pre, tag, n): "--" for n in LEARNED_MACROS}
@@ -329,7 +329,7 @@ def finding_lines(record: dict) -> list[str]:
         gate_room = (c["gate"] if "gate" in c else c["room"])["largest"]
         lines.append(f"- **{c['label']}** (the gate's room {signed(100 * gate_room, 2)} pp on validation, "
                      f"{'at or above' if c['has_room'] else 'below'} the declared "
-                     f"{100 * record['results']['room_margin']:g} pp; the rule's k {k_range(s['reference_k'])}): "
+                     f"{100 * record['results']['room_margin']:g} pp; the tuned vote's k {k_range(s['reference_k'])}): "
                      f"Attn-KNN {difference_text(acc, 'accuracy')} in accuracy, {difference_text(nll, 'nll')} in "
                      f"calibrated NLL against the NLL-tuned rule, effective k {s['effective_k']['attnknn']:.1f} of "
                      f"{k} ({moved}){chosen_text}." + _learned_text(c))
@@ -337,11 +337,11 @@ def finding_lines(record: dict) -> list[str]:
 
 
 def _learned_text(cand: dict) -> str:
-    """NCA against the rule and Attn-KNN against NCA (nothing for a record without them)."""
+    """NCA against the tuned vote and Attn-KNN against NCA (nothing for a record without them)."""
     if "nca" not in cand["summary"]["diff"]:
         return ""
-    return (f" NCA (a learned linear metric, the rule tuned in its space) "
-            f"{difference_text(_diff(cand, 'nca', 'reference', 'accuracy'), 'accuracy')} against the rule; Attn-KNN "
+    return (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
+            f"{difference_text(_diff(cand, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; Attn-KNN "
             f"against NCA {difference_text(_diff(cand, 'attnknn', 'nca', 'accuracy'), 'accuracy')}.")
 
 
@@ -358,8 +358,8 @@ def _summary(record: dict) -> str:
             f"of at least {100 * res['room_margin']:g} pp on validation before any head is trained" if labels else
             f"None of {n} candidate embeddings of Fashion-MNIST has room of {100 * res['room_margin']:g} pp on "
             f"validation before any head is trained")
-    won = (f"Attn-KNN beats the strongest rule on {len(wins)} ({', '.join(wins)})" if wins else
-           "Attn-KNN beats the strongest rule on none")
+    won = (f"Attn-KNN beats the tuned vote on {len(wins)} ({', '.join(wins)})" if wins else
+           "Attn-KNN beats the tuned vote on none")
     missed = [c for c in any_head if c not in labels]
     tail = (f"; some head beats it on {len(any_head)} ({', '.join(any_head)})" if any_head else "")
     tail += (", where the gate found less than the margin" if missed else "")
@@ -379,13 +379,13 @@ def answer_lines(records: list[dict]) -> list[str]:
                     if any(_diff(c, h, "reference", "accuracy")["verdict"] == "better" for h in res["heads"])]
         text = (f"- **Weaker embeddings of {REGISTRY[record['dataset']].title}** ({', '.join(c['label'] for _, c in cands)}): "
                 f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room before any head is trained; "
-                f"Attn-KNN beats the strongest rule on {len(wins)}" + (f" ({', '.join(wins)})" if wins else ""))
+                f"Attn-KNN beats the tuned vote on {len(wins)}" + (f" ({', '.join(wins)})" if wins else ""))
         if "nca" in cands[0][1]["summary"]["diff"]:
             text += f", NCA on {len(_wins(record, 'nca'))}"
         out.append(f"{text}, some head on {len(any_head)}. {table_link(NOTEBOOK)}")
     margin = f"{100 * records[0]['results']['room_margin']:g}" if records else ""
     return with_term(out, f"- *Room*: the most a reweighting of the neighbours, or a learner reading them, gains over "
-                          f"the strongest rule on validation, before any head is trained; an embedding has room from "
+                          f"the tuned vote on validation, before any head is trained; an embedding has room from "
                           f"{margin} point{'' if margin == '1' else 's'} of accuracy.")
 
 

@@ -131,7 +131,7 @@ def summary_frame(record: dict) -> pd.DataFrame:
         for key, cell in s["curves"].items():
             for m, fixed in (("reference", None), ("best_baseline", "best_baseline_balanced"),
                              ("attnknn", "attnknn_balanced"), ("cnn", "cnn_balanced")):
-                if m not in cell["summary"]:  # a record from before the strongest rule was scored here
+                if m not in cell["summary"]:  # a record from before the tuned vote was scored here
                     continue
                 e, g = cell["summary"][m], cell["group_accuracy"]
                 row = {("as is", "accuracy (%)"): num(e["test_raw"]["accuracy"]["mean"], 2, 100),
@@ -146,7 +146,7 @@ def summary_frame(record: dict) -> pd.DataFrame:
                 elif m == "reference":  # its prior exponent is one of its tuned knobs: the as-is numbers include it
                     row.update({("prior correction", "accuracy (%)"): row[("as is", "accuracy (%)")],
                                 ("prior correction", "tail (%)"): row[("as is", "tail (%)")],
-                                ("prior correction", "β per seed"): "in the rule"})
+                                ("prior correction", "β per seed"): "in the tuned vote"})
                 rows[(SETTING_NAMES[sname], key, LABELS[m])] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.columns = pd.MultiIndex.from_tuples(df.columns)
@@ -199,7 +199,7 @@ def readme_lines(records: list[dict]) -> list[str]:
         g = s["curves"][key]["group_accuracy"]
         return (f"- long tail ({title}, ratio {key}, models "
                 f"{'retrained on the subset' if s is res['settings'].get('trained') else 'unchanged'}): "
-                + (f"tail-class accuracy strongest rule {100 * g['reference']['tail']:.1f} %, " if "reference" in g
+                + (f"tail-class accuracy tuned vote {100 * g['reference']['tail']:.1f} %, " if "reference" in g
                    else "tail-class accuracy ")
                 + f"best kNN vote {100 * g['best_baseline']['tail']:.1f} %, with the prior "
                 f"correction {100 * g['best_baseline_balanced']['tail']:.1f} %; Attn-KNN "
@@ -218,13 +218,13 @@ def findings(record: dict) -> str:
         g = cell["group_accuracy"]
         lines.append(f"**{SETTING_NAMES[sname]}** ({s['description']}; {seeds_text(len(s['seeds']))}), ratio {key}:")
         if "reference" in cell["summary"]:
-            lines += [f"- Attn-KNN minus the strongest rule that learns nothing: {cell_sentence(cell, b='reference')}.",
-                      f"- Attn-KNN with the prior correction minus the strongest rule: "
+            lines += [f"- Attn-KNN minus the tuned vote: {cell_sentence(cell, b='reference')}.",
+                      f"- Attn-KNN with the prior correction minus the tuned vote: "
                       f"{cell_sentence(cell, 'attnknn_balanced', 'reference')}."]
         else:
-            lines.append("- This record has no strongest rule (it predates it); the verdicts below read against the "
+            lines.append("- This record has no tuned vote (it predates it); the verdicts below read against the "
                          "vote with k.")
-        ref_tail = f"strongest rule {100 * g['reference']['tail']:.1f} %, " if "reference" in g else ""
+        ref_tail = f"tuned vote {100 * g['reference']['tail']:.1f} %, " if "reference" in g else ""
         lines += [f"- Secondary, against the vote with k = {record['results']['k']}: Attn-KNN minus the best kNN vote "
                   f"{cell_sentence(cell)}; with the prior correction on both "
                   f"{cell_sentence(cell, 'attnknn_balanced', 'best_baseline_balanced')}.",

@@ -22,7 +22,7 @@ from attnknn_lib.report.tables import booktabs, error_bars, fmt_mean_sd, num
 
 
 def reference_of(cell: dict) -> str:
-    """The method every verdict of a cell reads against: the strongest rule that learns nothing
+    """The method every verdict of a cell reads against: the tuned vote
     (records before it was scored here: the best kNN vote at k, which their text then names)."""
     return "reference" if "reference" in cell["summary"] else "best_baseline"
 
@@ -202,7 +202,7 @@ def readme_lines(records: list[dict]) -> list[str]:
         acc = {m: 100 * cell["summary"][m]["test_raw"]["accuracy"]["mean"] for m in (ref, "attnknn", "cnn")}
         return (f"- label noise ({title}, {key.replace('/', ' ')}, models "
                 f"{'retrained on the noisy labels' if s is res['settings'].get('trained') else 'unchanged'}): "
-                f"test accuracy {'strongest rule' if ref == 'reference' else 'best kNN'} {acc[ref]:.2f} %, "
+                f"test accuracy {'tuned vote' if ref == 'reference' else 'best kNN'} {acc[ref]:.2f} %, "
                 f"Attn-KNN {acc['attnknn']:.2f} %, "
                 f"CNN {acc['cnn']:.2f} %; weight of a flipped neighbour / a clean one: Attn-KNN "
                 f"{cell['weight_ratio']['attnknn']['mean']:.3f}, distance "
@@ -225,13 +225,13 @@ def findings(record: dict) -> str:
             ratio = cell["weight_ratio"]["attnknn"]["mean"]
             head = f"- {kind} {100 * float(key.split('/')[1]):g} %: Attn-KNN {acc['attnknn']}, "
             if reference_of(cell) == "reference":
-                head += (f"strongest rule {acc['reference']} (k = {', '.join(map(str, cell['reference_k']))} per "
-                         f"seed), CNN {acc['cnn']}. Attn-KNN minus the strongest rule: "
+                head += (f"tuned vote {acc['reference']} (k = {', '.join(map(str, cell['reference_k']))} per "
+                         f"seed), CNN {acc['cnn']}. Attn-KNN minus the tuned vote: "
                          f"{cell_sentence(cell, b='reference')}. (Against the vote with k = {record['results']['k']}, "
                          f"{acc['best_baseline']}: {cell_sentence(cell)}.)")
-            else:  # a record from before the strongest rule was scored here
+            else:  # a record from before the tuned vote was scored here
                 head += (f"best kNN vote {acc['best_baseline']}, CNN {acc['cnn']}. Attn-KNN minus the best kNN vote "
-                         f"(this record has no strongest rule): {cell_sentence(cell)}.")
+                         f"(this record has no tuned vote): {cell_sentence(cell)}.")
             lines.append(head + f" A flipped neighbour gets {ratio:.3f} times a clean one's weight "
                          "(1 = no down-weighting).")
         lines.append("")

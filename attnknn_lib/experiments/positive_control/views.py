@@ -52,7 +52,7 @@ def _diff(level: dict, name: str, ref: str, metric: str) -> dict:
 
 def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     """Per nuisance scale (means over seeds): the headroom at k before any head is trained, the
-    strongest rule (its k per seed) and every ceiling, test accuracy in %."""
+    tuned vote (its k per seed) and every ceiling, test accuracy in %."""
     k = record["results"]["k"]
     rows = {}
     for key, lv in _levels(record):
@@ -73,7 +73,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 
 def _compared(record: dict, lv: dict) -> list[tuple[str, str, str]]:
     """(row label, method, against) of one level: each head, the learner, the learned metrics and
-    the control against the rule; then each head against NCA (what the record holds)."""
+    the control against the tuned vote; then each head against NCA (what the record holds)."""
     heads = head_names(record["results"]["heads"])
     diff = lv["summary"]["diff"]
     out = [(label, name, "rule") for name, label in {**heads, **COMPARED}.items() if name in diff]
@@ -82,7 +82,7 @@ def _compared(record: dict, lv: dict) -> list[tuple[str, str, str]]:
 
 def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     """One row per (scale, method, what it is against): each head, the boosted-trees learner, NCA,
-    the linear probe and the query-only control against the rule, then each head against NCA:
+    the linear probe and the query-only control against the tuned vote, then each head against NCA:
     accuracy against the accuracy-tuned one, NLL and Brier (after calibration) against the NLL-tuned
     one, each as difference [95 % interval] and verdict; and the head's effective k (exp of the
     weights' entropy, mean over test queries and seeds)."""
@@ -251,9 +251,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
         shares_frame(record),
         f"Positive control: the share of the room each method captures (\\%), its test-accuracy gain over the "
-        f"strongest rule divided by the gain of the re-retrieval oracle (the uniform vote over the {k} nearest rows "
+        f"tuned vote divided by the gain of the re-retrieval oracle (the uniform vote over the {k} nearest rows "
         f"in the informative dimensions), then by that of the oracle weights on the {k} retrieved neighbours: the "
-        f"ratio of the mean gain to the mean room over {n} seeds; -- where the oracle's room over the rule is below the accuracy margin "
+        f"ratio of the mean gain to the mean room over {n} seeds; -- where the oracle's room over the tuned vote is below the accuracy margin "
         f"({100 * _min_room(record):g}\\,pp). "
         f"NCA is the tuned vote's search run again on the neighbours of a linear map learned with the NCA loss. {src}.",
         f"tab:{NAME}_shares", escape_index=True, size="footnotesize", colsep="3pt"))
@@ -352,7 +352,7 @@ def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
 def pc_macros(record: dict) -> dict[str, str]:
     """The generator's sizes, and per ranked scale (:data:`RANKS`: the largest, the next two, the
     smallest; '--' where a profile has fewer levels) Attn-KNN and the boosted-trees learner against
-    the strongest rule, Attn-KNN's NLL against the NLL-tuned rule, its effective k and the room."""
+    the tuned vote, Attn-KNN's NLL against the NLL-tuned rule, its effective k and the room."""
     res = record["results"]
     pre = (NAME,)
     out = {macro_name(*pre, "Seeds"): str(len(res["seeds"])), macro_name(*pre, "K"): str(res["k"]),
@@ -381,7 +381,7 @@ def macros(records: list[dict]) -> dict[str, str]:
 
 
 def finding_lines(record: dict) -> list[str]:
-    """The answer in a few lines: per scale, the room (oracle inside k minus the rule), Attn-KNN's
+    """The answer in a few lines: per scale, the room (oracle inside k minus the tuned vote), Attn-KNN's
     accuracy verdict and sharpness, and what the learnable-headroom learner found."""
     res = record["results"]
     k = res["k"]
@@ -402,14 +402,14 @@ def finding_lines(record: dict) -> list[str]:
 
 
 def _learned_text(lv: dict) -> str:
-    """The learned metric at one level (nothing for a record without it): NCA against the rule,
+    """The learned metric at one level (nothing for a record without it): NCA against the tuned vote,
     Attn-KNN against NCA, both shares of the re-retrieval room, and the label-aware diagnostic."""
     s = lv["summary"]
     if "nca" not in s["diff"]:
         return ""
     sh = s["shares"]["retrieval"]["methods"]
-    text = (f" NCA (a learned linear metric, the rule tuned in its space) "
-            f"{difference_text(_diff(lv, 'nca', 'reference', 'accuracy'), 'accuracy')} against the rule; Attn-KNN "
+    text = (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
+            f"{difference_text(_diff(lv, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; Attn-KNN "
             f"against NCA {difference_text(_diff(lv, 'attnknn', 'nca', 'accuracy'), 'accuracy')}; share of the "
             f"re-retrieval room captured: Attn-KNN {_share(sh['attnknn']['of_means'])} %, NCA "
             f"{_share(sh['nca']['of_means'])} %.")
@@ -427,20 +427,20 @@ def _summary(record: dict) -> str:
     wins = _wins(record, "attnknn")
     n_levels = len(res["levels"])
     if wins:
-        head = (f"Attn-KNN beats the strongest rule that learns nothing at {len(wins)} of {n_levels} nuisance "
+        head = (f"Attn-KNN beats the tuned vote at {len(wins)} of {n_levels} nuisance "
                 f"scales ({', '.join(wins)}), so this implementation can sharpen and win where the room is large")
     else:
-        head = (f"Attn-KNN beats the strongest rule at none of {n_levels} nuisance scales: the learner is suspect "
+        head = (f"Attn-KNN beats the tuned vote at none of {n_levels} nuisance scales: the learner is suspect "
                 f"before any null result elsewhere")
     if "nca" in _levels(record)[0][1]["summary"]["diff"]:
-        head += (f"; NCA, a linear metric learned with the same vote, beats the rule at {len(_wins(record, 'nca'))} "
+        head += (f"; NCA, a linear metric learned with the same vote, beats the tuned vote at {len(_wins(record, 'nca'))} "
                  f"and Attn-KNN beats NCA at {len(_wins(record, 'attnknn', 'nca'))} of {n_levels}")
     return head + f" ({len(res['seeds'])} seeds per scale)."
 
 
 def answer_lines(records: list[dict]) -> list[str]:
-    """One short bullet of the README's answer: at how many nuisance scales Attn-KNN beats the rule
-    (which), its verdict at the smallest scale, and, where measured, NCA against the rule and
+    """One short bullet of the README's answer: at how many nuisance scales Attn-KNN beats the tuned vote
+    (which), its verdict at the smallest scale, and, where measured, NCA against the tuned vote and
     Attn-KNN against NCA; the intervals are in the notebook's tables."""
     out = []
     for record in records:
@@ -451,7 +451,7 @@ def answer_lines(records: list[dict]) -> list[str]:
                 f"rule at {len(wins)} of {len(lv)} scales" + (f" (s = {', '.join(wins)})" if wins else "")
                 + f" and is {low} at s = {lv[0][0]}")
         if "nca" in lv[0][1]["summary"]["diff"]:
-            text += (f"; NCA beats the rule at {len(_wins(record, 'nca'))} of them, Attn-KNN beats NCA at "
+            text += (f"; NCA beats the tuned vote at {len(_wins(record, 'nca'))} of them, Attn-KNN beats NCA at "
                      f"{len(_wins(record, 'attnknn', 'nca'))}")
         out.append(f"{text}. {table_link(NOTEBOOK)}")
     return out

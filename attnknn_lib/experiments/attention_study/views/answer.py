@@ -16,7 +16,7 @@ from attnknn_lib.report.findings import table_link, verdict_counts
 
 LINK = table_link(NOTEBOOK)
 TERMS = (
-    "- *Strongest rule*: a kNN vote that learns nothing, its weighting (uniform, distance or cosine), k, label "
+    "- *Tuned vote*: a kNN vote that learns nothing, its weighting (uniform, distance or cosine), k, label "
     "filter and class-prior correction chosen on validation.",
     "- *Better* / *worse* / *equivalent* / *inconclusive*: the 95 % interval of the difference over seeds (or hold-out "
     "splits) lies "
@@ -24,7 +24,7 @@ TERMS = (
     "- *Memory*: the labelled training embeddings the neighbours come from; label noise flips some of its "
     "labels, a long tail keeps few images of most classes.",
     "- *Calibrated NLL*: negative log-likelihood after temperature scaling fitted on validation (lower is better), "
-    "compared with the rule tuned for it.",
+    "compared with the vote tuned for it.",
 )
 NCA_TERM = ("- *NCA*: a linear map of the embedding learned through the same soft neighbour vote (Goldberger et al., "
             "2004); the *linear probe*: a softmax regression on the embedding.")
@@ -53,7 +53,7 @@ def _counts(settings: dict, *path: str) -> tuple[str, int] | None:
 
 
 def _chosen(settings: dict, k: str) -> list[str]:
-    """The chosen head's accuracy verdict against the rule, per setting that chose one at ``k``."""
+    """The chosen head's accuracy verdict against the tuned vote, per setting that chose one at ``k``."""
     out = []
     for s in settings.values():
         kv = (s.get("variants") or {}).get(k) or {}
@@ -63,27 +63,27 @@ def _chosen(settings: dict, k: str) -> list[str]:
 
 
 def attnknn_bullet(record: dict, settings: dict, k: str) -> str | None:
-    """Attn-KNN against the rule over the memories, in accuracy and in calibrated NLL (against the
-    rule tuned for it): with the rule's knobs where measured, else at its trained k."""
+    """Attn-KNN against the tuned vote over the memories, in accuracy and in calibrated NLL (against the
+    rule tuned for it): with the tuned vote's knobs where measured, else at its trained k."""
     where = f"**Memories of {REGISTRY[record['dataset']].title}** ({memory_kinds(list(settings))}; {len(settings)} settings)"
     tuned = _counts(settings, "attnknn", "tuned", "verdicts_reference", "accuracy")
-    path, how = (("attnknn", "tuned"), "given the knobs the rule tunes") if tuned else (("attnknn",), f"at its trained k = {k}")
+    path, how = (("attnknn", "tuned"), "with its vote settings tuned") if tuned else (("attnknn",), f"at its trained k = {k}")
     acc = tuned or _counts(settings, *path, "verdicts_reference", "accuracy")
     if not acc:
         return None
     nll = _counts(settings, *path, "verdicts_reference_nll", "nll")
     cal = f" and {nll[0]} in calibrated NLL" if nll else ""
-    return f"- {where}: {how}, Attn-KNN is {acc[0]} against the strongest rule in accuracy{cal}. {LINK}"
+    return f"- {where}: {how}, Attn-KNN is {acc[0]} against the tuned vote in accuracy{cal}. {LINK}"
 
 
 def heads_bullet(record: dict, settings: dict, k: str) -> str | None:
-    """The head chosen on validation against the rule, and whether end-to-end training without the
+    """The head chosen on validation against the tuned vote, and whether end-to-end training without the
     entropy bonus leaves equal weights."""
     chosen = _chosen(settings, k)
     if not chosen:
         return None
     text = (f"- **Heads on the frozen embedding**: the attention chosen on validation (of "
-            f"{len(record['config']['variants'])}) is {verdict_counts(chosen)} against the rule")
+            f"{len(record['config']['variants'])}) is {verdict_counts(chosen)} against the tuned vote")
     e2e = record["results"]["summary"].get("end_to_end")
     if e2e:
         keff = e2e["models"]["no_bonus"]["effective_k"]["mean"]
@@ -94,18 +94,18 @@ def heads_bullet(record: dict, settings: dict, k: str) -> str | None:
 
 
 def learned_bullet(settings: dict) -> str | None:
-    """NCA and the linear probe against the rule, Attn-KNN with the knobs against NCA; None for a
+    """NCA and the linear probe against the tuned vote, Attn-KNN with the knobs against NCA; None for a
     record without the learned metrics."""
     nca = _counts(settings, "learned_metric", "nca", "verdicts_reference", "accuracy")
     if not nca:
         return None
     probe = _counts(settings, "learned_metric", "linear_probe", "verdicts_reference", "accuracy")
     versus = _counts(settings, "learned_metric", "attnknn_tuned_vs_nca", "accuracy")
-    text = f"- **Learned metrics with the same vote**: NCA is {nca[0]} against the rule"
+    text = f"- **Learned metrics with the same vote**: NCA is {nca[0]} against the tuned vote"
     if probe:
         text += f", the linear probe {probe[0]}"
     if versus:
-        text += f"; Attn-KNN with the rule's knobs against NCA: {versus[0]}"
+        text += f"; Attn-KNN with its vote settings tuned against NCA: {versus[0]}"
     return f"{text}. {LINK}"
 
 

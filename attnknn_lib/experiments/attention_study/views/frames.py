@@ -156,9 +156,9 @@ def collapse_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 
 
 def second_frame(record: dict, latex: bool = False) -> pd.DataFrame:
-    """The second study: per dataset and memory setting, the strongest rule's accuracy and its k per
+    """The second study: per dataset and memory setting, the tuned vote's accuracy and its k per
     split, main's Attn-KNN, the uniform vote at k and the learnable headroom (the better learner), each
-    minus the strongest rule (split-level; in LaTeX only Attn-KNN's with its interval, to fit the page)."""
+    minus the tuned vote (split-level; in LaTeX only Attn-KNN's with its interval, to fit the page)."""
     second = record["results"].get("second") or {}
     k = record["config"]["k"]
     pc = "\\%" if latex else "%"
@@ -240,7 +240,7 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 def variants_by_setting(record: dict) -> dict[str, pd.DataFrame]:
     """The notebook's variants table, one compact frame per memory setting, a row per row of
     :func:`variants_frame` (k and variant, short names, * the chosen one): test accuracy (mean over
-    seeds), the accuracy difference to the tuned kNN rule at k and to the strongest rule that learns
+    seeds), the accuracy difference to the tuned kNN rule at k and to the tuned vote that learns
     nothing (pp, seed-level interval, verdict letter), and the effective k. Every cell fits one line
     of the PDF page; the calibration differences and the rest are in the table file and the record."""
     out = {}
@@ -294,7 +294,7 @@ def best_variant_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             row["Δ acc. vs tuned vote (pp)"] = diff_cell(m["verdicts_reference"]["accuracy"], "accuracy", latex)
             rows[f"{short_setting(setting)}: {label}"] = row
             ref = s["reference"]
-            if name == "baseline":  # the strongest rule that learns nothing, right below the tuned rule at k
+            if name == "baseline":  # the tuned vote, right below the tuned rule at k
                 rows[f"{short_setting(setting)}: tuned vote"] = {
                     f"acc. ({pc})": f"{100 * ref['accuracy']['mean']:.2f}",
                     "ECE cal.": f"{ref['ece_calibrated']['mean']:.4f}", "Δ acc. (pp)": "", "Δ ECE cal.": "",
@@ -310,14 +310,14 @@ def best_variant_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 def main_attention_rows(s: dict, setting: str, k: str, latex: bool) -> dict[str, dict]:
     """Main's Attn-KNN on one memory setting: at the k it was trained at (the diagnostic) and with the
     rule's knobs chosen on validation (k, filter, prior: each seed's k named), each with its test
-    accuracy, calibrated ECE and its seed-level difference to the strongest rule."""
+    accuracy, calibrated ECE and its seed-level difference to the tuned vote."""
     pc = "\\%" if latex else "%"
     a = s.get("attnknn")
     if not a:
         return {}
     picks = [(f"Attn-KNN, k = {k} (diagnostic)", a)]
     if "tuned" in a:
-        picks.append((f"Attn-KNN, knobs tuned (k {k_range(a['tuned']['k'])})", a["tuned"]))
+        picks.append((f"Attn-KNN, vote settings tuned (k {k_range(a['tuned']['k'])})", a["tuned"]))
     rows = {}
     for label, m in picks:
         ece = (m.get("ece_calibrated") or {}).get("mean")
@@ -371,7 +371,7 @@ def diagnostics_frame(record: dict) -> pd.DataFrame:
     for i in range(max(len(p["val_accuracy"]) for p in per)):
         temps = [np.mean(p["temperatures"][i]) for p in per if i < len(p["temperatures"])]
         cells = {"grad. share (%)": mean("diag_gradient_share", i), "H(mean w)": mean("train_entropy", i),
-                 "mean H(head)": mean("diag_head_entropy", i), "score s.d.": mean("diag_score_spread", i),
+                 "mean H(head)": mean("diag_head_entropy", i), "s.d. of scores": mean("diag_score_spread", i),
                  "|dH| / |dNLL|": mean("diag_entropy_grad_ratio", i), "temp.": float(np.mean(temps)),
                  "val. acc. (%)": mean("val_accuracy", i)}
         rows[i + 1] = {c: "--" if v is None else (f"{100 * v:.1f}" if "%" in c else f"{v:.3f}") for c, v in cells.items()}

@@ -1,5 +1,5 @@
 """The study's learned metrics drawn from its record: NCA and the linear probe on each memory against
-the strongest rule that learns nothing, and main's Attn-KNN with the rule's knobs against NCA."""
+the tuned vote, and main's Attn-KNN with its vote settings tuned against NCA."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ ROWS = (("nca", "NCA (rule re-tuned in its space)"), ("linear_probe", "linear pr
 
 def learned_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     """Per memory setting: NCA and the linear probe (test accuracy, mean over seeds; seed-level
-    difference to the accuracy-tuned rule), NCA tuned for the calibration endpoint against the rule
-    tuned for it (NLL and Brier after calibration), and main's Attn-KNN with the rule's knobs minus
+    difference to the accuracy-tuned rule), NCA tuned for the calibration endpoint against the tuned vote
+    tuned for it (NLL and Brier after calibration), and main's Attn-KNN with the tuned vote's knobs minus
     NCA (accuracy; NLL and Brier of the calibration-endpoint versions)."""
     pc = "\\%" if latex else "%"
     cols = (f"acc. ({pc})", "Δ acc. (pp)", "Δ NLL cal.", "Δ Brier cal.")

@@ -83,7 +83,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"validation among all the notebook's variants, against the fixed-k vote (the vote tuned on validation "
             f"at the same k: $\\Delta$ acc., $\\Delta$ ECE) and against the tuned vote (with its 95\\% seed-level $t$ "
             f"interval), with the query-only control; Attn-KNN: the end-to-end model at the k it was trained at (the "
-            f"diagnostic) and with the tuned vote's knobs chosen on validation ($k$ from its ladder, label filter, "
+            f"diagnostic) and with its vote settings chosen on validation ($k$ from its ladder, label filter, "
             f"prior correction; the range of its chosen $k$ over seeds); noise in the memory's labels only, validation and test labels "
             f"clean. "
             f"Verdicts B / W / E / ? = better / worse / equivalent / inconclusive; ECE after calibration. {src}.",
@@ -116,7 +116,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         **({"collapse": ARTIFACTS.write_table(paths, "collapse", d, booktabs(
             collapse_frame(record, latex=True),
             f"{title}: what could hold the label-blind attention at uniform weights. The prototype's head, "
-            f"without the entropy term, trained at $k={cfg['k']}$ on the frozen clean memory with one knob changed "
+            f"without the entropy term, trained at $k={cfg['k']}$ on the frozen clean memory with one setting changed "
             f"at a time (seeds {', '.join(map(str, res['summary']['settings']['clean']['collapse']['seeds']))}): "
             f"effective k on test ($k$ = uniform weights), the score range (max $-$ min of the softmax's inputs "
             f"within a query's neighbourhood, mean over test queries and heads: the largest weight is at most "
@@ -164,7 +164,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"validation labels clean): NCA, a linear map learned through the leave-one-out softmax vote with the "
             f"tuned vote's search run again in its space, and the linear probe, each minus the tuned vote; NCA tuned "
             f"for the calibration endpoint minus the vote tuned for it (NLL and Brier after calibration); and "
-            f"Attn-KNN with the tuned vote's knobs minus NCA. Seed-level 95\\% intervals over seeds {seeds}; verdict "
+            f"Attn-KNN with its vote settings tuned minus NCA. Seed-level 95\\% intervals over seeds {seeds}; verdict "
             f"marks as in Table~\\ref{{tab:study-variants}}. {src}.", "tab:study-learned", escape_index=False,
             size="footnotesize"))
     return out

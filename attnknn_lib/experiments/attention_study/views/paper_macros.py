@@ -69,7 +69,7 @@ def study_macros(record: dict) -> dict[str, str]:
             if "verdict" in v:  # ECE is described only
                 out[macro_name(NAME, ds, tag, "Attnknn Ref", metric, "Verdict")] = VERDICT_PHRASES[v["verdict"]]
         tuned = s["attnknn"].get("tuned")
-        if tuned:  # main's Attn-KNN with the rule's knobs chosen on validation
+        if tuned:  # main's Attn-KNN with the tuned vote's knobs chosen on validation
             out[macro_name(NAME, ds, tag, "Attnknn Tuned Ks")] = ", ".join(map(str, tuned["k"]))
             out[macro_name(NAME, ds, tag, "Attnknn Tuned Acc")] = pct(tuned["accuracy"]["mean"])
             for ref, metrics in (("verdicts_reference", ("accuracy", "nll", "brier")),

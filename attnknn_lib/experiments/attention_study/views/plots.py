@@ -1,4 +1,4 @@
-"""The study's figures: headroom per k, main's training diagnostics, the variants against the strongest rule, the gallery."""
+"""The study's figures: headroom per k, main's training diagnostics, the variants against the tuned vote, the gallery."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def curves_figure(record: dict):
 
 def variants_figure(record: dict, margin: float | None = None):
     """At the experiment's k, one panel per memory setting on one shared axis: each variant's accuracy
-    difference to the strongest rule that learns nothing (points, seed-level 95 % interval), the
+    difference to the tuned vote (points, seed-level 95 % interval), the
     equivalence margin shaded, the variant chosen on validation in red."""
     res = record["results"]
     k = str(record["config"]["k"])
@@ -176,7 +176,7 @@ def variants_figure(record: dict, margin: float | None = None):
     axes[0][0].set_yticks(range(len(names)))
     axes[0][0].set_yticklabels([variant_label(n) for n in names], fontsize=7)
     axes[0][0].invert_yaxis()
-    rule = "the strongest rule that learns nothing"
+    rule = "the tuned vote"
     fig.supxlabel(f"accuracy difference to {rule} (percentage points; one axis for every panel)", fontsize=8)
     fig.suptitle(f"Variants at k = {k} minus {rule}\n({_seeds(res)}, 95 % seed-level intervals; grey: "
                  f"±{margin:g} pp margin; red: chosen on validation)", fontsize=8)

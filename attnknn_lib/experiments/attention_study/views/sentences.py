@@ -21,7 +21,7 @@ UNIFORM_SHARE = FixedEmbeddingConfig.__dataclass_fields__["moved_share"].default
 
 def second_line(record: dict) -> str | None:
     """One descriptive clause per second dataset: in how many hold-out splits main's Attn-KNN and the
-    strongest rule differ by exactly 0 in accuracy on the clean memory (a difference with no spread
+    tuned vote differ by exactly 0 in accuracy on the clean memory (a difference with no spread
     says nothing about a method: both are right on the same points), and the mean difference per
     setting; None without a second study. It is counted in no verdict."""
     parts = []
@@ -30,14 +30,14 @@ def second_line(record: dict) -> str | None:
         zeros = sum(abs(d) < 1e-12 for d in per)
         cells = [f"{setting_title(st)} {signed(100 * s['attnknn_vs_reference']['accuracy']['value'], 2)} pp"
                  for st, s in e["summary"].items()]
-        parts.append(f"on {e['title']}, Attn-KNN and the strongest rule give the same accuracy in {zeros} of "
+        parts.append(f"on {e['title']}, Attn-KNN and the tuned vote give the same accuracy in {zeros} of "
                      f"{len(per)} hold-out splits on the clean memory; mean differences " + "; ".join(cells))
     return ". ".join(parts) or None
 
 
 
 def attnknn_line(record: dict) -> str:
-    """Attn-KNN itself against the strongest rule in every setting the record measured it in, then
+    """Attn-KNN itself against the tuned vote in every setting the record measured it in, then
     the reference's k where Attn-KNN loses (the reason a fixed k = 16 loses under noise)."""
     res, k = record["results"], str(record["config"]["k"])
     settings = res["summary"]["settings"]
@@ -56,15 +56,15 @@ def attnknn_line(record: dict) -> str:
     why = ""
     if wide:
         ranges = ", ".join(f"{k_range(settings[st]['reference']['k'])} ({setting_title(st)})" for st in wide)
-        why = (f" Where it loses, the rule votes over more neighbours than Attn-KNN's fixed {k}: k {ranges}"
+        why = (f" Where it loses, the tuned vote reads more neighbours than Attn-KNN's fixed {k}: k {ranges}"
                + (f"; a wider vote outweighs flipped labels, and Attn-KNN's weighting of {k}, trained on clean "
                   f"labels, does not." if noisy else "."))
     tuned = [f"{setting_title(st)} {interval_text(s['attnknn']['tuned']['verdicts_reference']['accuracy'], 'accuracy')}"
              f" (k {k_range(s['attnknn']['tuned']['k'])})" for st, s in settings.items() if "tuned" in (s.get("attnknn") or {})]
-    if tuned:  # the rule's k, filter and prior given to Attn-KNN answer the why: its numbers replace it
-        why = f" At k = {k} that is a diagnostic; with the rule's knobs tuned: " + "; ".join(tuned) + "."
+    if tuned:  # the tuned vote's k, filter and prior given to Attn-KNN answer the why: its numbers replace it
+        why = f" At k = {k} that is a diagnostic; with its vote settings tuned: " + "; ".join(tuned) + "."
     return (f"- **Attn-KNN** ({REGISTRY[record['dataset']].title}, trained end to end, "
-            f"{seeds_text(len(clean['seeds']))}) against the strongest rule that learns nothing on its own embedding, "
+            f"{seeds_text(len(clean['seeds']))}) against the tuned vote on its own embedding, "
             f"accuracy: " + "; ".join(cells) + "." + why)
 
 
@@ -77,7 +77,7 @@ def proper_line(record: dict) -> str | None:
         kv = (s.get("variants") or {}).get(k) or {}
         parts = []
         tuned = (s.get("attnknn") or {}).get("tuned") or {}
-        if "verdicts_reference_nll" in tuned:  # with the rule's knobs; the k = 16 numbers stay in the tables
+        if "verdicts_reference_nll" in tuned:  # with the tuned vote's knobs; the k = 16 numbers stay in the tables
             parts.append(f"Attn-KNN (tuned) {interval_text(tuned['verdicts_reference_nll']['nll'], 'nll')}")
         elif "verdicts_reference_nll" in (s.get("attnknn") or {}):
             parts.append(f"Attn-KNN {interval_text(s['attnknn']['verdicts_reference_nll']['nll'], 'nll')}")
@@ -190,7 +190,7 @@ def end_to_end_reading(e2e: dict, k: int) -> str:
 
 def plain_answer(record: dict) -> str | None:
     """The study's answer in plain sentences, chosen by the verdicts: first Attn-KNN itself (as trained
-    end to end) against the strongest rule that learns nothing in each memory setting the record
+    end to end) against the tuned vote in each memory setting the record
     measured it in, then whether the head chosen on validation at the experiment's k beats that rule
     in any setting, and whether attention trained end to end leaves uniform weights. Settings whose
     models train below main's budget (:func:`below_budget`) are left out of the counts. None where no
@@ -211,20 +211,20 @@ def plain_answer(record: dict) -> str | None:
     own = {st: s["attnknn"]["verdicts_reference"]["accuracy"]["verdict"] for st, s in settings.items() if "attnknn" in s}
     text = ""
     if len(own) > 1:
-        text = (f"Attn-KNN as trained does not beat the strongest rule that learns nothing in any of {len(own)} memory "
+        text = (f"Attn-KNN as trained does not beat the tuned vote in any of {len(own)} memory "
                 f"settings ({counts(own)})" if "better" not in own.values() else
-                f"Attn-KNN as trained beats the strongest rule that learns nothing on "
+                f"Attn-KNN as trained beats the tuned vote on "
                 f"{' and '.join(setting_title(st) for st, v in own.items() if v == 'better')}")
         text += ". "
     elif own:
-        text = f"Attn-KNN as trained is {VERDICT_PHRASES[next(iter(own.values()))]} the strongest rule on the clean memory. "
+        text = f"Attn-KNN as trained is {VERDICT_PHRASES[next(iter(own.values()))]} the tuned vote on the clean memory. "
     wins = [setting_title(st) for st, v in verdicts.items() if v == "better"]
     if wins:
         text += (f"The head chosen on validation beats it on {' and '.join(wins)}"
                  + (f", and not on the other {len(verdicts) - len(wins)} memories" if len(wins) < len(verdicts) else ""))
     elif not own:
         text += (f"No: in none of {len(verdicts)} memory settings does the attention head chosen on validation "
-                 f"beat the strongest rule that learns nothing ({counts(verdicts)})")
+                 f"beat the tuned vote ({counts(verdicts)})")
     else:
         text += (f"The attention head chosen on validation does not beat it in any of {len(verdicts)} settings "
                  f"({counts(verdicts)})")

@@ -23,7 +23,7 @@ from attnknn_lib.report.readme import per_dataset
 GLOSSARY = (
     "- *pp*: percentage points of test accuracy; *[low, high]*: the 95 % interval over seeds (seed-level t "
     "interval, the shared test set's bootstrap error included).",
-    "- *Strongest rule that learns nothing* (the reference): a neighbour vote whose weights (uniform, distance or "
+    "- *Tuned vote that learns nothing* (the reference): a neighbour vote whose weights (uniform, distance or "
     "cosine), k, label filter and class-prior correction are all chosen on validation.",
     "- *Better* / *worse*: the interval excludes zero on the good / bad side; *equivalent*: the whole interval lies "
     "within the margin declared before the run ({margins}); *inconclusive*: none of these; *identical*: every "
@@ -79,7 +79,7 @@ def finding_bullets(records: list[dict], headroom: bool = True) -> list[str]:
         noisy = [f"{setting_title(st)} {interval_text(n, 'accuracy')}" for st, s in settings.items()
                  if is_noise(st) and (n := _chosen_against_reference((s.get("variants") or {}).get(k)))]
         lines.append(f"- **The chosen head** (k = {k}; on the clean memory {variant_label(kv['chosen'])}) against the "
-                     f"strongest rule: clean memory {interval_text(v, 'accuracy')}{room}"
+                     f"tuned vote: clean memory {interval_text(v, 'accuracy')}{room}"
                      + "".join(f"; {c}" for c in noisy) + ".")
     for setting, s in settings.items():
         v = _chosen_against_reference((s.get("variants") or {}).get(k))
@@ -89,7 +89,7 @@ def finding_bullets(records: list[dict], headroom: bool = True) -> list[str]:
             budget = (f"; not counted in the answer: its models train on {rows} images for {epochs} epochs, below "
                       f"main's budget" if below_budget(cfg) else "")
             lines.append(f"- **Long-tailed memory** (imbalance ratio {setting.partition('/')[2]}, model retrained on "
-                         f"it, {seeds_text(len(s['seeds']))}), the chosen head against the strongest rule, which may "
+                         f"it, {seeds_text(len(s['seeds']))}), the chosen head against the tuned vote, which may "
                          f"correct for class shares: {interval_text(v, 'accuracy')}{budget}.")
     second = second_line(record)
     if second:
@@ -130,7 +130,7 @@ def findings(record: dict) -> str:
              for st, s in settings.items() if (kv := (s.get("variants") or {}).get(k))]
     if rooms:
         lines.append(f"- **Learnable headroom at k = {k}** (the best learner on clean held-out labels minus the "
-                     f"strongest rule): " + "; ".join(rooms) + ".")
+                     f"tuned vote): " + "; ".join(rooms) + ".")
     sweep = collapse_reading(record)
     if sweep:
         lines.append(f"- **What holds the weights at uniform**: {sweep}.")

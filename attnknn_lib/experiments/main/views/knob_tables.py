@@ -1,5 +1,5 @@
-"""main: the rule's knobs drawn from its record: Attn-KNN with k, filter and prior chosen on
-validation against the strongest rule, the calibration endpoint against the rule tuned for it, and
+"""main: the tuned vote's knobs drawn from its record: Attn-KNN with k, filter and prior chosen on
+validation against the tuned vote, the calibration endpoint against the tuned vote tuned for it, and
 each seed's choices (the reference's validation-test gap and every open edge of its search)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS
 from attnknn_lib.experiments.main.measure.knob_search import KNOB_LABELS
 from attnknn_lib.report.findings import difference_text, method_names
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, signed
-from attnknn_lib.report.tables import CALIBRATED_COLUMNS, DIFF_FORMAT, fmt
+from attnknn_lib.report.tables import DIFF_FORMAT
 
 LABELS = {**method_names({**METHOD_LABELS, **OTHER_LABELS}), **KNOB_LABELS, **LEARNED_LABELS,
           "best baseline": "fixed-k vote", "fixed_vote": "fixed-vote control"}
@@ -23,15 +23,11 @@ SHORT = {"attnknn": "Attn-KNN", "attnknn_tuned": "Attn-KNN tuned", "attnknn_tune
 """Short names for the rows of the paired tables (they must fit the page unscaled)."""
 ENDPOINT = ("nll", "brier")  # the calibration endpoint: proper scores after calibration
 PER_SEED_ROWS = ("attnknn_vs_reference", "attnknn_vs_best_baseline", "attnknn_vs_cnn")
-ENDPOINT_NOTE = ("Rows $\\Delta$: the calibration endpoint, A minus the vote tuned for it (its search tuned on "
-                 "validation NLL or accuracy, whichever calibrates better on validation), NLL and Brier after "
-                 "calibration, seed-level 95\\% interval and verdict; ``Attn-KNN tuned'': $k$ from the tuned vote's "
-                 "ladder, the label filter and the prior correction chosen on validation. ")
-KNOBS_CAPTION = ("The knobs each seed chose on validation: the strongest rule tuned on accuracy and for the "
-                 "calibration endpoint, and Attn-KNN with the rule's knobs ($k$ from the rule's ladder, read up to "
-                 "the neighbours searched; label filter; prior correction), the $k$ it was trained at where the "
-                 "choice differs; the neighbours searched; every grid edge the choice still sits on; validation and "
-                 "test accuracy and their gap.")
+KNOBS_CAPTION = ("The vote settings each seed chose on validation: the tuned vote, the NLL-tuned vote, and Attn-KNN "
+                 "with its vote settings tuned ($k$ from the tuned vote's ladder, read up to the neighbours searched; "
+                 "label filter; prior correction), with the $k$ it was trained at where the choice differs; the "
+                 "neighbours searched; every grid edge the choice still sits on; validation and test accuracy and "
+                 "their gap.")
 MACRO_TAGS = {"attnknn_tuned_vs_reference": "DiffTuned", "attnknn_tuned_vs_reference_nll": "DiffTunedCalRef",
               "attnknn_vs_reference_nll": "DiffCalRef", "nca_vs_reference": "DiffNcaRef",
               "linear_probe_vs_reference": "DiffProbeRef", "attnknn_tuned_vs_nca": "DiffTunedNca",
@@ -47,23 +43,6 @@ def comparison_label(entry: dict, short: bool = False, latex: bool = False) -> s
 def is_calibration(name: str) -> bool:
     """A comparison read on the calibration endpoint only (its reference is tuned for it)."""
     return name in CALIBRATION_COMPARISONS
-
-
-def endpoint_frame(res: dict, columns) -> pd.DataFrame:
-    """Rows under main's table: each calibration comparison (seed-level, after calibration), its
-    NLL and Brier differences with interval and verdict in those columns, the others blank."""
-    rows, labels = [], []
-    for name in CALIBRATION_COMPARISONS:
-        entry = res["paired"].get(name)
-        if entry is None:  # a record from before the calibration endpoint was measured
-            continue
-        over = entry["seed_level"]["calibrated"]
-        row = {c: "" for c in columns}
-        for m in ENDPOINT:
-            row[CALIBRATED_COLUMNS[m]] = f"{fmt(over[m], m, signed=True)} {over[m]['verdict']}"
-        rows.append(row)
-        labels.append(f"$\\Delta$ {comparison_label(entry, short=True, latex=True)}")
-    return pd.DataFrame(rows, index=pd.Index(labels, name="Method"), columns=list(columns))
 
 
 def edges_text(e: dict) -> str:
@@ -119,8 +98,8 @@ def knob_macros(prefix: tuple[str, ...], res: dict) -> dict[str, str]:
 
 
 def knob_findings(res: dict) -> list[str]:
-    """The notebook's lines on the knobs: Attn-KNN tuned against the rule (accuracy), both Attn-KNNs
-    against the rule tuned for the calibration endpoint (NLL, Brier after calibration), the choices."""
+    """The notebook's lines on the knobs: Attn-KNN tuned against the tuned vote (accuracy), both Attn-KNNs
+    against the tuned vote tuned for the calibration endpoint (NLL, Brier after calibration), the choices."""
     lines = []
     paired = res["paired"]
     if "attnknn_tuned_vs_reference" in paired:
