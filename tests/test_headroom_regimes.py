@@ -173,7 +173,7 @@ def test_verdict_table_adds_the_learned_metric_the_probe_the_control_and_each_he
     m = views.regime_macros(record)
     assert m["HeadroomRegimesPcaAttnknnVsNcaAccVerdict"] == "worse" and m["HeadroomRegimesPcaNcaAcc"] == "85.00"
     assert m["HeadroomRegimesPcaChosenVsNcaAccDiff"] == "-5.00" and m["HeadroomRegimesFewNcaAcc"] == "--"
-    assert "Attn-KNN against NCA -5.00 pp" in views.findings(record)
+    assert "the attention head against NCA -5.00 pp" in views.findings(record)
 
 
 def test_the_gates_nca_learns_on_the_memory_alone_and_finds_the_room():

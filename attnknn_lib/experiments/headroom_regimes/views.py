@@ -330,8 +330,8 @@ def finding_lines(record: dict) -> list[str]:
         lines.append(f"- **{c['label']}** (the gate's room {signed(100 * gate_room, 2)} pp on validation, "
                      f"{'at or above' if c['has_room'] else 'below'} the declared "
                      f"{100 * record['results']['room_margin']:g} pp; the tuned vote's k {k_range(s['reference_k'])}): "
-                     f"Attn-KNN {difference_text(acc, 'accuracy')} in accuracy, {difference_text(nll, 'nll')} in "
-                     f"calibrated NLL against the NLL-tuned rule, effective k {s['effective_k']['attnknn']:.1f} of "
+                     f"the attention head {difference_text(acc, 'accuracy')} in accuracy, {difference_text(nll, 'nll')} in "
+                     f"calibrated NLL against the NLL-tuned vote, effective k {s['effective_k']['attnknn']:.1f} of "
                      f"{k} ({moved}){chosen_text}." + _learned_text(c))
     return lines
 
@@ -341,7 +341,7 @@ def _learned_text(cand: dict) -> str:
     if "nca" not in cand["summary"]["diff"]:
         return ""
     return (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
-            f"{difference_text(_diff(cand, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; Attn-KNN "
+            f"{difference_text(_diff(cand, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head "
             f"against NCA {difference_text(_diff(cand, 'attnknn', 'nca', 'accuracy'), 'accuracy')}.")
 
 
@@ -358,8 +358,8 @@ def _summary(record: dict) -> str:
             f"of at least {100 * res['room_margin']:g} pp on validation before any head is trained" if labels else
             f"None of {n} candidate embeddings of Fashion-MNIST has room of {100 * res['room_margin']:g} pp on "
             f"validation before any head is trained")
-    won = (f"Attn-KNN beats the tuned vote on {len(wins)} ({', '.join(wins)})" if wins else
-           "Attn-KNN beats the tuned vote on none")
+    won = (f"the attention head beats the tuned vote on {len(wins)} ({', '.join(wins)})" if wins else
+           "the attention head beats the tuned vote on none")
     missed = [c for c in any_head if c not in labels]
     tail = (f"; some head beats it on {len(any_head)} ({', '.join(any_head)})" if any_head else "")
     tail += (", where the gate found less than the margin" if missed else "")
@@ -379,7 +379,7 @@ def answer_lines(records: list[dict]) -> list[str]:
                     if any(_diff(c, h, "reference", "accuracy")["verdict"] == "better" for h in res["heads"])]
         text = (f"- **Weaker embeddings of {REGISTRY[record['dataset']].title}** ({', '.join(c['label'] for _, c in cands)}): "
                 f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room before any head is trained; "
-                f"Attn-KNN beats the tuned vote on {len(wins)}" + (f" ({', '.join(wins)})" if wins else ""))
+                f"the attention head beats the tuned vote on {len(wins)}" + (f" ({', '.join(wins)})" if wins else ""))
         if "nca" in cands[0][1]["summary"]["diff"]:
             text += f", NCA on {len(_wins(record, 'nca'))}"
         out.append(f"{text}, some head on {len(any_head)}. {table_link(NOTEBOOK)}")

@@ -352,7 +352,7 @@ def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
 def pc_macros(record: dict) -> dict[str, str]:
     """The generator's sizes, and per ranked scale (:data:`RANKS`: the largest, the next two, the
     smallest; '--' where a profile has fewer levels) Attn-KNN and the boosted-trees learner against
-    the tuned vote, Attn-KNN's NLL against the NLL-tuned rule, its effective k and the room."""
+    the tuned vote, Attn-KNN's NLL against the NLL-tuned vote, its effective k and the room."""
     res = record["results"]
     pre = (NAME,)
     out = {macro_name(*pre, "Seeds"): str(len(res["seeds"])), macro_name(*pre, "K"): str(res["k"]),
@@ -393,9 +393,9 @@ def finding_lines(record: dict) -> list[str]:
         nll = _diff(lv, "attnknn", "reference_nll", "nll")
         learn = _diff(lv, "learner", "reference", "accuracy")
         moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
-        lines.append(f"- **nuisance scale {key}**: room inside the {k} neighbours (oracle weights minus the strongest "
-                     f"rule) {signed(100 * room, 2)} pp; Attn-KNN {difference_text(acc, 'accuracy')} in accuracy, "
-                     f"{difference_text(nll, 'nll')} in calibrated NLL against the NLL-tuned rule; effective k "
+        lines.append(f"- **nuisance scale {key}**: room inside the {k} neighbours (oracle weights minus the tuned "
+                     f"vote) {signed(100 * room, 2)} pp; the attention head {difference_text(acc, 'accuracy')} in accuracy, "
+                     f"{difference_text(nll, 'nll')} in calibrated NLL against the NLL-tuned vote; effective k "
                      f"{s['effective_k']['attnknn']:.1f} of {k} ({moved}); boosted trees on neighbour features "
                      f"{difference_text(learn, 'accuracy')}." + _learned_text(lv))
     return lines
@@ -409,9 +409,9 @@ def _learned_text(lv: dict) -> str:
         return ""
     sh = s["shares"]["retrieval"]["methods"]
     text = (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
-            f"{difference_text(_diff(lv, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; Attn-KNN "
+            f"{difference_text(_diff(lv, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head "
             f"against NCA {difference_text(_diff(lv, 'attnknn', 'nca', 'accuracy'), 'accuracy')}; share of the "
-            f"re-retrieval room captured: Attn-KNN {_share(sh['attnknn']['of_means'])} %, NCA "
+            f"re-retrieval room captured: attention head {_share(sh['attnknn']['of_means'])} %, NCA "
             f"{_share(sh['nca']['of_means'])} %.")
     d = s.get("label_aware_diagnostic")
     if d:
@@ -427,14 +427,14 @@ def _summary(record: dict) -> str:
     wins = _wins(record, "attnknn")
     n_levels = len(res["levels"])
     if wins:
-        head = (f"Attn-KNN beats the tuned vote at {len(wins)} of {n_levels} nuisance "
+        head = (f"The attention head beats the tuned vote at {len(wins)} of {n_levels} nuisance "
                 f"scales ({', '.join(wins)}), so this implementation can sharpen and win where the room is large")
     else:
-        head = (f"Attn-KNN beats the tuned vote at none of {n_levels} nuisance scales: the learner is suspect "
+        head = (f"The attention head beats the tuned vote at none of {n_levels} nuisance scales: the learner is suspect "
                 f"before any null result elsewhere")
     if "nca" in _levels(record)[0][1]["summary"]["diff"]:
         head += (f"; NCA, a linear metric learned with the same vote, beats the tuned vote at {len(_wins(record, 'nca'))} "
-                 f"and Attn-KNN beats NCA at {len(_wins(record, 'attnknn', 'nca'))} of {n_levels}")
+                 f"and the attention head beats NCA at {len(_wins(record, 'attnknn', 'nca'))} of {n_levels}")
     return head + f" ({len(res['seeds'])} seeds per scale)."
 
 
@@ -447,11 +447,11 @@ def answer_lines(records: list[dict]) -> list[str]:
         lv = _levels(record)
         wins = _wins(record, "attnknn")
         low = _diff(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
-        text = (f"- **A generated task with room to win** (set by a nuisance scale s): Attn-KNN beats the strongest "
-                f"rule at {len(wins)} of {len(lv)} scales" + (f" (s = {', '.join(wins)})" if wins else "")
+        text = (f"- **A generated task with room to win** (set by a nuisance scale s): the attention head beats the tuned "
+                f"vote at {len(wins)} of {len(lv)} scales" + (f" (s = {', '.join(wins)})" if wins else "")
                 + f" and is {low} at s = {lv[0][0]}")
         if "nca" in lv[0][1]["summary"]["diff"]:
-            text += (f"; NCA beats the tuned vote at {len(_wins(record, 'nca'))} of them, Attn-KNN beats NCA at "
+            text += (f"; NCA beats the tuned vote at {len(_wins(record, 'nca'))} of them, the attention head beats NCA at "
                      f"{len(_wins(record, 'attnknn', 'nca'))}")
         out.append(f"{text}. {table_link(NOTEBOOK)}")
     return out
