@@ -8,7 +8,6 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NOTEBOOK
 from attnknn_lib.experiments.attention_study.views.frames import (
-    best_variant_frame,
     collapse_frame,
     diagnostics_frame,
     headroom_frame,
@@ -16,6 +15,7 @@ from attnknn_lib.experiments.attention_study.views.frames import (
     reference_frame,
     second_frame,
     variants_frame,
+    verdict_matrix_frame,
 )
 from attnknn_lib.experiments.attention_study.views.labels import setting_title
 from attnknn_lib.experiments.attention_study.views.learned import learned_frame
@@ -77,17 +77,14 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"chosen on validation (in brackets). {src}.",
             "tab:study-variants", escape_index=True, colsep="2.5pt", size="footnotesize")),
         "best": ARTIFACTS.write_table(paths, "best", d, booktabs(
-            best_variant_frame(record, latex=True),
-            f"{title}: the best attention found, per memory setting at $k={cfg['k']}$ (seeds {seeds}): the "
-            f"attention head (the prototype's design: label-blind, with the entropy bonus) and the head chosen on "
-            f"validation among all the notebook's variants, against the fixed-k vote (the vote tuned on validation "
-            f"at the same k: $\\Delta$ acc., $\\Delta$ ECE) and against the tuned vote (with its 95\\% seed-level $t$ "
-            f"interval), with the query-only control; Attn-KNN: the end-to-end model at the k it was trained at (the "
-            f"diagnostic) and with its vote settings chosen on validation ($k$ from its ladder, label filter, "
-            f"prior correction; the range of its chosen $k$ over seeds); noise in the memory's labels only, validation and test labels "
-            f"clean. "
-            f"Verdicts B / W / E / ? = better / worse / equivalent / inconclusive; ECE after calibration. {src}.",
-            "tab:study-best", escape_index=True, colsep="2pt")),
+            verdict_matrix_frame(record),
+            f"{title}: test accuracy minus the tuned vote's, in points, per memory setting (seeds {seeds}; noise "
+            f"in the memory's labels only, validation and test labels clean), with the verdict (B / W / E / ? = "
+            f"better / worse / equivalent / inconclusive) and the seed-level 95\\% interval below. Heads read "
+            f"$k={cfg['k']}$ neighbours of the frozen embedding; the chosen head is named under its interval. "
+            f"Attn-KNN: the end-to-end model at the $k$ it was trained at, and with its vote settings chosen on "
+            f"validation. {src}.",
+            "tab:study-best", escape_index=True, colsep="3pt", size="footnotesize")),
         "reference": ARTIFACTS.write_table(paths, "reference", d, booktabs(
             ref_frame,
             f"{title}: the tuned vote, per memory setting (seeds {seeds}): the neighbour "

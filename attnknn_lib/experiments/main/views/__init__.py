@@ -238,8 +238,9 @@ def summary_frame(record: dict) -> pd.DataFrame:
 
 
 def _margins_text(config: dict) -> str:
-    m = {k: config.get(f"margin_{k}", MARGINS[k]) for k in ("accuracy", "nll")}  # older records: defaults
-    return f"accuracy {100 * m['accuracy']:g} pp, NLL {m['nll']:g} (ECE is described, without a verdict)"
+    m = {k: config.get(f"margin_{k}", MARGINS[k]) for k in ("accuracy", "nll", "brier")}  # older records: defaults
+    return (f"accuracy {100 * m['accuracy']:g} pp, NLL {m['nll']:g}, Brier {m['brier']:g}; ECE is described, "
+            f"without a verdict")
 
 
 ACROSS_DATASETS = ("uniform", "reference", "reference_nll", "attnknn", "attnknn_tuned", "fixed_vote", "nca",
