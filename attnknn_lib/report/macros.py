@@ -90,7 +90,9 @@ def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
     ``...Verdict`` phrase (better than / worse than / equivalent to / inconclusive against / identical to)."""
     out = {}
     for split, tag in (("raw", ""), ("calibrated", "Cal")):
-        for metric, name in (("accuracy", "Acc"), ("ece", "Ece"), ("nll", "Nll")):
+        for metric, name in (("accuracy", "Acc"), ("ece", "Ece"), ("nll", "Nll"), ("brier", "Brier")):
+            if metric == "brier" and metric not in d[split]:  # a record that judged no Brier score here
+                continue
             scale, dec, _ = DIFF_FORMAT[metric]
             e = d[split][metric]
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
