@@ -271,7 +271,8 @@ def write_summary_table(paths: Paths, datasets: tuple[str, ...]) -> Path:
     return ARTIFACTS.write_table(paths, "summary", None, booktabs(
         summary_frame_across(records),
         "Test accuracy (\\%) / NLL after calibration, means over seeds (image data) or stratified hold-out splits "
-        "(tabular data); on the tabular sets the CNN is a multilayer perceptron. Notebook "
+        "(tabular data); on the tabular sets the CNN is a multilayer perceptron; --: not run on that dataset (the "
+        "fixed-vote control is trained on the primary dataset only). Notebook "
         "\\texttt{01\\_main}, \\texttt{results/main\\_*.json}.", "tab:main-summary", size="footnotesize"))
 
 
