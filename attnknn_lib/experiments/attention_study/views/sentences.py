@@ -62,7 +62,7 @@ def attnknn_line(record: dict) -> str:
     tuned = [f"{setting_title(st)} {interval_text(s['attnknn']['tuned']['verdicts_reference']['accuracy'], 'accuracy')}"
              f" (k {k_range(s['attnknn']['tuned']['k'])})" for st, s in settings.items() if "tuned" in (s.get("attnknn") or {})]
     if tuned:  # the tuned vote's k, filter and prior given to Attn-KNN answer the why: its numbers replace it
-        why = f" At k = {k} that is a diagnostic; with its vote settings tuned: " + "; ".join(tuned) + "."
+        why = f" At k = {k} a diagnostic only; with vote settings tuned: " + "; ".join(tuned) + "."
     return (f"- **Attn-KNN** ({REGISTRY[record['dataset']].title}, trained end to end, "
             f"{seeds_text(len(clean['seeds']))}) against the tuned vote on its own embedding, "
             f"accuracy: " + "; ".join(cells) + "." + why)
@@ -88,7 +88,7 @@ def proper_line(record: dict) -> str | None:
             cells.append(f"{setting_title(st)}: " + ", ".join(parts))
     if not cells:
         return None
-    return ("- **Calibration** (proper scores): calibrated NLL minus that of the reference tuned on NLL: " + "; ".join(cells) + ".")
+    return ("- **Calibration**: calibrated NLL minus the NLL-tuned vote's: " + "; ".join(cells) + ".")
 
 
 def budgets(setting: dict, kv: dict) -> dict[str, int] | None:
@@ -143,11 +143,10 @@ def collapse_reading(record: dict) -> str | None:
     if DIFFERENCE in beside:
         d = beside[DIFFERENCE]
         text += (f"; a score read from q - n_j by an MLP (TabR's difference feature), trained the same way, reaches "
-                 f"effective k {d['effective_k']['mean']:.2f} and {interval_text(d['verdicts_reference']['accuracy'], 'accuracy')} "
-                 "against the tuned vote")
+                 f"effective k {d['effective_k']['mean']:.2f} and {interval_text(d['verdicts_reference']['accuracy'], 'accuracy')}")
     m = beside.get(MAIN_ATTNKNN)
     if m and (m.get("score_range") or {}).get("mean") is not None:
-        text += (f"; main's Attn-KNN's scores span {m['score_range']['mean']:.3f} within a neighbourhood at temperature "
+        text += (f"; Attn-KNN's scores span {m['score_range']['mean']:.3f} within a neighbourhood at temperature "
                  f"{m['temperature']['mean']:.3f} (largest weight at most {np.exp(m['score_range']['mean']):.2f} times "
                  "the smallest)")
     return text
@@ -162,7 +161,7 @@ def _sweep_reading(es: dict, k: int) -> str:
     changes = sum(n != AS_TRAINED for n in es)  # one head is the head as trained, which the others change
     if not moved:
         return (f"none of the {changes} changed heads (learning rate, temperature bounds or initialisation) brings "
-                f"the effective k below {UNIFORM_SHARE * k:.1f} of {k} (the declared threshold); the lowest, "
+                f"the effective k below the declared {UNIFORM_SHARE * k:.1f} of {k}; the lowest, "
                 f"{keff:.2f}, scores {interval_text(v, 'accuracy')} against the tuned vote")
     said = {"better": "sharper weights beat the tuned vote there", "worse": "sharper weights cost accuracy there",
             "equivalent": "sharper weights matched the tuned vote there",

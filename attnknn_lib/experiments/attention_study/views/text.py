@@ -88,7 +88,7 @@ def finding_bullets(records: list[dict], headroom: bool = True) -> list[str]:
             epochs = cfg["long_tail_epochs"] or "main's"
             budget = (f"; not counted in the answer: its models train on {rows} images for {epochs} epochs, below "
                       f"main's budget" if below_budget(cfg) else "")
-            lines.append(f"- **Long-tailed memory** (imbalance ratio {setting.partition('/')[2]}, model retrained on "
+            lines.append(f"- **Long-tailed memory** (imbalance ratio {setting.partition('/')[2]}, retrained on "
                          f"it, {seeds_text(len(s['seeds']))}), the chosen head against the tuned vote, which may "
                          f"correct for class shares: {interval_text(v, 'accuracy')}{budget}.")
     second = second_line(record)
@@ -118,14 +118,16 @@ def findings(record: dict) -> str:
     answer = plain_answer(record)
     lines = finding_bullets([record], headroom=False)
     lines = lines[:lines.index("")] if "" in lines else lines  # the glossary: the cells above define terms
-    if answer:  # the answer leads, in bold (the README's Results block shows that line alone)
-        lines = [f"**{answer}**", ""] + [ln for ln in lines if not ln.startswith("- **The answer.**")]
+    if answer:  # the answer leads, in bold (the README's Results block shows that line alone); it gives the
+        # effective k without the entropy bonus, so the end-to-end bullet would repeat it
+        lines = [f"**{answer}**", ""] + [ln for ln in lines if not ln.startswith(("- **The answer.**",
+                                                                                  "- **Why the weights"))]
     settings = res["summary"]["settings"]
     fixable = [f"{setting_title(st)} {pct(s['headroom'][k]['fixable'])} %" for st, s in settings.items()
                if s["headroom"].get(k)]
     if fixable:
-        lines.append(f"- **Room to win at k = {k}**: share of test queries a reweighting of the {k} neighbours "
-                     f"could fix: " + "; ".join(fixable) + ".")
+        lines.append(f"- **Fixable at k = {k}** (test queries the uniform vote gets wrong with the true class among the {k} neighbours): "
+                     + "; ".join(fixable) + ".")
     rooms = [f"{setting_title(st)} {interval_text(kv['learnable']['verdicts']['accuracy'], 'accuracy')}"
              for st, s in settings.items() if (kv := (s.get("variants") or {}).get(k))]
     if rooms:
@@ -138,8 +140,8 @@ def findings(record: dict) -> str:
     per = [d["diagnostics"]["per_epoch"] for d in res["per_seed"].values()]
     last = [p["diag_gradient_share"][-1] for p in per if p["diag_gradient_share"][-1] is not None]
     train = f"{100 * np.mean(last):.1f} %" if last else "not recorded"
-    lines.append(f"- **Diagnostics**: in main's last training epoch the vote of {train} of training queries carried "
-                 f"a gradient; on the trained embedding {100 * shares['test']:.1f} % of test queries do.")
+    lines.append(f"- **Diagnostics**: the vote carries a gradient for {train} of training queries (main's "
+                 f"last epoch) and {100 * shares['test']:.1f} % of test queries.")
     return markdown_lists(lines)
 
 
