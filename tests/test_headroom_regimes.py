@@ -174,6 +174,13 @@ def test_verdict_table_adds_the_learned_metric_the_probe_the_control_and_each_he
     assert m["HeadroomRegimesPcaAttnknnVsNcaAccVerdict"] == "worse" and m["HeadroomRegimesPcaNcaAcc"] == "85.00"
     assert m["HeadroomRegimesPcaChosenVsNcaAccDiff"] == "-5.00" and m["HeadroomRegimesFewNcaAcc"] == "--"
     assert "the attention head against NCA -5.00 pp" in views.findings(record)
+    # the counts the abstract reads: NCA wins, the head loses to NCA; the heads' verdicts stand as adjusted
+    assert m["HeadroomRegimesNcaWinsWords"] == "all one" and m["HeadroomRegimesAttnknnBeatsNcaWords"] == "none of the one"
+    assert m["HeadroomRegimesAttnknnWins"] == "1" and m["HeadroomRegimesHeadsBelowNca"] == "1"
+    cand["summary"]["diff"]["attnknn"]["reference"]["accuracy"].update(verdict="inconclusive", verdict_unadjusted="better")
+    m = views.regime_macros(record)
+    assert m["HeadroomRegimesAttnknnWins"] == "0" and m["HeadroomRegimesAttnknnWinsUnadjusted"] == "1"
+    assert "beats it on 1 and the attention head beats NCA on 0" in views.findings(record)
 
 
 def test_the_gates_nca_learns_on_the_memory_alone_and_finds_the_room():

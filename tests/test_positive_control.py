@@ -233,6 +233,7 @@ def test_views_show_the_learned_metric_the_shares_and_the_diagnostic_read_off_th
     assert m["PositiveControlMaxAttnknnVsNcaAccVerdict"] == "worse" and m["PositiveControlMaxNcaShareRetrieval"] == "80"
     assert m["PositiveControlMaxLabelAwareInformativeAcc"] == "76.00" and m["PositiveControlNcaWins"] == "2"
     assert m["PositiveControlSecondNcaAcc"] == "--" and m["PositiveControlAttnknnBeatsNca"] == "0"
+    assert m["PositiveControlNcaWinsWords"] == "all two" and m["PositiveControlAttnknnBeatsNcaWords"] == "none of the two"
     text = views.findings(record)
     assert "NCA, a linear metric learned with the same vote, beats the tuned vote at 2" in text
     assert "given the informative distances of the same neighbours, 76.00 %" in text

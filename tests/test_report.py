@@ -494,3 +494,10 @@ def test_the_committed_readme_shows_the_answer_and_the_provenance_of_the_committ
     for start, body in (("answer", report.answer), ("provenance", report.provenance), ("run-time", report.run_time)):
         block = text.split(f"<!-- {start}:start -->\n", 1)[1].split(f"\n<!-- {start}:end -->", 1)[0]
         assert block == body, f"README's {start} block is stale: regenerate it from the records"
+
+
+def test_a_count_in_words_names_none_all_and_a_share_and_falls_back_to_digits():
+    from attnknn_lib.report.macros import count_phrase
+
+    assert count_phrase(0, 6) == "none of the six" and count_phrase(3, 3) == "all three"
+    assert count_phrase(4, 6) == "four of six" and count_phrase(2, 20) == "two of 20"

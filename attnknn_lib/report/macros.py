@@ -74,6 +74,20 @@ def verdict_words(macros: dict[str, str]) -> dict[str, str]:
     return {f"{k}Word": words[v] for k, v in macros.items() if k.endswith("Verdict") and v in words}
 
 
+NUMBER_WORDS = ("none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve")
+
+
+def count_phrase(n: int, total: int) -> str:
+    """How many of ``total`` in words, for a sentence that names the things next: "none of the six",
+    "all three", "four of six" (digits past twelve)."""
+    def word(x: int) -> str:
+        return NUMBER_WORDS[x] if 0 < x < len(NUMBER_WORDS) else str(x)
+    if n == 0:
+        return f"none of the {word(total)}"
+    return f"all {word(total)}" if n == total else f"{word(n)} of {word(total)}"
+
+
 def signed(value: float, decimals: int) -> str:
     """A signed number that never prints as -0.000: +0.000 when it rounds to zero; "--" if NaN or
     None (strict JSON stores a one-seed record's missing interval as null)."""

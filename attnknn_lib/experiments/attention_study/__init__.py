@@ -38,7 +38,7 @@ EXPERIMENT = Experiment(
     question=("can an attention over the k neighbours learn, and how much is there to win: headroom of any "
               "reweighting per k on a clean memory, noisy ones and a long-tailed one; diagnostics of the prototype "
               "attention during training; nine attention variants trained on the frozen embedding, each against the "
-              "strongest rule that learns nothing with seed-level verdicts; learnable headroom; Attn-KNN retrained "
+              "tuned vote with seed-level verdicts; learnable headroom; Attn-KNN retrained "
               "end to end without the entropy bonus; the core comparison again on digits (10 hold-out splits); a "
               "neighbour gallery"),
     models="main's + 3 retrained without the entropy bonus",

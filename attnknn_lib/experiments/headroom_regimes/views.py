@@ -12,7 +12,7 @@ from attnknn_lib.experiments.common.fixed_embedding import HEADS, answer_finding
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
-from attnknn_lib.report.macros import macro_name, record_macros, signed, source_note
+from attnknn_lib.report.macros import count_phrase, macro_name, record_macros, signed, source_note
 from attnknn_lib.report.tables import booktabs, interval_text, latex_escape
 
 
@@ -292,6 +292,7 @@ def regime_macros(record: dict) -> dict[str, str]:
     cands = res["candidates"]
     out = {macro_name(*pre, "Seeds"): str(len(res["seeds"])), macro_name(*pre, "Candidates"): str(len(cands)),
            macro_name(*pre, "With Room"): str(len(res["selected"])),
+           macro_name(*pre, "With Room Words"): count_phrase(len(res["selected"]), len(cands)),
            macro_name(*pre, "Room Margin"): f"{100 * res['room_margin']:g}",
            macro_name(*pre, "Test Rows"): f"{res['test_rows']:,}",
            macro_name(*pre, "Attnknn Wins"): str(len(_wins(record, "attnknn")))}
@@ -303,6 +304,19 @@ def regime_macros(record: dict) -> dict[str, str]:
     for name, tag in TAGS.items():
         out.update(_candidate_macros(pre, tag, cands.get(name)))
         out.update(_learned_macros(pre, tag, cands.get(name)))
+    # how many candidates each learner wins, in words for the abstract and the conclusion ("all three")
+    learned = all("nca" in c["summary"]["diff"] for _, c in _candidates(record))
+    unadjusted = [c["label"] for _, c in _candidates(record)  # the heads' verdicts are Holm-adjusted, NCA's not
+                  if _diff(c, "attnknn", "reference", "accuracy").get("verdict_unadjusted") == "better"]
+    counts = {"Attnknn Wins": _wins(record, "attnknn"), "Attnknn Wins Unadjusted": unadjusted,
+              "Any Head Wins": _any_head_wins(record),
+              "Heads Below Nca": [c["label"] for _, c in _candidates(record) if all(  # means, no verdict
+                  _diff(c, h, "nca", "accuracy")["value"] < 0 for h in record["results"]["heads"])] if learned else None,
+              "Nca Wins": _wins(record, "nca") if learned else None,
+              "Attnknn Beats Nca": _wins(record, "attnknn", "nca") if learned else None}
+    for key, won in counts.items():
+        out[macro_name(*pre, key)] = "--" if won is None else str(len(won))
+        out[macro_name(*pre, key, "Words")] = "--" if won is None else count_phrase(len(won), len(cands))
     return out
 
 
@@ -310,8 +324,15 @@ def macros(records: list[dict]) -> dict[str, str]:
     return record_macros(records, regime_macros, NOTEBOOK, ARTIFACTS.record_file, aliases=False)
 
 
-def _wins(record: dict, name: str) -> list[str]:
-    return [c["label"] for _, c in _candidates(record) if _diff(c, name, "reference", "accuracy")["verdict"] == "better"]
+def _wins(record: dict, name: str, against: str = "reference") -> list[str]:
+    return [c["label"] for _, c in _candidates(record) if _diff(c, name, against, "accuracy")["verdict"] == "better"]
+
+
+def _any_head_wins(record: dict) -> list[str]:
+    """The candidates on which at least one head beats the tuned vote in accuracy."""
+    heads = record["results"]["heads"]
+    return [c["label"] for _, c in _candidates(record)
+            if any(_diff(c, h, "reference", "accuracy")["verdict"] == "better" for h in heads)]
 
 
 def finding_lines(record: dict) -> list[str]:
@@ -346,14 +367,13 @@ def _learned_text(cand: dict) -> str:
 
 
 def _summary(record: dict) -> str:
-    """Which candidates had room before training, where Attn-KNN won, and, when a head won where no
-    room was measured, that the room measures missed it."""
+    """Which candidates had room before training, where the attention head won, and, when a head won where no
+    room was measured, that the room measures missed it; then NCA's wins and the attention head's over NCA."""
     res = record["results"]
     n = len(res["candidates"])
     labels = {c["label"] for _, c in _candidates(record) if c["has_room"]}
     wins = _wins(record, "attnknn")
-    any_head = [c["label"] for _, c in _candidates(record)
-                if any(_diff(c, h, "reference", "accuracy")["verdict"] == "better" for h in res["heads"])]
+    any_head = _any_head_wins(record)
     room = (f"{len(labels)} of {n} candidate embeddings of Fashion-MNIST ({', '.join(sorted(labels))}) have room "
             f"of at least {100 * res['room_margin']:g} pp on validation before any head is trained" if labels else
             f"None of {n} candidate embeddings of Fashion-MNIST has room of {100 * res['room_margin']:g} pp on "
@@ -363,6 +383,9 @@ def _summary(record: dict) -> str:
     missed = [c for c in any_head if c not in labels]
     tail = (f"; some head beats it on {len(any_head)} ({', '.join(any_head)})" if any_head else "")
     tail += (", where the gate found less than the margin" if missed else "")
+    if all("nca" in c["summary"]["diff"] for _, c in _candidates(record)):
+        tail += (f"; NCA, a linear metric learned with the same vote, beats it on {len(_wins(record, 'nca'))} and the "
+                 f"attention head beats NCA on {len(_wins(record, 'attnknn', 'nca'))}")
     return f"{room}; {won}{tail} ({len(res['seeds'])} seeds)."
 
 
@@ -375,14 +398,14 @@ def answer_lines(records: list[dict]) -> list[str]:
         res = record["results"]
         cands = _candidates(record)
         wins = _wins(record, "attnknn")
-        any_head = [c["label"] for _, c in cands
-                    if any(_diff(c, h, "reference", "accuracy")["verdict"] == "better" for h in res["heads"])]
+        any_head = _any_head_wins(record)
         text = (f"- **Weaker embeddings of {REGISTRY[record['dataset']].title}** ({', '.join(c['label'] for _, c in cands)}): "
                 f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room before any head is trained; "
                 f"the attention head beats the tuned vote on {len(wins)}" + (f" ({', '.join(wins)})" if wins else ""))
         if "nca" in cands[0][1]["summary"]["diff"]:
             text += f", NCA on {len(_wins(record, 'nca'))}"
-        out.append(f"{text}, some head on {len(any_head)}. {table_link(NOTEBOOK)}")
+        adjusted = " (Holm-adjusted)" if res.get("multiplicity") else ""
+        out.append(f"{text}, some head on {len(any_head)}{adjusted}. {table_link(NOTEBOOK)}")
     margin = f"{100 * records[0]['results']['room_margin']:g}" if records else ""
     return with_term(out, f"- *Room*: the most a reweighting of the neighbours, or a learner reading them, gains over "
                           f"the tuned vote on validation, before any head is trained; an embedding has room from "

@@ -20,8 +20,8 @@ EXPERIMENT = Experiment(
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Where could the attention win?",
                 answer_lines=views.answer_lines),
     question="a generated task whose room to win is one knob (nuisance dimensions the retrieval cannot ignore): "
-             "headroom, the strongest rule that learns nothing, learnable headroom, NCA (a learned metric with the same "
-             "vote), the linear probe, the query-only control, and Attn-KNN and the study's heads against the rule and "
+             "headroom, the tuned vote, learnable headroom, NCA (a learned metric with the same vote), the linear probe, "
+             "the query-only control, and the attention head and the study's other heads against the tuned vote and "
              "against NCA with their effective k and the share of the room they capture, from no room to much room "
              "(5 seeds per level)",
     models="none of the workflow: the heads train in the notebook on generated embeddings",
