@@ -534,3 +534,12 @@ def test_the_readme_answer_falls_back_to_attnknn_at_its_trained_k_for_an_older_r
     assert "4 worse in calibrated NLL" in bullets[0] and "(clean, label noise, long tail; 4 settings)" in bullets[0]
     assert not any("*NCA*" in t for t in lines)
     assert answer_lines([]) == []
+
+
+def test_a_stacked_cell_puts_value_and_letter_over_the_interval_and_the_note_and_dashes_a_missing_one():
+    from attnknn_lib.experiments.attention_study.views.cells import stacked_cell
+
+    v = {"value": 0.0007, "low": -0.0011, "high": 0.0024, "verdict": "equivalent"}
+    cell = stacked_cell(v, "label-aware")
+    assert cell == "\\shortstack[r]{+0.07 E\\\\{\\scriptsize[-0.11, +0.24]}\\\\{\\scriptsize label-aware}}"
+    assert stacked_cell({**v, "low": None, "high": None}) == "+0.07 E" and stacked_cell(None) == "--"

@@ -30,9 +30,25 @@ def diff_cell(v: dict, metric: str, latex: bool, interval: bool = True) -> str:
     mark = (VERDICT_MARK[v["verdict"]] if latex else v["verdict"]) if judged else ""
     text = ""
     if interval and v["low"] is not None and v["low"] == v["low"]:
-        text = f"[{signed(scale * v['low'], dec)}, {signed(scale * v['high'], dec)}]"
-        text = f"\\,{{\\scriptsize{text}}}" if latex else f" {text}"
+        text = f"\\,{{\\scriptsize{bracket(v, scale, dec)}}}" if latex else f" {bracket(v, scale, dec)}"
     return f"{signed(scale * v['value'], dec)}{text} {mark}".rstrip()
+
+
+LINE_BREAK = "\\\\"  # a line break inside a \\shortstack cell
+
+
+def stacked_cell(v: dict | None, note: str = "") -> str:
+    """A LaTeX accuracy difference on stacked lines: value and verdict letter, its seed-level interval
+    below (small), then ``note`` (small; e.g. which head was chosen); '--' for a missing difference."""
+    if v is None:
+        return "--"
+    scale, dec, _ = DIFF_FORMAT["accuracy"]
+    lines = [f"{signed(scale * v['value'], dec)} {VERDICT_MARK[v['verdict']]}"]
+    if v["low"] is not None and v["low"] == v["low"]:
+        lines.append(f"{{\\scriptsize{bracket(v, scale, dec)}}}")
+    if note:
+        lines.append(f"{{\\scriptsize {note}}}")
+    return f"\\shortstack[r]{{{LINE_BREAK.join(lines)}}}" if len(lines) > 1 else lines[0]
 
 
 def one_line(v: dict) -> str:

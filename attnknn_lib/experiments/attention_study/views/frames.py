@@ -6,11 +6,16 @@ import numpy as np
 import pandas as pd
 
 from attnknn_lib.experiments.attention_study.measure import END_TO_END
-from attnknn_lib.experiments.attention_study.views.cells import VERDICT_MARK, diff_cell, filter_cell, one_line
+from attnknn_lib.experiments.attention_study.views.cells import (
+    diff_cell,
+    filter_cell,
+    one_line,
+    stacked_cell,
+)
 from attnknn_lib.experiments.attention_study.views.labels import SHORT, setting_title, short_setting, variant_label
 from attnknn_lib.experiments.common.fixed_embedding import k_range
-from attnknn_lib.report.macros import pct, signed
-from attnknn_lib.report.tables import DIFF_FORMAT, num, sd_text
+from attnknn_lib.report.macros import pct
+from attnknn_lib.report.tables import num, sd_text
 
 
 def headroom_frame(record: dict, latex: bool = False, ks: tuple[int, ...] | None = None) -> pd.DataFrame:
@@ -386,9 +391,6 @@ def gradient_shares(record: dict) -> dict[str, float]:
     return {s: float(np.mean([p[s] for p in per])) for s in per[0]}
 
 
-LINE_BREAK = "\\\\"  # a line break inside a \\shortstack cell
-
-
 def verdict_matrix_frame(record: dict) -> pd.DataFrame:
     """The paper's table of the study (LaTeX cells): one row per memory setting, the tuned vote's test
     accuracy, then each method's accuracy minus the tuned vote's at the experiment's k (mean over seeds,
@@ -396,19 +398,6 @@ def verdict_matrix_frame(record: dict) -> pd.DataFrame:
     (named), the query-only control, and main's Attn-KNN at its trained k and with its vote settings
     tuned. A method a setting lacks is a dash; a column no setting has is left out by the table."""
     k = str(record["config"]["k"])
-
-    def cell(v: dict | None, name: str = "") -> str:
-        if v is None:
-            return "--"
-        scale, dec, _ = DIFF_FORMAT["accuracy"]
-        lines = [f"{signed(scale * v['value'], dec)} {VERDICT_MARK[v['verdict']]}"]
-        if v["low"] is not None and v["low"] == v["low"]:
-            lines.append(f"{{\\scriptsize[{signed(scale * v['low'], dec)}, {signed(scale * v['high'], dec)}]}}")
-        if name:
-            lines.append(f"{{\\scriptsize {name}}}")
-        stacked = LINE_BREAK.join(lines)
-        return f"\\shortstack[r]{{{stacked}}}" if len(lines) > 1 else lines[0]
-
     rows = {}
     for setting, s in record["results"]["summary"]["settings"].items():
         kv = (s.get("variants") or {}).get(k)
@@ -419,11 +408,11 @@ def verdict_matrix_frame(record: dict) -> pd.DataFrame:
         a = s.get("attnknn") or {}
         rows[short_setting(setting)] = {
             "tuned vote (\\%)": f"{100 * s['reference']['accuracy']['mean']:.2f}",
-            "attention head": cell((methods.get("blind_bonus") or {}).get("verdicts_reference", {}).get("accuracy")),
-            "chosen head": cell(methods[chosen]["verdicts_reference"]["accuracy"], SHORT[chosen]),
-            "query-only control": cell((methods.get("query_only") or {}).get("verdicts_reference", {}).get("accuracy")),
-            f"Attn-KNN, $k = {k}$": cell(a["verdicts_reference"]["accuracy"]) if a else "--",
-            "Attn-KNN, vote settings tuned": cell(a["tuned"]["verdicts_reference"]["accuracy"]) if "tuned" in a else "--",
+            "attention head": stacked_cell((methods.get("blind_bonus") or {}).get("verdicts_reference", {}).get("accuracy")),
+            "chosen head": stacked_cell(methods[chosen]["verdicts_reference"]["accuracy"], SHORT[chosen]),
+            "query-only control": stacked_cell((methods.get("query_only") or {}).get("verdicts_reference", {}).get("accuracy")),
+            f"Attn-KNN, $k = {k}$": stacked_cell(a["verdicts_reference"]["accuracy"]) if a else "--",
+            "Attn-KNN, vote settings tuned": stacked_cell(a["tuned"]["verdicts_reference"]["accuracy"]) if "tuned" in a else "--",
         }
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "memory"
