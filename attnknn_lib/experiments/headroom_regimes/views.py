@@ -194,9 +194,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"the tuned vote (or NCA); NLL and Brier, after calibration on validation, against the NLL-tuned one. "
             f"Candidates: PCA of pixels, the CNN "
             f"trained on few labels, the CNN trained on other classes; $^*$: the head chosen on validation (the "
-            f"best validation accuracy among the study's heads). Effective $k$: exp of the weights' entropy. "
+            f"best validation accuracy among the study's heads). Effective $k$: exp of the weights' entropy (--: not a vote). "
             f"{_multiplicity_note(res)}{src}.",
-            f"tab:{NAME}_verdicts", escape_index=False, colsep="3pt", size="footnotesize")),
+            f"tab:{NAME}_verdicts", escape_index=False, colsep="2pt", size="scriptsize")),
         "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
 
 
@@ -214,7 +214,8 @@ def _multiplicity_note(res: dict) -> str:
     else:
         which = f"those on {', '.join(passed)} are confirmatory, the others exploratory. "
     return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
-            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); " + which)
+            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier), their intervals "
+            f"are not, so an interval that excludes zero can carry an inconclusive verdict; " + which)
 
 
 TAGS = {"pixels_pca": "Pca", "few_labels": "Few", "other_classes": "Other"}  # macro names of the candidates

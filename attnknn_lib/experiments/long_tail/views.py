@@ -8,11 +8,11 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.experiments.common.robustness import (
-    SETTING_NAMES,
     cell_difference,
     cell_sentence,
 )
 from attnknn_lib.experiments.common.shared import output_context
+from attnknn_lib.experiments.common.views import SETTING_TITLES
 from attnknn_lib.experiments.long_tail.config import ARTIFACTS, BETAS, NAME, NOTEBOOK, REMEDIED
 from attnknn_lib.experiments.long_tail.config import LABELS as MEASURED_LABELS
 from attnknn_lib.report import figures
@@ -61,7 +61,7 @@ def figure(record: dict):
             orders.update({seed: o for seed, o in cell["class_order"].items()})
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(figures.matplotlib.ticker.NullFormatter())  # no crowded 2x10^2 labels
-        ax.set_title(f"{SETTING_NAMES[sname]}, ratio {key} (mean of {len(seeds)} seed{'s' if len(seeds) != 1 else ''})",
+        ax.set_title(f"{SETTING_TITLES[sname]}, ratio {key} (mean of {len(seeds)} seed{'s' if len(seeds) != 1 else ''})",
                      fontsize=8, pad=54 if len(per_seed) == 1 else 4)
         ax.set_xlabel("class size in the memory (log)")
         ax.grid(alpha=0.3)
@@ -89,7 +89,11 @@ def table_frame(record: dict) -> pd.DataFrame:
             for m, e in cell["summary"].items():
                 if m in ("distance", "cosine") or (float(key) == 1 and m in REMEDIED):
                     continue
-                rows[f"{SETTING_NAMES[sname]}, {key}: {LABELS[m]}"] = {
+                if float(key) == 1 and sname == "trained":
+                    continue  # retrained on the balanced set are the clean-trained models: the memory-only rows
+                if m.startswith("cnn") and sname == "bank" and float(key) != 1:
+                    continue  # the memory alone does not change the CNN: its rows are the balanced ones
+                rows[f"{SETTING_TITLES[sname]}, {key}: {LABELS[m]}"] = {
                     "Acc. (\\%)": fmt_mean_sd(e["test_raw"]["accuracy"], "accuracy", 1),
                     "Macro-F1 (\\%)": fmt_mean_sd(e["test_raw"]["macro_f1"], "macro_f1", 1),
                     "ECE (cal.)": fmt_mean_sd(e["test_calibrated"]["ece"], "ece", 3),
@@ -103,11 +107,12 @@ def table_frame(record: dict) -> pd.DataFrame:
 def write_outputs(record: dict, paths: Paths) -> dict:
     res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
-    how = f"bank only: the clean-trained Attn-KNN models (seeds {', '.join(map(str, bank['seeds']))}), memory = the imbalanced subset"
+    how = f"memory only: the clean-trained Attn-KNN models (seeds {', '.join(map(str, bank['seeds']))}), memory = the imbalanced subset"
     if trained:
         how += (f"; retrained: Attn-KNN and CNN trained on the imbalanced subset of "
                 f"{trained['n_train_before_change'] or 'all'} training rows ({trained['epochs']} epochs, seeds "
-                f"{', '.join(map(str, trained['seeds']))})")
+                f"{', '.join(map(str, trained['seeds']))}); at ratio 1 they are the clean-trained models of the first "
+                f"rows. The CNN reads no memory: its memory-only rows are those at ratio 1")
     out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(
         table_frame(record),
         f"{title} with a long-tailed training set (class sizes falling exponentially with rank; ratio = smallest / largest class; balanced "
@@ -147,7 +152,7 @@ def summary_frame(record: dict) -> pd.DataFrame:
                     row.update({("prior correction", "accuracy (%)"): row[("as is", "accuracy (%)")],
                                 ("prior correction", "tail (%)"): row[("as is", "tail (%)")],
                                 ("prior correction", "β per seed"): "in the tuned vote"})
-                rows[(SETTING_NAMES[sname], key, LABELS[m])] = row
+                rows[(SETTING_TITLES[sname], key, LABELS[m])] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.columns = pd.MultiIndex.from_tuples(df.columns)
     df.index.names = ["setting", "ratio", "method"]
@@ -216,7 +221,7 @@ def findings(record: dict) -> str:
         key = min(s["curves"], key=float)
         cell = s["curves"][key]
         g = cell["group_accuracy"]
-        lines.append(f"**{SETTING_NAMES[sname]}** ({s['description']}; {seeds_text(len(s['seeds']))}), ratio {key}:")
+        lines.append(f"**{SETTING_TITLES[sname]}** ({s['description']}; {seeds_text(len(s['seeds']))}), ratio {key}:")
         if "reference" in cell["summary"]:
             lines += [f"- Attn-KNN minus the tuned vote: {cell_sentence(cell, b='reference')}.",
                       f"- Attn-KNN with the prior correction minus the tuned vote: "
@@ -251,5 +256,5 @@ def tuning_frame(record: dict) -> pd.DataFrame:
             row["tail classes per seed"] = "--" if balanced else "; ".join(
                 ", ".join(names[c] if names else str(c) for c in groups["tail"])
                 for groups in cell.get("groups_by_seed", {}).values()) or "--"  # older records: not kept
-            rows[(SETTING_NAMES[s], ratio)] = row
+            rows[(SETTING_TITLES[s], ratio)] = row
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["setting", "ratio"])

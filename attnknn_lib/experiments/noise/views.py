@@ -8,11 +8,11 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.experiments.common.robustness import (
-    SETTING_NAMES,
     cell_difference,
     cell_sentence,
 )
 from attnknn_lib.experiments.common.shared import output_context
+from attnknn_lib.experiments.common.views import SETTING_TITLES
 from attnknn_lib.experiments.noise.config import ARTIFACTS, LABELS, NAME, NOTEBOOK
 from attnknn_lib.report import figures
 from attnknn_lib.report.findings import markdown_lists, mean_pct, seeds_text
@@ -46,7 +46,7 @@ def figure(record: dict):
                                          ("ece", "test ECE (cal.)", "test_calibrated", 1)):
         for sname, s in res["settings"].items():
             for kind in res["kinds"]:
-                title = f"{SETTING_NAMES[sname]}, {kind}"
+                title = f"{SETTING_TITLES[sname]}, {kind}"
                 panels[(title, ylabel)] = {LABELS[m]: _curve(s, kind, m, split, metric, scale) for m in methods}
     return figures.curve_panels(panels, "noise rate (%)", ncols=len(panels) // 2,
                               title=f"{REGISTRY[record['dataset']].title}: label noise (clean test labels; mean "
@@ -67,8 +67,12 @@ def table_frame(record: dict) -> pd.DataFrame:
     for sname, s in res["settings"].items():
         for key, cell in s["curves"].items():
             kind, rate = key.split("/")
-            label = f"{'bank' if sname == 'bank' else 'retrained'}, {noise_label(kind, rate)}"
+            if sname == "trained" and kind == "none":
+                continue  # retrained on clean labels are the clean-trained models: the memory-only row has them
+            label = f"{SETTING_TITLES[sname]}, {noise_label(kind, rate)}"
+            # noise in the memory alone leaves the CNN as it was: its accuracy is the clean row's
             rows[label] = {short[m]: fmt_mean_sd(cell["summary"][m]["test_raw"]["accuracy"], "accuracy", 1)
+                           if m != "cnn" or sname == "trained" or kind == "none" else "--"
                            for m in short if m in cell["summary"]}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "Setting, noise"
@@ -84,7 +88,7 @@ def weights_frame(record: dict) -> pd.DataFrame:
             kind, rate = key.split("/")
             if kind == "none":
                 continue
-            label = f"{'bank' if sname == 'bank' else 'retrained'}, {noise_label(kind, rate)}"
+            label = f"{SETTING_TITLES[sname]}, {noise_label(kind, rate)}"
             row = {LABELS[m]: f"{cell['weight_ratio'][m]['mean']:.3f}" for m in ("attnknn", "distance", "cosine")}
             row["Attn-KNN $k_{\\mathrm{eff}}$"] = f"{cell['effective_neighbours']['attnknn']:.2f}"
             row["flipped neighbours"] = f"{100 * cell['flipped_share_of_neighbours']:.1f}\\%"
@@ -97,11 +101,13 @@ def weights_frame(record: dict) -> pd.DataFrame:
 def write_outputs(record: dict, paths: Paths) -> dict:
     res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     bank, trained = res["settings"]["bank"], res["settings"].get("trained")
-    how = (f"bank: noise only in the memory-bank (and validation) labels of the clean-trained Attn-KNN models, seeds "
+    how = (f"memory only: noise only in the memory (and validation) labels of the clean-trained Attn-KNN models, seeds "
            f"{', '.join(map(str, bank['seeds']))}")
     if trained:
         how += (f"; retrained: Attn-KNN and CNN trained on the noisy labels ({trained['n_train_before_change'] or 'all'} training "
-                f"rows, {trained['epochs']} epochs, seeds {', '.join(map(str, trained['seeds']))})")
+                f"rows, {trained['epochs']} epochs, seeds {', '.join(map(str, trained['seeds']))}; retrained on clean "
+                f"labels they are the clean-trained models of the first row)")
+    how += "; --: the CNN reads no memory, so noise in the memory alone leaves it at the clean row's accuracy"
     out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(
         table_frame(record),
         f"{title}: test accuracy (\\%, clean test labels; mean $\\pm$ s.d.\\ over seeds) under label noise. {how}. "
@@ -131,7 +137,7 @@ def summary_frame(record: dict) -> pd.DataFrame:
             row = {("accuracy (%)", LABELS[m]): num(e["test_raw"]["accuracy"]["mean"], 2, 100) for m, e in summ.items()}
             row.update({("ECE after calibration", LABELS[m]): num(e["test_calibrated"]["ece"]["mean"], 4)
                         for m, e in summ.items()})
-            rows[(SETTING_NAMES[sname], noise_label(kind, rate))] = row
+            rows[(SETTING_TITLES[sname], noise_label(kind, rate))] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.columns = pd.MultiIndex.from_tuples(df.columns)
     df.index.names = ["setting", "noise"]
@@ -216,7 +222,7 @@ def findings(record: dict) -> str:
     the best tuned kNN vote (seed-level verdicts) and whether it gives flipped neighbours less weight."""
     lines = []
     for sname, s in record["results"]["settings"].items():
-        lines.append(f"**{SETTING_NAMES[sname]}** ({s['description']}; {seeds_text(len(s['seeds']))}):")
+        lines.append(f"**{SETTING_TITLES[sname]}** ({s['description']}; {seeds_text(len(s['seeds']))}):")
         for kind in [k for k in NOISE_KINDS if any(key.startswith(k + "/") for key in s["curves"])]:
             key = max((key for key in s["curves"] if key.startswith(kind + "/")), key=lambda x: float(x.split("/")[1]))
             cell = s["curves"][key]

@@ -245,7 +245,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"minus the tuned vote, then each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over "
             f"{n} seeds (each seed its own data and test set). Accuracy against the tuned vote (or NCA); NLL and "
             f"Brier, after calibration on validation, against the NLL-tuned one. Effective $k$: exp of the weights' "
-            f"entropy (--: the readout head, not a vote). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="footnotesize",
+            f"entropy (--: the readout head, not a vote). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="scriptsize",
             colsep="3pt")),
         "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(

@@ -84,7 +84,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"$k={cfg['k']}$ neighbours of the frozen embedding; the chosen head is named under its interval. "
             f"Attn-KNN: the end-to-end model at the $k$ it was trained at, and with its vote settings chosen on "
             f"validation. {src}.",
-            "tab:study-best", escape_index=True, colsep="3pt", size="footnotesize")),
+            "tab:study-best", escape_index=True, colsep="2pt", size="scriptsize")),
         "reference": ARTIFACTS.write_table(paths, "reference", d, booktabs(
             ref_frame,
             f"{title}: the tuned vote, per memory setting (seeds {seeds}): the neighbour "

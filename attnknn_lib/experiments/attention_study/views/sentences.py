@@ -142,13 +142,14 @@ def collapse_reading(record: dict) -> str | None:
     beside = sweep["settings"]
     if DIFFERENCE in beside:
         d = beside[DIFFERENCE]
-        text += (f"; a score read from q - n_j by an MLP (TabR's difference feature), trained the same way, reaches "
-                 f"effective k {d['effective_k']['mean']:.2f} and {interval_text(d['verdicts_reference']['accuracy'], 'accuracy')}")
+        text += (f". A head whose MLP scores the difference between query and neighbour, as TabR does, "
+                 f"reaches effective k {d['effective_k']['mean']:.2f} and "
+                 f"{interval_text(d['verdicts_reference']['accuracy'], 'accuracy')}")
     m = beside.get(MAIN_ATTNKNN)
     if m and (m.get("score_range") or {}).get("mean") is not None:
-        text += (f"; Attn-KNN's scores span {m['score_range']['mean']:.3f} within a neighbourhood at temperature "
-                 f"{m['temperature']['mean']:.3f} (largest weight at most {np.exp(m['score_range']['mean']):.2f} times "
-                 "the smallest)")
+        text += (f". Attn-KNN's scores, its temperature ({m['temperature']['mean']:.3f}) included, span "
+                 f"{m['score_range']['mean']:.3f} within a neighbourhood: its largest weight is at most "
+                 f"{np.exp(m['score_range']['mean']):.2f} times its smallest")
     return text
 
 

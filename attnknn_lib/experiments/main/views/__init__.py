@@ -148,13 +148,13 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
         out["reliability"] = ARTIFACTS.save_figure(paths, "reliability", name, fig)
     out["paired"] = ARTIFACTS.write_table(paths, "paired", name, booktabs(
         diff_frame(res["paired"]),
-        f"{title}: paired differences on the same test points (A minus B; Attn-KNN tuned: $k$, label filter and "
-        f"prior correction chosen on validation; rows against the vote tuned for the calibration endpoint give its "
+        f"{title}: paired differences on the same test points (A minus B; Attn-KNN, vote settings tuned: Attn-KNN with its vote "
+        f"settings ($k$, label filter and prior correction) chosen on validation; rows against the vote tuned for the calibration endpoint give its "
         f"NLL and Brier only; the comparisons with tuned vote settings give no per-seed rows). Per seed: 95\\% "
-        f"paired bootstrap intervals over test points. Over seeds {seeds}: mean of the per-seed differences, 95\\% "
+        f"paired bootstrap intervals over test points. Mean: over seeds {seeds}, the mean of the per-seed differences, its 95\\% "
         f"$t$ interval counting the seeds' spread and the test set's bootstrap variance, and the verdict against "
         f"the declared margins ({_margins_text(record['config'])}). Accuracy in percentage points; negative "
-        f"NLL / Brier differences favour A (ECE, described only, is in the metrics table). {src}.", "tab:main-paired", colsep="2pt", size="footnotesize"))
+        f"NLL / Brier differences favour A (ECE, described only, is in the metrics table). {src}.", "tab:main-paired", colsep="2pt", size="scriptsize"))
     out["knobs"] = ARTIFACTS.write_table(paths, "knobs", name, booktabs(  # empty for a record from before the knobs
         vk.knobs_frame(record).rename(columns=latex_escape), vk.KNOBS_CAPTION + f" {src}.", "tab:main-knobs",
         escape_index=True, colsep="3pt", size="footnotesize"))

@@ -26,7 +26,7 @@ def diff_frame(paired: dict) -> pd.DataFrame:
         if name in vk.PER_SEED_ROWS:  # the knob comparisons give their seed-level rows only (the table stays one page)
             for s, d in entry["per_seed"].items():
                 rows[f"{label}, seed {s}"] = cells(d)
-        rows[f"{label}, over seeds"] = cells(entry["seed_level"])
+        rows[f"{label}, mean"] = cells(entry["seed_level"])  # over seeds (the caption says so)
         rows[f"{label}, verdict"] = cells(entry["seed_level"], word=True)
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "A $-$ B"
