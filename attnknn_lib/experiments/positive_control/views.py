@@ -233,7 +233,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         headroom_frame(record, latex=True).T,
         f"Positive control: room to win against the nuisance scale (test accuracy in \\%, mean over {n} seeds). "
         f"Recall, uniform vote and fixable share at Attn-KNN's $k = {k}$; the tuned vote "
-        f"(its $k$ per seed); the geometry-only vote over at most {k} neighbours; the {k} retrieved neighbours "
+        f"(its $k$ per seed); the geometry-only vote (the best uniform, distance or cosine vote over at most {k} neighbours, no filter or prior correction); the {k} retrieved neighbours "
         f"reweighted by their distance in the informative dimensions (which the generator knows), the same at the "
         f"tuned vote's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
         f"learner on neighbour features; NCA (the tuned vote's search run again on the neighbours of a linear map learned with "

@@ -83,7 +83,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"better / worse / equivalent / inconclusive) and the seed-level 95\\% interval below. Heads read "
             f"$k={cfg['k']}$ neighbours of the frozen embedding; the chosen head is named under its interval. "
             f"Attn-KNN: the end-to-end model at the $k$ it was trained at, and with its vote settings chosen on "
-            f"validation. {src}.",
+            f"validation. The noisy memories sit on the clean-trained embedding; the long-tailed one on a model "
+            f"retrained on the long-tailed training set. Unlike the label-noise experiment, whose validation labels "
+            f"are noisy, every choice here is made on clean validation labels. {src}.",
             "tab:study-best", escape_index=True, colsep="2pt", size="scriptsize")),
         "reference": ARTIFACTS.write_table(paths, "reference", d, booktabs(
             ref_frame,
@@ -138,7 +140,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             "tab:study-second", escape_index=True, colsep="3pt", size="footnotesize"))} if res.get("second") else {}),
         "diagnostics": ARTIFACTS.write_table(paths, "diagnostics", d, booktabs(
             diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
-            f"{title}: the prototype attention during Attn-KNN's training, per epoch (mean over seeds "
+            f"{title}: Attn-KNN's attention during its training, per epoch (mean over seeds "
             f"{', '.join(map(str, res['seeds']))}). "
             f"Grad.\\ share: training queries whose vote carries a gradient (the true label among the k and the "
             f"neighbourhood mixed); H: entropies in nats of the head-averaged weights and of each head's; "

@@ -87,7 +87,7 @@ def diagnostics_figure(record: dict):
         ax.xaxis.get_major_locator().set_params(integer=True)
     axes[0].legend(fontsize=6.5, frameon=False)
     axes[1].legend(fontsize=6.5, frameon=False, loc="lower right")
-    fig.suptitle(f"The prototype attention during main's training ({_seeds(res)}, one line each)", fontsize=9)
+    fig.suptitle(f"Attn-KNN's attention during its training ({_seeds(res)}, one line each)", fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return fig
 
