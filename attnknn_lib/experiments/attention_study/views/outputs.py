@@ -107,8 +107,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"held-out validation labels, cross-fitted in two halves (each fit on one half, tuned on a fifth of it, "
             f"applied to the other): gradient-boosted trees on per-class neighbour features (trees), reading as "
             f"many neighbours as the reference chose (at least k), "
-            f"and the label-aware attention at k (label-aware). Learnable headroom: the one with the better out-of-fold validation accuracy minus the "
-            f"tuned vote, with its 95\\% seed-level $t$ interval and verdict "
+            f"and the label-aware attention at k (label-aware). Learnable headroom: per seed, the one with the better out-of-fold validation accuracy minus the "
+            f"tuned vote (so it need not equal a difference of the columns, which average each learner over seeds), "
+            f"with its 95\\% seed-level $t$ interval and verdict "
             f"B / W / E / ? against a {100 * cfg['margin_accuracy']:g} pp margin.{capture_note(learnable)} Rows of "
             f"a second dataset: its hold-out splits, split-level intervals. {src}.",
             "tab:study-learnable", escape_index=True, colsep="3pt")),
