@@ -215,8 +215,8 @@ def _multiplicity_note(res: dict) -> str:
     else:
         which = f"those on {', '.join(passed)} are confirmatory, the others exploratory. "
     return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
-            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier), their intervals "
-            f"are not, so an interval that excludes zero can carry an inconclusive verdict; " + which)
+            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); their intervals "
+            f"are not adjusted, so an interval that excludes zero can carry an inconclusive verdict; " + which)
 
 
 TAGS = {"pixels_pca": "Pca", "few_labels": "Few", "other_classes": "Other"}  # macro names of the candidates
