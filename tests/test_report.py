@@ -501,3 +501,11 @@ def test_a_count_in_words_names_none_all_and_a_share_and_falls_back_to_digits():
 
     assert count_phrase(0, 6) == "none of the six" and count_phrase(3, 3) == "all three"
     assert count_phrase(4, 6) == "four of six" and count_phrase(2, 20) == "two of 20"
+
+
+def test_count_macros_give_a_number_and_its_words_and_dash_what_a_record_cannot_say():
+    from attnknn_lib.report.macros import count_macros
+
+    m = count_macros(("Exp",), {"Nca Wins": ["a", "b", "c"], "Attnknn Wins": [], "Probe Wins": None}, 3)
+    assert m == {"ExpNcaWins": "3", "ExpNcaWinsWords": "all three", "ExpAttnknnWins": "0",
+                 "ExpAttnknnWinsWords": "none of the three", "ExpProbeWins": "--", "ExpProbeWinsWords": "--"}

@@ -88,6 +88,16 @@ def count_phrase(n: int, total: int) -> str:
     return f"all {word(total)}" if n == total else f"{word(n)} of {word(total)}"
 
 
+def count_macros(prefix: tuple[str, ...], counts: dict[str, list | None], total: int) -> dict[str, str]:
+    """For each ``counts[key]`` (the things a method won; None where the record cannot say) two macros:
+    ``<prefix><key>`` the number and ``<prefix><key>Words`` the :func:`count_phrase` of ``total``; '--' for None."""
+    out = {}
+    for key, won in counts.items():
+        out[macro_name(*prefix, key)] = "--" if won is None else str(len(won))
+        out[macro_name(*prefix, key, "Words")] = "--" if won is None else count_phrase(len(won), total)
+    return out
+
+
 def signed(value: float, decimals: int) -> str:
     """A signed number that never prints as -0.000: +0.000 when it rounds to zero; "--" if NaN or
     None (strict JSON stores a one-seed record's missing interval as null)."""

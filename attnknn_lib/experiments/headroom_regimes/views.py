@@ -12,7 +12,7 @@ from attnknn_lib.experiments.common.fixed_embedding import HEADS, answer_finding
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
-from attnknn_lib.report.macros import count_phrase, macro_name, record_macros, signed, source_note
+from attnknn_lib.report.macros import count_macros, count_phrase, macro_name, record_macros, signed, source_note
 from attnknn_lib.report.tables import booktabs, interval_text, latex_escape
 
 
@@ -296,8 +296,7 @@ def regime_macros(record: dict) -> dict[str, str]:
            macro_name(*pre, "With Room"): str(len(res["selected"])),
            macro_name(*pre, "With Room Words"): count_phrase(len(res["selected"]), len(cands)),
            macro_name(*pre, "Room Margin"): f"{100 * res['room_margin']:g}",
-           macro_name(*pre, "Test Rows"): f"{res['test_rows']:,}",
-           macro_name(*pre, "Attnknn Wins"): str(len(_wins(record, "attnknn")))}
+           macro_name(*pre, "Test Rows"): f"{res['test_rows']:,}"}
     cfg = record["config"]  # how the candidates were built, for the text
     out.update({macro_name(*pre, "Pca Dims"): str(cfg["pca_dims"]),
                 macro_name(*pre, "Label Share"): f"{100 * cfg['label_share']:g}",
@@ -316,9 +315,7 @@ def regime_macros(record: dict) -> dict[str, str]:
                   _diff(c, h, "nca", "accuracy")["value"] < 0 for h in record["results"]["heads"])] if learned else None,
               "Nca Wins": _wins(record, "nca") if learned else None,
               "Attnknn Beats Nca": _wins(record, "attnknn", "nca") if learned else None}
-    for key, won in counts.items():
-        out[macro_name(*pre, key)] = "--" if won is None else str(len(won))
-        out[macro_name(*pre, key, "Words")] = "--" if won is None else count_phrase(len(won), len(cands))
+    out.update(count_macros(pre, counts, len(cands)))
     return out
 
 

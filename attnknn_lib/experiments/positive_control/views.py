@@ -17,7 +17,7 @@ from attnknn_lib.experiments.common.learned_metric import LABELS
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
-from attnknn_lib.report.macros import VERDICT_PHRASES, count_phrase, macro_name, record_macros, signed, source_note
+from attnknn_lib.report.macros import VERDICT_PHRASES, count_macros, macro_name, record_macros, signed, source_note
 from attnknn_lib.report.tables import booktabs, interval_text
 
 CEILINGS = {  # method -> label, for the headroom table and the figure
@@ -369,17 +369,11 @@ def pc_macros(record: dict) -> dict[str, str]:
     for tag in RANKS:
         out.update(_level_macros(pre, tag, ranked[tag]))
         out.update(_learned_macros(pre, tag, ranked[tag]))
-    out[macro_name(*pre, "Attnknn Wins")] = str(len(_wins(record, "attnknn")))
-    learned = "nca" in levels[0]["summary"]["diff"]
-    out[macro_name(*pre, "Nca Wins")] = str(len(_wins(record, "nca"))) if learned else "--"
-    out[macro_name(*pre, "Attnknn Beats Nca")] = str(len(_wins(record, "attnknn", "nca"))) if learned else "--"
-    # the same counts in words, for the abstract and the conclusion ("three of six", "none of the six")
-    wins = {"Attnknn Wins": ("attnknn", "reference"), "Nca Wins": ("nca", "reference"),
-            "Attnknn Beats Nca": ("attnknn", "nca")}
-    for key, (name, against) in wins.items():
-        needs_nca = "nca" in (name, against)
-        out[macro_name(*pre, key, "Words")] = ("--" if needs_nca and not learned
-                                               else count_phrase(len(_wins(record, name, against)), len(levels)))
+    learned = "nca" in levels[0]["summary"]["diff"]  # counts, and in words for the abstract ("three of six")
+    out.update(count_macros(pre, {"Attnknn Wins": _wins(record, "attnknn"),
+                                  "Nca Wins": _wins(record, "nca") if learned else None,
+                                  "Attnknn Beats Nca": _wins(record, "attnknn", "nca") if learned else None},
+                            len(levels)))
     return out
 
 

@@ -245,8 +245,7 @@ def variants_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 def variants_by_setting(record: dict) -> dict[str, pd.DataFrame]:
     """The notebook's variants table, one compact frame per memory setting, a row per row of
     :func:`variants_frame` (k and variant, short names, * the chosen one): test accuracy (mean over
-    seeds), the accuracy difference to the tuned kNN rule at k and to the tuned vote that learns
-    nothing (pp, seed-level interval, verdict letter), and the effective k. Every cell fits one line
+    seeds), the accuracy difference to the tuned kNN rule at k and to the tuned vote (pp, seed-level interval, verdict letter), and the effective k. Every cell fits one line
     of the PDF page; the calibration differences and the rest are in the table file and the record."""
     out = {}
     for setting, s in record["results"]["summary"]["settings"].items():

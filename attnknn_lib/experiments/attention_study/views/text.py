@@ -23,7 +23,7 @@ from attnknn_lib.report.readme import per_dataset
 GLOSSARY = (
     "- *pp*: percentage points of test accuracy; *[low, high]*: the 95 % interval over seeds (seed-level t "
     "interval, the shared test set's bootstrap error included).",
-    "- *Tuned vote that learns nothing* (the reference): a neighbour vote whose weights (uniform, distance or "
+    "- *Tuned vote* (the reference): a neighbour vote whose weights (uniform, distance or "
     "cosine), k, label filter and class-prior correction are all chosen on validation.",
     "- *Better* / *worse*: the interval excludes zero on the good / bad side; *equivalent*: the whole interval lies "
     "within the margin declared before the run ({margins}); *inconclusive*: none of these; *identical*: every "

@@ -1,5 +1,5 @@
 """main: the tuned vote's knobs drawn from its record: Attn-KNN with k, filter and prior chosen on
-validation against the tuned vote, the calibration endpoint against the tuned vote tuned for it, and
+validation against the tuned vote, the calibration endpoint against the NLL-tuned vote, and
 each seed's choices (the reference's validation-test gap and every open edge of its search)."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def knob_macros(prefix: tuple[str, ...], res: dict) -> dict[str, str]:
 
 def knob_findings(res: dict) -> list[str]:
     """The notebook's lines on the knobs: Attn-KNN tuned against the tuned vote (accuracy), both Attn-KNNs
-    against the tuned vote tuned for the calibration endpoint (NLL, Brier after calibration), the choices."""
+    against the NLL-tuned vote (NLL, Brier after calibration), the choices."""
     lines = []
     paired = res["paired"]
     if "attnknn_tuned_vs_reference" in paired:
