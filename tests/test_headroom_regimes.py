@@ -202,17 +202,23 @@ def test_holm_adjusts_each_endpoint_over_every_head_candidate_and_comparison():
         return seed_level([shift + 0.001 * i for i in range(5)], 0.0, "accuracy", margin=0.0025)
 
     def cand(shift):
-        diff = {h: {"reference": {"accuracy": res(shift)}, "nca": {"accuracy": res(shift)}} for h in cfg.heads}
+        diff = {h: {"reference": {"accuracy": res(shift)}, "nca": {"accuracy": res(shift)}}
+                for h in (*cfg.heads, "attnknn_tuned")}
         return {"summary": {"diff": diff}}
     # a borderline win on one of eight tests: better alone, not once the family is counted
     cands = {"a": cand(0.0), "b": cand(0.0)}
     lone = seed_level([0.004, 0.006, 0.009, 0.011, 0.0], 0.0, "accuracy", margin=0.0025)
-    cands["a"]["summary"]["diff"]["attnknn"]["reference"]["accuracy"] = lone
+    cands["a"]["summary"]["diff"]["attnknn_tuned"]["reference"]["accuracy"] = lone
+    cands["a"]["summary"]["diff"]["attnknn"]["reference"]["accuracy"] = dict(lone)
     assert lone["verdict"] == "better"
+    assert hr.family_heads(cfg, "accuracy") == ("attnknn_tuned", "readout")
+    assert hr.family_heads(cfg, "nll") == ("attnknn_tuned_nll", "readout")
     sizes = hr.holm_correct(cfg, cands)
-    adjusted = cands["a"]["summary"]["diff"]["attnknn"]["reference"]["accuracy"]
+    adjusted = cands["a"]["summary"]["diff"]["attnknn_tuned"]["reference"]["accuracy"]
     assert sizes["accuracy"] == 8 and sizes["nll"] == 0
     assert adjusted["verdict_unadjusted"] == "better" and adjusted["verdict"] == "inconclusive"
+    # Attn-KNN at its trained k is a diagnostic: outside the family, its verdict as measured
+    assert cands["a"]["summary"]["diff"]["attnknn"]["reference"]["accuracy"]["verdict"] == "better"
 
 
 def test_the_multiplicity_note_escapes_labels_and_says_which_verdicts_are_confirmatory():

@@ -22,10 +22,17 @@ Given a labelled memory, validation and test rows of one embedding (the embeddin
    chosen on validation, scored once on test: accuracy as voted, NLL and Brier after a calibrator
    fitted on validation, and their effective k = exp(entropy of the weights), mean over test queries;
    then the controls (:data:`CONTROLS`: the query-only MLP, which reads no neighbour) with the heads'
-   budget.
+   budget;
+6. **Attn-KNN with the rule's knobs** (:data:`TUNED`): the trained Attn-KNN head read over more
+   neighbours, with k, the label-consistency filter and the prior exponent chosen on validation as
+   the rule chooses them (:func:`~attnknn_lib.evaluation.tuned_attention.tuned_attentions`; its
+   scores of a neighbour do not depend on the others read, so k = the heads' k is in the grid and
+   gives the head as trained). ``attnknn_tuned`` is tuned on accuracy, ``attnknn_tuned_nll`` for the
+   calibration endpoints; the head at its trained k stays as a diagnostic.
 
-Every method is compared with both references; every head also with the learned metric (``nca`` on
-accuracy, ``nca_nll`` on NLL and Brier): attention against the classic way to learn a metric.
+Every method is compared with both references; every head (and Attn-KNN with the rule's knobs)
+also with the learned metric (``nca`` on accuracy, ``nca_nll`` on NLL and Brier): attention against
+the classic way to learn a metric.
 
 An experiment may add its own methods (the positive control's oracle weights) through ``extras``.
 :func:`summarise` turns one setting's seeds into seed-level intervals and verdicts: every seed has
@@ -47,6 +54,7 @@ from attnknn_lib.base.errors import ConfigError, check_range
 from attnknn_lib.base.knobs import csv, knob
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.evaluation.calibration import fit_calibrator
+from attnknn_lib.evaluation.head_scores import attention_scorer
 from attnknn_lib.evaluation.learnable import learned_rule
 from attnknn_lib.evaluation.metrics import METRICS, accuracy, nll
 from attnknn_lib.evaluation.reference import (
@@ -57,6 +65,7 @@ from attnknn_lib.evaluation.reference import (
     references,
     tune_reference,
 )
+from attnknn_lib.evaluation.tuned_attention import tuned_attentions
 from attnknn_lib.evaluation.verdicts import MARGINS, resolvable, seed_level
 from attnknn_lib.experiments.common.learned_metric import LEARNED, NcaKnobs, nca_methods, probe_method
 from attnknn_lib.experiments.common.shared import searcher
@@ -81,6 +90,7 @@ CONTROLS = {  # name -> (label, what it is): trained like the heads, never a hea
 ENDPOINTS = (("accuracy", "raw"), ("nll", "calibrated"), ("brier", "calibrated"))
 """What each head is judged on against the reference: accuracy as voted, NLL and Brier after the
 calibrator fitted on validation (proper scores; ECE is only described)."""
+TUNED = ("attnknn_tuned", "attnknn_tuned_nll")  # Attn-KNN with the rule's knobs: on accuracy / for calibration
 REFERENCES = ("reference", "reference_nll")  # tuned on validation accuracy / on validation NLL (calibrated)
 CALIBRATION_ENDPOINTS = ("nll", "brier")  # judged against both references
 RESOLVED_AT = (3, 5)  # seed counts at which the smallest resolvable difference is reported
@@ -181,9 +191,10 @@ def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.
 
 
 def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dict[str, Neighbourhood],
-                seed: int, names: tuple[str, ...] | None = None) -> dict:
+                seed: int, names: tuple[str, ...] | None = None, models: dict | None = None) -> dict:
     """Every head of ``names`` (default ``cfg.heads``; a control of :data:`CONTROLS` trains the same
-    way): validation and test probabilities, and what training did."""
+    way): validation and test probabilities, and what training did; ``models`` (a dict the caller
+    keeps) receives each trained head."""
     mem = torch.from_numpy(np.ascontiguousarray(memory, dtype=np.float32))
     out = {}
     for name in names or cfg.heads:
@@ -201,6 +212,8 @@ def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dic
         if isinstance(head, BlindAttention):
             info["temperatures"] = [float(t) for t in head.attention.temperatures().detach()]
         out[name] = (pv, pt, info)
+        if models is not None:
+            models[name] = res.model
     return out
 
 
@@ -251,8 +264,15 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
     fit = learned_rule(hood("val", k_learn), val.y, hood("test", k_learn), prior, num_classes, k_learn, seed)
     probs["learner"], info["learner"] = (fit["val"], fit["test"]), {"k": k_learn, "configs": fit["configs"],
                                                                      "folds": fit["folds"]}
-    for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed).items():
+    trained: dict = {}
+    for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, models=trained).items():
         probs[name], info[name] = (pv, pt), head_info
+    if "attnknn" in trained:  # the rule's knobs, read from the rule's search depth on
+        scorer = attention_scorer(trained["attnknn"].attention, bank, {"val": val.x, "test": test.x}, search,
+                                  memory.y, loo)
+        tuned = tuned_attentions(scorer, val.y, prior, num_classes, info["reference"]["k_searched"], len(memory.y))
+        for name, m in zip(TUNED, tuned):
+            probs[name], info[name] = (m.val, m.test), m.info
     for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, tuple(CONTROLS)).items():
         head_info.pop("effective_k")  # its weights are uniform by convention: no sharpness to report
         probs[name], info[name] = (pv, pt), head_info
@@ -260,7 +280,7 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
     scored = {name: {**scores(pv, pt, val.y, test.y), "info": info[name]} for name, (pv, pt) in probs.items()}
     diffs = {name: {r: differences(scored[name], scored[r]) for r in REFERENCES}
              for name in scored if name not in REFERENCES}
-    for name in cfg.heads:  # attention against the learned metric with the same vote
+    for name in (*cfg.heads, *(t for t in TUNED if t in scored)):  # attention against the learned metric
         diffs[name].update({r: differences(scored[name], scored[r]) for r in LEARNED})
     test_labels = memory.y[search("test", max(k, k_ref))[0]]
     return {"headroom": {"at_k": headroom(test_labels, test.y, num_classes, k),

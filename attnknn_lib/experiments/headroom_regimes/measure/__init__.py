@@ -15,7 +15,7 @@ Each embedder picks its epoch on ``embedder_val`` validation rows of the classes
 On every candidate the comparison of :func:`~attnknn_lib.experiments.common.fixed_embedding.compare` runs,
 in its order: headroom, the strongest rule that learns nothing (accuracy- and NLL-tuned), the
 learned metrics with the same vote (NCA and the linear probe), the learnable headroom, then the
-heads (each also against NCA) and the query-only control. Before it, the gate (:mod:`~.gate`,
+heads (each also against NCA), the query-only control and Attn-KNN with the rule's knobs. Before it, the gate (:mod:`~.gate`,
 declared in ``docs/regimes_declaration.md``): a candidate *has room* when a gate learner's
 cross-fitted validation accuracy lies at least ``room_margin`` above the rule's, as a mean over
 seeds; it reads no test row. The heads run on every candidate, so the absence of room is tested
@@ -169,17 +169,26 @@ def gate_summary(cfg: Config, per_seed: dict[str, dict]) -> dict:
 
 HOLM_REFERENCES = {"accuracy": ("reference", "nca"), "nll": ("reference_nll", "nca_nll"),
                    "brier": ("reference_nll", "nca_nll")}  # per endpoint: what each head is compared with
+HOLM_ATTNKNN = {"accuracy": "attnknn_tuned", "nll": "attnknn_tuned_nll", "brier": "attnknn_tuned_nll"}
+"""Per endpoint, the Attn-KNN of the family: with the rule's knobs tuned for that endpoint (at its
+trained k it is a diagnostic, outside the family)."""
+
+
+def family_heads(cfg: Config, metric: str) -> tuple[str, ...]:
+    """The methods of ``metric``'s family: every head of the config, Attn-KNN with the rule's knobs."""
+    return tuple(HOLM_ATTNKNN[metric] if h == "attnknn" else h for h in cfg.heads)
 
 
 def holm_correct(cfg: Config, candidates: dict[str, dict]) -> dict:
-    """Per endpoint one family (``docs/regimes_declaration.md``): every head on every candidate against
-    the endpoint's reference and against NCA. Each summary entry is replaced by its Holm-adjusted
-    result (:func:`~attnknn_lib.evaluation.verdicts.holm`: the adjusted verdict, the unadjusted one
-    kept beside it); returns each family's size."""
+    """Per endpoint one family (``docs/regimes_declaration.md``): every head (:func:`family_heads`) on
+    every candidate against the endpoint's reference and against NCA. Each summary entry is replaced
+    by its Holm-adjusted result (:func:`~attnknn_lib.evaluation.verdicts.holm`: the adjusted verdict,
+    the unadjusted one kept beside it); returns each family's size."""
     sizes = {}
     for metric, refs in HOLM_REFERENCES.items():
         family = {(c, h, r): cand["summary"]["diff"][h][r][metric] for c, cand in candidates.items()
-                  for h in cfg.heads for r in refs if metric in cand["summary"]["diff"].get(h, {}).get(r, {})}
+                  for h in family_heads(cfg, metric) for r in refs
+                  if metric in cand["summary"]["diff"].get(h, {}).get(r, {})}
         adjusted = holm({"|".join(key): d for key, d in family.items()}, metric)
         for (c, h, r) in family:
             candidates[c]["summary"]["diff"][h][r][metric] = adjusted["|".join((c, h, r))]
