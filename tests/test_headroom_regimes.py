@@ -111,6 +111,37 @@ def test_views_read_a_record_without_measuring():
     assert m["HeadroomRegimesLabelShare"] == "1" and m["HeadroomRegimesPcaDims"] == "64"
 
 
+def _with_tuned(record: dict, acc: float) -> dict:
+    """``record`` with the attention head's tuned vote settings measured: accuracy ``acc`` over the rule."""
+    for c in record["results"]["candidates"].values():
+        d = c["summary"]["diff"]
+        win = {"value": acc, "low": acc - 0.01, "high": acc + 0.01, "verdict": "better" if acc > 0.01 else "worse",
+               "verdict_unadjusted": "better" if acc > 0 else "worse"}
+        flat = {"value": 0.0, "low": -0.01, "high": 0.01, "verdict": "inconclusive"}
+        d["attnknn_tuned"] = {"reference": {"accuracy": win, "nll": flat, "brier": flat},
+                              "reference_nll": {"nll": flat, "brier": flat}}
+        d["attnknn_tuned_nll"] = {"reference": {"accuracy": flat, "nll": flat, "brier": flat},
+                                  "reference_nll": {"nll": flat, "brier": flat}}
+        c["summary"]["means"]["attnknn_tuned"] = {"accuracy": 0.8 + acc, "nll": 0.5, "brier": 0.3, "ece": 0.02}
+        for seed in c["per_seed"].values():
+            seed["methods"] = {"attnknn_tuned": {"info": {"choice": {"k": 64}}}}
+    return record
+
+
+def test_with_tuned_vote_settings_the_attention_head_counts_tuned_and_its_trained_k_stays_a_diagnostic():
+    record = _with_tuned(_view_record(), -0.05)  # the head as trained wins on PCA (+3 pp); tuned, it loses
+    m = views.regime_macros(record)
+    assert m["HeadroomRegimesPcaAttnknnAccVerdict"] == "worse" and m["HeadroomRegimesPcaAttnknnAtKAccVerdict"] == "better"
+    assert m["HeadroomRegimesAttnknnWins"] == "0" and m["HeadroomRegimesPcaAttnknnTunedK"] == "64"
+    frame = views.verdict_frame(record)
+    assert list(frame.index[:2]) == ["PCA: attention head, tuned", "PCA: attention head, k = 16"]
+    assert frame.loc["PCA: attention head, tuned", "verdict"] == "worse"
+    assert "vote settings tuned" in views.findings(record) and "at k = 16, as trained" in views.findings(record)
+    note = views._multiplicity_note({**record["results"], "multiplicity": {"family_sizes": {"accuracy": 4}},
+                                     "confirmatory": []})
+    assert "at its trained $k$ it is a diagnostic" in note
+
+
 def _clusters(n: int, seed: int, nuisance: float) -> tuple[np.ndarray, np.ndarray]:
     """Two informative dimensions carry the class; ``nuisance`` scales six noise dimensions."""
     rng = np.random.default_rng(seed)

@@ -149,8 +149,12 @@ def _fake_seed(seed: int, ref: float, gains: dict[str, float]) -> dict:
         return {"accuracy": ma["raw"]["accuracy"] - mb["raw"]["accuracy"],
                 **{m: ma["calibrated"][m] - mb["calibrated"][m] for m in ("nll", "brier", "ece")}}
     diff = {n: {r: d(n, r) for r in ("reference", "reference_nll")} for n in gains}
-    for h in ("attnknn", "label_aware"):
-        diff[h].update({r: d(h, "nca") for r in ("nca", "nca_nll")})
+    for h in ("attnknn", "label_aware", "attnknn_tuned", "attnknn_tuned_nll"):
+        if h in gains:
+            diff[h].update({r: d(h, "nca") for r in ("nca", "nca_nll")})
+    for h in ("attnknn_tuned", "attnknn_tuned_nll"):
+        if h in gains:
+            methods[h]["info"] = {"choice": {"k": 32 + 16 * seed}}
     room = {"recall": 0.9, "uniform_accuracy": ref, "fixable": 0.1, "all_agree_right": 0.5}
     diag = {"retrieved_vs_informative": 0.2, "uniform_accuracy": ref - 0.05,
             **{v: {"accuracy": ref + g, "weights_vs_informative": r, "weights_vs_retrieved": 0.5}
@@ -207,11 +211,11 @@ def test_the_label_aware_diagnostic_trains_the_head_on_both_distances_and_report
     assert out["informative"]["weights_vs_informative"] > out["as_retrieved"]["weights_vs_informative"]
 
 
-def _record() -> dict:
+def _record(gains: dict | None = None) -> dict:
     cfg = EXPERIMENT.Config(heads="attnknn,label_aware", seeds="0,1,2", nuisance_scales="0,1.5")
     levels = {}
     for scale, ref in ((0.0, 0.9), (1.5, 0.6)):
-        per_seed = {str(s): _fake_seed(s, ref + 0.01 * s, GAINS) for s in range(3)}
+        per_seed = {str(s): _fake_seed(s, ref + 0.01 * s, gains or GAINS) for s in range(3)}
         levels[f"{scale:g}"] = {"nuisance_scale": scale, "per_seed": per_seed,
                                 "summary": pc.summarise_level(cfg, per_seed)}
     return {"experiment": "positive_control", "dataset": "clusters", "config": {}, "results": {
@@ -245,3 +249,19 @@ def test_views_show_the_learned_metric_the_shares_and_the_diagnostic_read_off_th
     assert "given the informative distances of the same neighbours, 76.00 %" in text
 
 
+
+
+def test_with_tuned_vote_settings_the_counted_attention_head_is_the_tuned_one_and_k16_a_diagnostic():
+    from attnknn_lib.experiments.positive_control import views
+
+    record = _record({**GAINS, "attnknn_tuned": 0.3, "attnknn_tuned_nll": 0.3})  # tuned: above NCA's 0.2
+    m = views.pc_macros(record)
+    assert m["PositiveControlAttnknnBeatsNca"] == "2" and m["PositiveControlMaxAttnknnTunedK"] == "32-64"
+    assert m["PositiveControlMaxAttnknnVsNcaAccVerdict"] == "better"
+    assert m["PositiveControlMaxAttnknnAtKAccVerdict"] == "better" and m["PositiveControlMaxAttnknnAcc"] == "91.00"
+    verdicts = views.verdict_frame(record)
+    assert "s = 1.5, attention head, vote settings tuned (k 32-64)" in verdicts.index
+    assert verdicts.loc["s = 1.5, attention head at k = 16 vs NCA", "verdict"] == "worse"
+    assert views.shares_frame(record).loc["attention head, vote settings tuned", "s = 1.5"].startswith("120 / ")  # 0.3 / 0.25
+    assert "its vote settings tuned as the tuned vote's are" in views.findings(record)
+    assert "at k = 16, as trained" in views.findings(record)

@@ -9,6 +9,15 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.experiments.common.fixed_embedding import HEADS, answer_findings, answer_then_lines, k_range, with_term
+from attnknn_lib.experiments.common.views import (
+    AT_K_LABEL,
+    TUNED_ATTNKNN,
+    TUNED_LABEL,
+    counted,
+    has_tuned,
+    row_method,
+    tuned_k,
+)
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
@@ -28,11 +37,28 @@ def _diff(cand: dict, name: str, ref: str, metric: str) -> dict:
     return cand["summary"]["diff"][name][ref][metric]
 
 
+def _counted(cand: dict, name: str, ref: str, metric: str) -> dict:
+    """``name``'s verdict that counts (:func:`~attnknn_lib.experiments.common.views.counted`: the
+    attention head with its vote settings tuned for the endpoint, where measured)."""
+    return _diff(cand, counted(cand["summary"]["diff"], name, metric), ref, metric)
+
+
+def _family(record: dict, cand: dict, metric: str = "accuracy") -> list[str]:
+    """The heads whose verdicts on ``metric`` count (and the Holm family holds): the attention head
+    with its vote settings tuned where measured, every other head as trained."""
+    return [counted(cand["summary"]["diff"], h, metric) for h in record["results"]["heads"]]
+
+
 def _shown(record: dict, cand: dict) -> dict[str, str]:
-    """Attn-KNN, then the chosen head (marked), then the other heads: name -> the paper's name."""
+    """The attention head with tuned vote settings (where measured), Attn-KNN as trained, then the
+    chosen head (marked), then the other heads: name -> the paper's name."""
     heads = head_names(record["results"]["heads"])
+    if has_tuned(cand["summary"]["diff"]):
+        heads = {TUNED_ATTNKNN["accuracy"]: f"{TUNED_LABEL} (k {tuned_k(cand['per_seed'])})",
+                 **{h: AT_K_LABEL.format(k=record["results"]["k"]) if h == "attnknn" else label
+                    for h, label in heads.items()}}
     chosen = cand.get("chosen_head")
-    order = ["attnknn"] * ("attnknn" in heads) + [chosen] * (chosen is not None)
+    order = [h for h in (TUNED_ATTNKNN["accuracy"], "attnknn") if h in heads] + [chosen] * (chosen is not None)
     order += [h for h in heads if h not in order]
     return {h: heads[h] + (" (chosen)" if h == chosen else "") for h in order}
 
@@ -73,6 +99,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 
 SHORT = {"pixels_pca": "PCA", "few_labels": "few labels", "other_classes": "other classes",  # LaTeX rows
          "attnknn": "attention head", "label_aware": "label-aware head", "readout": "readout head",
+         TUNED_ATTNKNN["accuracy"]: "attention head, tuned",
          "learner": "boosted trees",
          "nca": "NCA", "linear_probe": "linear probe", "query_only": "query-only"}
 AFTER_HEADS = ("learner", "nca", "linear_probe", "query_only")  # the verdict table's rows after the heads
@@ -87,18 +114,20 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     k (exp of the weights' entropy, mean over test queries and seeds). Rows carry short names
     (:data:`SHORT`) and the chosen head a star, so the table fits the page."""
     rows = {}
+    k = record["results"]["k"]
     for key, c in _candidates(record):
         s = c["summary"]
         diff = s["diff"]
+        short = {**SHORT, **({"attnknn": f"attention head, k = {k}"} if has_tuned(diff) else {})}
         compared = [(n, "rule") for n in [*_shown(record, c), *AFTER_HEADS] if n in diff]
         compared += [(n, "NCA") for n in _shown(record, c) if "nca" in diff[n]]
         for name, against in compared:
             ref_acc, ref_nll = VS[against]
-            acc, nll, brier = (_diff(c, name, ref_acc, "accuracy"), _diff(c, name, ref_nll, "nll"),
-                               _diff(c, name, ref_nll, "brier"))
+            acc, nll, brier = (_diff(c, name, ref_acc, "accuracy"), _diff(c, row_method(name, "nll"), ref_nll, "nll"),
+                               _diff(c, row_method(name, "brier"), ref_nll, "brier"))
             star = ("$^*$" if latex else "*") if name == c.get("chosen_head") else ""
             vs = " vs NCA" if against == "NCA" else ""
-            row_label = f"{SHORT.get(key, key)}: {SHORT.get(name, name)}{star}{vs}"
+            row_label = f"{SHORT.get(key, key)}: {short.get(name, name)}{star}{vs}"
             rows[row_label] = {
                 "accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100)}",
                 "verdict": acc["verdict"],
@@ -138,7 +167,10 @@ def figure(record: dict):
     res = record["results"]
     cands = _candidates(record)
     heads = list(res["heads"])
-    shown = heads + ["learner"]
+    tuned = all(has_tuned(c["summary"]["diff"]) for _, c in cands)
+    shown = [TUNED_ATTNKNN["accuracy"]] * tuned + heads + ["learner"]
+    names = {**head_names(res["heads"]), **({TUNED_ATTNKNN["accuracy"]: TUNED_LABEL,
+                                             "attnknn": AT_K_LABEL.format(k=res["k"])} if tuned else {})}
     fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.2), layout="constrained", width_ratios=(3, 2))
     x = np.arange(len(cands))
     width = 0.8 / len(shown)
@@ -146,7 +178,7 @@ def figure(record: dict):
         d = [_diff(c, name, "reference", "accuracy") for _, c in cands]
         mean = np.array([100 * e["value"] for e in d])
         err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
-        label = head_names(res["heads"]).get(name, "boosted trees (learnable headroom)")
+        label = names.get(name, "boosted trees (learnable headroom)")
         color = "tab:brown" if name == "learner" else f"C{i}"
         axes[0].bar(x + (i - (len(shown) - 1) / 2) * width, mean, width, yerr=err, color=color, capsize=2,
                     label=label, alpha=0.85, error_kw={"ecolor": "0.45", "lw": 1})
@@ -214,9 +246,12 @@ def _multiplicity_note(res: dict) -> str:
         which = "every candidate passed the gate, so every verdict here is confirmatory. "
     else:
         which = f"those on {', '.join(passed)} are confirmatory, the others exploratory. "
+    attn = ("the attention head enters with its vote settings tuned, and at its trained $k$ it is a diagnostic "
+            "outside the family; " if all(has_tuned(c.get("summary", {}).get("diff", {}))
+                                            for c in res["candidates"].values()) else "")
     return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
-            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); their intervals "
-            f"are not adjusted, so an interval that excludes zero can carry an inconclusive verdict; " + which)
+            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); {attn}their "
+            f"intervals are not adjusted, so an interval that excludes zero can carry an inconclusive verdict; " + which)
 
 
 TAGS = {"pixels_pca": "Pca", "few_labels": "Few", "other_classes": "Other"}  # macro names of the candidates
@@ -227,7 +262,8 @@ def _candidate_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]
     names = ("Room", "Test Room", "Has Room", "Reference Acc", "Reference K", "Attnknn Acc Diff", "Attnknn Acc Low",
              "Attnknn Acc High", "Attnknn Acc Verdict", "Attnknn Nll Diff", "Attnknn Nll Low", "Attnknn Nll High",
              "Attnknn Nll Verdict", "Attnknn Eff K", "Chosen", "Chosen Acc Diff", "Chosen Acc Verdict",
-             "Learner Acc Diff", "Learner Acc Verdict", "Fixable")
+             "Learner Acc Diff", "Learner Acc Verdict", "Fixable", "Attnknn At K Acc Diff", "Attnknn At K Acc Verdict",
+             "Attnknn Tuned K")
     if cand is None:
         return {macro_name(*pre, tag, n): "--" for n in names}
     s = cand["summary"]
@@ -237,7 +273,11 @@ def _candidate_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]
            macro_name(*pre, tag, "Reference Acc"): _pp(s["means"]["reference"]["accuracy"]),
            macro_name(*pre, tag, "Reference K"): k_range(s["reference_k"]),
            macro_name(*pre, tag, "Fixable"): _pp(s["headroom"]["at_k"]["fixable"])}
-    acc, nll = _diff(cand, "attnknn", "reference", "accuracy"), _diff(cand, "attnknn", "reference_nll", "nll")
+    acc, nll = _counted(cand, "attnknn", "reference", "accuracy"), _counted(cand, "attnknn", "reference_nll", "nll")
+    at_k = _diff(cand, "attnknn", "reference", "accuracy")  # the head as trained: a diagnostic where tuned exists
+    out[macro_name(*pre, tag, "Attnknn At K Acc Diff")] = signed(100 * at_k["value"], 2)
+    out[macro_name(*pre, tag, "Attnknn At K Acc Verdict")] = at_k["verdict"]
+    out[macro_name(*pre, tag, "Attnknn Tuned K")] = tuned_k(cand["per_seed"]) if has_tuned(s["diff"]) else "--"
     for metric, d, dec, scale in (("Acc", acc, 2, 100), ("Nll", nll, 3, 1)):
         out[macro_name(*pre, tag, "Attnknn", metric, "Diff")] = signed(scale * d["value"], dec)
         out[macro_name(*pre, tag, "Attnknn", metric, "Low")] = signed(scale * d["low"], dec)
@@ -274,7 +314,7 @@ def _learned_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]:
            macro_name(*pre, tag, "Query Only Acc"): _pp(means["query_only"]["accuracy"]),
            macro_name(*pre, tag, "Nca Acc Diff"): signed(100 * nca["value"], 2),
            macro_name(*pre, tag, "Nca Acc Verdict"): nca["verdict"]}
-    att = _diff(cand, "attnknn", "nca", "accuracy")
+    att = _counted(cand, "attnknn", "nca", "accuracy")
     for part, v in (("Diff", signed(100 * att["value"], 2)), ("Low", signed(100 * att["low"], 2)),
                     ("High", signed(100 * att["high"], 2)), ("Verdict", att["verdict"])):
         out[macro_name(*pre, tag, "Attnknn Vs Nca Acc", part)] = v
@@ -308,11 +348,11 @@ def regime_macros(record: dict) -> dict[str, str]:
     # how many candidates each learner wins, in words for the abstract and the conclusion ("all three")
     learned = all("nca" in c["summary"]["diff"] for _, c in _candidates(record))
     unadjusted = [c["label"] for _, c in _candidates(record)  # the heads' verdicts are Holm-adjusted, NCA's not
-                  if _diff(c, "attnknn", "reference", "accuracy").get("verdict_unadjusted") == "better"]
+                  if _counted(c, "attnknn", "reference", "accuracy").get("verdict_unadjusted") == "better"]
     counts = {"Attnknn Wins": _wins(record, "attnknn"), "Attnknn Wins Unadjusted": unadjusted,
               "Any Head Wins": _any_head_wins(record),
               "Heads Below Nca": [c["label"] for _, c in _candidates(record) if all(  # means, no verdict
-                  _diff(c, h, "nca", "accuracy")["value"] < 0 for h in record["results"]["heads"])] if learned else None,
+                  _diff(c, h, "nca", "accuracy")["value"] < 0 for h in _family(record, c))] if learned else None,
               "Nca Wins": _wins(record, "nca") if learned else None,
               "Attnknn Beats Nca": _wins(record, "attnknn", "nca") if learned else None}
     out.update(count_macros(pre, counts, len(cands)))
@@ -324,14 +364,14 @@ def macros(records: list[dict]) -> dict[str, str]:
 
 
 def _wins(record: dict, name: str, against: str = "reference") -> list[str]:
-    return [c["label"] for _, c in _candidates(record) if _diff(c, name, against, "accuracy")["verdict"] == "better"]
+    """The candidates on which ``name``'s counted verdict (:func:`_counted`) is 'better' in accuracy."""
+    return [c["label"] for _, c in _candidates(record) if _counted(c, name, against, "accuracy")["verdict"] == "better"]
 
 
 def _any_head_wins(record: dict) -> list[str]:
-    """The candidates on which at least one head beats the tuned vote in accuracy."""
-    heads = record["results"]["heads"]
+    """The candidates on which at least one head of the family (:func:`_family`) beats the tuned vote in accuracy."""
     return [c["label"] for _, c in _candidates(record)
-            if any(_diff(c, h, "reference", "accuracy")["verdict"] == "better" for h in heads)]
+            if any(_diff(c, h, "reference", "accuracy")["verdict"] == "better" for h in _family(record, c))]
 
 
 def finding_lines(record: dict) -> list[str]:
@@ -341,8 +381,13 @@ def finding_lines(record: dict) -> list[str]:
     lines = []
     for _, c in _candidates(record):
         s = c["summary"]
-        acc, nll = _diff(c, "attnknn", "reference", "accuracy"), _diff(c, "attnknn", "reference_nll", "nll")
+        acc, nll = _counted(c, "attnknn", "reference", "accuracy"), _counted(c, "attnknn", "reference_nll", "nll")
         moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
+        tuned = has_tuned(s["diff"])
+        who = f"the attention head with its vote settings tuned (k {tuned_k(c['per_seed'])})" if tuned else \
+            "the attention head"
+        at_k = (f" (at k = {k}, as trained: {difference_text(_diff(c, 'attnknn', 'reference', 'accuracy'), 'accuracy')})"
+                if tuned else "")
         chosen = c.get("chosen_head")
         chosen_text = (f"; the chosen head ({_shown_label(chosen)}) "
                        f"{difference_text(_diff(c, chosen, 'reference', 'accuracy'), 'accuracy')}" if chosen else "")
@@ -350,7 +395,7 @@ def finding_lines(record: dict) -> list[str]:
         lines.append(f"- **{c['label']}** (the gate's room {signed(100 * gate_room, 2)} pp on validation, "
                      f"{'at or above' if c['has_room'] else 'below'} the declared "
                      f"{100 * record['results']['room_margin']:g} pp; the tuned vote's k {k_range(s['reference_k'])}): "
-                     f"the attention head {difference_text(acc, 'accuracy')} in accuracy, {difference_text(nll, 'nll')} in "
+                     f"{who} {difference_text(acc, 'accuracy')} in accuracy{at_k}, {difference_text(nll, 'nll')} in "
                      f"calibrated NLL against the NLL-tuned vote, effective k {s['effective_k']['attnknn']:.1f} of "
                      f"{k} ({moved}){chosen_text}." + _learned_text(c))
     return lines
@@ -362,7 +407,7 @@ def _learned_text(cand: dict) -> str:
         return ""
     return (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
             f"{difference_text(_diff(cand, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head "
-            f"against NCA {difference_text(_diff(cand, 'attnknn', 'nca', 'accuracy'), 'accuracy')}.")
+            f"against NCA {difference_text(_counted(cand, 'attnknn', 'nca', 'accuracy'), 'accuracy')}.")
 
 
 def _summary(record: dict) -> str:
@@ -377,8 +422,10 @@ def _summary(record: dict) -> str:
             f"of at least {100 * res['room_margin']:g} pp on validation before any head is trained" if labels else
             f"None of {n} candidate embeddings of Fashion-MNIST has room of {100 * res['room_margin']:g} pp on "
             f"validation before any head is trained")
-    won = (f"the attention head beats the tuned vote on {len(wins)} ({', '.join(wins)})" if wins else
-           "the attention head beats the tuned vote on none")
+    who = ("the attention head, its vote settings tuned," if all(has_tuned(c["summary"]["diff"])
+                                                                 for _, c in _candidates(record)) else "the attention head")
+    won = (f"{who} beats the tuned vote on {len(wins)} ({', '.join(wins)})" if wins else
+           f"{who} beats the tuned vote on none")
     missed = [c for c in any_head if c not in labels]
     tail = (f"; some head beats it on {len(any_head)} ({', '.join(any_head)})" if any_head else "")
     tail += (", where the gate found less than the margin" if missed else "")
@@ -400,7 +447,8 @@ def answer_lines(records: list[dict]) -> list[str]:
         any_head = _any_head_wins(record)
         text = (f"- **Weaker embeddings of {REGISTRY[record['dataset']].title}** ({', '.join(c['label'] for _, c in cands)}): "
                 f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room before any head is trained; "
-                f"the attention head beats the tuned vote on {len(wins)}" + (f" ({', '.join(wins)})" if wins else ""))
+                f"the attention head{', vote settings tuned,' if all(has_tuned(c['summary']['diff']) for _, c in cands) else ''} "
+                f"beats the tuned vote on {len(wins)}" + (f" ({', '.join(wins)})" if wins else ""))
         if "nca" in cands[0][1]["summary"]["diff"]:
             text += f", NCA on {len(_wins(record, 'nca'))}"
         adjusted = " (Holm-adjusted)" if res.get("multiplicity") else ""

@@ -14,6 +14,15 @@ from attnknn_lib.experiments.common.fixed_embedding import (
     k_range,
 )
 from attnknn_lib.experiments.common.learned_metric import LABELS
+from attnknn_lib.experiments.common.views import (
+    AT_K_LABEL,
+    TUNED_ATTNKNN,
+    TUNED_LABEL,
+    counted,
+    has_tuned,
+    row_method,
+    tuned_k,
+)
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
@@ -50,6 +59,23 @@ def _diff(level: dict, name: str, ref: str, metric: str) -> dict:
     return level["summary"]["diff"][name][ref][metric]
 
 
+def _counted(level: dict, name: str, ref: str, metric: str) -> dict:
+    """``name``'s verdict that counts (:func:`~attnknn_lib.experiments.common.views.counted`: the
+    attention head with its vote settings tuned for the endpoint, where measured)."""
+    return _diff(level, counted(level["summary"]["diff"], name, metric), ref, metric)
+
+
+def _head_labels(record: dict, lv: dict) -> dict[str, str]:
+    """The heads under their paper names, led by the attention head with tuned vote settings (its k
+    per seed) where measured; the head at its trained k is then named by that k."""
+    heads = head_names(record["results"]["heads"])
+    if not has_tuned(lv["summary"]["diff"]):
+        return heads
+    k = record["results"]["k"]
+    return {TUNED_ATTNKNN["accuracy"]: f"{TUNED_LABEL} (k {tuned_k(lv['per_seed'])})",
+            **{h: AT_K_LABEL.format(k=k) if h == "attnknn" else label for h, label in heads.items()}}
+
+
 def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     """Per nuisance scale (means over seeds): the headroom at k before any head is trained, the
     tuned vote (its k per seed) and every ceiling, test accuracy in %."""
@@ -74,7 +100,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 def _compared(record: dict, lv: dict) -> list[tuple[str, str, str]]:
     """(row label, method, against) of one level: each head, the learner, the learned metrics and
     the control against the tuned vote; then each head against NCA (what the record holds)."""
-    heads = head_names(record["results"]["heads"])
+    heads = _head_labels(record, lv)
     diff = lv["summary"]["diff"]
     out = [(label, name, "rule") for name, label in {**heads, **COMPARED}.items() if name in diff]
     return out + [(f"{label} vs NCA", name, "NCA") for name, label in heads.items() if "nca" in diff[name]]
@@ -92,8 +118,8 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         for label, name, against in _compared(record, lv):
             ref_acc, ref_nll = VS[against]
             acc = _diff(lv, name, ref_acc, "accuracy")
-            nll = _diff(lv, name, ref_nll, "nll")
-            brier = _diff(lv, name, ref_nll, "brier")
+            nll = _diff(lv, row_method(name, "nll"), ref_nll, "nll")
+            brier = _diff(lv, row_method(name, "brier"), ref_nll, "brier")
             row = {"accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100)}",
                    "verdict": acc["verdict"],
                    "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3)}", "NLL verdict": nll["verdict"],
@@ -107,7 +133,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     return df
 
 
-SHARED = {**{h: h for h in ("attnknn", "label_aware", "readout")}, "learner": "boosted trees", "nca": "NCA",
+SHARED = {TUNED_ATTNKNN["accuracy"]: TUNED_LABEL, **{h: h for h in ("attnknn", "label_aware", "readout")}, "learner": "boosted trees", "nca": "NCA",
           "linear_probe": "linear probe", "query_only": "query-only", "oracle_inside_k": "oracle weights in k",
           "oracle_reference_k": "oracle weights at tuned vote's k"}  # the shares table's rows (heads: their labels)
 
@@ -127,6 +153,8 @@ def shares_frame(record: dict) -> pd.DataFrame:
     the rule divided by the re-retrieval oracle's gain, then by the oracle weights' inside k (the
     ratio of the mean gain to the mean room over seeds; '--' where there is no room)."""
     heads = head_names(record["results"]["heads"])
+    if any(has_tuned(lv["summary"]["diff"]) for _, lv in _levels(record)):
+        heads["attnknn"] = AT_K_LABEL.format(k=record["results"]["k"])
     rows: dict = {}
     for key, lv in _levels(record):
         sh = lv["summary"].get("shares")
@@ -166,11 +194,11 @@ def diagnostic_frame(record: dict) -> pd.DataFrame:
 
 def resolution_frame(record: dict) -> pd.DataFrame:
     """The smallest difference each endpoint resolves (the interval's half-width) at 3 and 5 seeds,
-    from Attn-KNN's measured seed s.d. at each scale, beside the declared margin."""
+    from the counted attention head's measured seed s.d. at each scale, beside the declared margin."""
     rows = {}
     for key, lv in _levels(record):
         for metric, ref in (("accuracy", "reference"), ("nll", "reference_nll"), ("brier", "reference_nll")):
-            d = _diff(lv, "attnknn", ref, metric)
+            d = _counted(lv, "attnknn", ref, metric)
             scale = 100 if metric == "accuracy" else 1
             res = d.get("resolvable", {})
             rows[(key, metric)] = {"margin": f"{scale * d['margin']:.4g}",
@@ -183,18 +211,20 @@ def resolution_frame(record: dict) -> pd.DataFrame:
 
 
 def figure(record: dict):
-    """Left: each head, the oracle weights and the boosted-trees learner minus the tuned vote,
-    in accuracy points (mean over seeds, seed-level 95 % interval), on one axis.
-    Right: the effective k of the heads that vote (not the readout), with the threshold declared for
-    'moved from uniform'."""
+    """Left: each head (the attention head also with tuned vote settings), the boosted-trees learner
+    and NCA minus the tuned vote, in accuracy points (mean over seeds, seed-level 95 % interval), on
+    one axis (the oracles' room, far larger, is in the headroom table). Right: the effective k of the
+    heads that vote (not the readout), with the k they read and the threshold declared for 'moved
+    from uniform'."""
     res = record["results"]
     lv = _levels(record)
     x = np.array([v["nuisance_scale"] for _, v in lv])
-    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.4), layout="constrained")
-    room = [100 * (v["summary"]["means"]["oracle_inside_k"]["accuracy"] - v["summary"]["means"]["reference"]["accuracy"])
-            for _, v in lv]
-    axes[0].plot(x, room, color="grey", ls=":", marker="^", ms=4, lw=1.3, label="oracle weights on the k retrieved")
-    shown = {**head_names(res["heads"]), "learner": "boosted trees (learnable headroom)",
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.6), layout="constrained")
+    heads = head_names(res["heads"])
+    if has_tuned(lv[0][1]["summary"]["diff"]):
+        heads = {TUNED_ATTNKNN["accuracy"]: TUNED_LABEL,
+                 **{h: AT_K_LABEL.format(k=res["k"]) if h == "attnknn" else label for h, label in heads.items()}}
+    shown = {**heads, "learner": "boosted trees (learnable headroom)",
              **({"nca": LABELS["nca"]} if "nca" in lv[0][1]["summary"]["diff"] else {})}
     for i, (name, label) in enumerate(shown.items()):
         d = [_diff(v, name, "reference", "accuracy") for _, v in lv]
@@ -207,18 +237,17 @@ def figure(record: dict):
             axes[1].plot(x, [v["summary"]["effective_k"][name] for _, v in lv], color=color, marker="o", ms=3.5,
                          lw=1.3, label=label)
     axes[0].axhline(0, color="black", lw=0.8)
-    axes[1].axhline(res["k"], color="black", lw=0.8, ls="--")
-    axes[1].axhline(res["moved_threshold"], color="grey", lw=0.8, ls=":")
-    axes[1].annotate("below: moved from uniform", (x[-1], res["moved_threshold"]), xytext=(0, -10),
-                     textcoords="offset points", ha="right", fontsize=7)
+    axes[1].axhline(res["k"], color="black", lw=0.8, ls="--", label=f"k = {res['k']} (uniform weights)")
+    axes[1].axhline(res["moved_threshold"], color="grey", lw=0.8, ls=":",
+                    label=f"{res['moved_threshold']:g}: below it, moved from uniform")
     axes[1].set_ylim(0, res["k"] + 1)
     axes[0].set_ylabel("accuracy minus the tuned vote's (pp)")
     axes[1].set_ylabel(f"effective k = exp(H), of k = {res['k']}")
     for ax in axes:
         ax.set_xlabel("nuisance scale s")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, loc="upper left")
-    axes[1].legend(fontsize=7, loc="lower left")
+    axes[0].legend(fontsize=7.5, loc="upper left")
+    axes[1].legend(fontsize=7.5, loc="lower left")
     n = len(res["seeds"])
     fig.suptitle(f"Positive control: accuracy over the tuned vote and effective k of the weights, by nuisance scale "
                  f"({n} seeds)", fontsize=9)
@@ -270,7 +299,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
 
 
 def _wins(record: dict, name: str, against: str = "reference") -> list[str]:
-    return [key for key, lv in _levels(record) if _diff(lv, name, against, "accuracy")["verdict"] == "better"]
+    """The scales at which ``name``'s counted verdict (:func:`_counted`) is 'better' in accuracy."""
+    return [key for key, lv in _levels(record) if _counted(lv, name, against, "accuracy")["verdict"] == "better"]
 
 
 RANKS = ("Max", "Second", "Third", "Min")  # the scales the paper names: largest, next two, smallest
@@ -282,19 +312,24 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
         names = ("Scale", "Room", "Attnknn Acc Diff", "Attnknn Acc Low", "Attnknn Acc High", "Attnknn Acc Verdict",
                  "Attnknn Acc Phrase", "Learner Acc Diff", "Learner Acc Low", "Learner Acc High", "Learner Acc Verdict", "Attnknn Nll Diff",
                  "Attnknn Nll Low", "Attnknn Nll High", "Attnknn Nll Verdict", "Attnknn Eff K", "Reference Acc",
-                 "Attnknn Acc", "Oracle Inside Acc", "Fixable")
+                 "Attnknn Acc", "Oracle Inside Acc", "Fixable", "Attnknn At K Acc Diff", "Attnknn At K Acc Verdict",
+                 "Attnknn Tuned K")
         return {macro_name(*pre, tag, n): "--" for n in names}
     s = lv["summary"]
     out = {macro_name(*pre, tag, "Scale"): f"{lv['nuisance_scale']:g}"}
     for name, head in (("attnknn", "Attnknn"), ("learner", "Learner")):
-        acc = _diff(lv, name, "reference", "accuracy")
+        acc = _counted(lv, name, "reference", "accuracy")
         out[macro_name(*pre, tag, head, "Acc Diff")] = signed(100 * acc["value"], 2)
         out[macro_name(*pre, tag, head, "Acc Low")] = signed(100 * acc["low"], 2)
         out[macro_name(*pre, tag, head, "Acc High")] = signed(100 * acc["high"], 2)
         out[macro_name(*pre, tag, head, "Acc Verdict")] = acc["verdict"]
     # "better than the tuned vote", for a sentence whose verdict comes before what was compared
     out[macro_name(*pre, tag, "Attnknn Acc Phrase")] = VERDICT_PHRASES[out[macro_name(*pre, tag, "Attnknn Acc Verdict")]]
-    nll = _diff(lv, "attnknn", "reference_nll", "nll")
+    nll = _counted(lv, "attnknn", "reference_nll", "nll")
+    at_k = _diff(lv, "attnknn", "reference", "accuracy")  # the head as trained: a diagnostic where tuned exists
+    out[macro_name(*pre, tag, "Attnknn At K Acc Diff")] = signed(100 * at_k["value"], 2)
+    out[macro_name(*pre, tag, "Attnknn At K Acc Verdict")] = at_k["verdict"]
+    out[macro_name(*pre, tag, "Attnknn Tuned K")] = tuned_k(lv["per_seed"]) if has_tuned(s["diff"]) else "--"
     out[macro_name(*pre, tag, "Room")] = signed(
         100 * (s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]), 2)
     out[macro_name(*pre, tag, "Attnknn Nll Diff")] = signed(nll["value"], 3)
@@ -303,7 +338,7 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     out[macro_name(*pre, tag, "Attnknn Nll Verdict")] = nll["verdict"]
     out[macro_name(*pre, tag, "Attnknn Eff K")] = f"{s['effective_k']['attnknn']:.1f}"
     out[macro_name(*pre, tag, "Reference Acc")] = _pp(s["means"]["reference"]["accuracy"])
-    out[macro_name(*pre, tag, "Attnknn Acc")] = _pp(s["means"]["attnknn"]["accuracy"])
+    out[macro_name(*pre, tag, "Attnknn Acc")] = _pp(s["means"][counted(s["diff"], "attnknn", "accuracy")]["accuracy"])
     out[macro_name(*pre, tag, "Oracle Inside Acc")] = _pp(s["means"]["oracle_inside_k"]["accuracy"])
     out[macro_name(*pre, tag, "Fixable")] = _pp(s["headroom"]["at_k"]["fixable"])
     return out
@@ -330,13 +365,13 @@ def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     nca = _diff(lv, "nca", "reference", "accuracy")
     out[macro_name(*pre, tag, "Nca Acc Diff")] = signed(100 * nca["value"], 2)
     out[macro_name(*pre, tag, "Nca Acc Verdict")] = nca["verdict"]
-    acc, nll = _diff(lv, "attnknn", "nca", "accuracy"), _diff(lv, "attnknn", "nca_nll", "nll")
+    acc, nll = _counted(lv, "attnknn", "nca", "accuracy"), _counted(lv, "attnknn", "nca_nll", "nll")
     for part, v in (("Diff", signed(100 * acc["value"], 2)), ("Low", signed(100 * acc["low"], 2)),
                     ("High", signed(100 * acc["high"], 2)), ("Verdict", acc["verdict"])):
         out[macro_name(*pre, tag, "Attnknn Vs Nca Acc", part)] = v
     out[macro_name(*pre, tag, "Attnknn Vs Nca Nll Diff")] = signed(nll["value"], 3)
     out[macro_name(*pre, tag, "Attnknn Vs Nca Nll Verdict")] = nll["verdict"]
-    for name, head in (("attnknn", "Attnknn"), ("nca", "Nca")):
+    for name, head in ((counted(s["diff"], "attnknn", "accuracy"), "Attnknn"), ("nca", "Nca")):
         for oracle, word in (("retrieval", "Retrieval"), ("inside_k", "Inside")):
             out[macro_name(*pre, tag, head, "Share", word)] = _share(s["shares"][oracle]["methods"][name]["of_means"])
     d = s.get("label_aware_diagnostic")
@@ -390,12 +425,17 @@ def finding_lines(record: dict) -> list[str]:
     for key, lv in _levels(record):
         s = lv["summary"]
         room = s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]
-        acc = _diff(lv, "attnknn", "reference", "accuracy")
-        nll = _diff(lv, "attnknn", "reference_nll", "nll")
+        acc = _counted(lv, "attnknn", "reference", "accuracy")
+        nll = _counted(lv, "attnknn", "reference_nll", "nll")
         learn = _diff(lv, "learner", "reference", "accuracy")
         moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
+        tuned = has_tuned(s["diff"])
+        who = f"the attention head with its vote settings tuned (k {tuned_k(lv['per_seed'])})" if tuned else \
+            "the attention head"
+        at_k = (f" (at k = {k}, as trained: {difference_text(_diff(lv, 'attnknn', 'reference', 'accuracy'), 'accuracy')})"
+                if tuned else "")
         lines.append(f"- **nuisance scale {key}**: room inside the {k} neighbours (oracle weights minus the tuned "
-                     f"vote) {signed(100 * room, 2)} pp; the attention head {difference_text(acc, 'accuracy')} in accuracy, "
+                     f"vote) {signed(100 * room, 2)} pp; {who} {difference_text(acc, 'accuracy')} in accuracy{at_k}, "
                      f"{difference_text(nll, 'nll')} in calibrated NLL against the NLL-tuned vote; effective k "
                      f"{s['effective_k']['attnknn']:.1f} of {k} ({moved}); boosted trees on neighbour features "
                      f"{difference_text(learn, 'accuracy')}." + _learned_text(lv))
@@ -411,8 +451,8 @@ def _learned_text(lv: dict) -> str:
     sh = s["shares"]["retrieval"]["methods"]
     text = (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
             f"{difference_text(_diff(lv, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head "
-            f"against NCA {difference_text(_diff(lv, 'attnknn', 'nca', 'accuracy'), 'accuracy')}; share of the "
-            f"re-retrieval room captured: attention head {_share(sh['attnknn']['of_means'])} %, NCA "
+            f"against NCA {difference_text(_counted(lv, 'attnknn', 'nca', 'accuracy'), 'accuracy')}; share of the "
+            f"re-retrieval room captured: attention head {_share(sh[counted(s['diff'], 'attnknn', 'accuracy')]['of_means'])} %, NCA "
             f"{_share(sh['nca']['of_means'])} %.")
     d = s.get("label_aware_diagnostic")
     if d:
@@ -427,11 +467,13 @@ def _summary(record: dict) -> str:
     res = record["results"]
     wins = _wins(record, "attnknn")
     n_levels = len(res["levels"])
+    who = ("The attention head, its vote settings tuned as the tuned vote's are," if has_tuned(
+        _levels(record)[0][1]["summary"]["diff"]) else "The attention head")
     if wins:
-        head = (f"The attention head beats the tuned vote at {len(wins)} of {n_levels} nuisance "
+        head = (f"{who} beats the tuned vote at {len(wins)} of {n_levels} nuisance "
                 f"scales ({', '.join(wins)}), so this implementation can sharpen and win where the room is large")
     else:
-        head = (f"The attention head beats the tuned vote at none of {n_levels} nuisance scales: the learner is suspect "
+        head = (f"{who} beats the tuned vote at none of {n_levels} nuisance scales: the learner is suspect "
                 f"before any null result elsewhere")
     if "nca" in _levels(record)[0][1]["summary"]["diff"]:
         head += (f"; NCA, a linear metric learned with the same vote, beats the tuned vote at {len(_wins(record, 'nca'))} "
@@ -447,8 +489,10 @@ def answer_lines(records: list[dict]) -> list[str]:
     for record in records:
         lv = _levels(record)
         wins = _wins(record, "attnknn")
-        low = _diff(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
-        text = (f"- **A generated task with room to win** (set by a nuisance scale s): the attention head beats the tuned "
+        low = _counted(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
+        who = ("the attention head, vote settings tuned," if has_tuned(lv[0][1]["summary"]["diff"])
+               else "the attention head")
+        text = (f"- **A generated task with room to win** (set by a nuisance scale s): {who} beats the tuned "
                 f"vote at {len(wins)} of {len(lv)} scales" + (f" (s = {', '.join(wins)})" if wins else "")
                 + f" and is {low} at s = {lv[0][0]}")
         if "nca" in lv[0][1]["summary"]["diff"]:
