@@ -124,7 +124,8 @@ def _with_tuned(record: dict, acc: float) -> dict:
                                   "reference_nll": {"nll": flat, "brier": flat}}
         c["summary"]["means"]["attnknn_tuned"] = {"accuracy": 0.8 + acc, "nll": 0.5, "brier": 0.3, "ece": 0.02}
         for seed in c["per_seed"].values():
-            seed["methods"] = {"attnknn_tuned": {"info": {"choice": {"k": 64}}}}
+            seed["methods"] = {"attnknn_tuned": {"info": {"choice": {"k": 64}}},
+                               "attnknn_tuned_nll": {"info": {"choice": {"k": 1024}}}}
     return record
 
 
@@ -134,8 +135,9 @@ def test_with_tuned_vote_settings_the_attention_head_counts_tuned_and_its_traine
     assert m["HeadroomRegimesPcaAttnknnAccVerdict"] == "worse" and m["HeadroomRegimesPcaAttnknnAtKAccVerdict"] == "better"
     assert m["HeadroomRegimesAttnknnWins"] == "0" and m["HeadroomRegimesPcaAttnknnTunedK"] == "64"
     frame = views.verdict_frame(record)
-    assert list(frame.index[:2]) == ["PCA: attention head, tuned", "PCA: attention head, k = 16"]
-    assert frame.loc["PCA: attention head, tuned", "verdict"] == "worse"
+    tuned, at_k = "PCA: attention head, tuned (k 64; for NLL k 1024)", "PCA: attention head, k = 16 (unadj.)"
+    assert list(frame.index[:2]) == [tuned, at_k]
+    assert frame.loc[tuned, "verdict"] == "worse" and frame.loc[at_k, "verdict"] == "better"
     assert "vote settings tuned" in views.findings(record) and "at k = 16, as trained" in views.findings(record)
     note = views._multiplicity_note({**record["results"], "multiplicity": {"family_sizes": {"accuracy": 4}},
                                      "confirmatory": []})

@@ -1,14 +1,21 @@
 """Names the fixed-embedding and robustness views share: how the robustness experiments (label noise,
 long tail) name their settings for a reader (the memory alone changed under the clean-trained models,
-or the models retrained on the changed data), and which Attn-KNN a fixed-embedding verdict counts."""
+or the models retrained on the changed data), and which attention head a fixed-embedding verdict
+counts and how a table names it."""
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+
+from attnknn_lib.experiments.common.fixed_embedding import TUNED, k_range
 
 SETTING_TITLES = {"bank": "memory only", "trained": "retrained"}
 
-TUNED_ATTNKNN = {"accuracy": "attnknn_tuned", "nll": "attnknn_tuned_nll", "brier": "attnknn_tuned_nll"}
+TUNED_ATTNKNN = {"accuracy": TUNED[0], "nll": TUNED[1], "brier": TUNED[1]}
 """Per endpoint, the attention head with the tuned vote's settings (k, filter, prior) chosen for it."""
 TUNED_LABEL = "attention head, vote settings tuned"
+TUNED_CAPTION = ("The attention head with its vote settings tuned reads more neighbours, its $k$, label filter and prior "
+                 "correction chosen on validation as the tuned vote's are (accuracy), and as the NLL-tuned vote's for "
+                 "NLL and Brier (its $k$ per seed in the row); at the $k$ it was trained at it is a diagnostic. ")
+"""A verdict table's caption sentence on the row of the attention head with tuned vote settings."""
 AT_K_LABEL = "attention head at k = {k}"  # the head as trained: a diagnostic where the tuned one exists
 
 
@@ -20,9 +27,11 @@ def counted(diff: Mapping, name: str, metric: str) -> str:
     return tuned if name == "attnknn" and tuned in diff else name
 
 
-def has_tuned(diff: Mapping) -> bool:
-    """Whether a setting's comparisons hold the attention head with tuned vote settings."""
-    return TUNED_ATTNKNN["accuracy"] in diff
+def all_tuned(diffs: Iterable[Mapping]) -> bool:
+    """Whether every setting's comparisons (``summary["diff"]`` of each level or candidate) hold the
+    attention head with tuned vote settings: only then do the views lead with it."""
+    diffs = list(diffs)
+    return bool(diffs) and all(TUNED_ATTNKNN["accuracy"] in d for d in diffs)
 
 
 def row_method(name: str, metric: str) -> str:
@@ -31,8 +40,32 @@ def row_method(name: str, metric: str) -> str:
     return TUNED_ATTNKNN[metric] if name == TUNED_ATTNKNN["accuracy"] else name
 
 
-def tuned_k(per_seed: Mapping) -> str:
-    """The k each seed's attention head with tuned vote settings chose (on accuracy): one value, or
-    the lowest and highest."""
-    ks = [p["methods"][TUNED_ATTNKNN["accuracy"]]["info"]["choice"]["k"] for p in per_seed.values()]
-    return f"{min(ks)}" if min(ks) == max(ks) else f"{min(ks)}-{max(ks)}"
+def tuned_k(per_seed: Mapping, metric: str = "accuracy") -> str:
+    """The k each seed's attention head with vote settings tuned for ``metric`` chose, as a range."""
+    return k_range([p["methods"][TUNED_ATTNKNN[metric]]["info"]["choice"]["k"] for p in per_seed.values()])
+
+
+def tuned_k_text(per_seed: Mapping) -> str:
+    """'k 64', or 'k 64; for NLL k 1024' where the settings tuned for calibration chose other k."""
+    acc, cal = tuned_k(per_seed), tuned_k(per_seed, "nll")
+    return f"k {acc}" if acc == cal else f"k {acc}; for NLL k {cal}"
+
+
+def head_labels(heads: Mapping[str, str], k: int, tuned: bool, per_seed: Mapping | None = None) -> dict[str, str]:
+    """``heads`` (name -> paper name), led by the attention head with tuned vote settings where
+    ``tuned`` (its k per seed when ``per_seed`` is given), the head as trained then named by its k."""
+    if not tuned or "attnknn" not in heads:
+        return dict(heads)
+    label = TUNED_LABEL + (f" ({tuned_k_text(per_seed)})" if per_seed is not None else "")
+    return {TUNED_ATTNKNN["accuracy"]: label,
+            **{h: AT_K_LABEL.format(k=k) if h == "attnknn" else name for h, name in heads.items()}}
+
+
+def attention_words(per_seed: Mapping | None, k: int, at_k: str = "") -> tuple[str, str]:
+    """How a finding names the counted attention head, and the clause that gives the head as trained
+    (``at_k``: its verdict text) beside it: ('the attention head with its vote settings tuned (k
+    ...)', ' (at k = 16, as trained: ...)'), or ('the attention head', '') without a tuned head."""
+    if per_seed is None:
+        return "the attention head", ""
+    return (f"the attention head with its vote settings tuned ({tuned_k_text(per_seed)})",
+            f" (at k = {k}, as trained: {at_k})" if at_k else "")

@@ -8,15 +8,23 @@ import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.common.fixed_embedding import HEADS, answer_findings, answer_then_lines, k_range, with_term
+from attnknn_lib.experiments.common.fixed_embedding import (
+    HEADS,
+    TUNED,
+    answer_findings,
+    answer_then_lines,
+    k_range,
+    with_term,
+)
 from attnknn_lib.experiments.common.views import (
-    AT_K_LABEL,
-    TUNED_ATTNKNN,
-    TUNED_LABEL,
+    TUNED_CAPTION,
+    all_tuned,
+    attention_words,
     counted,
-    has_tuned,
+    head_labels,
     row_method,
     tuned_k,
+    tuned_k_text,
 )
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
@@ -43,6 +51,11 @@ def _counted(cand: dict, name: str, ref: str, metric: str) -> dict:
     return _diff(cand, counted(cand["summary"]["diff"], name, metric), ref, metric)
 
 
+def _tuned(record: dict) -> bool:
+    """Whether every candidate holds the attention head with tuned vote settings (then the views count it)."""
+    return all_tuned(c.get("summary", {}).get("diff", {}) for _, c in _candidates(record))
+
+
 def _family(record: dict, cand: dict, metric: str = "accuracy") -> list[str]:
     """The heads whose verdicts on ``metric`` count (and the Holm family holds): the attention head
     with its vote settings tuned where measured, every other head as trained."""
@@ -52,13 +65,9 @@ def _family(record: dict, cand: dict, metric: str = "accuracy") -> list[str]:
 def _shown(record: dict, cand: dict) -> dict[str, str]:
     """The attention head with tuned vote settings (where measured), Attn-KNN as trained, then the
     chosen head (marked), then the other heads: name -> the paper's name."""
-    heads = head_names(record["results"]["heads"])
-    if has_tuned(cand["summary"]["diff"]):
-        heads = {TUNED_ATTNKNN["accuracy"]: f"{TUNED_LABEL} (k {tuned_k(cand['per_seed'])})",
-                 **{h: AT_K_LABEL.format(k=record["results"]["k"]) if h == "attnknn" else label
-                    for h, label in heads.items()}}
+    heads = head_labels(head_names(record["results"]["heads"]), record["results"]["k"], _tuned(record), cand["per_seed"])
     chosen = cand.get("chosen_head")
-    order = [h for h in (TUNED_ATTNKNN["accuracy"], "attnknn") if h in heads] + [chosen] * (chosen is not None)
+    order = [h for h in heads if h in (*TUNED, "attnknn")] + [chosen] * (chosen is not None)
     order += [h for h in heads if h not in order]
     return {h: heads[h] + (" (chosen)" if h == chosen else "") for h in order}
 
@@ -99,7 +108,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 
 SHORT = {"pixels_pca": "PCA", "few_labels": "few labels", "other_classes": "other classes",  # LaTeX rows
          "attnknn": "attention head", "label_aware": "label-aware head", "readout": "readout head",
-         TUNED_ATTNKNN["accuracy"]: "attention head, tuned",
+         TUNED[0]: "attention head, tuned",
          "learner": "boosted trees",
          "nca": "NCA", "linear_probe": "linear probe", "query_only": "query-only"}
 AFTER_HEADS = ("learner", "nca", "linear_probe", "query_only")  # the verdict table's rows after the heads
@@ -118,7 +127,8 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     for key, c in _candidates(record):
         s = c["summary"]
         diff = s["diff"]
-        short = {**SHORT, **({"attnknn": f"attention head, k = {k}"} if has_tuned(diff) else {})}
+        short = {**SHORT, **({TUNED[0]: f"attention head, tuned ({tuned_k_text(c['per_seed'])})",
+                              "attnknn": f"attention head, k = {k} (unadj.)"} if _tuned(record) else {})}
         compared = [(n, "rule") for n in [*_shown(record, c), *AFTER_HEADS] if n in diff]
         compared += [(n, "NCA") for n in _shown(record, c) if "nca" in diff[n]]
         for name, against in compared:
@@ -167,10 +177,8 @@ def figure(record: dict):
     res = record["results"]
     cands = _candidates(record)
     heads = list(res["heads"])
-    tuned = all(has_tuned(c["summary"]["diff"]) for _, c in cands)
-    shown = [TUNED_ATTNKNN["accuracy"]] * tuned + heads + ["learner"]
-    names = {**head_names(res["heads"]), **({TUNED_ATTNKNN["accuracy"]: TUNED_LABEL,
-                                             "attnknn": AT_K_LABEL.format(k=res["k"])} if tuned else {})}
+    names = head_labels(head_names(res["heads"]), res["k"], _tuned(record))
+    shown = [h for h in names if h not in heads] + heads + ["learner"]
     fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.2), layout="constrained", width_ratios=(3, 2))
     x = np.arange(len(cands))
     width = 0.8 / len(shown)
@@ -227,7 +235,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"the tuned vote (or NCA); NLL and Brier, after calibration on validation, against the NLL-tuned one. "
             f"Candidates: PCA of pixels, the CNN "
             f"trained on few labels, the CNN trained on other classes; $^*$: the head chosen on validation (the "
-            f"best validation accuracy among the study's heads). Effective $k$: exp of the weights' entropy (--: not a vote). "
+            f"best validation accuracy among the study's heads). {TUNED_CAPTION if _tuned(record) else ''}Effective $k$: exp "
+            f"of the entropy of the weights as trained (--: not a vote, or the attention head with tuned vote settings, "
+            f"whose weights are those of its row at $k = {k}$). "
             f"{_multiplicity_note(res)}{src}.",
             f"tab:{NAME}_verdicts", escape_index=False, colsep="2pt", size="scriptsize")),
         "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
@@ -247,8 +257,7 @@ def _multiplicity_note(res: dict) -> str:
     else:
         which = f"those on {', '.join(passed)} are confirmatory, the others exploratory. "
     attn = ("the attention head enters with its vote settings tuned, and at its trained $k$ it is a diagnostic "
-            "outside the family; " if all(has_tuned(c.get("summary", {}).get("diff", {}))
-                                            for c in res["candidates"].values()) else "")
+            "outside the family, its verdicts unadjusted (unadj.); " if _tuned({"results": res}) else "")
     return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
             f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); {attn}their "
             f"intervals are not adjusted, so an interval that excludes zero can carry an inconclusive verdict; " + which)
@@ -277,7 +286,7 @@ def _candidate_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]
     at_k = _diff(cand, "attnknn", "reference", "accuracy")  # the head as trained: a diagnostic where tuned exists
     out[macro_name(*pre, tag, "Attnknn At K Acc Diff")] = signed(100 * at_k["value"], 2)
     out[macro_name(*pre, tag, "Attnknn At K Acc Verdict")] = at_k["verdict"]
-    out[macro_name(*pre, tag, "Attnknn Tuned K")] = tuned_k(cand["per_seed"]) if has_tuned(s["diff"]) else "--"
+    out[macro_name(*pre, tag, "Attnknn Tuned K")] = tuned_k(cand["per_seed"]) if all_tuned([s["diff"]]) else "--"
     for metric, d, dec, scale in (("Acc", acc, 2, 100), ("Nll", nll, 3, 1)):
         out[macro_name(*pre, tag, "Attnknn", metric, "Diff")] = signed(scale * d["value"], dec)
         out[macro_name(*pre, tag, "Attnknn", metric, "Low")] = signed(scale * d["low"], dec)
@@ -383,11 +392,9 @@ def finding_lines(record: dict) -> list[str]:
         s = c["summary"]
         acc, nll = _counted(c, "attnknn", "reference", "accuracy"), _counted(c, "attnknn", "reference_nll", "nll")
         moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
-        tuned = has_tuned(s["diff"])
-        who = f"the attention head with its vote settings tuned (k {tuned_k(c['per_seed'])})" if tuned else \
-            "the attention head"
-        at_k = (f" (at k = {k}, as trained: {difference_text(_diff(c, 'attnknn', 'reference', 'accuracy'), 'accuracy')})"
-                if tuned else "")
+        tuned = _tuned(record)
+        who, at_k = attention_words(c["per_seed"] if tuned else None, k, difference_text(
+            _diff(c, "attnknn", "reference", "accuracy"), "accuracy") + ", unadjusted")
         chosen = c.get("chosen_head")
         chosen_text = (f"; the chosen head ({_shown_label(chosen)}) "
                        f"{difference_text(_diff(c, chosen, 'reference', 'accuracy'), 'accuracy')}" if chosen else "")
@@ -396,7 +403,8 @@ def finding_lines(record: dict) -> list[str]:
                      f"{'at or above' if c['has_room'] else 'below'} the declared "
                      f"{100 * record['results']['room_margin']:g} pp; the tuned vote's k {k_range(s['reference_k'])}): "
                      f"{who} {difference_text(acc, 'accuracy')} in accuracy{at_k}, {difference_text(nll, 'nll')} in "
-                     f"calibrated NLL against the NLL-tuned vote, effective k {s['effective_k']['attnknn']:.1f} of "
+                     f"calibrated NLL against the NLL-tuned vote, {'as trained, its ' if tuned else ''}effective k "
+                     f"{s['effective_k']['attnknn']:.1f} of "
                      f"{k} ({moved}){chosen_text}." + _learned_text(c))
     return lines
 
@@ -422,8 +430,7 @@ def _summary(record: dict) -> str:
             f"of at least {100 * res['room_margin']:g} pp on validation before any head is trained" if labels else
             f"None of {n} candidate embeddings of Fashion-MNIST has room of {100 * res['room_margin']:g} pp on "
             f"validation before any head is trained")
-    who = ("the attention head, its vote settings tuned," if all(has_tuned(c["summary"]["diff"])
-                                                                 for _, c in _candidates(record)) else "the attention head")
+    who = "the attention head, its vote settings tuned," if _tuned(record) else "the attention head"
     won = (f"{who} beats the tuned vote on {len(wins)} ({', '.join(wins)})" if wins else
            f"{who} beats the tuned vote on none")
     missed = [c for c in any_head if c not in labels]
@@ -447,7 +454,7 @@ def answer_lines(records: list[dict]) -> list[str]:
         any_head = _any_head_wins(record)
         text = (f"- **Weaker embeddings of {REGISTRY[record['dataset']].title}** ({', '.join(c['label'] for _, c in cands)}): "
                 f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room before any head is trained; "
-                f"the attention head{', vote settings tuned,' if all(has_tuned(c['summary']['diff']) for _, c in cands) else ''} "
+                f"the attention head{', vote settings tuned,' if _tuned(record) else ''} "
                 f"beats the tuned vote on {len(wins)}" + (f" ({', '.join(wins)})" if wins else ""))
         if "nca" in cands[0][1]["summary"]["diff"]:
             text += f", NCA on {len(_wins(record, 'nca'))}"

@@ -17,9 +17,12 @@ from attnknn_lib.experiments.common.learned_metric import LABELS
 from attnknn_lib.experiments.common.views import (
     AT_K_LABEL,
     TUNED_ATTNKNN,
+    TUNED_CAPTION,
     TUNED_LABEL,
+    all_tuned,
+    attention_words,
     counted,
-    has_tuned,
+    head_labels,
     row_method,
     tuned_k,
 )
@@ -65,15 +68,9 @@ def _counted(level: dict, name: str, ref: str, metric: str) -> dict:
     return _diff(level, counted(level["summary"]["diff"], name, metric), ref, metric)
 
 
-def _head_labels(record: dict, lv: dict) -> dict[str, str]:
-    """The heads under their paper names, led by the attention head with tuned vote settings (its k
-    per seed) where measured; the head at its trained k is then named by that k."""
-    heads = head_names(record["results"]["heads"])
-    if not has_tuned(lv["summary"]["diff"]):
-        return heads
-    k = record["results"]["k"]
-    return {TUNED_ATTNKNN["accuracy"]: f"{TUNED_LABEL} (k {tuned_k(lv['per_seed'])})",
-            **{h: AT_K_LABEL.format(k=k) if h == "attnknn" else label for h, label in heads.items()}}
+def _tuned(record: dict) -> bool:
+    """Whether every scale holds the attention head with tuned vote settings (then the views count it)."""
+    return all_tuned(lv["summary"]["diff"] for _, lv in _levels(record))
 
 
 def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
@@ -100,7 +97,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 def _compared(record: dict, lv: dict) -> list[tuple[str, str, str]]:
     """(row label, method, against) of one level: each head, the learner, the learned metrics and
     the control against the tuned vote; then each head against NCA (what the record holds)."""
-    heads = _head_labels(record, lv)
+    heads = head_labels(head_names(record["results"]["heads"]), record["results"]["k"], _tuned(record), lv["per_seed"])
     diff = lv["summary"]["diff"]
     out = [(label, name, "rule") for name, label in {**heads, **COMPARED}.items() if name in diff]
     return out + [(f"{label} vs NCA", name, "NCA") for name, label in heads.items() if "nca" in diff[name]]
@@ -153,7 +150,7 @@ def shares_frame(record: dict) -> pd.DataFrame:
     the rule divided by the re-retrieval oracle's gain, then by the oracle weights' inside k (the
     ratio of the mean gain to the mean room over seeds; '--' where there is no room)."""
     heads = head_names(record["results"]["heads"])
-    if any(has_tuned(lv["summary"]["diff"]) for _, lv in _levels(record)):
+    if _tuned(record):
         heads["attnknn"] = AT_K_LABEL.format(k=record["results"]["k"])
     rows: dict = {}
     for key, lv in _levels(record):
@@ -220,10 +217,7 @@ def figure(record: dict):
     lv = _levels(record)
     x = np.array([v["nuisance_scale"] for _, v in lv])
     fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.6), layout="constrained")
-    heads = head_names(res["heads"])
-    if has_tuned(lv[0][1]["summary"]["diff"]):
-        heads = {TUNED_ATTNKNN["accuracy"]: TUNED_LABEL,
-                 **{h: AT_K_LABEL.format(k=res["k"]) if h == "attnknn" else label for h, label in heads.items()}}
+    heads = head_labels(head_names(res["heads"]), res["k"], _tuned(record))
     shown = {**heads, "learner": "boosted trees (learnable headroom)",
              **({"nca": LABELS["nca"]} if "nca" in lv[0][1]["summary"]["diff"] else {})}
     for i, (name, label) in enumerate(shown.items()):
@@ -273,8 +267,10 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"Positive control: each head, the boosted-trees learner, NCA, the linear probe and the query-only control "
             f"minus the tuned vote, then each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over "
             f"{n} seeds (each seed its own data and test set). Accuracy against the tuned vote (or NCA); NLL and "
-            f"Brier, after calibration on validation, against the NLL-tuned one. Effective $k$: exp of the weights' "
-            f"entropy (--: the readout head, not a vote). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="scriptsize",
+            f"Brier, after calibration on validation, against the NLL-tuned one. "
+            f"{TUNED_CAPTION if _tuned(record) else ''}Effective $k$: exp of the entropy of the weights as trained "
+            f"(--: not a vote, or the attention head with tuned vote settings, whose weights are those of its row at "
+            f"$k = {k}$). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="scriptsize",
             colsep="3pt")),
         "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
@@ -329,7 +325,7 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     at_k = _diff(lv, "attnknn", "reference", "accuracy")  # the head as trained: a diagnostic where tuned exists
     out[macro_name(*pre, tag, "Attnknn At K Acc Diff")] = signed(100 * at_k["value"], 2)
     out[macro_name(*pre, tag, "Attnknn At K Acc Verdict")] = at_k["verdict"]
-    out[macro_name(*pre, tag, "Attnknn Tuned K")] = tuned_k(lv["per_seed"]) if has_tuned(s["diff"]) else "--"
+    out[macro_name(*pre, tag, "Attnknn Tuned K")] = tuned_k(lv["per_seed"]) if all_tuned([s["diff"]]) else "--"
     out[macro_name(*pre, tag, "Room")] = signed(
         100 * (s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]), 2)
     out[macro_name(*pre, tag, "Attnknn Nll Diff")] = signed(nll["value"], 3)
@@ -429,28 +425,28 @@ def finding_lines(record: dict) -> list[str]:
         nll = _counted(lv, "attnknn", "reference_nll", "nll")
         learn = _diff(lv, "learner", "reference", "accuracy")
         moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
-        tuned = has_tuned(s["diff"])
-        who = f"the attention head with its vote settings tuned (k {tuned_k(lv['per_seed'])})" if tuned else \
-            "the attention head"
-        at_k = (f" (at k = {k}, as trained: {difference_text(_diff(lv, 'attnknn', 'reference', 'accuracy'), 'accuracy')})"
-                if tuned else "")
+        tuned = _tuned(record)
+        who, at_k = attention_words(lv["per_seed"] if tuned else None, k,
+                                    difference_text(_diff(lv, "attnknn", "reference", "accuracy"), "accuracy"))
         lines.append(f"- **nuisance scale {key}**: room inside the {k} neighbours (oracle weights minus the tuned "
                      f"vote) {signed(100 * room, 2)} pp; {who} {difference_text(acc, 'accuracy')} in accuracy{at_k}, "
-                     f"{difference_text(nll, 'nll')} in calibrated NLL against the NLL-tuned vote; effective k "
+                     f"{difference_text(nll, 'nll')} in calibrated NLL against the NLL-tuned vote; "
+                     f"{'as trained, its ' if tuned else ''}effective k "
                      f"{s['effective_k']['attnknn']:.1f} of {k} ({moved}); boosted trees on neighbour features "
-                     f"{difference_text(learn, 'accuracy')}." + _learned_text(lv))
+                     f"{difference_text(learn, 'accuracy')}." + _learned_text(lv, tuned))
     return lines
 
 
-def _learned_text(lv: dict) -> str:
+def _learned_text(lv: dict, tuned: bool = False) -> str:
     """The learned metric at one level (nothing for a record without it): NCA against the tuned vote,
     Attn-KNN against NCA, both shares of the re-retrieval room, and the label-aware diagnostic."""
     s = lv["summary"]
     if "nca" not in s["diff"]:
         return ""
     sh = s["shares"]["retrieval"]["methods"]
+    tuned_words = " with its vote settings tuned" if tuned else ""
     text = (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
-            f"{difference_text(_diff(lv, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head "
+            f"{difference_text(_diff(lv, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head{tuned_words} "
             f"against NCA {difference_text(_counted(lv, 'attnknn', 'nca', 'accuracy'), 'accuracy')}; share of the "
             f"re-retrieval room captured: attention head {_share(sh[counted(s['diff'], 'attnknn', 'accuracy')]['of_means'])} %, NCA "
             f"{_share(sh['nca']['of_means'])} %.")
@@ -467,8 +463,8 @@ def _summary(record: dict) -> str:
     res = record["results"]
     wins = _wins(record, "attnknn")
     n_levels = len(res["levels"])
-    who = ("The attention head, its vote settings tuned as the tuned vote's are," if has_tuned(
-        _levels(record)[0][1]["summary"]["diff"]) else "The attention head")
+    who = "The attention head, its vote settings tuned as the tuned vote's are," if _tuned(record) else \
+        "The attention head"
     if wins:
         head = (f"{who} beats the tuned vote at {len(wins)} of {n_levels} nuisance "
                 f"scales ({', '.join(wins)}), so this implementation can sharpen and win where the room is large")
@@ -490,8 +486,7 @@ def answer_lines(records: list[dict]) -> list[str]:
         lv = _levels(record)
         wins = _wins(record, "attnknn")
         low = _counted(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
-        who = ("the attention head, vote settings tuned," if has_tuned(lv[0][1]["summary"]["diff"])
-               else "the attention head")
+        who = "the attention head, vote settings tuned," if _tuned(record) else "the attention head"
         text = (f"- **A generated task with room to win** (set by a nuisance scale s): {who} beats the tuned "
                 f"vote at {len(wins)} of {len(lv)} scales" + (f" (s = {', '.join(wins)})" if wins else "")
                 + f" and is {low} at s = {lv[0][0]}")
