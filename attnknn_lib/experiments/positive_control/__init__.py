@@ -21,7 +21,8 @@ EXPERIMENT = Experiment(
                 answer_lines=views.answer_lines),
     question="a generated task whose room to win is one knob (nuisance dimensions the retrieval cannot ignore): "
              "headroom, the tuned vote, learnable headroom, NCA (a learned metric with the same vote), the linear probe, "
-             "the query-only control, and the attention head and the study's other heads against the tuned vote and "
+             "the query-only control, and the attention head (its vote settings tuned, and at k = 16) and the study's "
+             "other heads against the tuned vote and "
              "against NCA with their effective k and the share of the room they capture, from no room to much room "
              "(5 seeds per level)",
     models="none of the workflow: the heads train in the notebook on generated embeddings",
