@@ -363,8 +363,8 @@ def end_to_end_frame(record: dict) -> pd.DataFrame:
 
 def diagnostics_frame(record: dict) -> pd.DataFrame:
     """Per epoch of main's Attn-KNN training, mean over seeds: the share of training queries whose
-    vote carries a gradient, the entropy of the averaged weights and the mean per-head entropy,
-    the spread of scores, ||grad H|| / ||grad NLL|| and the mean temperature; validation accuracy."""
+    vote carries a gradient, the entropy of the averaged weights and the mean per-head entropy (one
+    column ``H`` where the two agree to the digits shown in every epoch), the spread of scores, ||grad H|| / ||grad NLL|| and the mean temperature; validation accuracy."""
     per = [d["diagnostics"]["per_epoch"] for d in record["results"]["per_seed"].values()]
 
     def mean(key: str, i: int) -> float | None:
@@ -381,6 +381,8 @@ def diagnostics_frame(record: dict) -> pd.DataFrame:
         rows[i + 1] = {c: "--" if v is None else (f"{100 * v:.1f}" if "%" in c else f"{v:.3f}") for c, v in cells.items()}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "epoch"
+    if df["H(mean w)"].equals(df["mean H(head)"]):  # the heads weigh alike: one column says it
+        df = df.drop(columns="mean H(head)").rename(columns={"H(mean w)": "H"})
     return df
 
 

@@ -55,6 +55,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     cfg = record["config"]
     ref_frame = reference_frame(record, latex=True)
     learnable = learnable_frame(record, latex=True)
+    diagnostics = diagnostics_frame(record)
     out = {"headroom": ARTIFACTS.write_table(paths, "headroom", d, booktabs(
         headroom_frame(record, latex=True),
         f"{title}: how much any reweighting of the k neighbours can gain (\\% of test queries, mean over seeds "
@@ -140,11 +141,14 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"{src}.",
             "tab:study-second", escape_index=True, colsep="3pt", size="footnotesize"))} if res.get("second") else {}),
         "diagnostics": ARTIFACTS.write_table(paths, "diagnostics", d, booktabs(
-            diagnostics_frame(record).rename(columns=lambda c: c.replace("%", "\\%")),
+            diagnostics.rename(columns=lambda c: c.replace("%", "\\%")),
             f"{title}: Attn-KNN's attention during its training, per epoch (mean over seeds "
             f"{', '.join(map(str, res['seeds']))}). "
             f"Grad.\\ share: training queries whose vote carries a gradient (the true label among the k and the "
-            f"neighbourhood mixed); H: entropies in nats of the head-averaged weights and of each head's; "
+            f"neighbourhood mixed); "
+            + ("H: entropy in nats of the head-averaged weights, equal to the mean of each head's at the digits "
+               "shown; " if "H" in diagnostics.columns else
+               "H: entropies in nats of the head-averaged weights and of each head's; ") +
             f"|dH| / |dNLL|: the entropy term's gradient over the NLL's on the attention's parameters, before "
             f"its weight; temp.: mean temperature. {src}.", "tab:study-diagnostics"))}
     drawn = [("headroom", headroom_figure(record)), ("diagnostics", diagnostics_figure(record)),

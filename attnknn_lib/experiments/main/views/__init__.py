@@ -175,11 +175,13 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
         out["replay"] = ARTIFACTS.write_table(paths, "replay", name, booktabs(
             replay_frame(record),
             f"{title}: the prototype's defects re-introduced one at a time (seed {res['replay']['seed']}), each "
-            f"row Attn-KNN minus its baseline as one run reports it: paired bootstrap 95\\% interval over test "
+            f"row Attn-KNN minus the fixed-$k$ vote (the best weighting at $k = {record['config']['k']}$, chosen on "
+            f"validation: the prototype's baseline) as one run reports it: paired bootstrap 95\\% interval over test "
             f"points and the verdict it gives against the margins ({_margins_text(record['config'])}; "
             f"equiv.: equivalent, incon.: inconclusive). First row: our protocol over seeds {seeds} (seed-level interval). "
-            f"Self-matches: Attn-KNN retrained with training queries that find themselves; untuned baseline: "
-            f"distance weights with $\\tau = 1$ on squared distances (nearly uniform); no calibration: ECE and NLL "
+            f"Self-matches: Attn-KNN retrained with training queries that find themselves; untuned distance "
+            f"baseline: the fixed-$k$ vote replaced by distance weights with $\\tau = 1$ on squared distances (nearly "
+            f"uniform); no calibration: ECE and NLL "
             f"of the raw probabilities (elsewhere after calibration); checkpoint chosen on test: a rerun of "
             f"the recipe's run that keeps every epoch, at the epoch whose Attn-KNN test accuracy is highest"
             f"{_checkpoint_text(res['replay'])}. {src}.", "tab:main-replay"))
