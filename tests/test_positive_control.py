@@ -154,7 +154,7 @@ def _fake_seed(seed: int, ref: float, gains: dict[str, float]) -> dict:
             diff[h].update({r: d(h, "nca") for r in ("nca", "nca_nll")})
     for h in ("attnknn_tuned", "attnknn_tuned_nll"):
         if h in gains:
-            methods[h]["info"] = {"choice": {"k": 32 + 16 * seed}}
+            methods[h]["info"] = {"choice": {"k": 32 + 16 * seed}, "edges": ["k"] * (seed == 2)}
     room = {"recall": 0.9, "uniform_accuracy": ref, "fixable": 0.1, "all_agree_right": 0.5}
     diag = {"retrieved_vs_informative": 0.2, "uniform_accuracy": ref - 0.05,
             **{v: {"accuracy": ref + g, "weights_vs_informative": r, "weights_vs_retrieved": 0.5}
@@ -257,7 +257,7 @@ def test_with_tuned_vote_settings_the_counted_attention_head_is_the_tuned_one_an
     record = _record({**GAINS, "attnknn_tuned": 0.3, "attnknn_tuned_nll": 0.3})  # tuned: above NCA's 0.2
     m = views.pc_macros(record)
     assert m["PositiveControlAttnknnBeatsNca"] == "2" and m["PositiveControlMaxAttnknnTunedK"] == "32-64"
-    assert m["PositiveControlMaxAttnknnVsNcaAccVerdict"] == "better"
+    assert m["PositiveControlMaxAttnknnVsNcaAccVerdict"] == "better" and m["PositiveControlMaxAttnknnTunedAtCapWords"] == "one of three"
     assert m["PositiveControlMaxAttnknnAtKAccVerdict"] == "better" and m["PositiveControlMaxAttnknnAcc"] == "91.00"
     verdicts = views.verdict_frame(record)
     assert "s = 1.5, attention head, vote settings tuned (k 32-64)" in verdicts.index

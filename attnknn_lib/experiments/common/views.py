@@ -14,7 +14,7 @@ TUNED_ATTNKNN = {"accuracy": TUNED[0], "nll": TUNED[1], "brier": TUNED[1]}
 TUNED_LABEL = "attention head, vote settings tuned"
 TUNED_CAPTION = ("The attention head with its vote settings tuned reads more neighbours, its $k$, label filter and prior "
                  "correction chosen on validation as the tuned vote's are (accuracy), and as the NLL-tuned vote's for "
-                 "NLL and Brier (its $k$ per seed in the row); at the $k$ it was trained at it is a diagnostic. ")
+                 "NLL and Brier; at the $k$ it was trained at it is a diagnostic. ")
 """A verdict table's caption sentence on the row of the attention head with tuned vote settings."""
 AT_K_LABEL = "attention head at k = {k}"  # the head as trained: a diagnostic where the tuned one exists
 
@@ -46,9 +46,9 @@ def tuned_k(per_seed: Mapping, metric: str = "accuracy") -> str:
 
 
 def tuned_k_text(per_seed: Mapping) -> str:
-    """'k 64', or 'k 64; for NLL k 1024' where the settings tuned for calibration chose other k."""
+    """'k 64', or 'k 64, for NLL k 1024' where the settings tuned for calibration chose other k."""
     acc, cal = tuned_k(per_seed), tuned_k(per_seed, "nll")
-    return f"k {acc}" if acc == cal else f"k {acc}; for NLL k {cal}"
+    return f"k {acc}" if acc == cal else f"k {acc}, for NLL k {cal}"
 
 
 def head_labels(heads: Mapping[str, str], k: int, tuned: bool, per_seed: Mapping | None = None) -> dict[str, str]:
@@ -69,3 +69,9 @@ def attention_words(per_seed: Mapping | None, k: int, at_k: str = "") -> tuple[s
         return "the attention head", ""
     return (f"the attention head with its vote settings tuned ({tuned_k_text(per_seed)})",
             f" (at k = {k}, as trained: {at_k})" if at_k else "")
+
+
+def tuned_k_note(settings: Iterable[tuple[str, Mapping]], prefix: str = "") -> str:
+    """A caption's sentence on the k the tuned attention head chose per seed in each setting
+    (``(name, level or candidate)`` pairs, each with ``per_seed``), for a table too narrow to hold it."""
+    return "Its $k$ per seed: " + "; ".join(f"{prefix}{name}: {tuned_k_text(c['per_seed'])}" for name, c in settings) + ". "

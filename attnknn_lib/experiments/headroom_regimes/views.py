@@ -24,6 +24,7 @@ from attnknn_lib.experiments.common.views import (
     head_labels,
     row_method,
     tuned_k,
+    tuned_k_note,
     tuned_k_text,
 )
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
@@ -127,8 +128,10 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     for key, c in _candidates(record):
         s = c["summary"]
         diff = s["diff"]
-        short = {**SHORT, **({TUNED[0]: f"attention head, tuned ({tuned_k_text(c['per_seed'])})",
-                              "attnknn": f"attention head, k = {k} (unadj.)"} if _tuned(record) else {})}
+        short = dict(SHORT)
+        if _tuned(record):  # LaTeX: the tuned k in the caption and a dagger for unadjusted, so the table fits
+            short[TUNED[0]] = "attention, tuned" if latex else f"attention head, tuned ({tuned_k_text(c['per_seed'])})"
+            short["attnknn"] = f"attention, k = {k}$^\\dagger$" if latex else f"attention head, k = {k} (unadj.)"
         compared = [(n, "rule") for n in [*_shown(record, c), *AFTER_HEADS] if n in diff]
         compared += [(n, "NCA") for n in _shown(record, c) if "nca" in diff[n]]
         for name, against in compared:
@@ -235,7 +238,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"the tuned vote (or NCA); NLL and Brier, after calibration on validation, against the NLL-tuned one. "
             f"Candidates: PCA of pixels, the CNN "
             f"trained on few labels, the CNN trained on other classes; $^*$: the head chosen on validation (the "
-            f"best validation accuracy among the study's heads). {TUNED_CAPTION if _tuned(record) else ''}Effective $k$: exp "
+            f"best validation accuracy among the study's heads). {TUNED_CAPTION + tuned_k_note([(SHORT.get(n, n), c) for n, c in _candidates(record)]) if _tuned(record) else ''}Effective $k$: exp "
             f"of the entropy of the weights as trained (--: not a vote, or the attention head with tuned vote settings, "
             f"whose weights are those of its row at $k = {k}$). "
             f"{_multiplicity_note(res)}{src}.",
@@ -257,7 +260,7 @@ def _multiplicity_note(res: dict) -> str:
     else:
         which = f"those on {', '.join(passed)} are confirmatory, the others exploratory. "
     attn = ("the attention head enters with its vote settings tuned, and at its trained $k$ it is a diagnostic "
-            "outside the family, its verdicts unadjusted (unadj.); " if _tuned({"results": res}) else "")
+            "outside the family, its verdicts unadjusted ($^\\dagger$); " if _tuned({"results": res}) else "")
     return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
             f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); {attn}their "
             f"intervals are not adjusted, so an interval that excludes zero can carry an inconclusive verdict; " + which)
@@ -453,7 +456,7 @@ def answer_lines(records: list[dict]) -> list[str]:
         wins = _wins(record, "attnknn")
         any_head = _any_head_wins(record)
         text = (f"- **Weaker embeddings of {REGISTRY[record['dataset']].title}** ({', '.join(c['label'] for _, c in cands)}): "
-                f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room before any head is trained; "
+                f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room on validation; "
                 f"the attention head{', vote settings tuned,' if _tuned(record) else ''} "
                 f"beats the tuned vote on {len(wins)}" + (f" ({', '.join(wins)})" if wins else ""))
         if "nca" in cands[0][1]["summary"]["diff"]:

@@ -25,11 +25,20 @@ from attnknn_lib.experiments.common.views import (
     head_labels,
     row_method,
     tuned_k,
+    tuned_k_note,
 )
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt
 from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
-from attnknn_lib.report.macros import VERDICT_PHRASES, count_macros, macro_name, record_macros, signed, source_note
+from attnknn_lib.report.macros import (
+    VERDICT_PHRASES,
+    count_macros,
+    count_phrase,
+    macro_name,
+    record_macros,
+    signed,
+    source_note,
+)
 from attnknn_lib.report.tables import booktabs, interval_text
 
 CEILINGS = {  # method -> label, for the headroom table and the figure
@@ -94,10 +103,13 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     return df
 
 
-def _compared(record: dict, lv: dict) -> list[tuple[str, str, str]]:
+def _compared(record: dict, lv: dict, with_k: bool = True) -> list[tuple[str, str, str]]:
     """(row label, method, against) of one level: each head, the learner, the learned metrics and
     the control against the tuned vote; then each head against NCA (what the record holds)."""
-    heads = head_labels(head_names(record["results"]["heads"]), record["results"]["k"], _tuned(record), lv["per_seed"])
+    heads = head_labels(head_names(record["results"]["heads"]), record["results"]["k"], _tuned(record),
+                        lv["per_seed"] if with_k else None)
+    if not with_k and TUNED_ATTNKNN["accuracy"] in heads:  # LaTeX: short names, the k in the caption
+        heads.update({TUNED_ATTNKNN["accuracy"]: "attention, tuned", "attnknn": f"attention, k = {record['results']['k']}"})
     diff = lv["summary"]["diff"]
     out = [(label, name, "rule") for name, label in {**heads, **COMPARED}.items() if name in diff]
     return out + [(f"{label} vs NCA", name, "NCA") for name, label in heads.items() if "nca" in diff[name]]
@@ -112,7 +124,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     rows = {}
     for key, lv in _levels(record):
         s = lv["summary"]
-        for label, name, against in _compared(record, lv):
+        for label, name, against in _compared(record, lv, with_k=not latex):  # LaTeX: the k in the caption
             ref_acc, ref_nll = VS[against]
             acc = _diff(lv, name, ref_acc, "accuracy")
             nll = _diff(lv, row_method(name, "nll"), ref_nll, "nll")
@@ -268,7 +280,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"minus the tuned vote, then each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over "
             f"{n} seeds (each seed its own data and test set). Accuracy against the tuned vote (or NCA); NLL and "
             f"Brier, after calibration on validation, against the NLL-tuned one. "
-            f"{TUNED_CAPTION if _tuned(record) else ''}Effective $k$: exp of the entropy of the weights as trained "
+            f"{TUNED_CAPTION + tuned_k_note(_levels(record), 's = ') if _tuned(record) else ''}Effective $k$: exp of the entropy of the weights as trained "
             f"(--: not a vote, or the attention head with tuned vote settings, whose weights are those of its row at "
             f"$k = {k}$). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="scriptsize",
             colsep="3pt")),
@@ -309,7 +321,7 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
                  "Attnknn Acc Phrase", "Learner Acc Diff", "Learner Acc Low", "Learner Acc High", "Learner Acc Verdict", "Attnknn Nll Diff",
                  "Attnknn Nll Low", "Attnknn Nll High", "Attnknn Nll Verdict", "Attnknn Eff K", "Reference Acc",
                  "Attnknn Acc", "Oracle Inside Acc", "Fixable", "Attnknn At K Acc Diff", "Attnknn At K Acc Verdict",
-                 "Attnknn Tuned K")
+                 "Attnknn Tuned K", "Attnknn Tuned At Cap Words")
         return {macro_name(*pre, tag, n): "--" for n in names}
     s = lv["summary"]
     out = {macro_name(*pre, tag, "Scale"): f"{lv['nuisance_scale']:g}"}
@@ -326,6 +338,10 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     out[macro_name(*pre, tag, "Attnknn At K Acc Diff")] = signed(100 * at_k["value"], 2)
     out[macro_name(*pre, tag, "Attnknn At K Acc Verdict")] = at_k["verdict"]
     out[macro_name(*pre, tag, "Attnknn Tuned K")] = tuned_k(lv["per_seed"]) if all_tuned([s["diff"]]) else "--"
+    # the seeds whose tuned k is the most neighbours the search may read (an open edge: more might gain more)
+    out[macro_name(*pre, tag, "Attnknn Tuned At Cap Words")] = count_phrase(
+        sum("k" in p["methods"][TUNED_ATTNKNN["accuracy"]]["info"]["edges"] for p in lv["per_seed"].values()),
+        len(lv["per_seed"])) if all_tuned([s["diff"]]) else "--"
     out[macro_name(*pre, tag, "Room")] = signed(
         100 * (s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]), 2)
     out[macro_name(*pre, tag, "Attnknn Nll Diff")] = signed(nll["value"], 3)
