@@ -27,6 +27,13 @@ def counted(diff: Mapping, name: str, metric: str) -> str:
     return tuned if name == "attnknn" and tuned in diff else name
 
 
+def counted_diff(setting: Mapping, name: str, ref: str, metric: str) -> dict:
+    """One setting's (a level's or a candidate's) comparison of ``name`` with ``ref`` on ``metric``,
+    read from the method whose verdict counts (:func:`counted`)."""
+    diff = setting["summary"]["diff"]
+    return diff[counted(diff, name, metric)][ref][metric]
+
+
 def all_tuned(diffs: Iterable[Mapping]) -> bool:
     """Whether every setting's comparisons (``summary["diff"]`` of each level or candidate) hold the
     attention head with tuned vote settings: only then do the views lead with it."""

@@ -21,6 +21,7 @@ from attnknn_lib.experiments.common.views import (
     all_tuned,
     attention_words,
     counted,
+    counted_diff,
     head_labels,
     row_method,
     tuned_k,
@@ -44,12 +45,6 @@ def _pp(x: float) -> str:
 
 def _diff(cand: dict, name: str, ref: str, metric: str) -> dict:
     return cand["summary"]["diff"][name][ref][metric]
-
-
-def _counted(cand: dict, name: str, ref: str, metric: str) -> dict:
-    """``name``'s verdict that counts (:func:`~attnknn_lib.experiments.common.views.counted`: the
-    attention head with its vote settings tuned for the endpoint, where measured)."""
-    return _diff(cand, counted(cand["summary"]["diff"], name, metric), ref, metric)
 
 
 def _tuned(record: dict) -> bool:
@@ -285,7 +280,7 @@ def _candidate_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]
            macro_name(*pre, tag, "Reference Acc"): _pp(s["means"]["reference"]["accuracy"]),
            macro_name(*pre, tag, "Reference K"): k_range(s["reference_k"]),
            macro_name(*pre, tag, "Fixable"): _pp(s["headroom"]["at_k"]["fixable"])}
-    acc, nll = _counted(cand, "attnknn", "reference", "accuracy"), _counted(cand, "attnknn", "reference_nll", "nll")
+    acc, nll = counted_diff(cand, "attnknn", "reference", "accuracy"), counted_diff(cand, "attnknn", "reference_nll", "nll")
     at_k = _diff(cand, "attnknn", "reference", "accuracy")  # the head as trained: a diagnostic where tuned exists
     out[macro_name(*pre, tag, "Attnknn At K Acc Diff")] = signed(100 * at_k["value"], 2)
     out[macro_name(*pre, tag, "Attnknn At K Acc Verdict")] = at_k["verdict"]
@@ -326,7 +321,7 @@ def _learned_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]:
            macro_name(*pre, tag, "Query Only Acc"): _pp(means["query_only"]["accuracy"]),
            macro_name(*pre, tag, "Nca Acc Diff"): signed(100 * nca["value"], 2),
            macro_name(*pre, tag, "Nca Acc Verdict"): nca["verdict"]}
-    att = _counted(cand, "attnknn", "nca", "accuracy")
+    att = counted_diff(cand, "attnknn", "nca", "accuracy")
     for part, v in (("Diff", signed(100 * att["value"], 2)), ("Low", signed(100 * att["low"], 2)),
                     ("High", signed(100 * att["high"], 2)), ("Verdict", att["verdict"])):
         out[macro_name(*pre, tag, "Attnknn Vs Nca Acc", part)] = v
@@ -360,7 +355,7 @@ def regime_macros(record: dict) -> dict[str, str]:
     # how many candidates each learner wins, in words for the abstract and the conclusion ("all three")
     learned = all("nca" in c["summary"]["diff"] for _, c in _candidates(record))
     unadjusted = [c["label"] for _, c in _candidates(record)  # the heads' verdicts are Holm-adjusted, NCA's not
-                  if _counted(c, "attnknn", "reference", "accuracy").get("verdict_unadjusted") == "better"]
+                  if counted_diff(c, "attnknn", "reference", "accuracy").get("verdict_unadjusted") == "better"]
     counts = {"Attnknn Wins": _wins(record, "attnknn"), "Attnknn Wins Unadjusted": unadjusted,
               "Any Head Wins": _any_head_wins(record),
               "Heads Below Nca": [c["label"] for _, c in _candidates(record) if all(  # means, no verdict
@@ -377,7 +372,7 @@ def macros(records: list[dict]) -> dict[str, str]:
 
 def _wins(record: dict, name: str, against: str = "reference") -> list[str]:
     """The candidates on which ``name``'s counted verdict (:func:`_counted`) is 'better' in accuracy."""
-    return [c["label"] for _, c in _candidates(record) if _counted(c, name, against, "accuracy")["verdict"] == "better"]
+    return [c["label"] for _, c in _candidates(record) if counted_diff(c, name, against, "accuracy")["verdict"] == "better"]
 
 
 def _any_head_wins(record: dict) -> list[str]:
@@ -393,7 +388,7 @@ def finding_lines(record: dict) -> list[str]:
     lines = []
     for _, c in _candidates(record):
         s = c["summary"]
-        acc, nll = _counted(c, "attnknn", "reference", "accuracy"), _counted(c, "attnknn", "reference_nll", "nll")
+        acc, nll = counted_diff(c, "attnknn", "reference", "accuracy"), counted_diff(c, "attnknn", "reference_nll", "nll")
         moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
         tuned = _tuned(record)
         who, at_k = attention_words(c["per_seed"] if tuned else None, k, difference_text(
@@ -418,7 +413,7 @@ def _learned_text(cand: dict) -> str:
         return ""
     return (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
             f"{difference_text(_diff(cand, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head "
-            f"against NCA {difference_text(_counted(cand, 'attnknn', 'nca', 'accuracy'), 'accuracy')}.")
+            f"against NCA {difference_text(counted_diff(cand, 'attnknn', 'nca', 'accuracy'), 'accuracy')}.")
 
 
 def _summary(record: dict) -> str:

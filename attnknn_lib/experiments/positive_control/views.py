@@ -22,6 +22,7 @@ from attnknn_lib.experiments.common.views import (
     all_tuned,
     attention_words,
     counted,
+    counted_diff,
     head_labels,
     row_method,
     tuned_k,
@@ -69,12 +70,6 @@ def _pp(x: float) -> str:
 
 def _diff(level: dict, name: str, ref: str, metric: str) -> dict:
     return level["summary"]["diff"][name][ref][metric]
-
-
-def _counted(level: dict, name: str, ref: str, metric: str) -> dict:
-    """``name``'s verdict that counts (:func:`~attnknn_lib.experiments.common.views.counted`: the
-    attention head with its vote settings tuned for the endpoint, where measured)."""
-    return _diff(level, counted(level["summary"]["diff"], name, metric), ref, metric)
 
 
 def _tuned(record: dict) -> bool:
@@ -207,7 +202,7 @@ def resolution_frame(record: dict) -> pd.DataFrame:
     rows = {}
     for key, lv in _levels(record):
         for metric, ref in (("accuracy", "reference"), ("nll", "reference_nll"), ("brier", "reference_nll")):
-            d = _counted(lv, "attnknn", ref, metric)
+            d = counted_diff(lv, "attnknn", ref, metric)
             scale = 100 if metric == "accuracy" else 1
             res = d.get("resolvable", {})
             rows[(key, metric)] = {"margin": f"{scale * d['margin']:.4g}",
@@ -308,7 +303,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
 
 def _wins(record: dict, name: str, against: str = "reference") -> list[str]:
     """The scales at which ``name``'s counted verdict (:func:`_counted`) is 'better' in accuracy."""
-    return [key for key, lv in _levels(record) if _counted(lv, name, against, "accuracy")["verdict"] == "better"]
+    return [key for key, lv in _levels(record) if counted_diff(lv, name, against, "accuracy")["verdict"] == "better"]
 
 
 RANKS = ("Max", "Second", "Third", "Min")  # the scales the paper names: largest, next two, smallest
@@ -326,14 +321,14 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     s = lv["summary"]
     out = {macro_name(*pre, tag, "Scale"): f"{lv['nuisance_scale']:g}"}
     for name, head in (("attnknn", "Attnknn"), ("learner", "Learner")):
-        acc = _counted(lv, name, "reference", "accuracy")
+        acc = counted_diff(lv, name, "reference", "accuracy")
         out[macro_name(*pre, tag, head, "Acc Diff")] = signed(100 * acc["value"], 2)
         out[macro_name(*pre, tag, head, "Acc Low")] = signed(100 * acc["low"], 2)
         out[macro_name(*pre, tag, head, "Acc High")] = signed(100 * acc["high"], 2)
         out[macro_name(*pre, tag, head, "Acc Verdict")] = acc["verdict"]
     # "better than the tuned vote", for a sentence whose verdict comes before what was compared
     out[macro_name(*pre, tag, "Attnknn Acc Phrase")] = VERDICT_PHRASES[out[macro_name(*pre, tag, "Attnknn Acc Verdict")]]
-    nll = _counted(lv, "attnknn", "reference_nll", "nll")
+    nll = counted_diff(lv, "attnknn", "reference_nll", "nll")
     at_k = _diff(lv, "attnknn", "reference", "accuracy")  # the head as trained: a diagnostic where tuned exists
     out[macro_name(*pre, tag, "Attnknn At K Acc Diff")] = signed(100 * at_k["value"], 2)
     out[macro_name(*pre, tag, "Attnknn At K Acc Verdict")] = at_k["verdict"]
@@ -377,7 +372,7 @@ def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     nca = _diff(lv, "nca", "reference", "accuracy")
     out[macro_name(*pre, tag, "Nca Acc Diff")] = signed(100 * nca["value"], 2)
     out[macro_name(*pre, tag, "Nca Acc Verdict")] = nca["verdict"]
-    acc, nll = _counted(lv, "attnknn", "nca", "accuracy"), _counted(lv, "attnknn", "nca_nll", "nll")
+    acc, nll = counted_diff(lv, "attnknn", "nca", "accuracy"), counted_diff(lv, "attnknn", "nca_nll", "nll")
     for part, v in (("Diff", signed(100 * acc["value"], 2)), ("Low", signed(100 * acc["low"], 2)),
                     ("High", signed(100 * acc["high"], 2)), ("Verdict", acc["verdict"])):
         out[macro_name(*pre, tag, "Attnknn Vs Nca Acc", part)] = v
@@ -437,8 +432,8 @@ def finding_lines(record: dict) -> list[str]:
     for key, lv in _levels(record):
         s = lv["summary"]
         room = s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]
-        acc = _counted(lv, "attnknn", "reference", "accuracy")
-        nll = _counted(lv, "attnknn", "reference_nll", "nll")
+        acc = counted_diff(lv, "attnknn", "reference", "accuracy")
+        nll = counted_diff(lv, "attnknn", "reference_nll", "nll")
         learn = _diff(lv, "learner", "reference", "accuracy")
         moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
         tuned = _tuned(record)
@@ -463,7 +458,7 @@ def _learned_text(lv: dict, tuned: bool = False) -> str:
     tuned_words = " with its vote settings tuned" if tuned else ""
     text = (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
             f"{difference_text(_diff(lv, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head{tuned_words} "
-            f"against NCA {difference_text(_counted(lv, 'attnknn', 'nca', 'accuracy'), 'accuracy')}; share of the "
+            f"against NCA {difference_text(counted_diff(lv, 'attnknn', 'nca', 'accuracy'), 'accuracy')}; share of the "
             f"re-retrieval room captured: attention head {_share(sh[counted(s['diff'], 'attnknn', 'accuracy')]['of_means'])} %, NCA "
             f"{_share(sh['nca']['of_means'])} %.")
     d = s.get("label_aware_diagnostic")
@@ -501,7 +496,7 @@ def answer_lines(records: list[dict]) -> list[str]:
     for record in records:
         lv = _levels(record)
         wins = _wins(record, "attnknn")
-        low = _counted(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
+        low = counted_diff(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
         who = "the attention head, vote settings tuned," if _tuned(record) else "the attention head"
         text = (f"- **A generated task with room to win** (set by a nuisance scale s): {who} beats the tuned "
                 f"vote at {len(wins)} of {len(lv)} scales" + (f" (s = {', '.join(wins)})" if wins else "")
