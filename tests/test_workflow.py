@@ -171,6 +171,13 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     again = run_all("--profile", "smoke", "--out", str(out))  # its time: ./run_all.sh bench
     assert again.returncode == 0
     assert jobs_started(again.stdout + again.stderr) == [] and "Nothing to be done" in again.stdout + again.stderr
+    # records this checkout measures the same are read, not measured: a model missing from the cache (a
+    # fresh clone has none) is not trained again, and nothing else runs
+    gone = next(p for p in (out / "artifacts" / "models").iterdir() if p.name.startswith("fashion_mnist-attnknn"))
+    shutil.move(gone, tmp_path / gone.name)
+    without = run_all("--profile", "smoke", "--out", str(out))
+    assert without.returncode == 0 and jobs_started(without.stdout + without.stderr) == [], without.stdout[-2000:]
+    shutil.move(tmp_path / gone.name, gone)
 
     def tree() -> dict[str, float]:
         return {str(p): p.stat().st_mtime for p in out.rglob("*") if p.is_file()}

@@ -20,7 +20,7 @@ from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.files import write_text
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.metrics import N_BINS
-from attnknn_lib.report.tables import DIFF_FORMAT, latex_escape, sd_text
+from attnknn_lib.report.tables import DIFF_FORMAT, latex_escape, sd_text, signed_bound
 from attnknn_lib.training.recipe import Recipe
 
 PATH_MARK = "\x00path:"  # values that are file paths: written verbatim (underscores kept)
@@ -119,8 +119,10 @@ def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:
                 continue
             scale, dec, _ = DIFF_FORMAT[metric]
             e = d[split][metric]
-            for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
-                out[macro_name(*prefix, name + tag + word)] = signed(None if e[part] is None else scale * e[part], dec)
+            out[macro_name(*prefix, name + tag)] = signed(None if e["value"] is None else scale * e["value"], dec)
+            for part, word in (("low", "Low"), ("high", "High")):  # an end never rounds to a zero that hides its sign
+                out[macro_name(*prefix, name + tag + word)] = "--" if e[part] is None or e[part] != e[part] else \
+                    signed_bound(scale * e[part], dec)
             if e["low"] is not None and e["high"] is not None:  # what the seeds resolve: the interval's half-width
                 out[macro_name(*prefix, name + tag, "Half Width")] = f"{scale * (e['high'] - e['low']) / 2:.{dec}f}"
                 # the largest reduction of the metric (a gain for ECE and NLL) the interval leaves possible

@@ -24,10 +24,25 @@ def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
     def one(x: float) -> str:  # never "-0.000": a value that rounds to zero prints without a minus
         return f"{num(x, dec, scale):{sign}.{dec}f}"
 
+    def end(x: float) -> str:  # an interval's end: a sign, and never a rounded zero that hides one
+        return signed_bound(x * scale, dec) if signed else one(x)
+
     v = one(entry["value"])
     if ci and entry.get("low") is not None and entry["low"] == entry["low"]:  # none (one seed): no interval
-        v += f"\\,{{\\scriptsize[{one(entry['low'])}, {one(entry['high'])}]}}"
+        v += f"\\,{{\\scriptsize[{end(entry['low'])}, {end(entry['high'])}]}}"
     return v
+
+
+def signed_bound(x: float, decimals: int) -> str:
+    """An interval's end with its sign. One that is not zero but rounds to zero at ``decimals`` gets
+    up to two more decimals (+0.00004, not +0.0000): whether an interval excludes zero is what a
+    reader checks first."""
+    text = f"{x:+.{decimals}f}"
+    for more in (1, 2):
+        if x == 0 or float(text) != 0:
+            break
+        text = f"{x:+.{decimals + more}f}"
+    return "+" + text[1:] if float(text) == 0 else text
 
 
 NO_SPREAD = "--"  # the spread of a one-seed cell: there is none to show
@@ -42,7 +57,7 @@ def interval_text(low: float | None, high: float | None, decimals: int, scale: f
     """``[low, high]`` with signs, or ``--`` where there is no interval (one seed)."""
     if low is None or high is None or low != low:
         return NO_SPREAD
-    return f"[{num(low, decimals, scale):+.{decimals}f}, {num(high, decimals, scale):+.{decimals}f}]"
+    return f"[{signed_bound(low * scale, decimals)}, {signed_bound(high * scale, decimals)}]"
 
 
 def sd_text(sd: float | None, scale: float = 1.0, decimals: int = 2) -> str:
@@ -125,19 +140,22 @@ def drop_empty_columns(df: pd.DataFrame, column_format: str | None = None) -> tu
 
 
 def booktabs(df: pd.DataFrame, caption: str, label: str, column_format: str | None = None,
-             escape_index: bool = True, colsep: str = "4pt", size: str = "small") -> str:
+             escape_index: bool = True, colsep: str = "4pt", size: str = "small", stretch: float = 1.0) -> str:
     """A complete ``table`` environment with booktabs rules; cells are inserted as given (LaTeX),
     row labels escaped unless ``escape_index`` is off (labels that already are LaTeX, e.g. $\\sqrt{n}$);
     a column with no value in any row (all empty or dashes) is left out; ``colsep``: the column padding
     (narrower for a wide table, which is never scaled); ``size``: the font size command (footnotesize for a
-    long table that must fit one page)."""
+    long table that must fit one page); ``stretch``: the row height's factor (below 1 for a table of
+    many rows that must still fit one page)."""
     df, column_format = drop_empty_columns(df, column_format)
     cols = column_format or "l" + "r" * len(df.columns)
     esc = latex_escape if escape_index else str
     head = " & ".join([latex_escape(df.index.name or "")] + list(df.columns)) + " \\\\"
     rows = [" & ".join([esc(str(i))] + [str(v) for v in r]) + " \\\\" for i, r in zip(df.index, df.values)]
     return "\n".join(["\\begin{table}[t]", "\\centering", f"\\{size}", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
-                      f"\\setlength{{\\tabcolsep}}{{{colsep}}}", f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule",
+                      f"\\setlength{{\\tabcolsep}}{{{colsep}}}",
+                      *([f"\\renewcommand{{\\arraystretch}}{{{stretch:g}}}"] if stretch != 1.0 else []),
+                      f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule",
                       *rows, "\\bottomrule", "\\end{tabular}", "\\end{table}", ""])  # never scaled: it fits the text width
 
 

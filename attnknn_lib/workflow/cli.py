@@ -111,8 +111,8 @@ def snakemake_command(plan_path: Path, root: Path, args, extra: list[str]) -> li
 def _epilog() -> str:
     """Subcommands, experiments and profiles, one line each (from the catalog and configs/)."""
     lines = ["subcommands:",
-             "  ./run_all.sh                 set up, then run every experiment of the profile (training, notebooks, "
-             "PDFs, paper)",
+             "  ./run_all.sh                 set up, then measure what status says is out of date, draw the rest "
+             "(notebooks, PDFs, paper)",
              "  ./run_all.sh test [ARGS]     set up, then the test suite (ARGS go to pytest; -m 'not slow': the fast tests)",
              "  ./run_all.sh status [-v]     per experiment: re-measure (with its estimate), re-render (seconds) or "
              "same (reads only)",
@@ -156,7 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-paper", action="store_true", help="do not build the paper")
     ap.add_argument("-p", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a notebook parameter (experiment.key=value for one experiment)")
-    ap.add_argument("--force", action="store_true", help="rerun every job, retraining the models")
+    ap.add_argument("--force", action="store_true", help="retrain every model and measure everything again (hours)")
     ap.add_argument("--jobs", type=int, default=0, help="jobs at once (default: one per core here, one thread each; 4 on a cluster executor)")
     ap.add_argument("--executor", default=None, help=f"Snakemake executor: {', '.join(EXECUTORS)} (default: local)")
     ap.add_argument("--workflow-profile", default=None, help="Snakemake profile folder (workflow/profiles/slurm)")
@@ -260,15 +260,23 @@ def main(argv: list[str] | None = None) -> int:
         except AttnKNNError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-    plan = make_plan(resolved, paths, pdf=not args.no_pdf, paper=not args.no_paper, render_only=render_only)
+    extra: list[str] = []  # the jobs' order is the plan's priorities (attnknn_lib.workflow.plan.part_priority)
+    current: set[str] = set()
+    states: dict[str, dict] = {}
+    if args.action == "run" and not args.force:
+        # what status says, the run does, whatever Snakemake remembers (nothing, on a fresh clone): a record
+        # this checkout would measure differently is measured again; one it would measure the same is read,
+        # and no model is trained for it; outputs drawn by other code or from other records are drawn again
+        states = {n: overview.experiment_state(n, p, paths) for n, p in resolved.items()}
+        current = {n for n, st in states.items() if not st["measure_reasons"]}
+        rerun = [f"measure_{n}" for n in resolved if n not in current] + [
+            f"notebook_{n}" for n in sorted(current) if states[n]["render_reasons"]]
+        extra += ["--forcerun", *rerun] if rerun else []
+    drawn = {n for n in current if not states[n]["render_reasons"]}
+    plan = make_plan(resolved, paths, pdf=not args.no_pdf, paper=not args.no_paper, render_only=render_only,
+                     current=current, drawn=drawn)
     plan["train_threads"] = train_threads(args)
     plan_path = write_plan(plan, paths)
-    extra: list[str] = []  # the jobs' order is the plan's priorities (attnknn_lib.workflow.plan.part_priority)
-    if args.action == "run" and not args.force:
-        # a record this checkout would measure differently (status: re-measure) is measured again even when
-        # Snakemake has no memory of writing it (a committed record, or one measured by older code)
-        stale = [n for n, p in resolved.items() if overview.experiment_state(n, p, paths)["measure_reasons"]]
-        extra += ["--forcerun", *[f"measure_{n}" for n in stale]] if stale else []
     cmd = snakemake_command(plan_path, paths.root, args, extra)
     if args.action == "dag":
         return dag(cmd, paths.root)

@@ -91,10 +91,15 @@ def run_priority(run: TrainingRun, feeds_parts: bool) -> int:
     return round(costs.model_seconds(run) or 0) + (FEEDS_PARTS_PRIORITY if feeds_parts else 0)
 
 
-def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, render_only: bool = False) -> dict:
+def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, render_only: bool = False,
+              current: frozenset[str] | set[str] = frozenset(), drawn: frozenset[str] | set[str] = frozenset()) -> dict:
     """The plan of ``resolved`` ({experiment: params}); writes the run specs under the artifacts
     folder. ``render_only``: the records are inputs (``./run_all.sh render``): no training, part or
-    measure job, only what is drawn from the records."""
+    measure job, only what is drawn from the records. ``current``: the experiments whose records
+    this checkout would measure the same (``status``: same); their records are inputs too, so a
+    model missing from the cache is not trained for them and nothing they show is measured again.
+    ``drawn``: those of them whose outputs this checkout would draw the same (``status``: same): no
+    job draws them again, whatever Snakemake remembers of the files."""
 
     plan = {"repo": str(REPO_ROOT), "root": str(paths.root), "artifacts": str(paths.artifacts.resolve()),
             "python": sys.executable, "pdf": pdf, "paper": paper, "render_only": render_only,
@@ -104,15 +109,16 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, r
     for name, params in resolved.items():
         exp = catalog.get(name)
         cfg = exp.Config(**params)
-        runs = exp.runs(cfg)
+        as_input = render_only or name in current  # the records are read, not measured
+        runs = [] if as_input else exp.runs(cfg)
         every_run += runs
-        if exp.parts:
+        if exp.parts and not as_input:
             feeds_parts.update(r.id for r in runs)
         executed = f"results/notebooks/{Path(exp.notebook).stem}.ipynb"
         measured = exp.artifacts.measured(cfg)
         kept: list[str] = []
-        if render_only:  # the records are inputs; a figure they cannot draw again (measured before its
-            # data was kept beside them) stays as it was drawn, and so does that data's absence
+        if as_input:  # a figure the records cannot draw again (measured before its data was kept
+            # beside them) stays as it was drawn, and so does that data's absence
             kept = exp.artifacts.undrawable(cfg, paths.root)
             measured = [m for m in measured if (paths.root / m).exists()]
         plan["experiments"][name] = {"notebook": exp.notebook, "params": params, "outputs": exp.outputs(cfg),
@@ -120,12 +126,13 @@ def make_plan(resolved: dict[str, dict], paths: Paths, pdf: bool, paper: bool, r
                                      "rendered": [o for o in exp.outputs(cfg)
                                                   if o not in exp.artifacts.measured(cfg) + kept],
                                      "executed": executed, "runs": list(dict.fromkeys(r.id for r in runs)),
+                                     "measure": not as_input, "draw": not (as_input and name in drawn),
                                      # what decides the records, and what decides what is drawn from them
                                      "measure_code": measure_code(name), "render_code": render_code(exp),
                                      # timings in the results: the job runs alone, on every core
                                      "timed": bool(exp.timed),
                                      # parts of its measurement the workflow runs as jobs before the notebook
-                                     "parts": exp.parts(cfg) if exp.parts else [],
+                                     "parts": exp.parts(cfg) if exp.parts and not as_input else [],
                                      # where they are stored, and the code they are computed by (the
                                      # experiment's, without the notebook's cells: editing those reruns
                                      # only the notebook job)

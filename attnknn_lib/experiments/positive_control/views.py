@@ -277,7 +277,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"Brier, after calibration on validation, against the NLL-tuned one. "
             f"{TUNED_CAPTION + tuned_k_note(_levels(record), 's = ') if _tuned(record) else ''}Effective $k$: exp of the entropy of the weights as trained "
             f"(--: not a vote, or the attention head with tuned vote settings, whose weights are those of its row at "
-            f"$k = {k}$). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="scriptsize",
+            f"$k = {k}$). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="scriptsize", stretch=0.9,
             colsep="3pt")),
         "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(

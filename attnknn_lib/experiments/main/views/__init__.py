@@ -7,18 +7,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.evaluation.methods import K_ENSEMBLE, METHOD_LABELS, OTHER_LABELS
+from attnknn_lib.evaluation.methods import K_ENSEMBLE, METHOD_LABELS
 from attnknn_lib.evaluation.verdicts import IDENTICAL, MARGINS, VERDICTS
-from attnknn_lib.experiments.common.learned_metric import LABELS as LEARNED_LABELS
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
 from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
 from attnknn_lib.experiments.main.views import knob_tables as vk
+from attnknn_lib.experiments.main.views.across import PAPER_NAMES, write_summary_table
 from attnknn_lib.experiments.main.views.paired import diff_frame, paired_frame  # noqa: F401 (the notebook reads views.paired_frame)
 from attnknn_lib.report import figures
-from attnknn_lib.report.findings import difference_text, markdown_lists, mean_pct, method_names, seeds_text
+from attnknn_lib.report.findings import difference_text, markdown_lists, mean_pct, seeds_text
 from attnknn_lib.report.macros import (
     PATH_MARK,
     VERDICT_PHRASES,
@@ -113,7 +112,6 @@ CAL_COLUMNS_NOTE = ("NLL of the raw probabilities, then NLL, ECE and Brier score
                     "0 unless it lowers validation NLL; it keeps the predicted class, so accuracy does not change)")
 
 
-PAPER_NAMES = method_names({**METHOD_LABELS, **OTHER_LABELS, **LEARNED_LABELS})  # every method under the paper's name
 
 
 def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
@@ -243,39 +241,6 @@ def _margins_text(config: dict) -> str:
     m = {k: config.get(f"margin_{k}", MARGINS[k]) for k in ("accuracy", "nll", "brier")}  # older records: defaults
     return (f"accuracy {100 * m['accuracy']:g} pp, NLL {m['nll']:g}, Brier {m['brier']:g}; ECE is described, "
             f"without a verdict")
-
-
-ACROSS_DATASETS = ("uniform", "reference", "reference_nll", "attnknn", "attnknn_tuned", "fixed_vote", "nca",
-                   "linear_probe", "cnn")
-"""Table 1's rows: the three families and the parametric reference, each with the name the paper gives it;
-TTA and Attn-KNN's inference variants stay in the primary dataset's own table."""
-
-
-def summary_frame_across(records: dict[str, dict]) -> pd.DataFrame:
-    """Accuracy (%) / calibrated NLL, means over seeds or splits: one row per method of
-    :data:`ACROSS_DATASETS` that some record has, one column per dataset ("--" where it was not run)."""
-    names = PAPER_NAMES
-    cols = {}
-    for title, record in records.items():
-        summary = record["results"]["summary"]
-        cols[title] = {names[m]: f"{100 * summary[m]['test_raw']['accuracy']['mean']:.2f} / "
-                                 f"{summary[m]['test_calibrated']['nll']['mean']:.3f}"
-                       for m in ACROSS_DATASETS if m in summary}
-    rows = [names[m] for m in ACROSS_DATASETS if any(names[m] in c for c in cols.values())]
-    df = pd.DataFrame(cols).reindex(rows).fillna("--")
-    df.index.name = "Method"
-    return df
-
-
-def write_summary_table(paths: Paths, datasets: tuple[str, ...]) -> Path:
-    """Accuracy and calibrated NLL (means over seeds) of each family's methods across datasets."""
-    records = {REGISTRY[name].title: read_json(ARTIFACTS.record_path(paths, name)) for name in datasets}
-    return ARTIFACTS.write_table(paths, "summary", None, booktabs(
-        summary_frame_across(records),
-        "Test accuracy (\\%) / NLL after calibration, means over seeds (image data) or stratified hold-out splits "
-        "(tabular data); on the tabular sets the CNN is a multilayer perceptron; --: not run on that dataset (the "
-        "fixed-vote control is trained on the primary dataset only). Notebook "
-        "\\texttt{01\\_main}, \\texttt{results/main\\_*.json}.", "tab:main-summary", size="footnotesize"))
 
 
 def main_macros(record: dict) -> dict[str, str]:
