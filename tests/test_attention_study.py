@@ -537,10 +537,10 @@ def test_the_readme_answer_falls_back_to_attnknn_at_its_trained_k_for_an_older_r
     assert answer_lines([]) == []
 
 
-def test_a_stacked_cell_puts_value_and_letter_over_the_interval_and_the_note_and_dashes_a_missing_one():
+def test_a_stacked_cell_puts_value_and_letter_on_the_rows_line_over_the_interval_and_dashes_a_missing_one():
     from attnknn_lib.experiments.attention_study.views.cells import stacked_cell
 
     v = {"value": 0.0007, "low": -0.0011, "high": 0.0024, "verdict": "equivalent"}
-    cell = stacked_cell(v, "label-aware")
-    assert cell == "\\shortstack[r]{+0.07 E\\\\{\\scriptsize[-0.11, +0.24]}\\\\{\\scriptsize label-aware}}"
+    cell = stacked_cell(v)  # top-aligned: the value beside the row's label, the interval below
+    assert cell == "\\begin{tabular}[t]{@{}r@{}}+0.07 E\\\\{\\scriptsize[-0.11, +0.24]}\\end{tabular}"
     assert stacked_cell({**v, "low": None, "high": None}) == "+0.07 E" and stacked_cell(None) == "--"

@@ -34,21 +34,20 @@ def diff_cell(v: dict, metric: str, latex: bool, interval: bool = True) -> str:
     return f"{signed(scale * v['value'], dec)}{text} {mark}".rstrip()
 
 
-LINE_BREAK = "\\\\"  # a line break inside a \\shortstack cell
+LINE_BREAK = "\\\\"  # a line break inside a stacked cell
 
 
-def stacked_cell(v: dict | None, note: str = "") -> str:
+def stacked_cell(v: dict | None) -> str:
     """A LaTeX accuracy difference on stacked lines: value and verdict letter, its seed-level interval
-    below (small), then ``note`` (small; e.g. which head was chosen); '--' for a missing difference."""
+    below (small); '--' for a missing difference."""
     if v is None:
         return "--"
     scale, dec, _ = DIFF_FORMAT["accuracy"]
     lines = [f"{signed(scale * v['value'], dec)} {VERDICT_MARK[v['verdict']]}"]
     if v["low"] is not None and v["low"] == v["low"]:
         lines.append(f"{{\\scriptsize{bracket(v, scale, dec)}}}")
-    if note:
-        lines.append(f"{{\\scriptsize {note}}}")
-    return f"\\shortstack[r]{{{LINE_BREAK.join(lines)}}}" if len(lines) > 1 else lines[0]
+    # top-aligned: the first line sits on the row's baseline, beside the row's label, the rest below it
+    return f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{LINE_BREAK.join(lines)}\\end{{tabular}}" if len(lines) > 1 else lines[0]
 
 
 def one_line(v: dict) -> str:

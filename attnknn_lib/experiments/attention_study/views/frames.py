@@ -396,7 +396,7 @@ def verdict_matrix_frame(record: dict) -> pd.DataFrame:
     """The paper's table of the study (LaTeX cells): one row per memory setting, the tuned vote's test
     accuracy, then each method's accuracy minus the tuned vote's at the experiment's k (mean over seeds,
     verdict letter, its seed-level interval below): the attention head, the head chosen on validation
-    (named), the query-only control, and main's Attn-KNN at its trained k and with its vote settings
+    (its name in the column before), the query-only control, and main's Attn-KNN at its trained k and with its vote settings
     tuned. A method a setting lacks is a dash; a column no setting has is left out by the table."""
     k = str(record["config"]["k"])
     rows = {}
@@ -410,7 +410,8 @@ def verdict_matrix_frame(record: dict) -> pd.DataFrame:
         rows[short_setting(setting)] = {
             "tuned vote (\\%)": f"{100 * s['reference']['accuracy']['mean']:.2f}",
             "attention head": stacked_cell((methods.get("blind_bonus") or {}).get("verdicts_reference", {}).get("accuracy")),
-            "chosen head": stacked_cell(methods[chosen]["verdicts_reference"]["accuracy"], SHORT[chosen]),
+            "chosen": SHORT[chosen],  # a column of its own: a third stacked line would misalign the row
+            "chosen head": stacked_cell(methods[chosen]["verdicts_reference"]["accuracy"]),
             "query-only control": stacked_cell((methods.get("query_only") or {}).get("verdicts_reference", {}).get("accuracy")),
             f"Attn-KNN, $k = {k}$": stacked_cell(a["verdicts_reference"]["accuracy"]) if a else "--",
             "Attn-KNN, vote settings tuned": stacked_cell(a["tuned"]["verdicts_reference"]["accuracy"]) if "tuned" in a else "--",

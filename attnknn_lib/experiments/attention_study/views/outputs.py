@@ -82,7 +82,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"{title}: test accuracy minus the tuned vote's, in points, per memory setting (seeds {seeds}; noise "
             f"in the memory's labels only, validation and test labels clean), with the verdict (B / W / E / ? = "
             f"better / worse / equivalent / inconclusive) and the seed-level 95\\% interval below. Heads read "
-            f"$k={cfg['k']}$ neighbours of the frozen embedding; the chosen head is named under its interval. "
+            f"$k={cfg['k']}$ neighbours of the frozen embedding; ``chosen'' names the head with the best validation accuracy. "
             f"Attn-KNN: the end-to-end model at the $k$ it was trained at, and with its vote settings chosen on "
             f"validation. The noisy memories sit on the clean-trained embedding; the long-tailed one on a model "
             f"retrained on the long-tailed training set. Unlike the label-noise experiment, whose validation labels "
