@@ -125,11 +125,16 @@ def column_specs(column_format: str) -> list[str]:
     return re.findall(r"[a-zA-Z](?:\{[^{}]*\})?", column_format)
 
 
+def _empty(cell) -> bool:
+    """A cell with no value: empty, a dash, or dashes joined by slashes (``-- / --``, two values missing)."""
+    return all(part.strip() in EMPTY_CELLS for part in str(cell).split("/"))
+
+
 def drop_empty_columns(df: pd.DataFrame, column_format: str | None = None) -> tuple[pd.DataFrame, str | None]:
     """``df`` without its columns whose every cell is empty or a dash (:data:`EMPTY_CELLS`), and
     ``column_format`` without their specs (the first spec is the row labels'); a format whose specs do
     not match the columns one to one is returned as given."""
-    keep = [c for c in df.columns if not all(str(v).strip() in EMPTY_CELLS for v in df[c])]
+    keep = [c for c in df.columns if not all(_empty(v) for v in df[c])]
     if len(keep) == len(df.columns):
         return df, column_format
     if column_format is not None:

@@ -204,7 +204,7 @@ def figure(record: dict):
         ax.set_xticks(x, [c["label"].replace(" on ", "\non ") for _, c in cands], fontsize=8)
         ax.grid(alpha=0.3, axis="y")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=7, frameon=False)
-    fig.suptitle(f"Real regimes (Fashion-MNIST): gain over the tuned vote and sharpness "
+    fig.suptitle(f"Weaker embeddings of Fashion-MNIST: gain over the tuned vote and sharpness "
                  f"({len(res['seeds'])} seeds)", fontsize=9)
     return fig
 
@@ -215,7 +215,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     n, k = len(res["seeds"]), res["k"]
     return {"headroom": ARTIFACTS.write_table(paths, "headroom", DATASET, booktabs(
         headroom_frame(record, latex=True).T,
-        f"Real regimes: room to win on three candidate embeddings of Fashion-MNIST, measured before any head is "
+        f"Weaker embeddings: room to win on the three candidates of Fashion-MNIST, measured before any head is "
         f"trained (test accuracy in \\%, mean over {n} seeds, each with its own block of test rows, whose size is a row of the table). "
         f"Recall and fixable share at $k = {k}$; the tuned vote (its $k$ per seed); the "
         f"geometry-only vote (the best uniform, distance or cosine vote over at most {k} neighbours, no filter "
@@ -228,7 +228,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         escape_index=False, size="footnotesize")),
         "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
             verdict_frame(record, latex=True),
-            f"Real regimes: each head, the boosted-trees learner, NCA (the tuned vote's search run again in the space of a linear "
+            f"Weaker embeddings: each head, the boosted-trees learner, NCA (the tuned vote's search run again in the space of a linear "
             f"map learned with the NCA loss), the linear probe and the query-only control minus the tuned vote, then "
             f"each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over {n} seeds. Accuracy against "
             f"the tuned vote (or NCA); NLL and Brier, after calibration on validation, against the NLL-tuned one. "

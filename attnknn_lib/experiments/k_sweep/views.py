@@ -94,7 +94,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     note = (f"Mean $\\pm$ s.d.\\ over seeds {seeds} of the clean-trained Attn-KNN models; "
             f"Attn-KNN as trained (attention trained at $k = {res['training_k']}$) and with a fresh attention trained "
             f"at each $k$ on the frozen embedding (\"Attn.\\ at $k$\", {retrained} seed{'s' * (retrained != 1)}); $\\Delta$: Attn-KNN minus "
-            f"the fixed-$k$ vote at that $k$ (the weighting best on validation), paired on the test points, with its 95\\% seed-level "
+            f"the best fixed vote at that $k$ (the weighting best on validation), paired on the test points, with its 95\\% seed-level "
             f"$t$ interval.")
     out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(
         table_frame(record), f"{title}: test accuracy (\\%) against $k$. {note} {src}.", f"tab:{NAME}",

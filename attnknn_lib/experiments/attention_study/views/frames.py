@@ -412,9 +412,9 @@ def verdict_matrix_frame(record: dict) -> pd.DataFrame:
             "attention head": stacked_cell((methods.get("blind_bonus") or {}).get("verdicts_reference", {}).get("accuracy")),
             "chosen": SHORT[chosen],  # a column of its own: a third stacked line would misalign the row
             "chosen head": stacked_cell(methods[chosen]["verdicts_reference"]["accuracy"]),
-            "query-only control": stacked_cell((methods.get("query_only") or {}).get("verdicts_reference", {}).get("accuracy")),
+            "query-only": stacked_cell((methods.get("query_only") or {}).get("verdicts_reference", {}).get("accuracy")),
             f"Attn-KNN, $k = {k}$": stacked_cell(a["verdicts_reference"]["accuracy"]) if a else "--",
-            "Attn-KNN, vote settings tuned": stacked_cell(a["tuned"]["verdicts_reference"]["accuracy"]) if "tuned" in a else "--",
+            "Attn-KNN, tuned": stacked_cell(a["tuned"]["verdicts_reference"]["accuracy"]) if "tuned" in a else "--",
         }
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "memory"

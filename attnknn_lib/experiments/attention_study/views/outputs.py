@@ -83,9 +83,9 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"in the memory's labels only, validation and test labels clean), with the verdict (B / W / E / ? = "
             f"better / worse / equivalent / inconclusive) and the seed-level 95\\% interval below. Heads read "
             f"$k={cfg['k']}$ neighbours of the frozen embedding; ``chosen'' names the head with the best validation accuracy. "
-            f"Attn-KNN: the end-to-end model at the $k$ it was trained at, and with its vote settings chosen on "
-            f"validation. The noisy memories sit on the clean-trained embedding; the long-tailed one on a model "
-            f"retrained on the long-tailed training set. Unlike the label-noise experiment, whose validation labels "
+            f"Attn-KNN: the end-to-end model at the $k$ it was trained at, and tuned: with its vote settings chosen on "
+            f"validation. Query-only: the query-only control. The noisy memories sit on the clean-trained embedding; the long-tailed one on a model "
+            f"retrained on the long-tailed training set. Unlike the label-noise experiment (Table~\\ref{{tab:noise}}), whose validation labels "
             f"are noisy, every choice here is made on clean validation labels. {src}.",
             "tab:study-best", escape_index=True, colsep="2pt", size="scriptsize")),
         "reference": ARTIFACTS.write_table(paths, "reference", d, booktabs(

@@ -104,9 +104,9 @@ def by_family(methods) -> list[str]:
     return [m for m in FAMILY_ORDER if m in methods] + [m for m in methods if m not in FAMILY_ORDER]
 
 
-TUNED_NOTE = ("Attn-KNN with its vote settings tuned: $k$ from the tuned vote's ladder, the label filter and the prior "
+TUNED_NOTE = ("Attn-KNN with its vote settings tuned: $k$ from the tuned vote's grid, the label filter and the prior "
               "correction chosen as the tuned vote chooses them (for NLL: as the NLL-tuned vote does); the paired "
-              "differences and their verdicts are in the paired-differences table. ")
+              "differences and their verdicts are in Table~\\ref{tab:main-paired}. ")
 CAL_COLUMNS_NOTE = ("NLL of the raw probabilities, then NLL, ECE and Brier score after the post-hoc calibrator fitted "
                     "on validation (one rule for every method: a temperature, plus a smoothing toward uniform that stays "
                     "0 unless it lowers validation NLL; it keeps the predicted class, so accuracy does not change)")
@@ -147,7 +147,7 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     out["paired"] = ARTIFACTS.write_table(paths, "paired", name, booktabs(
         diff_frame(res["paired"]),
         f"{title}: paired differences on the same test points (A minus B; Attn-KNN, vote settings tuned: Attn-KNN with its vote "
-        f"settings ($k$, label filter and prior correction) chosen on validation; rows against the vote tuned for the calibration endpoint give its "
+        f"settings ($k$, label filter and prior correction) chosen on validation, for NLL where it says so; rows against the vote tuned for the calibration endpoint give its "
         f"NLL and Brier only; the comparisons with tuned vote settings give no per-seed rows). Per seed: 95\\% "
         f"paired bootstrap intervals over test points. Mean: over seeds {seeds}, the mean of the per-seed differences, its 95\\% "
         f"$t$ interval counting the seeds' spread and the test set's bootstrap variance, and the verdict against "

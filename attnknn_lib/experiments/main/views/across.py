@@ -28,7 +28,9 @@ TTA and Attn-KNN's inference variants stay in the primary dataset's own table.""
 def summary_frame_across(records: dict[str, dict]) -> pd.DataFrame:
     """Accuracy (%) / calibrated NLL, means over seeds or splits: one row per method of
     :data:`ACROSS_DATASETS` that some record has, one column per dataset ("--" where it was not run)."""
-    names = PAPER_NAMES
+    names = dict(PAPER_NAMES)
+    if any(REGISTRY[r["dataset"]].kind == "tabular" for r in records.values()):  # one row, two backbones
+        names["cnn"] = f"{names['cnn']} (MLP on tabular sets)"
     cols = {}
     for title, record in records.items():
         summary = record["results"]["summary"]
@@ -63,6 +65,6 @@ def write_summary_table(paths: Paths, datasets: tuple[str, ...]) -> Path:
     return ARTIFACTS.write_table(paths, "summary", None, booktabs(
         summary_frame_across(records),
         "Test accuracy (\\%) / NLL after calibration, means over seeds (image data) or stratified hold-out splits "
-        "(tabular data); on the tabular sets the CNN row is a multilayer perceptron; --: not run on that dataset (the "
+        "(tabular data); --: not run on that dataset (the "
         f"fixed-vote control is trained on the primary dataset only){same_vote_note(records)}. Notebook "
         "\\texttt{01\\_main}, \\texttt{results/main\\_*.json}.", "tab:main-summary", size="footnotesize"))

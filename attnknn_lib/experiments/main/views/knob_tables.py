@@ -16,7 +16,7 @@ from attnknn_lib.report.tables import DIFF_FORMAT
 
 LABELS = {**method_names({**METHOD_LABELS, **OTHER_LABELS}), **KNOB_LABELS, **LEARNED_LABELS,
           "best baseline": "fixed-k vote", "fixed_vote": "fixed-vote control"}
-SHORT = {"attnknn": "Attn-KNN", "attnknn_tuned": "Attn-KNN, vote settings tuned", "attnknn_tuned_nll": "Attn-KNN, vote settings tuned",
+SHORT = {"attnknn": "Attn-KNN", "attnknn_tuned": "Attn-KNN, vote settings tuned", "attnknn_tuned_nll": "Attn-KNN, tuned for NLL",
          "reference": "tuned vote", "reference_nll": "NLL-tuned vote", "best baseline": "fixed-k vote",
          "cnn": "CNN", "nca": "NCA", "nca_nll": "NCA, NLL-tuned", "linear_probe": "linear probe",
          "fixed_vote": "fixed-vote control"}
@@ -24,7 +24,7 @@ SHORT = {"attnknn": "Attn-KNN", "attnknn_tuned": "Attn-KNN, vote settings tuned"
 ENDPOINT = ("nll", "brier")  # the calibration endpoint: proper scores after calibration
 PER_SEED_ROWS = ("attnknn_vs_reference", "attnknn_vs_best_baseline", "attnknn_vs_cnn")
 KNOBS_CAPTION = ("The vote settings each seed chose on validation: the tuned vote, the NLL-tuned vote, and Attn-KNN "
-                 "with its vote settings tuned ($k$ from the tuned vote's ladder, read up to the neighbours searched; "
+                 "with its vote settings tuned ($k$ from the tuned vote's grid, read up to the neighbours searched; "
                  "label filter; prior correction), with the $k$ it was trained at where the choice differs; the "
                  "neighbours searched; every grid edge the choice still sits on; validation and test accuracy and "
                  "their gap.")
