@@ -274,7 +274,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"Positive control: each head, the boosted-trees learner, NCA, the linear probe and the query-only control "
             f"minus the tuned vote, then each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over "
             f"{n} seeds (each seed its own data and test set). Accuracy against the tuned vote (or NCA); NLL and "
-            f"Brier, after calibration on validation, against the NLL-tuned one. "
+            f"Brier, after calibration on validation, against the NLL-tuned vote (or NCA tuned for NLL). "
             f"{TUNED_CAPTION + tuned_k_note(_levels(record), 's = ') if _tuned(record) else ''}Effective $k$: exp of the entropy of the weights as trained "
             f"(--: not a vote, or the attention head with tuned vote settings, whose weights are those of its row at "
             f"$k = {k}$). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="scriptsize", stretch=0.9,
