@@ -502,7 +502,7 @@ def answer_lines(records: list[dict]) -> list[str]:
                 f"vote at {len(wins)} of {len(lv)} scales" + (f" (s = {', '.join(wins)})" if wins else "")
                 + f" and is {low} at s = {lv[0][0]}")
         if "nca" in lv[0][1]["summary"]["diff"]:
-            text += (f"; NCA beats it at {len(_wins(record, 'nca'))}, the head beats NCA at "
+            text += (f"; NCA beats that vote at {len(_wins(record, 'nca'))}, the head beats NCA at "
                      f"{len(_wins(record, 'attnknn', 'nca'))}")
         out.append(f"{text}. {table_link(NOTEBOOK)}")
     return out
