@@ -234,7 +234,8 @@ def test_an_interval_end_never_rounds_to_a_zero_that_hides_its_sign():
     from attnknn_lib.report.tables import fmt, signed_bound
 
     assert signed_bound(0.00004, 4) == "+0.00004" and signed_bound(-0.00004, 4) == "-0.00004"
-    assert signed_bound(0.000004, 4) == "+0.000004" and signed_bound(0.0000004, 4) == "+0.000000"
+    assert signed_bound(0.000004, 4) == "+0.000004" and signed_bound(-0.0000004, 4) == "+0.0000"
+    assert signed_bound(1e-17, 4) == "+0.0000"  # float noise: the column's decimals
     assert signed_bound(0.0, 4) == "+0.0000" and signed_bound(-0.0, 2) == "+0.00" and signed_bound(0.0123, 2) == "+0.01"
     assert fmt({"value": 0.0014, "low": 0.00003, "high": 0.0027}, "brier", signed=True) == \
         "+0.0014\\,{\\scriptsize[+0.00003, +0.0027]}"

@@ -42,7 +42,8 @@ def signed_bound(x: float, decimals: int) -> str:
         if x == 0 or float(text) != 0:
             break
         text = f"{x:+.{decimals + more}f}"
-    return "+" + text[1:] if float(text) == 0 else text
+    # still zero two decimals on (below anything a table resolves, or float noise): zero at the column's decimals
+    return f"{0.0:+.{decimals}f}" if float(text) == 0 else text
 
 
 NO_SPREAD = "--"  # the spread of a one-seed cell: there is none to show

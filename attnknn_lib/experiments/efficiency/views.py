@@ -182,10 +182,10 @@ def throughput_frame(record: dict) -> pd.DataFrame:
 def write_outputs(record: dict, paths: Paths) -> dict:
     res, d, title, src = output_context(record, NOTEBOOK, ARTIFACTS)
     tr = res["training"]
-    where = (f"{res['threads']} CPU threads, bank of {res['n_bank']:,} embeddings ($d = {res['dim']}$) of the Attn-KNN model "
+    where = (f"{res['threads']} CPU threads, memory of {res['n_bank']:,} embeddings ({res['dim']} dimensions) of the Attn-KNN model "
              f"(seed {res['seed']}), {res['queries']:,} test queries; medians of {record['config']['repeats']} timings")
     out = {"indexes": ARTIFACTS.write_table(paths, "indexes", d, booktabs(
-        index_frame(record), f"{title}: FAISS indexes as memory banks. Recall against exact search; bytes of the "
+        index_frame(record), f"{title}: FAISS indexes as memories. Recall against exact search; bytes of the "
         f"serialised index per vector; RAM limit: the largest bank (millions of vectors) that fits in this machine's "
         f"{res['ram_bytes'] / 2 ** 30:.0f} GiB of RAM with the bank's own copy of the vectors (computed, not run). "
         f"{where}. {src}.", f"tab:{NAME}-indexes"))}

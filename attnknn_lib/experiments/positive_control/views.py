@@ -154,7 +154,7 @@ def _min_room(record: dict) -> float:
 
 def shares_frame(record: dict) -> pd.DataFrame:
     """Per method and nuisance scale, the share of the room it captures (%): its accuracy gain over
-    the rule divided by the re-retrieval oracle's gain, then by the oracle weights' inside k (the
+    the rule divided by the oracle retrieval's gain, then by the oracle weights' inside k (the
     ratio of the mean gain to the mean room over seeds; '--' where there is no room)."""
     heads = head_names(record["results"]["heads"])
     if _tuned(record):
@@ -169,7 +169,7 @@ def shares_frame(record: dict) -> pd.DataFrame:
                 r, i = (sh[o]["methods"][name]["of_means"] for o in ("retrieval", "inside_k"))
                 rows.setdefault(heads.get(name, label), {})[f"s = {key}"] = f"{_share(r)} / {_share(i)}"
     df = pd.DataFrame.from_dict(rows, orient="index")
-    df.index.name = "method (% of re-retrieval / of weights in k)"
+    df.index.name = "method (% of oracle retrieval / of oracle weights in k)"
     return df
 
 
@@ -267,7 +267,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"reweighted by their distance in the informative dimensions (which the generator knows), the same at the "
         f"tuned vote's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
         f"learner on neighbour features; NCA (the tuned vote's search run again on the neighbours of a linear map learned with "
-        f"the NCA loss), the linear probe and the query-only MLP, which reads no neighbour. {src}.",
+        f"the NCA loss), the linear probe and the query-only control, which reads no neighbour. {src}.",
         f"tab:{NAME}_headroom", escape_index=False, size="footnotesize")),
         "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
             verdict_frame(record, latex=True),
@@ -283,7 +283,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
         shares_frame(record),
         f"Positive control: the share of the room each method captures (\\%), its test-accuracy gain over the "
-        f"tuned vote divided by the gain of the re-retrieval oracle (the uniform vote over the {k} nearest rows "
+        f"tuned vote divided by the gain of the oracle retrieval (the uniform vote over the {k} nearest rows "
         f"in the informative dimensions), then by that of the oracle weights on the {k} retrieved neighbours: the "
         f"ratio of the mean gain to the mean room over {n} seeds; -- where the oracle's room over the tuned vote is below the accuracy margin "
         f"({100 * _min_room(record):g}\\,pp). "
@@ -450,7 +450,7 @@ def finding_lines(record: dict) -> list[str]:
 
 def _learned_text(lv: dict, tuned: bool = False) -> str:
     """The learned metric at one level (nothing for a record without it): NCA against the tuned vote,
-    Attn-KNN against NCA, both shares of the re-retrieval room, and the label-aware diagnostic."""
+    Attn-KNN against NCA, both shares of the oracle retrieval's gain, and the label-aware diagnostic."""
     s = lv["summary"]
     if "nca" not in s["diff"]:
         return ""
@@ -459,7 +459,7 @@ def _learned_text(lv: dict, tuned: bool = False) -> str:
     text = (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
             f"{difference_text(_diff(lv, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head{tuned_words} "
             f"against NCA {difference_text(counted_diff(lv, 'attnknn', 'nca', 'accuracy'), 'accuracy')}; share of the "
-            f"re-retrieval room captured: attention head {_share(sh[counted(s['diff'], 'attnknn', 'accuracy')]['of_means'])} %, NCA "
+            f"oracle retrieval's gain captured: attention head {_share(sh[counted(s['diff'], 'attnknn', 'accuracy')]['of_means'])} %, NCA "
             f"{_share(sh['nca']['of_means'])} %.")
     d = s.get("label_aware_diagnostic")
     if d:

@@ -295,6 +295,7 @@ def theory_macros(record: dict) -> dict[str, str]:
     out[macro_name(*pre, "Attnknn Trunc Acc")] = pct(att["accuracy"][i])
     out[macro_name(*pre, "Attnknn Dense Acc")] = pct(att["accuracy"][-1])
     out[macro_name(*pre, "Truncation Queries")] = str(record["config"]["truncation_queries"])
+    out[macro_name(*pre, "Truncation Seeds")] = str(len(att["per_seed"]))  # the accuracies are means over these models
     for key, tag in (("dense_us", "Dense"), ("topk_exact_us", "Topk Exact"), ("topk_hnsw_us", "Topk Hnsw")):
         out[macro_name(*pre, "Cost Slope", tag)] = f"{res['cost']['fit'][key]['slope']:.2f}"
     return out

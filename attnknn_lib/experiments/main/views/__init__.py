@@ -175,7 +175,7 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
             f"{title}: the prototype's defects re-introduced one at a time (seed {res['replay']['seed']}), each "
             f"row Attn-KNN minus the fixed-$k$ vote (the best weighting at $k = {record['config']['k']}$, chosen on "
             f"validation: the prototype's baseline) as one run reports it: paired bootstrap 95\\% interval over test "
-            f"points and the verdict it gives against the margins ({_margins_text(record['config'])}; "
+            f"points and the verdict it gives against the margins ({_margins_text(record['config'], brier=False)}; "
             f"equiv.: equivalent, incon.: inconclusive). First row: our protocol over seeds {seeds} (seed-level interval). "
             f"Self-matches: Attn-KNN retrained with training queries that find themselves; untuned distance "
             f"baseline: the fixed-$k$ vote replaced by distance weights with $\\tau = 1$ on squared distances (nearly "
@@ -237,10 +237,11 @@ def summary_frame(record: dict) -> pd.DataFrame:
     return df
 
 
-def _margins_text(config: dict) -> str:
+def _margins_text(config: dict, brier: bool = True) -> str:
+    """The declared margins as a caption reads them (``brier`` off: a table with no Brier column)."""
     m = {k: config.get(f"margin_{k}", MARGINS[k]) for k in ("accuracy", "nll", "brier")}  # older records: defaults
-    return (f"accuracy {100 * m['accuracy']:g} pp, NLL {m['nll']:g}, Brier {m['brier']:g}; ECE is described, "
-            f"without a verdict")
+    return (f"accuracy {100 * m['accuracy']:g} pp, NLL {m['nll']:g}" + (f", Brier {m['brier']:g}" if brier else "")
+            + "; ECE is described, without a verdict")
 
 
 def main_macros(record: dict) -> dict[str, str]:
