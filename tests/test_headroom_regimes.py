@@ -260,9 +260,10 @@ def test_the_multiplicity_note_escapes_labels_and_says_which_verdicts_are_confir
            "candidates": {"few_labels": {"label": "CNN on 1 % of labels"}, "pixels_pca": {"label": "PCA"}}}
     note = views._multiplicity_note(res)
     assert "CNN on 1 \\% of labels are confirmatory, the others exploratory" in note and "(12 for accuracy" in note
-    assert "every verdict here is confirmatory" in views._multiplicity_note({**res, "confirmatory": ["few_labels",
+    assert "so the family's verdicts are confirmatory" in views._multiplicity_note({**res, "confirmatory": ["few_labels",
                                                                                                       "pixels_pca"]})
-    assert "every verdict here is exploratory" in views._multiplicity_note({**res, "confirmatory": []})
+    assert "so the family's verdicts are exploratory" in views._multiplicity_note({**res, "confirmatory": []})
+    assert "query-only control are references outside the family, their verdicts unadjusted" in note
 
 
 def test_the_figure_plots_effective_k_for_the_voting_heads_only():

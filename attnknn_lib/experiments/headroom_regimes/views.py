@@ -250,16 +250,18 @@ def _multiplicity_note(res: dict) -> str:
     sizes = m["family_sizes"]
     passed = [latex_escape(res["candidates"][n]["label"]) for n in res.get("confirmatory", [])]
     if not passed:
-        which = "no candidate passed the gate, so every verdict here is exploratory. "
+        which = "no candidate passed the gate, so the family's verdicts are exploratory. "
     elif len(passed) == len(res["candidates"]):
-        which = "every candidate passed the gate, so every verdict here is confirmatory. "
+        which = "every candidate passed the gate, so the family's verdicts are confirmatory. "
     else:
-        which = f"those on {', '.join(passed)} are confirmatory, the others exploratory. "
+        which = f"the family's verdicts on {', '.join(passed)} are confirmatory, the others exploratory. "
     attn = ("the attention head enters with its vote settings tuned, and at its trained $k$ it is a diagnostic "
             "outside the family, its verdicts unadjusted ($^\\dagger$); " if _tuned({"results": res}) else "")
     return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
-            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); {attn}their "
-            f"intervals are not adjusted, so an interval that excludes zero can carry an inconclusive verdict; " + which)
+            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); {attn}the "
+            f"boosted-trees learner, NCA, the linear probe and the query-only control are references outside the family, "
+            f"their verdicts unadjusted; intervals are not adjusted, so an interval that excludes zero can carry an "
+            f"inconclusive verdict; " + which)
 
 
 TAGS = {"pixels_pca": "Pca", "few_labels": "Few", "other_classes": "Other"}  # macro names of the candidates

@@ -54,8 +54,9 @@ def figure(record: dict):
 
 
 def noise_label(kind: str, rate: str | float) -> str:
-    """``clean``, ``symm. 10%`` or ``asym. 40%`` (plain text: booktabs escapes the percent sign)."""
-    return "clean" if kind == "none" else f"{kind[:4]}. {100 * float(rate):.0f}%"
+    """``clean``, ``sym. 10%`` or ``asym. 40%`` (plain text: booktabs escapes the percent sign), the
+    attention study's abbreviations."""
+    return "clean" if kind == "none" else f"{ {'symmetric': 'sym', 'asymmetric': 'asym'}.get(kind, kind)}. {100 * float(rate):.0f}%"
 
 
 def table_frame(record: dict) -> pd.DataFrame:
@@ -111,7 +112,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(
         table_frame(record),
         f"{title}: test accuracy (\\%, clean test labels; mean $\\pm$ s.d.\\ over seeds) under label noise. {how}. "
-        f"Symmetric (symm.) flips go to any other class, asymmetric (asym.) ones from $c$ to $c+1$; validation labels "
+        f"Symmetric (sym.) flips go to any other class, asymmetric (asym.) ones from $c$ to $c+1$; validation labels "
         f"are noisy too, and every setting is chosen on them. Uniform, distance and cosine votes and the fixed-$k$ vote "
         f"(the best of them on validation) use $k = {res['k']}$; the tuned vote (weighting, temperature, $k$, label "
         f"filter and prior exponent tuned on the noisy validation labels) is the reference of every verdict. {src}.", f"tab:{NAME}"))}
