@@ -239,3 +239,11 @@ def test_an_interval_end_never_rounds_to_a_zero_that_hides_its_sign():
     assert signed_bound(0.0, 4) == "+0.0000" and signed_bound(-0.0, 2) == "+0.00" and signed_bound(0.0123, 2) == "+0.01"
     assert fmt({"value": 0.0014, "low": 0.00003, "high": 0.0027}, "brier", signed=True) == \
         "+0.0014\\,{\\scriptsize[+0.00003, +0.0027]}"
+
+
+def test_an_interval_end_that_rounds_onto_the_margin_gets_a_decimal_more():
+    from attnknn_lib.report.tables import interval_text, signed_bound
+
+    assert signed_bound(0.2534, 2, margin=0.25) == "+0.253" and signed_bound(-0.2466, 2, margin=0.25) == "-0.247"
+    assert signed_bound(0.25, 2, margin=0.25) == "+0.25" and signed_bound(0.2634, 2, margin=0.25) == "+0.26"
+    assert interval_text(-0.0023, 0.002534, 2, 100, 0.0025) == "[-0.23, +0.253]"

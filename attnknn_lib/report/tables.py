@@ -24,8 +24,10 @@ def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
     def one(x: float) -> str:  # never "-0.000": a value that rounds to zero prints without a minus
         return f"{num(x, dec, scale):{sign}.{dec}f}"
 
+    margin = entry.get("margin")  # a verdict's margin: an end that rounds onto it gets a decimal more
+
     def end(x: float) -> str:  # an interval's end: a sign, and never a rounded zero that hides one
-        return signed_bound(x * scale, dec) if signed else one(x)
+        return signed_bound(x * scale, dec, None if margin is None else margin * scale) if signed else one(x)
 
     v = one(entry["value"])
     if ci and entry.get("low") is not None and entry["low"] == entry["low"]:  # none (one seed): no interval
@@ -33,17 +35,21 @@ def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
     return v
 
 
-def signed_bound(x: float, decimals: int) -> str:
+def signed_bound(x: float, decimals: int, margin: float | None = None) -> str:
     """An interval's end with its sign. One that is not zero but rounds to zero at ``decimals`` gets
     up to two more decimals (+0.00004, not +0.0000): whether an interval excludes zero is what a
-    reader checks first."""
+    reader checks first, and whether it lies inside the ``margin`` (same units) second, so an end
+    that rounds onto the margin without being on it gets one more decimal (+0.253, not +0.25)."""
     text = f"{x:+.{decimals}f}"
     for more in (1, 2):
         if x == 0 or float(text) != 0:
             break
         text = f"{x:+.{decimals + more}f}"
-    # still zero two decimals on (below anything a table resolves, or float noise): zero at the column's decimals
-    return f"{0.0:+.{decimals}f}" if float(text) == 0 else text
+    if float(text) == 0:  # still zero two decimals on (float noise): zero at the column's decimals
+        return f"{0.0:+.{decimals}f}"
+    if margin is not None and abs(float(text)) == round(abs(margin), decimals) and abs(x) != abs(margin):
+        return f"{x:+.{decimals + 1}f}"
+    return text
 
 
 NO_SPREAD = "--"  # the spread of a one-seed cell: there is none to show
@@ -54,11 +60,14 @@ def num(value: float, decimals: int, scale: float = 1.0) -> float:
     return round(float(value) * scale, decimals) + 0.0
 
 
-def interval_text(low: float | None, high: float | None, decimals: int, scale: float = 1.0) -> str:
-    """``[low, high]`` with signs, or ``--`` where there is no interval (one seed)."""
-    if low is None or high is None or low != low:
+def interval_text(low: float | None, high: float | None, decimals: int, scale: float = 1.0,
+                  margin: float | None = None) -> str:
+    """``[low, high]`` with signs, or ``--`` where there is no interval (one seed); ``margin``: the
+    verdict's, in the same units as ``low`` (see :func:`signed_bound`)."""
+    if low is None or high is None or low != low or high != high:
         return NO_SPREAD
-    return f"[{signed_bound(low * scale, decimals)}, {signed_bound(high * scale, decimals)}]"
+    m = None if margin is None else margin * scale
+    return f"[{signed_bound(low * scale, decimals, m)}, {signed_bound(high * scale, decimals, m)}]"
 
 
 def sd_text(sd: float | None, scale: float = 1.0, decimals: int = 2) -> str:

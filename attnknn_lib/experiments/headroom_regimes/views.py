@@ -137,9 +137,9 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             vs = " vs NCA" if against == "NCA" else ""
             row_label = f"{SHORT.get(key, key)}: {short.get(name, name)}{star}{vs}"
             rows[row_label] = {
-                "accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100)}",
+                "accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100, acc.get('margin'))}",
                 "verdict": acc["verdict"],
-                "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3)}",
+                "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3, margin=nll.get('margin'))}",
                 "NLL verdict": nll["verdict"], "Brier verdict": brier["verdict"],
                 "eff. k": f"{s['effective_k'][name]:.1f}" if name in vote_heads(s["effective_k"]) else "--"}
     df = pd.DataFrame.from_dict(rows, orient="index")

@@ -124,9 +124,9 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             acc = _diff(lv, name, ref_acc, "accuracy")
             nll = _diff(lv, row_method(name, "nll"), ref_nll, "nll")
             brier = _diff(lv, row_method(name, "brier"), ref_nll, "brier")
-            row = {"accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100)}",
+            row = {"accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100, acc.get('margin'))}",
                    "verdict": acc["verdict"],
-                   "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3)}", "NLL verdict": nll["verdict"],
+                   "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3, margin=nll.get('margin'))}", "NLL verdict": nll["verdict"],
                    "Brier verdict": brier["verdict"],
                    "eff. k": f"{s['effective_k'][name]:.1f}" if name in vote_heads(s["effective_k"]) else "--"}
             rows[f"s = {key}, {label}"] = row

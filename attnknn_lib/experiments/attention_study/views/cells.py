@@ -5,13 +5,14 @@ from __future__ import annotations
 from attnknn_lib.experiments.attention_study.views.labels import VERDICT_MARK
 from attnknn_lib.report.macros import signed
 from attnknn_lib.report.tables import DIFF_FORMAT
+from attnknn_lib.report.tables import interval_text as ends_text
 
 
 def bracket(v: dict, scale: float, dec: int) -> str:
     """'[low, high]' of a seed-level difference, or '(one seed: no interval)' where there is none."""
     if v.get("low") is None or v["low"] != v["low"]:
         return "(one seed: no interval)"
-    return f"[{signed(scale * v['low'], dec)}, {signed(scale * v['high'], dec)}]"
+    return ends_text(v["low"], v["high"], dec, scale, v.get("margin"))
 
 
 def filter_cell(f: dict, latex: bool) -> str:
@@ -56,7 +57,7 @@ def one_line(v: dict) -> str:
     scale, dec, _ = DIFF_FORMAT["accuracy"]
     text = signed(scale * v["value"], dec)
     if v["low"] is not None and v["low"] == v["low"]:
-        text += f" [{signed(scale * v['low'], dec)}, {signed(scale * v['high'], dec)}]"
+        text += f" {bracket(v, scale, dec)}"
     return f"{text} {VERDICT_MARK[v['verdict']]}"
 
 

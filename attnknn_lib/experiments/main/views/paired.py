@@ -53,7 +53,7 @@ def paired_frame(record: dict) -> pd.DataFrame:
                 head = f"{label}, margin {scale * d['margin']:g}" if "margin" in d else f"{label}, described"
                 own = not vk.is_calibration(name) or metric in vk.ENDPOINT
                 row[(head, "Δ")] = num(d["value"], dec, scale) if own else "--"
-                row[(head, "95% interval")] = interval_text(d["low"], d["high"], dec, scale) if own else "--"
+                row[(head, "95% interval")] = interval_text(d["low"], d["high"], dec, scale, d.get("margin")) if own else "--"
                 row[(head, "verdict")] = d.get("verdict", "") if own else "--"  # ECE: no verdict
             rows[(vk.comparison_label(e), split_label)] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
