@@ -364,6 +364,9 @@ def regime_macros(record: dict) -> dict[str, str]:
               "Heads Below Nca": [c["label"] for _, c in _candidates(record) if all(  # means, no verdict
                   _diff(c, h, "nca", "accuracy")["value"] < 0 for h in _family(record, c))] if learned else None,
               "Nca Wins": _wins(record, "nca") if learned else None,
+              # the control that reads no neighbour: a win there is the embedding's, not the neighbours'
+              "Query Only Wins": _wins(record, "query_only") if all(
+                  "query_only" in c["summary"]["diff"] for _, c in _candidates(record)) else None,
               "Attnknn Beats Nca": _wins(record, "attnknn", "nca") if learned else None}
     out.update(count_macros(pre, counts, len(cands)))
     return out
