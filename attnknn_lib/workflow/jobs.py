@@ -13,7 +13,8 @@ Job commands (``python -m attnknn_lib.workflow.jobs <command> --plan PLAN``):
 * ``notebook NAME``: renders: papermill runs the notebook in a staging folder holding a copy of
   its records (progress bars off inside the kernel); it reads them and writes the tables and figures;
   when every declared output is there they are moved into place, so a failed or interrupted job
-  leaves the previous outputs untouched.
+  leaves the previous outputs untouched. The executed notebook is written without papermill's
+  times (:func:`strip_timings`): two renders of the same records are the same bytes.
 * ``pdf NOTEBOOK``: nbconvert to PDF next to the executed notebook (atomically).
 * ``paper``: latexmk on ``paper/main.tex``.
 
@@ -127,10 +128,25 @@ def run_notebook(plan: dict, name: str) -> None:
             cell["id"] = "injected-parameters"
     nb["metadata"]["attnknn"] = {"render_code": exp["render_code"],  # what status compares with
                                  "records": {rel: file_digest(staging / rel) for rel in exp["measured"]}}
-    executed.write_text(json.dumps(nb, indent=1) + "\n")
+    executed.write_text(json.dumps(strip_timings(nb), indent=1) + "\n")
     rendered = exp["rendered"] + [exp["executed"]]
     check_outputs(staging, rendered + exp["measured"], f"notebook {exp['notebook']}", name)
     _move_in(staging, root, rendered)
+
+
+TIMING_FIELDS = ("start_time", "end_time", "duration")  # papermill's, in the notebook's and each cell's metadata
+
+
+def strip_timings(nb: dict) -> dict:
+    """An executed notebook without what only says when it ran: papermill's start and end times and
+    durations (the notebook's and each cell's) and each cell's ``execution`` timestamps (the kernel's
+    iopub messages), so two renders of the same records are the same bytes. Everything else stays
+    (papermill's status and parameters, the ``attnknn`` keys). Changes ``nb`` in place and returns it."""
+    for meta in [nb.get("metadata", {})] + [cell.get("metadata", {}) for cell in nb.get("cells", [])]:
+        for field in TIMING_FIELDS:
+            meta.get("papermill", {}).pop(field, None)
+        meta.pop("execution", None)
+    return nb
 
 
 def run_part(plan: dict, name: str, part: str) -> None:
