@@ -49,6 +49,25 @@ def test_no_library_or_test_file_is_ignored_by_git():
     assert proc.stdout.split() == [], proc.stdout
 
 
+def test_no_measured_output_is_ignored_by_git_and_each_is_committed():
+    """Every record and data file the cpu profile measures is one git keeps: a measured file that is
+    ignored, or never committed, leaves a clone with outputs its records cannot draw again (the study's
+    gallery images were declared beside its record and never committed)."""
+    if not (REPO / ".git").exists():
+        return  # an exported tree: nothing to check against
+    from attnknn_lib.experiments.framework import catalog
+    from attnknn_lib.workflow.profiles import resolve
+
+    measured = sorted({f for name, params in resolve("cpu", None, []).items()
+                       for f in catalog.get(name).artifacts.measured(catalog.get(name).Config(**params))})
+    assert measured and all(f.startswith("results/") for f in measured), measured
+    proc = subprocess.run(["git", "check-ignore", "--no-index", *measured], cwd=REPO, capture_output=True, text=True)
+    assert proc.stdout.split() == [], f"ignored by git: {proc.stdout.split()}"
+    tracked = set(subprocess.run(["git", "ls-files", "--", *measured], cwd=REPO, capture_output=True, text=True,
+                                 check=True).stdout.split())
+    assert sorted(set(measured) - tracked) == [], "measured outputs never committed"
+
+
 def test_ruff_finds_nothing():
     proc = subprocess.run([str(BIN / "ruff"), "check", "."], cwd=REPO, capture_output=True, text=True)  # notebooks too
     assert proc.returncode == 0, proc.stdout[-3000:]

@@ -39,7 +39,6 @@ EXPERIMENT = Experiment(
               "reweighting per k on a clean memory, noisy ones and a long-tailed one; diagnostics of the prototype "
               "attention during training; nine attention variants trained on the frozen embedding, each against the "
               "tuned vote with seed-level verdicts; learnable headroom; Attn-KNN retrained "
-              "end to end without the entropy bonus; the core comparison again on digits (10 hold-out splits); a "
-              "neighbour gallery"),
+              "end to end without the entropy bonus; the core comparison again on digits (10 hold-out splits)"),
     models="main's + 3 retrained without the entropy bonus",
 )

@@ -11,7 +11,7 @@ from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
 from attnknn_lib.evaluation.reference import REFERENCE_K
 from attnknn_lib.evaluation.verdicts import MARGINS
 from attnknn_lib.experiments.common.learned_metric import NcaKnobs
-from attnknn_lib.experiments.framework.declaration import Artifacts, data, figure, record, table
+from attnknn_lib.experiments.framework.declaration import Artifacts, figure, record, table
 
 NAME = "attention_study"
 NOTEBOOK = "07_attention_study.ipynb"
@@ -33,10 +33,7 @@ ARTIFACTS = Artifacts(NAME, (
     table("collapse", "_collapse", when=lambda cfg: bool(cfg.collapse_seeds) and "clean" in cfg.settings),
     table("second", "_second", when=lambda cfg: bool(cfg.second_datasets)),
     *(figure(f"{f}_figure", f"_{f}") for f in ("headroom", "diagnostics", "variants")),
-    figure("curves_figure", "_curves", when=lambda cfg: bool(cfg.variant_settings)),  # the heads' learning curves
-    # the gallery's images (test queries and their neighbours, uint8) are measured beside the record
-    data("gallery_images", "_gallery", when=lambda cfg: bool(cfg.variant_settings)),
-    figure("gallery_figure", "_gallery", when=lambda cfg: bool(cfg.variant_settings), drawn_from="gallery_images")))
+    figure("curves_figure", "_curves", when=lambda cfg: bool(cfg.variant_settings))))  # the heads' learning curves
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ tests read.
 from attnknn_lib.evaluation.verdicts import HEADLINE_BOOT
 from attnknn_lib.experiments.attention_study.measure.controls import END_TO_END, SECOND_DIFFS, SECOND_METHODS
 from attnknn_lib.experiments.attention_study.measure.dispatch import run, run_part
-from attnknn_lib.experiments.attention_study.measure.gallery import gallery_key, gallery_path, gallery_queries
+from attnknn_lib.experiments.attention_study.measure.gallery import gallery_queries
 from attnknn_lib.experiments.attention_study.measure.learnable_headroom import LEARNERS, fold_queries, gbm_learner
 from attnknn_lib.experiments.attention_study.measure.memory import memory_setting
 from attnknn_lib.experiments.attention_study.measure.pairing import COMPARED, PAIR, _paired, drop_pairs, seed_verdicts
@@ -31,6 +31,6 @@ from attnknn_lib.experiments.attention_study.measure.variants import (
 __all__ = [
     "AS_TRAINED", "COLLAPSE", "COMPARED", "DIFFERENCE", "MAIN_ATTNKNN", "END_TO_END", "HEADLINE_BOOT", "LEARNERS", "LR_EXTENSIONS", "LR_STEP", "PAIR",
     "SECOND_DIFFS", "SECOND_METHODS", "Part", "_fit_searched", "_paired", "drop_pairs", "end_to_end_runs",
-    "fold_queries", "gallery_key", "gallery_path", "gallery_queries", "gbm_learner", "memory_setting", "parts",
+    "fold_queries", "gallery_queries", "gbm_learner", "memory_setting", "parts",
     "reached_plateau", "run", "run_part", "runs", "second_runs", "seed_verdicts",
 ]

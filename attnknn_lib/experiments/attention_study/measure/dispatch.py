@@ -5,13 +5,12 @@ writes the record."""
 
 from __future__ import annotations
 
-from attnknn_lib.base.files import write_npz
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.base.progress import bar
 from attnknn_lib.data.spec import prepare
 from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, Config
 from attnknn_lib.experiments.attention_study.measure.controls import long_tail_entry, measure_end_to_end, second_dataset
-from attnknn_lib.experiments.attention_study.measure.gallery import _gallery_k, gallery_path
+from attnknn_lib.experiments.attention_study.measure.gallery import _gallery_k
 from attnknn_lib.experiments.attention_study.measure.pairing import drop_pairs
 from attnknn_lib.experiments.attention_study.measure.part_names import (
     Part,
@@ -72,9 +71,6 @@ def run(cfg: Config, paths: Paths) -> dict:
         if end_to_end in part:
             per_seed[str(seed)]["end_to_end"] = part[end_to_end]
     gallery_cases = {k: v for seed in cfg.seeds for p in chunks[seed] for k, v in p["gallery_cases"].items()}
-    gallery_images = {k: v for seed in cfg.seeds for p in chunks[seed] for k, v in p["gallery_images"].items()}
-    if cfg.variant_settings:  # declared then (config.ARTIFACTS): written even when no query fits a rule
-        write_npz(gallery_path(paths, cfg.dataset), **gallery_images)
     summary = summarise(cfg, per_seed)
     results = {"dataset": ds.summary(), "seeds": list(cfg.seeds), "per_seed": drop_pairs(per_seed),
                "summary": drop_pairs(summary), "gallery": {"seed": cfg.seeds[0], "k": _gallery_k(cfg),

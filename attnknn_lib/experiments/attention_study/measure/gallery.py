@@ -1,11 +1,13 @@
-"""The neighbour gallery: a few test queries per setting with their neighbours, weights and predictions."""
+"""The neighbour gallery: a few test queries per setting with their neighbours' labels, weights and predictions.
+
+The record keeps these cases (numbers only); no view draws them: the figure that showed them with
+their images was dropped, its images never having been committed beside the record."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments.attention_study.config import ARTIFACTS, Config
+from attnknn_lib.experiments.attention_study.config import Config
 from attnknn_lib.experiments.attention_study.measure.memory import Memory
 from attnknn_lib.knn.votes import break_ties, vote
 
@@ -34,11 +36,10 @@ def gallery_queries(labels: np.ndarray, target: np.ndarray, flipped: np.ndarray,
     return {name: int(np.flatnonzero(hit)[0]) for name, hit in rules.items() if hit.any()}
 
 
-def gallery(mem: Memory, kept: dict, setting: str, k: int, ds) -> tuple[dict, dict]:
+def gallery(mem: Memory, kept: dict, setting: str, k: int, ds) -> dict:
     """The gallery's cases of one setting (first seed): per query its label, its k neighbours' rows,
     memory labels and flips, and the weights and predictions of the uniform vote, the prototype
-    attention and the best variant (best validation accuracy among :data:`GALLERY_VARIANTS`); the
-    images go to a separate dict of arrays (the record keeps only numbers)."""
+    attention and the best variant (best validation accuracy among :data:`GALLERY_VARIANTS`)."""
     c = ds.num_classes
     labels, rows = mem.test.labels[:, :k], mem.test.rows[:, :k]
     flipped = mem.flipped[rows]
@@ -48,7 +49,7 @@ def gallery(mem: Memory, kept: dict, setting: str, k: int, ds) -> tuple[dict, di
     shown = {"uniform": None, **({PROTOTYPE: kept[PROTOTYPE]} if PROTOTYPE in kept else {}),
              **({best: kept[best]} if best else {})}
     uniform = vote(np.full(labels.shape, 1.0 / k), labels, c)
-    cases, images = {}, {}
+    cases = {}
     for name, q in queries.items():
         key = f"{setting} | {name}"
         weights = {m: ([round(1.0 / k, 5)] * k if v is None else [round(float(w), 5) for w in v["weights"][q, :k]])
@@ -57,20 +58,7 @@ def gallery(mem: Memory, kept: dict, setting: str, k: int, ds) -> tuple[dict, di
         cases[key] = {"setting": setting, "rule": name, "query": q, "label": int(ds.test.y[q]),
                       "neighbour_labels": labels[q].tolist(), "flipped": flipped[q].tolist(),
                       "weights": weights, "predictions": preds, "best_variant": best}
-        tag = gallery_key(setting, name)
-        images[f"{tag}_query"] = ds.test.x[q]
-        images[f"{tag}_neighbours"] = ds.train.x[rows[q]]
-    return cases, images
-
-
-def gallery_path(paths: Paths, dataset: str):
-    """The gallery's images, measured beside the record (``results/attention_study_<d>_gallery.npz``)."""
-    return ARTIFACTS.path(paths, "gallery_images", dataset)
-
-
-def gallery_key(setting: str, rule: str) -> str:
-    """The images' key prefix of one case in the gallery's npz."""
-    return f"{setting.replace('/', '_')}_{rule.replace(' ', '_')}"
+    return cases
 
 
 def _gallery_k(cfg: Config) -> int:

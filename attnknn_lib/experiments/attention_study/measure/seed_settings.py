@@ -41,9 +41,9 @@ def diagnostics(history: list[dict], hoods: dict[str, Neighbourhood], k: int) ->
 def measure_seed(cfg: Config, paths: Paths, seed: int, chunk: int = 0) -> dict:
     """One seed's memory settings of chunk ``chunk`` (:func:`setting_chunks`; the collapse sweep,
     long-tailed memory and end-to-end control are parts of their own): each setting's headroom,
-    ceilings, references, main's Attn-KNN and variants; the gallery's cases and images on the first
-    seed. The first chunk also gives the seed's diagnostics and writes its neighbour lists (with every
-    setting's memory labels) under the artifacts."""
+    ceilings, references, main's Attn-KNN and variants; the gallery's cases on the first seed. The
+    first chunk also gives the seed's diagnostics and writes its neighbour lists (with every setting's
+    memory labels) under the artifacts."""
     sm = seed_memory(cfg, paths, seed)
     prepared, trained, frozen, bank = sm.prepared, sm.trained, sm.frozen, sm.bank
     val_nb, test_nb, search = sm.val_nb, sm.test_nb, sm.search
@@ -52,7 +52,6 @@ def measure_seed(cfg: Config, paths: Paths, seed: int, chunk: int = 0) -> dict:
     k_max = min(cfg.k_max, len(ds.train) - 1)
     k_gallery = _gallery_k(cfg)
     gallery_cases: dict = {}
-    gallery_images: dict = {}
     settings = {}
     scores_cache: dict = {}  # the attention's scores on this embedding: the settings differ only in labels
     for setting in setting_chunks(cfg)[chunk]:
@@ -78,13 +77,11 @@ def measure_seed(cfg: Config, paths: Paths, seed: int, chunk: int = 0) -> dict:
                                                    search=search, k_ref=entry["reference"]["choice"]["k"])
                                  for k in cfg.variant_ks if k <= k_max}
             if kept:
-                cases, images = gallery(mem, kept, setting, k_gallery, ds)
-                gallery_cases.update(cases)
-                gallery_images.update(images)
+                gallery_cases.update(gallery(mem, kept, setting, k_gallery, ds))
         settings[setting] = entry
         # one line per setting in the part job's log: where its time and memory go
         write(f"[attention_study] seed {seed}, {setting}: done, peak memory {peak_memory_gb():.1f} GB")
-    out = {"per_seed": {"settings": settings}, "gallery_cases": gallery_cases, "gallery_images": gallery_images}
+    out = {"per_seed": {"settings": settings}, "gallery_cases": gallery_cases}
     if chunk == 0:
         arrays = {}
         for setting in cfg.settings:  # every setting's labels: cheap beside its measurement

@@ -47,11 +47,8 @@ from attnknn_lib.experiments.attention_study.views.labels import (
 from attnknn_lib.experiments.attention_study.views.outputs import write_outputs
 from attnknn_lib.experiments.attention_study.views.paper_macros import macros, study_macros
 from attnknn_lib.experiments.attention_study.views.plots import (
-    BEST_COLOUR,
-    GALLERY_SHOWN,
     curves_figure,
     diagnostics_figure,
-    gallery_figure,
     headroom_figure,
     variants_figure,
 )
@@ -80,7 +77,7 @@ __all__ = [
     "gradient_shares", "headroom_frame", "learnable_frame", "reference_frame", "second_frame", "variants_by_setting",
     "variants_frame",
     # plots and outputs
-    "BEST_COLOUR", "GALLERY_SHOWN", "curves_figure", "diagnostics_figure", "gallery_figure", "headroom_figure", "variants_figure",
+    "curves_figure", "diagnostics_figure", "headroom_figure", "variants_figure",
     "write_outputs",
     # sentences
     "UNIFORM_SHARE", "attnknn_line", "budget_text", "budgets", "collapse_reading", "end_to_end_reading",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
@@ -22,7 +21,6 @@ from attnknn_lib.experiments.attention_study.views.learned import learned_frame
 from attnknn_lib.experiments.attention_study.views.plots import (
     curves_figure,
     diagnostics_figure,
-    gallery_figure,
     headroom_figure,
     variants_figure,
 )
@@ -155,10 +153,6 @@ def write_outputs(record: dict, paths: Paths) -> dict:
              ("variants", variants_figure(record))]
     if cfg["variant_settings"]:
         drawn.append(("curves", curves_figure(record)))
-    images_file = ARTIFACTS.path(paths, "gallery_images", d)
-    if res.get("gallery", {}).get("cases") and images_file.exists():  # a record from before it was kept: none
-        with np.load(images_file) as images:
-            drawn.append(("gallery", gallery_figure(record, dict(images))))
     for name, fig in drawn:
         out[name + "_figure"] = ARTIFACTS.save_figure(paths, name + "_figure", d, fig)
     if cfg.get("learned_metrics", True):  # declared by the config's default: a record from before it draws no rows

@@ -1,15 +1,12 @@
-"""The study's figures: headroom per k, main's training diagnostics, the variants against the tuned vote, the gallery."""
+"""The study's figures: headroom per k, main's training diagnostics, the variants against the tuned vote."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.experiments.attention_study.config import VARIANTS
-from attnknn_lib.experiments.attention_study.measure import gallery_key
 from attnknn_lib.experiments.attention_study.views.frames import gradient_shares
 from attnknn_lib.experiments.attention_study.views.labels import setting_title, variant_label
-from attnknn_lib.report import figures
 from attnknn_lib.report.figures import plt
 
 
@@ -181,72 +178,4 @@ def variants_figure(record: dict, margin: float | None = None):
     fig.suptitle(f"Variants at k = {k} minus {rule}\n({_seeds(res)}, 95 % seed-level intervals; grey: "
                  f"±{margin:g} pp margin; red: chosen on validation)", fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / fig.get_figheight()))  # about 0.5 inch for the title, any height
-    return fig
-
-
-def _short(name: str) -> str:
-    """A class name short enough for a 0.4-inch panel title ("T-shirt/top" -> "T-shirt", "Ankle boot" -> "Boot")."""
-    name = name.split("/")[0]
-    return name.split()[-1].capitalize() if " " in name else name
-
-
-GALLERY_SHOWN = {"uniform": ("uniform vote", "0.6"), "blind_bonus": ("prototype attention", "tab:blue")}
-BEST_COLOUR = "tab:orange"
-
-
-def gallery_figure(record: dict, images: dict[str, np.ndarray]):
-    """The neighbour gallery: per case (chosen by rule, first seed) the query and its k nearest
-    neighbours with their memory labels (red: not the query's class; a cross: flipped by the noise),
-    and below them the weight each rule gives each neighbour: the uniform vote, the prototype
-    attention and the best variant of that setting."""
-    g = record["results"]["gallery"]
-    names, k = g["class_names"], g["k"]
-    cases = list(g["cases"].values())
-    legend: dict[str, str] = {}  # rule -> colour, one legend for every panel
-    fig = plt.figure(figsize=(figures.MAX_WIDTH, 1.45 * len(cases) + 0.5), layout="constrained")
-    outer = fig.add_gridspec(len(cases), 1)
-    for i, case in enumerate(cases):
-        grid = outer[i].subgridspec(2, k + 1, height_ratios=(1.0, 0.9), hspace=0.05, wspace=0.05)
-        key = gallery_key(case["setting"], case["rule"])
-        pics = [images[f"{key}_query"]] + list(images[f"{key}_neighbours"])
-        labels = [case["label"]] + case["neighbour_labels"]
-        for j, pic in enumerate(pics):
-            ax = fig.add_subplot(grid[0, j])
-            ax.imshow(np.asarray(pic).squeeze(), cmap="gray_r")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            wrong = j > 0 and labels[j] != case["label"]
-            flipped = j > 0 and case["flipped"][j - 1]
-            ax.set_title(_short(names[labels[j]]), fontsize=6.5, color="tab:red" if wrong else "black", pad=1.5)
-            if flipped:
-                ax.text(0.97, 0.97, "×", transform=ax.transAxes, ha="right", va="top", color="tab:red",
-                        fontsize=9, fontweight="bold")
-            if j == 0:
-                for side in ax.spines.values():
-                    side.set_linewidth(2)
-        ax = fig.add_subplot(grid[1, 1:])
-        shown = list(case["weights"])
-        width = 0.8 / len(shown)
-        said = []
-        for m_i, m in enumerate(shown):
-            label, colour = GALLERY_SHOWN[m] if m in GALLERY_SHOWN else (f"best: {variant_label(m)}", BEST_COLOUR)
-            ax.bar(np.arange(k) + (m_i - (len(shown) - 1) / 2) * width, case["weights"][m], width, color=colour)
-            said.append(f"{label} → {names[case['predictions'][m]]}")
-            legend[label.split(":")[0]] = colour
-        ax.set_xlim(-0.5, k - 0.5)
-        ax.set_xticks([])
-        ax.set_ylim(0, max(0.2, 1.1 * max(max(w) for w in case["weights"].values())))
-        ax.tick_params(labelsize=6.5)
-        ax.set_ylabel("weight", fontsize=7)
-        # each rule's prediction above its bars' panel, off the bars (the colours: the figure's legend)
-        ax.set_title(";   ".join(said), fontsize=6.5, loc="left", pad=2)
-        lab = fig.add_subplot(grid[1, 0])
-        lab.axis("off")
-        lab.text(0.5, 0.5, f"{case['rule']}\n({setting_title(case['setting'])})\ntrue: {names[case['label']]}",
-                 ha="center", va="center", fontsize=6.5)
-    fig.suptitle(f"{REGISTRY[record['dataset']].title}: a query (framed) and its {k} nearest neighbours, seed {g['seed']}; red label: "
-                 "not the query's class, ×: flipped in the memory", fontsize=8)
-    fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in legend.values()], labels=list(legend),
-               loc="outside lower center", ncol=len(legend), fontsize=7, frameon=False, title="weight given by",
-               title_fontsize=7)
     return fig
