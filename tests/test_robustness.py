@@ -198,7 +198,8 @@ def test_score_fits_the_calibrators_on_the_clean_slice_when_given_one():
 
 
 def test_the_k_sweep_counts_leave_k_1_and_identical_predictions_out():
-    from attnknn_lib.experiments.k_sweep.views import count_text, counted_words
+    from attnknn_lib.experiments.k_sweep.measure import counted_words
+    from attnknn_lib.experiments.k_sweep.views import count_text
 
     verdicts = {"1": {"verdict": "identical"}, "5": {"verdict": "equivalent"}, "20": {"verdict": "worse"},
                 "50": {"verdict": "identical"}, "100": {"verdict": "equivalent"}}

@@ -108,6 +108,15 @@ def seed_level(per_seed: list[float], test_se: float, metric: str, margin: float
     return {**out, "test_se": float(test_se)}
 
 
+def seed_difference(a: list[float], b: list[float], metric: str, margin: float | None = None,
+                    test_se: float = 0.0) -> dict:
+    """The seed-level verdict of A - B from per-seed values of both (same seeds, same order):
+    :func:`seed_level` on the paired per-seed differences. ``test_se`` is the test points' share of
+    the error where the record has it (0: seeds only); ``margin`` None: the library's (``MARGINS``)."""
+    diffs = (np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)).tolist()
+    return seed_level(diffs, test_se, metric, margin)
+
+
 def split_level(per_split: list[float], n_test: int, n_train: int, metric: str, margin: float | None = None,
                 level: float = 0.95) -> dict:
     """The split-level difference of one metric over J resampled hold-out splits (differences

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from attnknn_lib.evaluation.verdicts import VERDICTS, seed_level
+from attnknn_lib.evaluation.verdicts import VERDICTS
+from attnknn_lib.evaluation.verdicts import seed_difference as seed_difference  # moved there; re-exported
 from attnknn_lib.report.tables import DIFF_FORMAT, num
 
 
@@ -29,13 +30,10 @@ def difference_text(d: dict, metric: str) -> str:
     return f"{text}, **{d['verdict']}**" if "verdict" in d else text
 
 
-def seed_difference(a: list[float], b: list[float], metric: str, margin: float | None = None,
-                    test_se: float = 0.0) -> dict:
-    """The seed-level verdict of A - B from per-seed values of both (same seeds, same order):
-    :func:`~attnknn_lib.evaluation.verdicts.seed_level` on the paired per-seed differences.
-    ``test_se`` is the test points' share of the error where the record has it (0: seeds only)."""
-    diffs = (np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)).tolist()
-    return seed_level(diffs, test_se, metric, margin)
+def differences_text(diffs: Mapping[str, dict], names: Mapping[str, str]) -> str:
+    """``accuracy +0.01 pp [...], **equivalent**; ECE after calibration +0.0010 [...]``: each metric of
+    ``names`` (metric -> its words) with its stored difference from ``diffs`` (:func:`difference_text`)."""
+    return "; ".join(f"{words} {difference_text(diffs[metric], metric)}" for metric, words in names.items())
 
 
 def mean_pct(entry: dict) -> str:

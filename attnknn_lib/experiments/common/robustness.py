@@ -1,4 +1,4 @@
-"""What the label-noise and long-tail experiments share: their config, settings and retraining loop.
+"""What the label-noise and long-tail experiments share: their config, settings, retraining loop and verdicts.
 
 Each asks how the rules behave when the
 training data changes, in two settings, ``bank`` (main's models, only the memory bank changes:
@@ -8,16 +8,16 @@ training subset with fewer epochs where the profile says so, so the grid fits th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from attnknn_lib.base.errors import check_choice, check_range
 from attnknn_lib.base.knobs import int_csv, knob
 from attnknn_lib.data.registry import DATASET_NAMES, REGISTRY
 from attnknn_lib.data.spec import DataSpec, load_base, prepare
+from attnknn_lib.evaluation.verdicts import MARGINS, seed_difference
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.common.shared import ExperimentConfig
 from attnknn_lib.experiments.framework.declaration import Artifacts
-from attnknn_lib.report.findings import difference_text, seed_difference
 
 SETTING_NAMES = {"bank": "bank only", "trained": "retrained"}
 
@@ -42,6 +42,13 @@ class RobustnessConfig(ExperimentConfig):
         for name in ("retrain_max_train", "retrain_epochs"):
             check_range(name, getattr(self, name), 0, None)
         check_range("n_boot", self.n_boot, 1, None)
+        for name in (f.name for f in fields(self) if f.name.startswith("margin_")):
+            check_range(name, getattr(self, name), 0.0, None)
+
+    def margin(self, metric: str) -> float | None:
+        """The declared equivalence margin of a metric (the config's ``margin_<metric>`` knob, else the
+        library's; None for ECE, which is described only)."""
+        return getattr(self, f"margin_{metric}", MARGINS.get(metric))
 
     def main_spec(self) -> DataSpec:
         """The data of main's models (setting bank)."""
@@ -114,10 +121,11 @@ def bank_cells(cfg: RobustnessConfig, paths, device, specs: Callable[[int], dict
 
 def run_settings(cfg: RobustnessConfig, paths, artifacts: Artifacts, *, bank_specs: Callable[[int], dict[str, DataSpec]],
                  memory: Callable, trained_specs: Callable[[int], dict[str, DataSpec]], evaluate, summarise,
-                 about: dict[str, dict], **fields) -> dict:
+                 verdicts: Callable[[dict, RobustnessConfig], dict], about: dict[str, dict], **entries) -> dict:
     """Both settings of a robustness experiment: cells per condition and seed, their summaries
-    (``summarise(per_seed)``), written as the experiment's declared record. ``about`` gives
-    each setting's description and grid entries; ``fields`` are the results' own grid entries.
+    (``summarise(per_seed)``) and the experiment's ``verdicts(results, cfg)`` (stored as
+    ``results["verdicts"]``), written as the experiment's declared record. ``about`` gives each
+    setting's description and grid entries; ``entries`` are the results' own grid entries.
     Returns the record."""
     device, prov, clock = core.begin(cfg)
     settings = {"bank": {**about["bank"], "seeds": list(cfg.seeds),
@@ -128,22 +136,53 @@ def run_settings(cfg: RobustnessConfig, paths, artifacts: Artifacts, *, bank_spe
     for s in settings.values():
         s["curves"] = {key: summarise(per_seed) for key, per_seed in s["cells"].items()}
     prepared = prepare(cfg.main_spec(), load_base(cfg.main_spec()))
-    results = {"dataset": prepared.dataset.summary(), "class_names": list(prepared.dataset.class_names), **fields,
-               "k": cfg.k, "settings": settings,
-               "timings": {"seconds": clock()}}
+    results = {"dataset": prepared.dataset.summary(), "class_names": list(prepared.dataset.class_names), **entries,
+               "k": cfg.k, "settings": settings}
+    results["verdicts"] = verdicts(results, cfg)
+    results["timings"] = {"seconds": clock()}
     return core.write_record(paths, artifacts, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()},
                              results)[1]
 
 
-def cell_difference(cell: dict, a: str, b: str, metric: str = "accuracy", split: str = "test_raw") -> dict:
+SPLITS = {"accuracy": "test_raw", "ece": "test_calibrated"}
+"""The metrics of a robustness verdict and the split each is read on: accuracy as predicted, ECE after
+calibration (described, never judged)."""
+
+
+def reference_of(cell: dict) -> str:
+    """The method a cell's verdicts read against: the tuned vote (``reference``), or, in a record from
+    before it was scored here, the best kNN vote at k (``best_baseline``)."""
+    return "reference" if "reference" in cell["summary"] else "best_baseline"
+
+
+def cell_difference(cell: dict, a: str, b: str, metric: str = "accuracy", split: str = "test_raw",
+                    margin: float | None = None) -> dict:
     """Seed-level verdict of method ``a`` minus ``b`` in one (setting, condition) cell of a noise or
     long-tail record, from the per-seed values of its summary (a t interval over the seeds' paired
-    differences; these records keep no bootstrap over test points, so the interval counts seeds only)."""
+    differences; these records keep no bootstrap over test points, so the interval counts seeds only),
+    against ``margin`` (None: the library's)."""
     return seed_difference(cell["summary"][a][split][metric]["values"], cell["summary"][b][split][metric]["values"],
-                           metric)
+                           metric, margin)
 
 
-def cell_sentence(cell: dict, a: str = "attnknn", b: str = "best_baseline") -> str:
-    """``accuracy +0.01 pp [...], **equivalent**; ECE after calibration ...`` for ``a`` minus ``b``."""
-    return (f"accuracy {difference_text(cell_difference(cell, a, b), 'accuracy')}; ECE after calibration "
-            f"{difference_text(cell_difference(cell, a, b, 'ece', 'test_calibrated'), 'ece')}")
+def cell_verdicts(cell: dict, cfg: RobustnessConfig, pairs: tuple[tuple[str, str], ...]) -> dict:
+    """One cell's verdicts: ``reference`` (:func:`reference_of`) and, for each (a, b) of ``pairs``
+    whose methods the cell has (b ``reference`` stands for :func:`reference_of`), the entry
+    ``"<a>_vs_<b>"`` = {a, b (the method read), accuracy, ece} with each metric's seed-level
+    difference against the config's margin (:data:`SPLITS`)."""
+    ref = reference_of(cell)
+    out: dict = {"reference": ref}
+    for a, b in pairs:
+        against = ref if b == "reference" else b
+        if a in cell["summary"] and against in cell["summary"]:
+            out[f"{a}_vs_{b}"] = {"a": a, "b": against, **{
+                metric: cell_difference(cell, a, against, metric, split, cfg.margin(metric))
+                for metric, split in SPLITS.items()}}
+    return out
+
+
+def settings_verdicts(results: dict, cfg: RobustnessConfig, pairs: tuple[tuple[str, str], ...]) -> dict:
+    """{"settings": {setting: {condition: :func:`cell_verdicts`}}} of every cell of a noise or
+    long-tail record's results (pure: the results and the config's margins decide it)."""
+    return {"settings": {sname: {key: cell_verdicts(cell, cfg, pairs) for key, cell in s["curves"].items()}
+                         for sname, s in results["settings"].items()}}

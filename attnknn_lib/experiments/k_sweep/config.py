@@ -8,6 +8,7 @@ from attnknn_lib.base.errors import ConfigError, check_choice, check_range
 from attnknn_lib.base.knobs import int_csv, knob
 from attnknn_lib.data.registry import DATASET_NAMES
 from attnknn_lib.evaluation.methods import method_labels
+from attnknn_lib.evaluation.verdicts import MARGINS
 from attnknn_lib.experiments.common.shared import ExperimentConfig
 from attnknn_lib.experiments.framework.declaration import Artifacts, figure, record, table
 
@@ -34,6 +35,8 @@ class Config(ExperimentConfig):
     head_patience: int = knob(2, "a retrained attention stops after this many epochs without a better validation "
                                  "score")
     n_boot: int = knob(200, "bootstrap resamples for the 95 % intervals")
+    margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences (0.0025 is 0.25 pp)")
+    margin_nll: float = knob(MARGINS["nll"], "equivalence margin of NLL differences")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -46,3 +49,10 @@ class Config(ExperimentConfig):
         check_range("head_epochs", self.head_epochs, 1, None)
         check_range("head_patience", self.head_patience, 1, None)
         check_range("n_boot", self.n_boot, 1, None)
+        for name in ("margin_accuracy", "margin_nll"):
+            check_range(name, getattr(self, name), 0.0, None)
+
+    def margin(self, metric: str) -> float | None:
+        """The declared equivalence margin of a metric (the config's, else the library's; None for
+        ECE, which is described only)."""
+        return getattr(self, f"margin_{metric}", MARGINS.get(metric))

@@ -14,6 +14,8 @@ from attnknn_lib.data.spec import prepare
 from attnknn_lib.evaluation.bootstrap import paired_bootstrap_diff
 from attnknn_lib.evaluation.calibration import Calibrator
 from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_baseline, score
+from attnknn_lib.evaluation.verdicts import VERDICTS, seed_difference
+from attnknn_lib.experiments.common import record_verdicts
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, NAME, Config
@@ -112,9 +114,10 @@ def run(cfg: Config, paths: Paths) -> dict:
     paired = {str(k): _paired(test_probs[k], ds.test.y, cfg.n_boot) for k in ks}
     results = {"dataset": ds.summary(), "seeds": list(cfg.seeds), "k_values": ks, "k_sqrt": k_sqrt,
                "training_k": cfg.k, "summary": summary, "paired": paired, "advantage": _advantage(paired),
-               "per_seed": per_seed,
-               # the record's wall time only reads the parts; what computing them took is kept beside it
-               "timings": {"seconds": clock(), "parts_seconds": part_seconds(paths, cfg, NAME, parts(cfg))}}
+               "per_seed": per_seed}
+    results["verdicts"] = verdicts(results, cfg)
+    # the record's wall time only reads the parts; what computing them took is kept beside it
+    results["timings"] = {"seconds": clock(), "parts_seconds": part_seconds(paths, cfg, NAME, parts(cfg))}
     return core.write_record(paths, ARTIFACTS, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
 
 
@@ -149,3 +152,72 @@ def _advantage(paired: dict) -> dict:
         out[m] = {"accuracy": {"k": int(k_acc), **acc[k_acc]}, "nll_calibrated": {"k": int(k_nll), **nll[k_nll]},
                   "largest_accuracy_difference": {"k": int(k_abs), **acc[k_abs]}}
     return out
+
+
+JUDGED = {"raw": ("accuracy",), "calibrated": ("nll", "ece")}
+"""The seed-level differences the record keeps, per split (test predictions as they are, after the
+calibrator): accuracy as predicted, NLL and ECE (described, never judged) after calibration."""
+
+
+def seed_verdicts(results: dict, method: str, metric: str = "accuracy", split: str = "raw",
+                  margin: float | None = None) -> dict[str, dict]:
+    """Per k: the seed-level verdict of ``method`` minus that seed's best baseline at k (chosen on
+    validation), with the pooled paired bootstrap's standard error as the test points' share, against
+    ``margin`` (None: the library's); k without the method are left out."""
+    key = "test_raw" if split == "raw" else "test_calibrated"
+    out = {}
+    for k in map(str, results["k_values"]):
+        seeds = [s for s in map(str, results["seeds"]) if method in results["per_seed"][s]["by_k"][k]["methods"]]
+        if not seeds or method not in results["paired"][k]:
+            continue
+        cells = [results["per_seed"][s]["by_k"][k] for s in seeds]
+        a = [c["methods"][method][key][metric]["value"] for c in cells]
+        b = [c["methods"][c["best_baseline"]][key][metric]["value"] for c in cells]
+        out[k] = seed_difference(a, b, metric, margin, test_se=results["paired"][k][method][split][metric]["se"])
+    return out
+
+
+def counted_words(verdicts: dict[str, dict]) -> list[str]:
+    """The verdicts a count adds up, from :func:`seed_verdicts`: every k but k = 1, where one neighbour
+    gets all the weight under every rule (the rules coincide), and no ``identical`` one."""
+    return [d["verdict"] for k, d in verdicts.items() if int(k) > 1 and d["verdict"] in VERDICTS]
+
+
+def seed_advantage(differences: dict) -> dict:
+    """For each compared method, from its seed-level differences to the best baseline at each k > 1
+    (``differences[method][split][metric][k]``; k = 1: one neighbour gets all the weight under every
+    rule, so the difference is 0): the k of the largest accuracy gain, of the best calibrated NLL, and
+    of the largest accuracy difference either way, each with its value and 95 % seed-level interval."""
+    out = {}
+    for m in COMPARED:
+        acc = {k: d for k, d in differences[m]["raw"]["accuracy"].items() if int(k) > 1}
+        nll = {k: d for k, d in differences[m]["calibrated"]["nll"].items() if int(k) > 1}
+        if not acc:
+            continue
+        pick = {"accuracy": (acc, max(acc, key=lambda k: acc[k]["value"])),
+                "nll_calibrated": (nll, min(nll, key=lambda k: nll[k]["value"])),
+                "largest_accuracy_difference": (acc, max(acc, key=lambda k: abs(acc[k]["value"])))}
+        out[m] = {what: {"k": int(k), **table[k]} for what, (table, k) in pick.items()}
+    return out
+
+
+def verdicts(results: dict, cfg: Config) -> dict:
+    """Every verdict of the record, from its results and the config's margins:
+
+    - ``differences[method][split][metric][k]``: each compared method minus the best baseline at k,
+      seed-level (:func:`seed_verdicts`; the metrics of :data:`JUDGED`);
+    - ``counted[method][metric]``: the verdicts its counts add up, accuracy and calibrated NLL
+      (:func:`counted_words`);
+    - ``seed_advantage[method]``: the k of its largest gain, best NLL and largest difference
+      (:func:`seed_advantage`)."""
+    differences = {m: {split: {metric: seed_verdicts(results, m, metric, split, cfg.margin(metric))
+                               for metric in metrics} for split, metrics in JUDGED.items()} for m in COMPARED}
+    counted = {m: {"accuracy": counted_words(d["raw"]["accuracy"]), "nll": counted_words(d["calibrated"]["nll"])}
+               for m, d in differences.items()}
+    return {"differences": differences, "counted": counted, "seed_advantage": seed_advantage(differences)}
+
+
+def with_verdicts(record: dict) -> dict:
+    """A k-sweep record measured before verdicts were stored, with them added and its config's margin
+    knobs at their defaults (nothing is measured; see :mod:`~attnknn_lib.experiments.common.record_verdicts`)."""
+    return record_verdicts.with_verdicts(record, Config, verdicts)

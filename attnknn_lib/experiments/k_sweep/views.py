@@ -12,7 +12,7 @@ from attnknn_lib.evaluation.verdicts import VERDICTS
 from attnknn_lib.experiments.common.shared import output_context
 from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, NAME, NOTEBOOK
 from attnknn_lib.report import figures
-from attnknn_lib.report.findings import difference_text, markdown_lists, seed_difference, seeds_text
+from attnknn_lib.report.findings import difference_text, markdown_lists, seeds_text
 from attnknn_lib.report.macros import macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, error_bars, fmt, fmt_mean_sd, num
@@ -74,7 +74,7 @@ def table_frame(record: dict, split: str = "test_raw", metric: str = "accuracy")
     short = {"uniform": "Uniform", "distance": "Distance", "cosine": "Cosine", "attnknn": "Attn-KNN",
              "attnknn_retrained": "Attn.\\ at $k$"}
     rows = {}
-    diffs = seed_verdicts(record, "attnknn", metric, pair_split)
+    diffs = seed_verdicts(record, "attnknn", metric, pair_split)  # as measured
     for k in res["k_values"]:
         summ = res["summary"][str(k)]
         row = {short[m]: fmt_mean_sd(summ[m][split][metric], metric) for m in LABELS if m in summ}
@@ -136,14 +136,14 @@ def k_sweep_macros(record: dict) -> dict[str, str]:
     ds, res = record["dataset"], record["results"]
     out = {macro_name("k sweep", ds, "K sqrt"): str(res["k_sqrt"]),
            macro_name("k sweep", ds, "K values"): ", ".join(map(str, res["k_values"]))}
-    for m, adv in seed_advantage(record).items():
+    for m, adv in res["verdicts"]["seed_advantage"].items():
         for what, tag in (("largest_accuracy_difference", "LargestDiff"), ("accuracy", "BestGain")):
             e = adv[what]
             out[macro_name("k sweep", ds, m, tag, "K")] = str(e["k"])
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
                 out[macro_name("k sweep", ds, m, tag, "Acc", word)] = signed(100 * e[part], 2)
     for m in COMPARED:  # seed-level verdicts against the best baseline at each k > 1, counted over the k grid
-        words = counted_words(seed_verdicts(record, m))
+        words = res["verdicts"]["counted"][m]["accuracy"]
         for word in VERDICTS:
             out[macro_name("k sweep", ds, m, word, "Count")] = str(words.count(word))
         out[macro_name("k sweep", ds, m, "K Count")] = str(len(words))
@@ -161,18 +161,11 @@ def macros(records: list[dict]) -> dict[str, str]:
 def readme_lines(records: list[dict]) -> list[str]:
     """One README bullet per dataset: where Attn-KNN and the best baseline differ most."""
     def bullet(res: dict, title: str) -> str:
-        record = next(r for r in records if r["results"] is res)
-        words = counted_words(seed_verdicts(record, "attnknn"))
+        words = res["verdicts"]["counted"]["attnknn"]["accuracy"]
         return (f"- k-sweep ({title}, k in {', '.join(map(str, res['k_values']))}): Attn-KNN against the best "
                 f"baseline at each k > 1, seed-level verdicts in accuracy: {count_text(words)}.")
 
     return per_dataset(records, bullet)
-
-
-def counted_words(verdicts: dict[str, dict]) -> list[str]:
-    """The verdicts a count adds up, from ``seed_verdicts``: every k but k = 1, where one neighbour
-    gets all the weight under every rule (the rules coincide), and no ``identical`` one."""
-    return [d["verdict"] for k, d in verdicts.items() if int(k) > 1 and d["verdict"] in VERDICTS]
 
 
 def count_text(words: list[str]) -> str:
@@ -183,37 +176,10 @@ def count_text(words: list[str]) -> str:
 
 def seed_verdicts(record: dict, method: str, metric: str = "accuracy", split: str = "raw") -> dict[str, dict]:
     """Per k: the seed-level verdict of ``method`` minus that seed's best baseline at k (chosen on
-    validation), with the pooled paired bootstrap's standard error as the test points' share."""
-    res = record["results"]
-    key = "test_raw" if split == "raw" else "test_calibrated"
-    out = {}
-    for k in map(str, res["k_values"]):
-        seeds = [s for s in map(str, res["seeds"]) if method in res["per_seed"][s]["by_k"][k]["methods"]]
-        if not seeds or method not in res["paired"][k]:
-            continue
-        cells = [res["per_seed"][s]["by_k"][k] for s in seeds]
-        a = [c["methods"][method][key][metric]["value"] for c in cells]
-        b = [c["methods"][c["best_baseline"]][key][metric]["value"] for c in cells]
-        out[k] = seed_difference(a, b, metric, test_se=res["paired"][k][method][split][metric]["se"])
-    return out
-
-
-def seed_advantage(record: dict) -> dict:
-    """For each compared method, from the seed-level differences to the best baseline at each k > 1
-    (k = 1: one neighbour gets all the weight under every rule, so the difference is 0): the k of the
-    largest accuracy gain, of the best calibrated NLL, and of the largest accuracy difference either
-    way, each with its value and 95 % seed-level interval."""
-    out = {}
-    for m in COMPARED:
-        acc = {k: d for k, d in seed_verdicts(record, m).items() if int(k) > 1}
-        nll = {k: d for k, d in seed_verdicts(record, m, "nll", "calibrated").items() if int(k) > 1}
-        if not acc:
-            continue
-        pick = {"accuracy": (acc, max(acc, key=lambda k: acc[k]["value"])),
-                "nll_calibrated": (nll, min(nll, key=lambda k: nll[k]["value"])),
-                "largest_accuracy_difference": (acc, max(acc, key=lambda k: abs(acc[k]["value"])))}
-        out[m] = {what: {"k": int(k), **table[k]} for what, (table, k) in pick.items()}
-    return out
+    validation), as the measurement stored it
+    (:func:`~attnknn_lib.experiments.k_sweep.measure.seed_verdicts`); split ``raw`` keeps accuracy,
+    ``calibrated`` NLL and ECE."""
+    return record["results"]["verdicts"]["differences"][method][split][metric]
 
 
 def findings(record: dict) -> str:
@@ -226,10 +192,10 @@ def findings(record: dict) -> str:
         v = seed_verdicts(record, method)
         if not v:
             continue
+        counted = res["verdicts"]["counted"][method]["accuracy"]
         lines.append(f"- {LABELS[method]}: " + "; ".join(f"k = {k}: {difference_text(d, 'accuracy')}"
-                                                         for k, d in v.items()) + f". Counts: {count_text(counted_words(v))}.")
-    nll = seed_verdicts(record, "attnknn", "nll", "calibrated")
-    lines.append(f"- NLL after calibration, Attn-KNN: {count_text(counted_words(nll))}.")
+                                                         for k, d in v.items()) + f". Counts: {count_text(counted)}.")
+    lines.append(f"- NLL after calibration, Attn-KNN: {count_text(res['verdicts']['counted']['attnknn']['nll'])}.")
     trained = retrained_training(record)
     if trained:
         lines.append(f"- The retrained attention reached a plateau of its validation score in {trained}.")
@@ -254,7 +220,7 @@ def advantage_frame(record: dict) -> pd.DataFrame:
     what = {"accuracy": "largest accuracy gain", "nll_calibrated": "best NLL (cal.)",
             "largest_accuracy_difference": "largest accuracy difference"}
     rows = {}
-    for m, d in seed_advantage(record).items():
+    for m, d in record["results"]["verdicts"]["seed_advantage"].items():
         for key, e in d.items():
             scale, unit = (1, "") if key == "nll_calibrated" else (100, " (pp)")
             dec = 4 if key == "nll_calibrated" else 2

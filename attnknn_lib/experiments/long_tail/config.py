@@ -8,6 +8,7 @@ from attnknn_lib.base.errors import check_range
 from attnknn_lib.base.knobs import float_csv, knob
 from attnknn_lib.data.spec import DataSpec
 from attnknn_lib.evaluation.methods import method_labels
+from attnknn_lib.evaluation.verdicts import MARGINS
 from attnknn_lib.experiments.common.robustness import (
     RobustnessConfig,
 )
@@ -36,6 +37,7 @@ class Config(RobustnessConfig):
     retrain_max_train: int = knob(0, "training rows of setting trained before the imbalance (0 keeps the recipe's)")
     retrain_epochs: int = knob(0, "epochs of setting trained (0 keeps the recipe's)")
     imbalance_seed: int = knob(0, "seed offset of the subsample: models of seed s get class order and rows of seed offset + s")
+    margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences (0.0025 is 0.25 pp)")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -7,9 +7,11 @@ import numpy as np
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, score
 from attnknn_lib.evaluation.metrics import accuracy, nll, per_class_accuracy
+from attnknn_lib.experiments.common import record_verdicts
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.common.robustness import (
     run_settings,
+    settings_verdicts,
 )
 from attnknn_lib.experiments.long_tail.config import ARTIFACTS, BETAS, GROUPS, LABELS, REMEDIED, Config
 from attnknn_lib.knn.votes import prior_correction
@@ -78,6 +80,27 @@ def _summarise(per_seed: dict[str, dict]) -> dict:
             "beta": {m: [per_seed[s]["methods"][m]["info"]["beta"] for s in seeds] for m in REMEDIED}}
 
 
+COMPARED = (("attnknn", "reference"), ("attnknn_balanced", "reference"), ("attnknn", "best_baseline"),
+            ("attnknn_balanced", "best_baseline_balanced"))
+"""The verdicts of every cell: Attn-KNN, as it is and with the prior correction, minus the tuned vote
+(the reference of every claim); and each minus the fixed-k vote, the corrected one with the
+correction on both."""
+
+
+def verdicts(results: dict, cfg: Config) -> dict:
+    """Every verdict of the record, from its results and the config's margins: for each setting and
+    ratio, the method its claims read against (``reference``: the tuned vote, or in a record from
+    before it the best kNN vote) and each pair of :data:`COMPARED`, accuracy and calibrated ECE
+    (:func:`~attnknn_lib.experiments.common.robustness.settings_verdicts`)."""
+    return settings_verdicts(results, cfg, COMPARED)
+
+
+def with_verdicts(record: dict) -> dict:
+    """A long-tail record measured before verdicts were stored, with them added and its config's margin
+    knobs at their defaults (nothing is measured; see :mod:`~attnknn_lib.experiments.common.record_verdicts`)."""
+    return record_verdicts.with_verdicts(record, Config, verdicts)
+
+
 def _subset_bank(cfg: Config):
     """The memory of an imbalanced subset: main's frozen embedding of the subset's training rows."""
     return lambda frozen, sub: core.bank_of(frozen, sub.dataset.train.y, cfg.k,
@@ -88,7 +111,7 @@ def run(cfg: Config, paths: Paths) -> dict:
     """Both settings; writes ``results/long_tail_<dataset>.json`` and returns its record."""
     return run_settings(
         cfg, paths, ARTIFACTS, bank_specs=cfg.conditions(cfg.main_spec()),
-        memory=_subset_bank(cfg), evaluate=evaluate, summarise=_summarise,
+        memory=_subset_bank(cfg), evaluate=evaluate, summarise=_summarise, verdicts=verdicts,
         trained_specs=cfg.conditions(cfg.retrain_spec()),
         about={"bank": {"description": "memory bank built from the imbalanced subset; main's models"},
                "trained": {"description": "models retrained on the imbalanced subset"}},

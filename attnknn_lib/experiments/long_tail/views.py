@@ -7,16 +7,12 @@ import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.common.robustness import (
-    cell_difference,
-    cell_sentence,
-)
 from attnknn_lib.experiments.common.shared import output_context
 from attnknn_lib.experiments.common.views import SETTING_TITLES
 from attnknn_lib.experiments.long_tail.config import ARTIFACTS, BETAS, NAME, NOTEBOOK, REMEDIED
 from attnknn_lib.experiments.long_tail.config import LABELS as MEASURED_LABELS
 from attnknn_lib.report import figures
-from attnknn_lib.report.findings import markdown_lists, method_names, seeds_text
+from attnknn_lib.report.findings import differences_text, markdown_lists, method_names, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, fmt_mean_sd, num
@@ -24,6 +20,20 @@ from attnknn_lib.report.tables import booktabs, fmt_mean_sd, num
 FIGURE_METHODS = ("uniform", "best_baseline", "attnknn", "cnn", "best_baseline_balanced", "attnknn_balanced")
 
 LABELS = method_names(MEASURED_LABELS)  # the paper's names of the votes
+
+
+def cell_verdicts(res: dict, setting: str, key: str) -> dict:
+    """The verdicts the measurement stored for one (setting, ratio) cell
+    (:func:`~attnknn_lib.experiments.long_tail.measure.verdicts`): ``reference``, the method its claims
+    read against (the tuned vote; records before it was scored here: the best kNN vote at k), and the
+    comparisons ``attnknn_vs_reference``, ``attnknn_balanced_vs_reference``, ``attnknn_vs_best_baseline``
+    and ``attnknn_balanced_vs_best_baseline_balanced``, each with its accuracy and calibrated ECE difference."""
+    return res["verdicts"]["settings"][setting][key]
+
+
+def _sentence(comparison: dict) -> str:
+    """``accuracy +0.01 pp [...], **equivalent**; ECE after calibration ...`` of a stored comparison."""
+    return differences_text(comparison, {"accuracy": "accuracy", "ece": "ECE after calibration"})
 
 
 def figure(record: dict):
@@ -181,11 +191,11 @@ def long_tail_macros(record: dict) -> dict[str, str]:
             if k.startswith(exact):
                 out[macro_name("long tail", ds, sname, "Min") + k[len(exact):]] = v
         out[macro_name("long tail", ds, "Min Ratio")] = smallest
-        ref = "reference" if "reference" in s["curves"][smallest]["summary"] else "best_baseline"
-        for a, b, tag in (("attnknn", ref, ""), ("attnknn_balanced", ref, "Balanced"),
-                          ("attnknn", "best_baseline", "Fixed K"),
-                          ("attnknn_balanced", "best_baseline_balanced", "Fixed K Balanced")):
-            d = cell_difference(s["curves"][smallest], a, b)  # seed-level verdict, accuracy
+        verdicts = cell_verdicts(res, sname, smallest)
+        for comparison, tag in (("attnknn_vs_reference", ""), ("attnknn_balanced_vs_reference", "Balanced"),
+                                ("attnknn_vs_best_baseline", "Fixed K"),
+                                ("attnknn_balanced_vs_best_baseline_balanced", "Fixed K Balanced")):
+            d = verdicts[comparison]["accuracy"]  # seed-level verdict, as measured
             out[macro_name("long tail", ds, sname, "Min Diff", tag, "Acc")] = signed(100 * d["value"], 2)
             out[macro_name("long tail", ds, sname, "Min Diff", tag, "Acc Verdict")] = VERDICT_PHRASES[d["verdict"]]
     return out
@@ -219,20 +229,19 @@ def findings(record: dict) -> str:
     lines = []
     for sname, s in record["results"]["settings"].items():
         key = min(s["curves"], key=float)
-        cell = s["curves"][key]
-        g = cell["group_accuracy"]
+        g, verdicts = s["curves"][key]["group_accuracy"], cell_verdicts(record["results"], sname, key)
         lines.append(f"**{SETTING_TITLES[sname]}** ({s['description']}; {seeds_text(len(s['seeds']))}), ratio {key}:")
-        if "reference" in cell["summary"]:
-            lines += [f"- Attn-KNN minus the tuned vote: {cell_sentence(cell, b='reference')}.",
+        if verdicts["reference"] == "reference":
+            lines += [f"- Attn-KNN minus the tuned vote: {_sentence(verdicts['attnknn_vs_reference'])}.",
                       f"- Attn-KNN with the prior correction minus the tuned vote: "
-                      f"{cell_sentence(cell, 'attnknn_balanced', 'reference')}."]
+                      f"{_sentence(verdicts['attnknn_balanced_vs_reference'])}."]
         else:
             lines.append("- This record has no tuned vote (it predates it); the verdicts below read against the "
                          "vote with k.")
         ref_tail = f"tuned vote {100 * g['reference']['tail']:.1f} %, " if "reference" in g else ""
         lines += [f"- Secondary, against the vote with k = {record['results']['k']}: Attn-KNN minus the best kNN vote "
-                  f"{cell_sentence(cell)}; with the prior correction on both "
-                  f"{cell_sentence(cell, 'attnknn_balanced', 'best_baseline_balanced')}.",
+                  f"{_sentence(verdicts['attnknn_vs_best_baseline'])}; with the prior correction on both "
+                  f"{_sentence(verdicts['attnknn_balanced_vs_best_baseline_balanced'])}.",
                   f"- Tail-class accuracy (mean over seeds): {ref_tail}"
                   f"best kNN vote {100 * g['best_baseline']['tail']:.1f} %, "
                   f"corrected {100 * g['best_baseline_balanced']['tail']:.1f} %; Attn-KNN "

@@ -11,6 +11,7 @@ from attnknn_lib.base.knobs import csv, float_csv, knob
 from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.spec import DataSpec
 from attnknn_lib.evaluation.methods import method_labels
+from attnknn_lib.evaluation.verdicts import MARGINS
 from attnknn_lib.experiments.common.robustness import (
     RobustnessConfig,
 )
@@ -48,6 +49,7 @@ class Config(RobustnessConfig):
                               "(the same flips for both models of a seed)")
     calibration_share: float = knob(0.2, "share of the validation rows whose clean labels fit every calibrator (a "
                                          "small trusted set; the knobs are tuned on the noisy labels)")
+    margin_accuracy: float = knob(MARGINS["accuracy"], "equivalence margin of accuracy differences (0.0025 is 0.25 pp)")
 
     def __post_init__(self) -> None:
         super().__post_init__()

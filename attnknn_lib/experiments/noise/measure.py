@@ -8,9 +8,11 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.spec import load_base, prepare
 from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.evaluation.methods import MethodProbs, best_baseline, score
+from attnknn_lib.experiments.common import record_verdicts
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.common.robustness import (
     run_settings,
+    settings_verdicts,
 )
 from attnknn_lib.experiments.noise.config import ARTIFACTS, LABELS, SETTINGS, WEIGHTED, Config
 from attnknn_lib.knn.votes import (
@@ -81,6 +83,25 @@ def _summarise(per_seed: dict[str, dict]) -> dict:
                                                           ["flipped_share_of_neighbours"] for s in seeds]))}
 
 
+COMPARED = (("attnknn", "reference"), ("attnknn", "best_baseline"))
+"""The verdicts of every cell: Attn-KNN minus the tuned vote (the reference of every claim) and minus
+the vote at k chosen on validation (the fixed-k vote)."""
+
+
+def verdicts(results: dict, cfg: Config) -> dict:
+    """Every verdict of the record, from its results and the config's margins: for each setting and
+    condition, the method its claims read against (``reference``: the tuned vote, or in a record from
+    before it the best kNN vote) and Attn-KNN minus it and minus the fixed-k vote, accuracy and
+    calibrated ECE (:func:`~attnknn_lib.experiments.common.robustness.settings_verdicts`)."""
+    return settings_verdicts(results, cfg, COMPARED)
+
+
+def with_verdicts(record: dict) -> dict:
+    """A noise record measured before verdicts were stored, with them added and its config's margin
+    knobs at their defaults (nothing is measured; see :mod:`~attnknn_lib.experiments.common.record_verdicts`)."""
+    return record_verdicts.with_verdicts(record, Config, verdicts)
+
+
 class _RelabelledBank:
     """Noise changes labels only: search main's bank once per seed, then relabel it per condition."""
 
@@ -98,7 +119,7 @@ def run(cfg: Config, paths: Paths) -> dict:
     """Both settings; writes ``results/noise_<dataset>.json`` and returns its record."""
     return run_settings(
         cfg, paths, ARTIFACTS, bank_specs=cfg.conditions(cfg.main_spec(), cfg.rates),
-        memory=_RelabelledBank(cfg), evaluate=evaluate, summarise=_summarise,
+        memory=_RelabelledBank(cfg), evaluate=evaluate, summarise=_summarise, verdicts=verdicts,
         trained_specs=cfg.conditions(cfg.retrain_spec(), cfg.retrain_rates),
         about={"bank": {"description": SETTINGS["bank"], "rates": list(cfg.rates)},
                "trained": {"description": SETTINGS["trained"], "rates": list(cfg.retrain_rates)}},

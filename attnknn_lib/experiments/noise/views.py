@@ -7,24 +7,28 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.common.robustness import (
-    cell_difference,
-    cell_sentence,
-)
 from attnknn_lib.experiments.common.shared import output_context
 from attnknn_lib.experiments.common.views import SETTING_TITLES
 from attnknn_lib.experiments.noise.config import ARTIFACTS, LABELS, NAME, NOTEBOOK
 from attnknn_lib.report import figures
-from attnknn_lib.report.findings import markdown_lists, mean_pct, seeds_text
+from attnknn_lib.report.findings import differences_text, markdown_lists, mean_pct, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, error_bars, fmt_mean_sd, num
 
 
-def reference_of(cell: dict) -> str:
-    """The method every verdict of a cell reads against: the tuned vote
-    (records before it was scored here: the best kNN vote at k, which their text then names)."""
-    return "reference" if "reference" in cell["summary"] else "best_baseline"
+def cell_verdicts(res: dict, setting: str, key: str) -> dict:
+    """The verdicts the measurement stored for one (setting, condition) cell
+    (:func:`~attnknn_lib.experiments.noise.measure.verdicts`): ``reference``, the method its claims read
+    against (the tuned vote; records before it was scored here: the best kNN vote at k, which their text
+    then names), and Attn-KNN minus it (``attnknn_vs_reference``) and minus the fixed-k vote
+    (``attnknn_vs_best_baseline``), each with its accuracy and calibrated ECE difference."""
+    return res["verdicts"]["settings"][setting][key]
+
+
+def _sentence(comparison: dict) -> str:
+    """``accuracy +0.01 pp [...], **equivalent**; ECE after calibration ...`` of a stored comparison."""
+    return differences_text(comparison, {"accuracy": "accuracy", "ece": "ECE after calibration"})
 
 
 def _curve(setting: dict, kind: str, method: str, split: str, metric: str, scale: float):
@@ -168,12 +172,11 @@ def noise_macros(record: dict) -> dict[str, str]:
                 if k.startswith(exact):
                     out[macro_name("noise", ds, sname, kind, "Max") + k[len(exact):]] = v
             out[macro_name("noise", ds, sname, kind, "Max Rate")] = f"{100 * rate:g}"
-            cell = s["curves"][next(key for key in s["curves"] if key.startswith(kind + "/")
-                                    and float(key.split("/")[1]) == rate)]
-            for metric, split, tag, dec, scale in (("accuracy", "test_raw", "Acc", 2, 100),
-                                                   ("ece", "test_calibrated", "EceCal", 4, 1)):
-                for against, name in ((reference_of(cell), ()), ("best_baseline", ("Fixed K",))):  # seed-level verdicts
-                    d = cell_difference(cell, "attnknn", against, metric, split)
+            key = next(key for key in s["curves"] if key.startswith(kind + "/") and float(key.split("/")[1]) == rate)
+            cell, verdicts = s["curves"][key], cell_verdicts(res, sname, key)
+            for metric, tag, dec, scale in (("accuracy", "Acc", 2, 100), ("ece", "EceCal", 4, 1)):
+                for against, name in (("attnknn_vs_reference", ()), ("attnknn_vs_best_baseline", ("Fixed K",))):
+                    d = verdicts[against][metric]  # seed-level, as measured
                     out[macro_name("noise", ds, sname, kind, "Max Diff", *name, tag)] = signed(scale * d["value"], dec)
                     if "verdict" in d:  # ECE is described only
                         out[macro_name("noise", ds, sname, kind, "Max Diff", *name, tag, "Verdict")] = \
@@ -205,7 +208,7 @@ def readme_lines(records: list[dict]) -> list[str]:
         s = res["settings"].get("trained") or res["settings"]["bank"]
         key = _closest([k for k in s["curves"] if k.startswith("symmetric/")] or list(s["curves"]), 0.3)
         cell = s["curves"][key]
-        ref = reference_of(cell)
+        ref = cell_verdicts(res, "trained" if s is res["settings"].get("trained") else "bank", key)["reference"]
         acc = {m: 100 * cell["summary"][m]["test_raw"]["accuracy"]["mean"] for m in (ref, "attnknn", "cnn")}
         return (f"- label noise ({title}, {key.replace('/', ' ')}, models "
                 f"{'retrained on the noisy labels' if s is res['settings'].get('trained') else 'unchanged'}): "
@@ -226,19 +229,20 @@ def findings(record: dict) -> str:
         lines.append(f"**{SETTING_TITLES[sname]}** ({s['description']}; {seeds_text(len(s['seeds']))}):")
         for kind in [k for k in NOISE_KINDS if any(key.startswith(k + "/") for key in s["curves"])]:
             key = max((key for key in s["curves"] if key.startswith(kind + "/")), key=lambda x: float(x.split("/")[1]))
-            cell = s["curves"][key]
+            cell, verdicts = s["curves"][key], cell_verdicts(record["results"], sname, key)
             acc = {m: mean_pct(cell["summary"][m]["test_raw"]["accuracy"])
                    for m in ("reference", "best_baseline", "attnknn", "cnn") if m in cell["summary"]}
             ratio = cell["weight_ratio"]["attnknn"]["mean"]
             head = f"- {kind} {100 * float(key.split('/')[1]):g} %: Attn-KNN {acc['attnknn']}, "
-            if reference_of(cell) == "reference":
+            fixed = _sentence(verdicts["attnknn_vs_best_baseline"])
+            if verdicts["reference"] == "reference":
                 head += (f"tuned vote {acc['reference']} (k = {', '.join(map(str, cell['reference_k']))} per "
                          f"seed), CNN {acc['cnn']}. Attn-KNN minus the tuned vote: "
-                         f"{cell_sentence(cell, b='reference')}. (Against the vote with k = {record['results']['k']}, "
-                         f"{acc['best_baseline']}: {cell_sentence(cell)}.)")
+                         f"{_sentence(verdicts['attnknn_vs_reference'])}. (Against the vote with k = "
+                         f"{record['results']['k']}, {acc['best_baseline']}: {fixed}.)")
             else:  # a record from before the tuned vote was scored here
                 head += (f"best kNN vote {acc['best_baseline']}, CNN {acc['cnn']}. Attn-KNN minus the best kNN vote "
-                         f"(this record has no tuned vote): {cell_sentence(cell)}.")
+                         f"(this record has no tuned vote): {fixed}.")
             lines.append(head + f" A flipped neighbour gets {ratio:.3f} times a clean one's weight "
                          "(1 = no down-weighting).")
         lines.append("")
