@@ -102,7 +102,7 @@ def test_findings_state_a_seed_level_difference_with_its_interval_and_verdict():
 
 def test_the_parameters_table_shows_the_profile_and_only_changed_knobs():
     noise = api("noise")
-    from attnknn_lib.experiments.common.shared import parameters_frame, parameters_markdown
+    from attnknn_lib.experiments.common.views import parameters_frame, parameters_markdown
 
     default = parameters_frame(noise.Config())
     assert list(default.index) == ["profile", "(the others)"] and "at their defaults" in default.iloc[1, 0]

@@ -28,6 +28,10 @@ class WeightsUnavailableError(AttnKNNError, FileNotFoundError):
     """Pretrained weights are not cached and could not be downloaded."""
 
 
+class SourcesChangedError(AttnKNNError):
+    """The code a job ran with changed before its result was written: the result is not stamped."""
+
+
 class CorruptFileError(AttnKNNError, ValueError):
     """A file the project wrote earlier cannot be read (truncated, edited, another format)."""
 

@@ -33,6 +33,15 @@ def save_figure(fig: plt.Figure, figures_dir: str | Path, name: str) -> list[Pat
     return paths
 
 
+def save_output_figure(artifacts, paths, key: str, dataset: str | None, fig: plt.Figure) -> Path:
+    """Write an experiment's declared figure ``key`` (its ``artifacts``, a
+    :class:`~attnknn_lib.experiments.framework.declaration.Artifacts`) as PDF and PNG atomically and
+    close it; returns the PDF's path."""
+    if artifacts.output(key).kind != "figure":
+        raise ValueError(f"output {key!r} of {artifacts.name} is not a figure")
+    return save_figure(fig, paths.figures, artifacts.stem(key, dataset))[0]
+
+
 def reliability_diagrams(bins_by_method: dict[str, dict[str, np.ndarray]], ece_by_method: dict[str, float],
                          title: str = "") -> plt.Figure:
     """One panel per method: accuracy per confidence bin (bars) against the diagonal, with the

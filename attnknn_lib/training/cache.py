@@ -24,7 +24,7 @@ from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.data.spec import Prepared, prepare
 from attnknn_lib.models import AttentionConfig, build_attnknn, build_cnn
 from attnknn_lib.training.loops import TrainConfig, TrainResult, train_attnknn, train_cnn
-from attnknn_lib.training.runs import TrainingRun
+from attnknn_lib.training.runs import TrainingRun, training_key
 
 
 def model_dir(artifacts: str | Path, run: TrainingRun) -> Path:
@@ -73,7 +73,10 @@ def load_cached(run: TrainingRun, prepared: Prepared, artifacts: str | Path) -> 
 
 
 def save(run: TrainingRun, prepared: Prepared, result: TrainResult, artifacts: str | Path) -> Path:
-    """Write the run's folder under a temporary name, then rename it into place (atomic)."""
+    """Write the run's folder under a temporary name, then rename it into place (atomic); refused
+    when a training source changed since the process took its key (the model would be stored under
+    the id of code that did not train it)."""
+    training_key().stamp()
     folder = model_dir(artifacts, run)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = folder.parent / f".{folder.name}.{os.getpid()}.tmp"
@@ -95,6 +98,7 @@ def load_or_train(run: TrainingRun, artifacts: str | Path, prepared: Prepared | 
                   force: bool = False, progress: bool = True) -> tuple[TrainResult, bool]:
     """The cached model of ``run``, else train and cache it. ``force`` (or ``$ATTNKNN_RETRAIN=1``)
     retrains. Returns (result, loaded_from_cache)."""
+    training_key()  # taken before anything is trained: the model is stamped with the code that trains it
     prepared = prepared if prepared is not None else prepare(run.data)
     force = force or os.environ.get("ATTNKNN_RETRAIN") == "1"
     if not force:

@@ -9,13 +9,14 @@ trains once and every experiment and notebook that needs it finds it in the mode
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from attnknn_lib.base.errors import check_choice
 from attnknn_lib.base.files import write_text
-from attnknn_lib.base.provenance import PACKAGE_DIR, config_fingerprint, normalised_fingerprint
+from attnknn_lib.base.provenance import PACKAGE_DIR, BoundKey, config_fingerprint, pinned_versions
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import DataSpec
 
@@ -40,10 +41,19 @@ TRAINING_EXEMPT = ("base/errors.py", "base/progress.py", "base/files.py", "base/
 SAVED_ONLY = {"keep_epochs": False}
 
 
+@functools.cache
+def training_key() -> BoundKey:
+    """The key of :data:`TRAINING_SOURCES` (over their normalised source: a comment or docstring edit
+    retrains nothing) and of the pinned computing packages, taken once per process, before the first
+    model is trained or looked up: :func:`~attnknn_lib.training.cache.save` stamps a model with it
+    only if no training source changed since."""
+    return BoundKey.take("the training code", lambda: [PACKAGE_DIR / name for name in TRAINING_SOURCES],
+                         pinned_versions())
+
+
 def training_code_fingerprint() -> str:
-    """The fingerprint of :data:`TRAINING_SOURCES` (part of every run id), over their normalised
-    source: a comment or docstring edit retrains nothing."""
-    return normalised_fingerprint(PACKAGE_DIR / name for name in TRAINING_SOURCES)
+    """The part of every run id that names the code and packages that train it (:func:`training_key`)."""
+    return training_key().key
 
 
 @dataclass(frozen=True)

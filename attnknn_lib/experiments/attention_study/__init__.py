@@ -31,8 +31,7 @@ from attnknn_lib.experiments.attention_study.config import ARTIFACTS, NAME, NOTE
 from attnknn_lib.experiments.framework.declaration import Experiment, Views
 
 EXPERIMENT = Experiment(
-    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
-    parts=measure.parts, run_part=measure.run_part,
+    name=NAME, notebook=NOTEBOOK, Config=Config, measurement=measure.MEASUREMENT, artifacts=ARTIFACTS,
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Can the attention learn? (attention study)",
                 answer_lines=views.answer_lines),
     question=("can an attention over the k neighbours learn, and how much is there to win: headroom of any "

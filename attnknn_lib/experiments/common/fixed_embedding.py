@@ -75,7 +75,6 @@ from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import effective_neighbours
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
 from attnknn_lib.models.neighbour_heads import BlindAttention, LabelAwareAttention, NeighbourReadout, QueryOnly
-from attnknn_lib.report.findings import markdown_lists
 from attnknn_lib.training.head_fitting import predict, train_head
 
 HEADS = {  # name -> (label, what it is)
@@ -333,24 +332,3 @@ def summarise(cfg: HeadKnobs, per_seed: dict[str, dict]) -> dict:
 def k_range(ks: list[int]) -> str:
     """The rule's k over seeds: one value, or the lowest and highest."""
     return f"{min(ks)}" if min(ks) == max(ks) else f"{min(ks)}-{max(ks)}"
-
-
-# ----------------------------------------------------------------------------- the text both experiments share
-
-def answer_then_lines(records: list[dict], summary: Callable[[dict], str],
-                      lines: Callable[[dict], list[str]]) -> list[str]:
-    """README lines of an experiment on fixed embeddings: per record its answer in bold, then its lines."""
-    out: list[str] = []
-    for r in records:
-        out += [f"**{summary(r)}**", ""] + lines(r)
-    return out
-
-
-def answer_findings(record: dict, summary: Callable[[dict], str], lines: Callable[[dict], list[str]]) -> str:
-    """The notebook's findings: the answer, then the README's lines of this record."""
-    return markdown_lists([summary(record), "", *lines(record)])
-
-
-def with_term(out: list[str], term: str) -> list[str]:
-    """The README answer's bullets followed by the glossary line they need (nothing when there are none)."""
-    return out + ["", "**Terms.**", "", term] if out else out

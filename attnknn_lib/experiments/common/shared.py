@@ -11,19 +11,17 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
 
 from attnknn_lib.base.files import write_json, write_npz
 from attnknn_lib.base.knobs import knob
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.base.provenance import Provenance, measure_code
+from attnknn_lib.base.provenance import Provenance, bind_measure_key
 from attnknn_lib.base.runtime import pick_device, set_threads
-from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.data.spec import DataSpec, Prepared
 from attnknn_lib.data.transforms import to_tensor, tta_views
 from attnknn_lib.evaluation.head_scores import attention_scorer
@@ -36,8 +34,6 @@ from attnknn_lib.experiments.framework.declaration import Artifacts
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import loo_agreement
 from attnknn_lib.knn.neighbourhood import Neighbourhood
-from attnknn_lib.report.macros import source_note
-from attnknn_lib.report.tables import markdown_frame
 from attnknn_lib.training.cache import load_or_train
 from attnknn_lib.training.loops import TrainResult
 from attnknn_lib.training.recipe import Recipe
@@ -277,19 +273,15 @@ def aggregate_seeds(per_seed: dict[str, dict[str, dict]]) -> dict:
     return out
 
 
-def output_context(record: dict, notebook: str, artifacts: Artifacts) -> tuple[dict, str, str, str]:
-    """What every ``write_outputs`` starts from: (results, dataset name, dataset title, the caption's
-    source note naming the notebook and the results JSON)."""
-    d = record["dataset"]
-    return record["results"], d, REGISTRY[d].title, source_note(notebook, artifacts.record_file(d))
-
-
 def write_record(paths: Paths, artifacts: Artifacts, dataset: str | None, cfg, prov: Provenance,
                  data_fingerprints: dict[str, str], results: dict) -> tuple[Path, dict]:
     """The record (the declared ``results/<experiment>_<dataset>.json``) = {experiment, dataset,
-    profile, config, provenance, results}."""
+    profile, config, provenance, results}. Its measurement key is the one taken when the measurement
+    started (:func:`~attnknn_lib.base.provenance.bind_measure_key`); nothing is written if a
+    measurement file changed since."""
+    key = bind_measure_key(artifacts.name).stamp()
     record = {"experiment": artifacts.name, "dataset": dataset, "profile": cfg.profile, "config": cfg.to_dict(),
-              "provenance": {**prov.record(data_fingerprints), "measure_code": measure_code(artifacts.name)},
+              "provenance": {**prov.record(data_fingerprints), "measure_code": key},
               "results": results}
     return write_json(artifacts.record_path(paths, dataset), record), record
 
@@ -305,36 +297,3 @@ class ExperimentConfig(Recipe):
     """Base of every experiment's config: the recipe plus the profile name."""
 
     profile: str = knob("cpu", "configs/NAME.yaml these values come from (recorded in every result)")
-
-
-def _knob_text(value) -> str:
-    return ", ".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
-
-
-def parameters_frame(cfg) -> pd.DataFrame:
-    """The run's parameters, once, for the notebook's PDF: the profile and every knob whose value
-    differs from its default (the defaults are the notebook's parameters cell; the full list is the
-    record's ``config``), then one row counting the knobs left at their defaults."""
-    default = type(cfg)()  # validated defaults: tuples parsed as the run's values are
-    changed = [f for f in fields(cfg) if f.name == "profile" or getattr(cfg, f.name) != getattr(default, f.name)]
-    rows = {f.name: {"value": _knob_text(getattr(cfg, f.name)), "meaning": f.metadata.get("help", "")}
-            for f in changed}
-    rows["(the others)"] = {"value": f"{len(fields(cfg)) - len(changed)} at their defaults",
-                            "meaning": "the notebook's parameters cell lists them; the record's config holds all"}
-    df = pd.DataFrame.from_dict(rows, orient="index")
-    df.index.name = "parameter"
-    return df
-
-
-def _first_clause(text: str) -> str:
-    """A knob's help up to its first '; ' (what follows explains why), for the PDF's parameter table;
-    the whole help is in the notebook's parameters cell and ``./run_all.sh --list``."""
-    return text.split("; ", 1)[0]
-
-
-def parameters_markdown(cfg) -> str:
-    """:func:`parameters_frame` as a Markdown table (the notebook's PDF wraps its cells instead of
-    splitting the table into column blocks)."""
-    df = parameters_frame(cfg)
-    df["meaning"] = df["meaning"].map(_first_clause)
-    return markdown_frame(df)

@@ -3,9 +3,17 @@ long tail) name their settings for a reader (the memory alone changed under the 
 or the models retrained on the changed data), and which attention head a fixed-embedding verdict
 counts and how a table names it."""
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import fields
 
+import pandas as pd
+
+from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.experiments.common.fixed_embedding import TUNED, k_range
+from attnknn_lib.experiments.framework.declaration import Artifacts
+from attnknn_lib.report.findings import markdown_lists
+from attnknn_lib.report.macros import source_note
+from attnknn_lib.report.tables import markdown_frame
 
 SETTING_TITLES = {"bank": "memory only", "trained": "retrained"}
 
@@ -82,3 +90,64 @@ def tuned_k_note(settings: Iterable[tuple[str, Mapping]], prefix: str = "") -> s
     """A caption's sentence on the k the tuned attention head chose per seed in each setting
     (``(name, level or candidate)`` pairs, each with ``per_seed``), for a table too narrow to hold it."""
     return "Its $k$ per seed: " + "; ".join(f"{prefix}{name}: {tuned_k_text(c['per_seed'])}" for name, c in settings) + ". "
+
+
+def output_context(record: dict, notebook: str, artifacts: Artifacts) -> tuple[dict, str, str, str]:
+    """What every ``write_outputs`` starts from: (results, dataset name, dataset title, the caption's
+    source note naming the notebook and the results JSON)."""
+    d = record["dataset"]
+    return record["results"], d, REGISTRY[d].title, source_note(notebook, artifacts.record_file(d))
+
+
+def _knob_text(value) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
+
+
+def parameters_frame(cfg) -> pd.DataFrame:
+    """The run's parameters, once, for the notebook's PDF: the profile and every knob whose value
+    differs from its default (the defaults are the notebook's parameters cell; the full list is the
+    record's ``config``), then one row counting the knobs left at their defaults."""
+    default = type(cfg)()  # validated defaults: tuples parsed as the run's values are
+    changed = [f for f in fields(cfg) if f.name == "profile" or getattr(cfg, f.name) != getattr(default, f.name)]
+    rows = {f.name: {"value": _knob_text(getattr(cfg, f.name)), "meaning": f.metadata.get("help", "")}
+            for f in changed}
+    rows["(the others)"] = {"value": f"{len(fields(cfg)) - len(changed)} at their defaults",
+                            "meaning": "the notebook's parameters cell lists them; the record's config holds all"}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "parameter"
+    return df
+
+
+def _first_clause(text: str) -> str:
+    """A knob's help up to its first '; ' (what follows explains why), for the PDF's parameter table;
+    the whole help is in the notebook's parameters cell and ``./run_all.sh --list``."""
+    return text.split("; ", 1)[0]
+
+
+def parameters_markdown(cfg) -> str:
+    """:func:`parameters_frame` as a Markdown table (the notebook's PDF wraps its cells instead of
+    splitting the table into column blocks)."""
+    df = parameters_frame(cfg)
+    df["meaning"] = df["meaning"].map(_first_clause)
+    return markdown_frame(df)
+
+
+# ----------------------------------------------------------------------------- the text both fixed-embedding experiments share
+
+def answer_then_lines(records: list[dict], summary: Callable[[dict], str],
+                      lines: Callable[[dict], list[str]]) -> list[str]:
+    """README lines of an experiment on fixed embeddings: per record its answer in bold, then its lines."""
+    out: list[str] = []
+    for r in records:
+        out += [f"**{summary(r)}**", ""] + lines(r)
+    return out
+
+
+def answer_findings(record: dict, summary: Callable[[dict], str], lines: Callable[[dict], list[str]]) -> str:
+    """The notebook's findings: the answer, then the README's lines of this record."""
+    return markdown_lists([summary(record), "", *lines(record)])
+
+
+def with_term(out: list[str], term: str) -> list[str]:
+    """The README answer's bullets followed by the glossary line they need (nothing when there are none)."""
+    return out + ["", "**Terms.**", "", term] if out else out

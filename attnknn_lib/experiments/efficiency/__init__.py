@@ -15,12 +15,11 @@
 """
 
 from attnknn_lib.experiments.efficiency import measure, views
-from attnknn_lib.experiments.efficiency.config import ARTIFACTS, NAME, NOTEBOOK, TIMED, Config
+from attnknn_lib.experiments.efficiency.config import ARTIFACTS, NAME, NOTEBOOK, Config
 from attnknn_lib.experiments.framework.declaration import Experiment, Views
 
 EXPERIMENT = Experiment(
-    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS, timed=TIMED,
-    views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Cost and theory"),
+    name=NAME, notebook=NOTEBOOK, Config=Config, measurement=measure.MEASUREMENT, artifacts=ARTIFACTS, views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Cost and theory"),
     question="FAISS Flat / HNSW / IVF on the real embeddings and on synthetic unit vectors up to n = 10^5 (build, search "
              "batched and one query at a time, recall@10, bytes per vector, log-log slopes); exact search against this "
              "machine's GEMM; where one prediction's time goes; training s/epoch",

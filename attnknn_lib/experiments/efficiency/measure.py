@@ -15,7 +15,8 @@ from attnknn_lib.data.spec import prepare
 from attnknn_lib.data.transforms import to_tensor
 from attnknn_lib.evaluation.inference import attnknn_probs
 from attnknn_lib.experiments.common import shared as core
-from attnknn_lib.experiments.efficiency.config import ARTIFACTS, Config
+from attnknn_lib.experiments.efficiency.config import ARTIFACTS, TIMED, Config
+from attnknn_lib.experiments.framework.declaration import Measurement
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.index_costs import (
     IndexSetting,
@@ -226,3 +227,6 @@ def run(cfg: Config, paths: Paths) -> dict:
                "gemm": gemm, "search_engines": engines, "prediction": prediction,
                "training": training_times(histories), "synthetic": synthetic, "timings": {"seconds": clock()}}
     return core.write_record(paths, ARTIFACTS, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+
+
+MEASUREMENT = Measurement(runs=runs, run=run, timed=TIMED)

@@ -7,11 +7,11 @@ import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.common.shared import output_context
+from attnknn_lib.experiments.common.views import output_context
 from attnknn_lib.experiments.efficiency.config import ARTIFACTS, NAME, NOTEBOOK
 from attnknn_lib.experiments.efficiency.measure import STAGES
 from attnknn_lib.report import figures
-from attnknn_lib.report.figures import plt
+from attnknn_lib.report.figures import plt, save_output_figure
 from attnknn_lib.report.findings import markdown_lists
 from attnknn_lib.report.macros import macro_name, record_macros
 from attnknn_lib.report.readme import per_dataset
@@ -198,8 +198,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     out["throughput"] = ARTIFACTS.write_table(paths, "throughput", d, booktabs(
         throughput_frame(record), f"{title}: exact search against this machine's fp32 GEMM throughput, measured in the "
         f"same run (FLOPs $= 2Bnd$; the top-k is extra work). {where}. {src}.", f"tab:{NAME}-throughput"))
-    out["figure"] = ARTIFACTS.save_figure(paths, "figure", d, figure(record))
-    out["scaling"] = ARTIFACTS.save_figure(paths, "scaling", d, scaling_figure(record))
+    out["figure"] = save_output_figure(ARTIFACTS, paths, "figure", d, figure(record))
+    out["scaling"] = save_output_figure(ARTIFACTS, paths, "scaling", d, scaling_figure(record))
     return out
 
 

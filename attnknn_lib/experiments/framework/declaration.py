@@ -5,8 +5,9 @@ a package of modules:
 
 * ``config``: ``NAME``, ``NOTEBOOK``, the frozen ``Config`` dataclass (its own knobs on top of
   the shared recipe) and ``ARTIFACTS``, the only place its output file names are spelled;
-* ``measure``: ``runs(cfg)`` (the training runs it needs) and ``run(cfg, paths)`` (the analysis,
-  which writes its result record); with ``config``, the code of the record's measurement key;
+* ``measure``: ``runs(cfg)`` (the training runs it needs), ``run(cfg, paths)`` (the analysis,
+  which writes its result record) and ``MEASUREMENT``, the :class:`Measurement` that wires them; with
+  ``config``, the code of the record's measurement key;
 * ``views``: what is drawn from a record (tables, figures, macros, README lines, findings);
 * ``__init__.py``: ``EXPERIMENT = Experiment(...)``, read by the workflow, the report, the tests
   and the profiles (:mod:`attnknn_lib.experiments.framework.catalog` finds it; nothing lists experiments by hand).
@@ -24,12 +25,12 @@ from typing import Any
 
 from attnknn_lib.base.files import write_text
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.report import figures
+from attnknn_lib.base.provenance import bind_measure_key
 
 KINDS = ("record", "data", "table", "figure")
 MEASURED = ("record", "data")  # written by the measurement; tables and figures are drawn from them
 SCOPES = ("dataset", "primary", "experiment")
-FIGURE_FORMATS = ("pdf", "png")  # every figure is written in both (report.figures.save_figure)
+FIGURE_FORMATS = ("pdf", "png")  # every figure is written in both (report.figures.save_output_figure)
 
 
 @dataclass(frozen=True)
@@ -147,11 +148,6 @@ class Artifacts:
             raise ValueError(f"output {key!r} of {self.name} is not a table")
         return write_text(self.path(paths, key, dataset), text)
 
-    def save_figure(self, paths: Paths, key: str, dataset: str | None, fig) -> Path:
-        """Write the figure ``key`` as PDF and PNG atomically and close it; returns the PDF's path."""
-        if self.output(key).kind != "figure":
-            raise ValueError(f"output {key!r} of {self.name} is not a figure")
-        return figures.save_figure(fig, paths.figures, self.stem(key, dataset))[0]
 
     def primary_dataset(self, cfg) -> str:
         return self.primary(cfg) if self.primary else self.datasets(cfg)[0]
@@ -211,18 +207,12 @@ class Views:
 
 
 @dataclass(frozen=True)
-class Experiment:
-    """One experiment, declared once (see the module docstring)."""
+class Measurement:
+    """What an experiment's measurement runs, declared in its ``measure`` module (``MEASUREMENT``), so
+    that the wiring is part of the measurement key, as the code it names is."""
 
-    name: str
-    notebook: str  # file name under notebooks/
-    Config: type
     runs: Callable[[Any], list]  # cfg -> the training runs it needs (jobs of the workflow)
     run: Callable[[Any, Paths], dict]  # (cfg, paths) -> its result record, written
-    views: Views
-    artifacts: Artifacts
-    question: str  # the README's experiments table: what it asks
-    models: str  # ... and which models it uses
     # the record's sections that are measurements of time ("results.gemm"; "*" matches one key): a
     # timed experiment's notebook job runs alone, on every core, and reruns compare without them
     timed: tuple[str, ...] = ()
@@ -230,6 +220,45 @@ class Experiment:
     # part names, and (cfg, paths, part) -> computes and stores that part; ``run`` then reads them
     parts: Callable[[Any], list[str]] | None = None
     run_part: Callable[[Any, Paths, str], object] | None = None
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment, declared once (see the module docstring)."""
+
+    name: str
+    notebook: str  # file name under notebooks/
+    Config: type
+    measurement: Measurement
+    views: Views
+    artifacts: Artifacts
+    question: str  # the README's experiments table: what it asks
+    models: str  # ... and which models it uses
+
+    @property
+    def runs(self) -> Callable[[Any], list]:
+        return self.measurement.runs
+
+    @property
+    def timed(self) -> tuple[str, ...]:
+        return self.measurement.timed
+
+    @property
+    def parts(self) -> Callable[[Any], list[str]] | None:
+        return self.measurement.parts
+
+    def run(self, cfg, paths: Paths) -> dict:
+        """Measure: the measurement key is taken first, so the record it writes carries the key of
+        the code that ran (:func:`~attnknn_lib.base.provenance.bind_measure_key`)."""
+        bind_measure_key(self.name)
+        return self.measurement.run(cfg, paths)
+
+    def run_part(self, cfg, paths: Paths, part: str) -> object:
+        """One part of the measurement, its key taken first as in :meth:`run`."""
+        if self.measurement.run_part is None:
+            raise ValueError(f"experiment {self.name} is not measured in parts")
+        bind_measure_key(self.name)
+        return self.measurement.run_part(cfg, paths, part)
 
     def __post_init__(self) -> None:
         if self.artifacts.name != self.name:

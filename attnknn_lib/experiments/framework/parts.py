@@ -27,7 +27,7 @@ from typing import Any
 
 from attnknn_lib.base.files import atomic_write
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.base.provenance import config_fingerprint, measure_code
+from attnknn_lib.base.provenance import bind_measure_key, config_fingerprint
 
 PARTS = "parts"  # under the artifacts folder
 
@@ -44,8 +44,10 @@ def part_file(paths: Paths, cfg, experiment: str, part: str) -> Path:
 
 
 def part_key(cfg, experiment: str) -> dict[str, str]:
-    """What a stored part must have been computed under to be read: the config and the code."""
-    return {"config": config_fingerprint(cfg.to_dict()), "code": measure_code(experiment)}
+    """What a stored part must have been computed under to be read: the config and the code (the
+    measurement key this process took before it computed anything:
+    :func:`~attnknn_lib.base.provenance.bind_measure_key`)."""
+    return {"config": config_fingerprint(cfg.to_dict()), "code": bind_measure_key(experiment).key}
 
 
 def stored(paths: Paths, cfg, experiment: str, part: str) -> Any | None:
@@ -79,13 +81,16 @@ def part_seconds(paths: Paths, cfg, experiment: str, parts: list[str]) -> float 
 
 def part_result(paths: Paths, cfg, experiment: str, part: str, compute: Callable[[], Any]) -> Any:
     """The result of one part: read when stored under this config and code (a part job of the
-    workflow computed it), else ``compute()``d and stored (written atomically)."""
+    workflow computed it), else ``compute()``d and stored (written atomically), unless a measurement
+    file changed while it computed (:class:`~attnknn_lib.base.errors.SourcesChangedError`)."""
     kept = stored(paths, cfg, experiment, part)
     if kept is not None:
         return kept
+    key = part_key(cfg, experiment)  # taken before computing; stamped only if the code is still that
     start = time.perf_counter()
     result = compute()
-    blob = pickle.dumps({"key": part_key(cfg, experiment), "part": part, "result": result,
+    bind_measure_key(experiment).stamp()
+    blob = pickle.dumps({"key": key, "part": part, "result": result,
                          "seconds": round(time.perf_counter() - start, 2)})
     atomic_write(part_file(paths, cfg, experiment, part), lambda f: f.write(blob))
     return result

@@ -14,8 +14,7 @@ from attnknn_lib.experiments.headroom_regimes import measure, views
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, NAME, NOTEBOOK, Config
 
 EXPERIMENT = Experiment(
-    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
-    parts=measure.parts, run_part=measure.run_part,
+    name=NAME, notebook=NOTEBOOK, Config=Config, measurement=measure.MEASUREMENT, artifacts=ARTIFACTS,
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Is there a real regime with room?",
                 answer_lines=views.answer_lines),
     question="three candidate embeddings of Fashion-MNIST with room to learn (PCA of pixels, a CNN on 1 % of the "

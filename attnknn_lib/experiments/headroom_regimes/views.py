@@ -11,14 +11,13 @@ from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.experiments.common.fixed_embedding import (
     HEADS,
     TUNED,
-    answer_findings,
-    answer_then_lines,
     k_range,
-    with_term,
 )
 from attnknn_lib.experiments.common.views import (
     TUNED_CAPTION,
     all_tuned,
+    answer_findings,
+    answer_then_lines,
     attention_words,
     counted,
     counted_diff,
@@ -27,9 +26,10 @@ from attnknn_lib.experiments.common.views import (
     tuned_k,
     tuned_k_note,
     tuned_k_text,
+    with_term,
 )
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
-from attnknn_lib.report.figures import plt
+from attnknn_lib.report.figures import plt, save_output_figure
 from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
 from attnknn_lib.report.macros import count_macros, count_phrase, macro_name, record_macros, signed, source_note
 from attnknn_lib.report.tables import booktabs, interval_text, latex_escape
@@ -239,7 +239,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"whose weights are those of its row at $k = {k}$). "
             f"{_multiplicity_note(res)}{src}.",
             f"tab:{NAME}_verdicts", escape_index=False, colsep="2pt", size="scriptsize")),
-        "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
+        "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record))}
 
 
 def _multiplicity_note(res: dict) -> str:

@@ -14,8 +14,7 @@ from attnknn_lib.experiments.k_sweep import measure, views
 from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, NAME, NOTEBOOK, Config
 
 EXPERIMENT = Experiment(
-    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
-    parts=measure.parts, run_part=measure.run_part,
+    name=NAME, notebook=NOTEBOOK, Config=Config, measurement=measure.MEASUREMENT, artifacts=ARTIFACTS,
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Robustness"),
     question="every rule at k in {1, 3, 5, 10, 20, 50} and round(sqrt(n)); Attn-KNN as trained and with its "
              "attention retrained at each k on the frozen embedding (to a plateau)",

@@ -17,6 +17,7 @@ from attnknn_lib.evaluation.methods import MethodProbs, attnknn_method, best_bas
 from attnknn_lib.evaluation.verdicts import VERDICTS, seed_difference
 from attnknn_lib.experiments.common import record_verdicts
 from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.framework.declaration import Measurement
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, NAME, Config
 from attnknn_lib.models import MultiHeadNeighbourAttention
@@ -152,6 +153,9 @@ def _advantage(paired: dict) -> dict:
         out[m] = {"accuracy": {"k": int(k_acc), **acc[k_acc]}, "nll_calibrated": {"k": int(k_nll), **nll[k_nll]},
                   "largest_accuracy_difference": {"k": int(k_abs), **acc[k_abs]}}
     return out
+
+
+MEASUREMENT = Measurement(runs=runs, run=run, parts=parts, run_part=run_part)
 
 
 JUDGED = {"raw": ("accuracy",), "calibrated": ("nll", "ece")}

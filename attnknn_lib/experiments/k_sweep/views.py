@@ -9,9 +9,10 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.verdicts import VERDICTS
-from attnknn_lib.experiments.common.shared import output_context
+from attnknn_lib.experiments.common.views import output_context
 from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, NAME, NOTEBOOK
 from attnknn_lib.report import figures
+from attnknn_lib.report.figures import save_output_figure
 from attnknn_lib.report.findings import difference_text, markdown_lists, seeds_text
 from attnknn_lib.report.macros import macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
@@ -104,7 +105,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"{title}: test ECE after the post-hoc calibrator fitted on validation, against $k$. {note} {src}.",
         f"tab:{NAME}-calibration", escape_index=False))
     fig = figure(record)
-    out["figure"] = ARTIFACTS.save_figure(paths, "figure", d, fig)
+    out["figure"] = save_output_figure(ARTIFACTS, paths, "figure", d, fig)
     return out
 
 

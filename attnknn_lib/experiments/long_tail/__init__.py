@@ -17,7 +17,7 @@ from attnknn_lib.experiments.long_tail import measure, views
 from attnknn_lib.experiments.long_tail.config import ARTIFACTS, NAME, NOTEBOOK, Config
 
 EXPERIMENT = Experiment(
-    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
+    name=NAME, notebook=NOTEBOOK, Config=Config, measurement=measure.MEASUREMENT, artifacts=ARTIFACTS,
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Robustness"),
     question="imbalance ratios 1, 0.1, 0.01: memory from the imbalanced subset (main's models) and retrained on it; "
              "head / tail accuracy; a prior correction (logit adjustment) as the reference remedy",

@@ -13,6 +13,7 @@ from attnknn_lib.experiments.common.robustness import (
     run_settings,
     settings_verdicts,
 )
+from attnknn_lib.experiments.framework.declaration import Measurement
 from attnknn_lib.experiments.long_tail.config import ARTIFACTS, BETAS, GROUPS, LABELS, REMEDIED, Config
 from attnknn_lib.knn.votes import prior_correction
 
@@ -118,3 +119,6 @@ def run(cfg: Config, paths: Paths) -> dict:
         ratios=list(cfg.ratios), betas=list(BETAS),
         calibration={"fitted_on": "every validation row with its label: the imbalance is in the training rows only, "
                                   "validation labels are clean"})
+
+
+MEASUREMENT = Measurement(runs=runs, run=run)

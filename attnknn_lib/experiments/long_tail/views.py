@@ -7,11 +7,11 @@ import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.common.shared import output_context
-from attnknn_lib.experiments.common.views import SETTING_TITLES
+from attnknn_lib.experiments.common.views import SETTING_TITLES, output_context
 from attnknn_lib.experiments.long_tail.config import ARTIFACTS, BETAS, NAME, NOTEBOOK, REMEDIED
 from attnknn_lib.experiments.long_tail.config import LABELS as MEASURED_LABELS
 from attnknn_lib.report import figures
+from attnknn_lib.report.figures import save_output_figure
 from attnknn_lib.report.findings import differences_text, markdown_lists, method_names, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
@@ -133,7 +133,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"filter and prior exponent (0 to 2 or beyond) tuned on validation, the reference of every verdict. "
         f"Mean $\\pm$ s.d.\\ over seeds (the class order drawn per seed). {src}.", f"tab:{NAME}"))}
     fig = figure(record)
-    out["figure"] = ARTIFACTS.save_figure(paths, "figure", d, fig)
+    out["figure"] = save_output_figure(ARTIFACTS, paths, "figure", d, fig)
     return out
 
 

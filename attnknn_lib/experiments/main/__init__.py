@@ -16,8 +16,7 @@ from attnknn_lib.experiments.main.config import ARTIFACTS, NAME, NOTEBOOK, Confi
 from attnknn_lib.experiments.main.views import dataset_answer
 
 EXPERIMENT = Experiment(
-    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
-    parts=measure.parts, run_part=measure.run_part,
+    name=NAME, notebook=NOTEBOOK, Config=Config, measurement=measure.MEASUREMENT, artifacts=ARTIFACTS,
     # the main table leads the README's results block (no heading); its bullet leads the answer
     views=Views(macros=views.macros, readme_lines=views.readme_lines, answer_lines=dataset_answer.answer_lines),
     question="Attn-KNN against tuned uniform / distance / cosine kNN and a CNN, five datasets (Fashion-MNIST: 5 "

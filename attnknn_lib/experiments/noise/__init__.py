@@ -23,7 +23,7 @@ from attnknn_lib.experiments.noise import measure, views
 from attnknn_lib.experiments.noise.config import ARTIFACTS, NAME, NOTEBOOK, Config
 
 EXPERIMENT = Experiment(
-    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
+    name=NAME, notebook=NOTEBOOK, Config=Config, measurement=measure.MEASUREMENT, artifacts=ARTIFACTS,
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Robustness"),
     question="symmetric and asymmetric label noise, 0-40 %: in the memory bank only (main's models) and retrained on "
              "noisy labels; the weight each rule gives flipped neighbours",

@@ -14,6 +14,7 @@ from attnknn_lib.experiments.common.robustness import (
     run_settings,
     settings_verdicts,
 )
+from attnknn_lib.experiments.framework.declaration import Measurement
 from attnknn_lib.experiments.noise.config import ARTIFACTS, LABELS, SETTINGS, WEIGHTED, Config
 from attnknn_lib.knn.votes import (
     cosine_from_sq_dist,
@@ -126,3 +127,6 @@ def run(cfg: Config, paths: Paths) -> dict:
         kinds=list(cfg.kinds),
         calibration={"fitted_on": "clean labels of a seeded slice of the validation rows (the knobs are tuned on "
                                   "the noisy validation labels)", "share": cfg.calibration_share})
+
+
+MEASUREMENT = Measurement(runs=runs, run=run)

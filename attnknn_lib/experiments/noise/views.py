@@ -7,10 +7,10 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.common.shared import output_context
-from attnknn_lib.experiments.common.views import SETTING_TITLES
+from attnknn_lib.experiments.common.views import SETTING_TITLES, output_context
 from attnknn_lib.experiments.noise.config import ARTIFACTS, LABELS, NAME, NOTEBOOK
 from attnknn_lib.report import figures
+from attnknn_lib.report.figures import save_output_figure
 from attnknn_lib.report.findings import differences_text, markdown_lists, mean_pct, seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
@@ -125,7 +125,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"{title}: mean weight a rule gives a test query's neighbour whose label was flipped, divided by the mean "
         f"weight of a clean neighbour ($k = {res['k']}$; uniform voting: 1; below 1: flipped neighbours are "
         f"down-weighted), Attn-KNN's effective number of neighbours $\\exp(H(w))$ (uniform: $k$), and the share of flipped neighbours. {src}.", f"tab:{NAME}-weights"))
-    out["figure"] = ARTIFACTS.save_figure(paths, "figure", d, figure(record))
+    out["figure"] = save_output_figure(ARTIFACTS, paths, "figure", d, figure(record))
     return out
 
 

@@ -15,8 +15,7 @@ from attnknn_lib.experiments.positive_control import measure, views
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, NAME, NOTEBOOK, Config
 
 EXPERIMENT = Experiment(
-    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS,
-    parts=measure.parts, run_part=measure.run_part,
+    name=NAME, notebook=NOTEBOOK, Config=Config, measurement=measure.MEASUREMENT, artifacts=ARTIFACTS,
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Where could the attention win?",
                 answer_lines=views.answer_lines),
     question="a generated task whose room to win is one knob (nuisance dimensions the retrieval cannot ignore): "

@@ -50,6 +50,7 @@ from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.evaluation.reference import Search
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.common.fixed_embedding import HEADS, REFERENCES, build_head, compare, summarise
+from attnknn_lib.experiments.framework.declaration import Measurement
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, ENDPOINTS, NAME, Config
 from attnknn_lib.knn.bank import MemoryBank
@@ -256,3 +257,5 @@ def run(cfg: Config, paths: Paths) -> dict:
                                       "seeds": list(cfg.seeds)})
     return core.write_record(paths, ARTIFACTS, DATASET, cfg, prov, {DATASET: fingerprint}, results)[1]
 
+
+MEASUREMENT = Measurement(runs=runs, run=run, parts=parts, run_part=run_part)

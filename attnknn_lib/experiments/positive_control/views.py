@@ -9,8 +9,6 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.common.fixed_embedding import (
     CONTROLS,
-    answer_findings,
-    answer_then_lines,
     k_range,
 )
 from attnknn_lib.experiments.common.learned_metric import LABELS
@@ -20,6 +18,8 @@ from attnknn_lib.experiments.common.views import (
     TUNED_CAPTION,
     TUNED_LABEL,
     all_tuned,
+    answer_findings,
+    answer_then_lines,
     attention_words,
     counted,
     counted_diff,
@@ -29,7 +29,7 @@ from attnknn_lib.experiments.common.views import (
     tuned_k_note,
 )
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
-from attnknn_lib.report.figures import plt
+from attnknn_lib.report.figures import plt, save_output_figure
 from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
 from attnknn_lib.report.macros import (
     VERDICT_PHRASES,
@@ -279,7 +279,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"(--: not a vote, or the attention head with tuned vote settings, whose weights are those of its row at "
             f"$k = {k}$). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="scriptsize", stretch=0.9,
             colsep="3pt")),
-        "figure": ARTIFACTS.save_figure(paths, "figure", DATASET, figure(record))}
+        "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record))}
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
         shares_frame(record),
         f"Positive control: the share of the room each method captures (\\%), its test-accuracy gain over the "

@@ -18,11 +18,10 @@
 
 from attnknn_lib.experiments.framework.declaration import Experiment, Views
 from attnknn_lib.experiments.theory import measure, views
-from attnknn_lib.experiments.theory.config import ARTIFACTS, NAME, NOTEBOOK, TIMED, Config
+from attnknn_lib.experiments.theory.config import ARTIFACTS, NAME, NOTEBOOK, Config
 
 EXPERIMENT = Experiment(
-    name=NAME, notebook=NOTEBOOK, Config=Config, runs=measure.runs, run=measure.run, artifacts=ARTIFACTS, timed=TIMED,
-    views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Cost and theory"),
+    name=NAME, notebook=NOTEBOOK, Config=Config, measurement=measure.MEASUREMENT, artifacts=ARTIFACTS, views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Cost and theory"),
     question="error and NLL against k with sqrt(n) and the Cover-Hart line (CNN-ensemble error as the Bayes proxy); norms, "
              "temperatures and attention entropy across training; top-k vs dense softmax attention on real embeddings, for "
              "Attn-KNN's own scores, and their cost against n",

@@ -18,7 +18,8 @@ from attnknn_lib.evaluation.inference import embed as embed_rows
 from attnknn_lib.evaluation.methods import method_labels
 from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.experiments.common import shared as core
-from attnknn_lib.experiments.theory.config import ARTIFACTS, Config
+from attnknn_lib.experiments.framework.declaration import Measurement
+from attnknn_lib.experiments.theory.config import ARTIFACTS, TIMED, Config
 from attnknn_lib.knn.index_costs import IndexSetting, build, unit_vectors
 from attnknn_lib.knn.topk import prefix_outputs, sampled_tail_attention, tail_masses, topk_attention
 from attnknn_lib.knn.votes import uniform_weights, vote, weight_entropy
@@ -234,3 +235,6 @@ def run(cfg: Config, paths: Paths) -> dict:
     att = results["truncation"]["attnknn"]
     att["fit"] = error_fit(tks, att["error"], n)
     return core.write_record(paths, ARTIFACTS, cfg.dataset, cfg, prov, {cfg.dataset: prepared.fingerprint()}, results)[1]
+
+
+MEASUREMENT = Measurement(runs=runs, run=run, timed=TIMED)

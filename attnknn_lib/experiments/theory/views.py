@@ -7,10 +7,10 @@ import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.common.shared import output_context
+from attnknn_lib.experiments.common.views import output_context
 from attnknn_lib.experiments.theory.config import ARTIFACTS, NAME, NOTEBOOK
 from attnknn_lib.experiments.theory.measure import METHODS
-from attnknn_lib.report.figures import plt
+from attnknn_lib.report.figures import plt, save_output_figure
 from attnknn_lib.report.findings import markdown_lists
 from attnknn_lib.report.macros import macro_name, pct, record_macros
 from attnknn_lib.report.readme import per_dataset
@@ -226,7 +226,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"distance between the top-$k$ and the dense output (class distributions); slopes: log-log fits against "
         f"$k$ or $n$. {src}.", f"tab:{NAME}", column_format="lr", escape_index=False))}
     for suffix, fig in (("k", k_figure(record)), ("geometry", geometry_figure(record)), ("topk", topk_figure(record))):
-        out[suffix] = ARTIFACTS.save_figure(paths, suffix, d, fig)
+        out[suffix] = save_output_figure(ARTIFACTS, paths, suffix, d, fig)
     return out
 
 

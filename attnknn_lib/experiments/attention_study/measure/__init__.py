@@ -27,6 +27,7 @@ from attnknn_lib.experiments.attention_study.measure.variants import (
     _fit_searched,
     reached_plateau,
 )
+from attnknn_lib.experiments.framework.declaration import Measurement
 
 __all__ = [
     "AS_TRAINED", "COLLAPSE", "COMPARED", "DIFFERENCE", "MAIN_ATTNKNN", "END_TO_END", "HEADLINE_BOOT", "LEARNERS", "LR_EXTENSIONS", "LR_STEP", "PAIR",
@@ -34,3 +35,6 @@ __all__ = [
     "fold_queries", "gallery_queries", "gbm_learner", "memory_setting", "parts",
     "reached_plateau", "run", "run_part", "runs", "second_runs", "seed_verdicts",
 ]
+
+
+MEASUREMENT = Measurement(runs=runs, run=run, parts=parts, run_part=run_part)

@@ -24,7 +24,8 @@ from attnknn_lib.experiments.attention_study.views.plots import (
     headroom_figure,
     variants_figure,
 )
-from attnknn_lib.experiments.common.shared import output_context
+from attnknn_lib.experiments.common.views import output_context
+from attnknn_lib.report.figures import save_output_figure
 from attnknn_lib.report.tables import EMPTY_CELLS, booktabs
 
 
@@ -154,7 +155,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     if cfg["variant_settings"]:
         drawn.append(("curves", curves_figure(record)))
     for name, fig in drawn:
-        out[name + "_figure"] = ARTIFACTS.save_figure(paths, name + "_figure", d, fig)
+        out[name + "_figure"] = save_output_figure(ARTIFACTS, paths, name + "_figure", d, fig)
     if cfg.get("learned_metrics", True):  # declared by the config's default: a record from before it draws no rows
         out["learned"] = ARTIFACTS.write_table(paths, "learned", d, booktabs(
             learned_frame(record, latex=True),

@@ -41,6 +41,7 @@ from attnknn_lib.evaluation.inference import embed
 from attnknn_lib.evaluation.verdicts import holm
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.common.fixed_embedding import ENDPOINTS, HEADS, compare, summarise
+from attnknn_lib.experiments.framework.declaration import Measurement
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.headroom_regimes.config import (
     ARTIFACTS,
@@ -275,3 +276,6 @@ def run(cfg: Config, paths: Paths) -> dict:
                "timings": {"parts_seconds": part_seconds(paths, cfg, NAME, parts(cfg))}}
     fingerprint = config_fingerprint({"data": fingerprints, "candidates": list(cfg.candidates)})
     return core.write_record(paths, ARTIFACTS, DATASET, cfg, prov, {DATASET: fingerprint}, results)[1]
+
+
+MEASUREMENT = Measurement(runs=runs, run=run, parts=parts, run_part=run_part)

@@ -30,6 +30,7 @@ from attnknn_lib.evaluation.verdicts import DESCRIBED, HIGHER_IS_BETTER, seed_le
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.common.learned_metric import LABELS as LEARNED_LABELS
 from attnknn_lib.experiments.common.learned_metric import LEARNED_METHODS, learned_metric_of
+from attnknn_lib.experiments.framework.declaration import Measurement
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.main.config import ABLATIONS, ARTIFACTS, COMPARISONS, NAME, RELIABILITY_METHODS, Config
 from attnknn_lib.experiments.main.measure.knob_search import KNOB_METHODS, knobs_entry, label_knob_methods
@@ -365,3 +366,6 @@ def run(cfg: Config, paths: Paths) -> dict[str, DatasetRun]:
     its narrative between): {dataset: its run, whose record is written}."""
     order = [cfg.primary] + [d for d in cfg.datasets if d != cfg.primary]
     return {name: run_dataset(cfg, name, paths) for name in order}
+
+
+MEASUREMENT = Measurement(runs=runs, run=run, parts=parts, run_part=run_part)

@@ -17,6 +17,7 @@ from attnknn_lib.experiments.main.views import knob_tables as vk
 from attnknn_lib.experiments.main.views.across import PAPER_NAMES, write_summary_table
 from attnknn_lib.experiments.main.views.paired import diff_frame, paired_frame  # noqa: F401 (the notebook reads views.paired_frame)
 from attnknn_lib.report import figures
+from attnknn_lib.report.figures import save_output_figure
 from attnknn_lib.report.findings import difference_text, markdown_lists, mean_pct, seeds_text
 from attnknn_lib.report.macros import (
     PATH_MARK,
@@ -143,7 +144,7 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
                 for m in shown}
         eces = {METHOD_LABELS[m]: res["per_seed"][first]["methods"][m]["test_raw"]["ece"]["value"] for m in shown}
         fig = figures.reliability_diagrams(bins, eces, f"{title} (test, seed {first}, before calibration)")
-        out["reliability"] = ARTIFACTS.save_figure(paths, "reliability", name, fig)
+        out["reliability"] = save_output_figure(ARTIFACTS, paths, "reliability", name, fig)
     out["paired"] = ARTIFACTS.write_table(paths, "paired", name, booktabs(
         diff_frame(res["paired"]),
         f"{title}: paired differences on the same test points (A minus B; Attn-KNN, vote settings tuned: Attn-KNN with its vote "
@@ -163,12 +164,12 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     trained = res["per_seed"][first]["training"]
     fig = figures.training_curves({"Attn-KNN": trained["attnknn"]["history"], "CNN": trained["cnn"]["history"]},
                                 f"{title} (seed {first})")
-    out["curves"] = ARTIFACTS.save_figure(paths, "curves", name, fig)
+    out["curves"] = save_output_figure(ARTIFACTS, paths, "curves", name, fig)
     if drawn is not None:
         cm = np.array(drawn["confusion"])
         names = res.get("class_names") or [str(c) for c in range(res["dataset"]["num_classes"])]
         fig = figures.confusion_matrix_plot(cm, tuple(names), f"Attn-KNN on {title} (test, seed {first})")
-        out["confusion"] = ARTIFACTS.save_figure(paths, "confusion", name, fig)
+        out["confusion"] = save_output_figure(ARTIFACTS, paths, "confusion", name, fig)
     if res.get("replay"):
         out["replay"] = ARTIFACTS.write_table(paths, "replay", name, booktabs(
             replay_frame(record),
