@@ -206,3 +206,31 @@ def test_the_wiring_of_a_measurement_is_keyed_with_it():
             exp.measurement.run.__module__.startswith(f"attnknn_lib.experiments.{name}.measure"), name
         files = {str(f.relative_to(provenance.PACKAGE_DIR)) for f in provenance.measurement_files(name)}
         assert f"experiments/{name}/__init__.py" not in files
+
+
+def test_a_heads_label_lives_in_the_views_so_renaming_it_measures_nothing():
+    from attnknn_lib.experiments.common.fixed_embedding import HEADS
+    from attnknn_lib.report.findings import HEAD_NAMES, head_names
+    from attnknn_lib.workflow.plan import render_files
+
+    for name in ("positive_control", "headroom_regimes"):
+        measured = {str(f.relative_to(provenance.PACKAGE_DIR)) for f in provenance.measurement_files(name)}
+        drawn = {str(f.relative_to(provenance.PACKAGE_DIR)) for f in render_files(catalog.get(name))}
+        assert "report/findings.py" not in measured and "report/findings.py" in drawn
+    assert set(HEADS) <= set(HEAD_NAMES)  # every head has its reader's name there, and only there
+    assert head_names(["readout", "attnknn"]) == {"readout": HEAD_NAMES["readout"], "attnknn": HEAD_NAMES["attnknn"]}
+    # a record measured when labels were stored ({name: label}) is drawn with the views' names
+    assert head_names({"attnknn": "Attn-KNN"}) == {"attnknn": HEAD_NAMES["attnknn"]}
+
+
+def test_a_record_takes_a_new_key_without_measuring_only_if_it_was_current_before():
+    from attnknn_lib.base.errors import AttnKNNError
+    from attnknn_lib.tooling.rekey import rekeyed
+
+    record = {"experiment": "theory", "dataset": "fashion_mnist", "config": {}, "results": {"x": 1.0},
+              "provenance": {"measure_code": "old"}}
+    out = rekeyed(record, "old", "new", "abc", "the key changed form")
+    assert out["provenance"]["measure_code"] == "new" and out["results"] == record["results"]
+    assert out["provenance"]["rekeyed"] == {"from_key": "old", "from_commit": "abc", "reason": "the key changed form"}
+    with pytest.raises(AttnKNNError, match="was not current"):
+        rekeyed(record, "another", "new", "abc", "the key changed form")

@@ -75,6 +75,7 @@ def markdown_lists(lines: list[str]) -> str:
 # end-to-end model; a head trained on a frozen embedding has a name of its own).
 HEAD_NAMES = {  # head -> its name in the paper's Protocol section
     "attnknn": "attention head",  # Attn-KNN's attention and loss, retrained on a frozen embedding
+    "blind_none": "label-blind, no entropy term",  # the same attention without the entropy bonus
     "label_aware": "label-aware head",
     "readout": "readout head",  # TabR-style: values and an MLP readout
     "query_only": "query-only control",
@@ -103,7 +104,7 @@ def vote_heads(heads: Iterable[str]) -> list[str]:
     return [h for h in heads if h not in NOT_VOTES]
 
 
-def head_names(heads: Mapping[str, str]) -> dict[str, str]:
-    """A record's heads (name -> the label it was measured with) under the paper's names, in their
-    order; a head the paper does not name keeps its recorded label."""
-    return {h: HEAD_NAMES.get(h, label) for h, label in heads.items()}
+def head_names(heads: Iterable[str]) -> dict[str, str]:
+    """A record's heads (their names, in the record's order) under the paper's names: the labels are
+    the views', never the measurement's, so renaming a head re-renders and measures nothing."""
+    return {h: HEAD_NAMES.get(h, h) for h in heads}

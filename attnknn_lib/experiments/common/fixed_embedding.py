@@ -77,15 +77,14 @@ from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
 from attnknn_lib.models.neighbour_heads import BlindAttention, LabelAwareAttention, NeighbourReadout, QueryOnly
 from attnknn_lib.training.head_fitting import predict, train_head
 
-HEADS = {  # name -> (label, what it is)
-    "attnknn": ("Attn-KNN", "the paper's multi-head attention with the prototype's loss (entropy bonus 0.01)"),
-    "blind_none": ("label-blind, no entropy term", "the same attention without the entropy bonus"),
-    "label_aware": ("label-aware scores", "scores from distances, ranks, label shares and agreement"),
-    "readout": ("TabR-style readout", "values E[y] + MLP(q - n) and an MLP readout, not a vote"),
-}
-CONTROLS = {  # name -> (label, what it is): trained like the heads, never a head to choose
-    "query_only": ("query-only control", "the readout's output MLP on the query alone: reads no neighbour"),
-}
+HEADS = (
+    "attnknn",  # the paper's multi-head attention with the prototype's loss (entropy bonus 0.01)
+    "blind_none",  # the same attention without the entropy bonus
+    "label_aware",  # scores from distances, ranks, label shares and agreement
+    "readout",  # TabR-style: values E[y] + MLP(q - n) and an MLP readout, not a vote
+)
+"""The heads a config may train (their names for a reader are the views': ``report.findings.HEAD_NAMES``)."""
+CONTROLS = ("query_only",)  # trained like the heads, never a head to choose: the readout's MLP on the query alone
 ENDPOINTS = (("accuracy", "raw"), ("nll", "calibrated"), ("brier", "calibrated"))
 """What each head is judged on against the reference: accuracy as voted, NLL and Brier after the
 calibrator fitted on validation (proper scores; ECE is only described)."""

@@ -9,7 +9,6 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.experiments.common.fixed_embedding import (
-    HEADS,
     TUNED,
     k_range,
 )
@@ -49,7 +48,7 @@ def _diff(cand: dict, name: str, ref: str, metric: str) -> dict:
 
 def _tuned(record: dict) -> bool:
     """Whether every candidate holds the attention head with tuned vote settings (then the views count it)."""
-    return all_tuned(c.get("summary", {}).get("diff", {}) for _, c in _candidates(record))
+    return all_tuned(c["summary"]["diff"] for _, c in _candidates(record))
 
 
 def _family(record: dict, cand: dict, metric: str = "accuracy") -> list[str]:
@@ -88,10 +87,9 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                             "tuned vote's k": k_range(s["reference_k"]), "tuned vote": _pp(means["reference"]["accuracy"]),
                             f"geometry, k<={k}": _pp(means["geometry"]["accuracy"]),
                             "boosted trees": _pp(means["learner"]["accuracy"]),
-                            **{label: _pp(means[m]["accuracy"]) for m, label in (("nca", "NCA"),
-                                                                                 ("linear_probe", "linear probe"))
-                               if m in means},
-                            "gate room, val. (pp)": signed(100 * c["gate"]["largest"], 2) if "gate" in c else "--",
+                            "NCA": _pp(means["nca"]["accuracy"]),
+                            "linear probe": _pp(means["linear_probe"]["accuracy"]),
+                            "gate room, val. (pp)": signed(100 * c["gate"]["largest"], 2),
                             "passes the gate": "yes" if c["has_room"] else "no",
                             "trees or geometry, test (pp)": signed(100 * c["room"]["largest"], 2)}
     df = pd.DataFrame.from_dict(rows, orient="index")
@@ -244,11 +242,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
 
 def _multiplicity_note(res: dict) -> str:
     """The verdicts' multiplicity correction and which are confirmatory, as the record says."""
-    m = res.get("multiplicity")
-    if not m:
-        return ""
-    sizes = m["family_sizes"]
-    passed = [latex_escape(res["candidates"][n]["label"]) for n in res.get("confirmatory", [])]
+    sizes = res["multiplicity"]["family_sizes"]
+    passed = [latex_escape(res["candidates"][n]["label"]) for n in res["confirmatory"]]
     if not passed:
         which = "no candidate passed the gate, so the family's verdicts are exploratory. "
     elif len(passed) == len(res["candidates"]):
@@ -258,7 +253,7 @@ def _multiplicity_note(res: dict) -> str:
     attn = ("the attention head enters with its vote settings tuned, and at its trained $k$ it is a diagnostic "
             "outside the family, its verdicts unadjusted ($^\\dagger$); " if _tuned({"results": res}) else "")
     return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
-            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); {attn}the "
+            f"({sizes['accuracy']} for accuracy, {sizes['nll']} each for NLL and Brier); {attn}the "
             f"boosted-trees learner, NCA, the linear probe and the query-only control are references outside the family, "
             f"their verdicts unadjusted; intervals are not adjusted, so an interval that excludes zero can carry an "
             f"inconclusive verdict; " + which)
@@ -277,7 +272,7 @@ def _candidate_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]
     if cand is None:
         return {macro_name(*pre, tag, n): "--" for n in names}
     s = cand["summary"]
-    out = {macro_name(*pre, tag, "Room"): signed(100 * cand["gate"]["largest"], 2) if "gate" in cand else "--",
+    out = {macro_name(*pre, tag, "Room"): signed(100 * cand["gate"]["largest"], 2),
            macro_name(*pre, tag, "Test Room"): signed(100 * cand["room"]["largest"], 2),
            macro_name(*pre, tag, "Has Room"): "yes" if cand["has_room"] else "no",
            macro_name(*pre, tag, "Reference Acc"): _pp(s["means"]["reference"]["accuracy"]),
@@ -304,7 +299,7 @@ def _candidate_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]
 
 
 def _shown_label(head: str | None) -> str:
-    return head_names({head: HEADS[head][0]})[head] if head else "--"
+    return head_names([head])[head] if head else "--"
 
 
 LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",
@@ -314,8 +309,9 @@ LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca 
 
 def _learned_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]:
     """One candidate's learned metric: NCA's accuracy and its verdict against the tuned vote, Attn-KNN's
-    and the chosen head's against NCA, the probe's and the control's accuracy ('--' where absent)."""
-    if cand is None or "nca" not in cand["summary"]["means"]:
+    and the chosen head's against NCA, the probe's and the control's accuracy ('--' for each when the
+    profile leaves the candidate out)."""
+    if cand is None:
         return {macro_name(*pre, tag, n): "--" for n in LEARNED_MACROS}
     means = cand["summary"]["means"]
     nca = _diff(cand, "nca", "reference", "accuracy")
@@ -356,18 +352,16 @@ def regime_macros(record: dict) -> dict[str, str]:
         out.update(_candidate_macros(pre, tag, cands.get(name)))
         out.update(_learned_macros(pre, tag, cands.get(name)))
     # how many candidates each learner wins, in words for the abstract and the conclusion ("all three")
-    learned = all("nca" in c["summary"]["diff"] for _, c in _candidates(record))
     unadjusted = [c["label"] for _, c in _candidates(record)  # the heads' verdicts are Holm-adjusted, NCA's not
                   if counted_diff(c, "attnknn", "reference", "accuracy").get("verdict_unadjusted") == "better"]
     counts = {"Attnknn Wins": _wins(record, "attnknn"), "Attnknn Wins Unadjusted": unadjusted,
               "Any Head Wins": _any_head_wins(record),
               "Heads Below Nca": [c["label"] for _, c in _candidates(record) if all(  # means, no verdict
-                  _diff(c, h, "nca", "accuracy")["value"] < 0 for h in _family(record, c))] if learned else None,
-              "Nca Wins": _wins(record, "nca") if learned else None,
+                  _diff(c, h, "nca", "accuracy")["value"] < 0 for h in _family(record, c))],
+              "Nca Wins": _wins(record, "nca"),
               # the control that reads no neighbour: a win there is the embedding's, not the neighbours'
-              "Query Only Wins": _wins(record, "query_only") if all(
-                  "query_only" in c["summary"]["diff"] for _, c in _candidates(record)) else None,
-              "Attnknn Beats Nca": _wins(record, "attnknn", "nca") if learned else None}
+              "Query Only Wins": _wins(record, "query_only"),
+              "Attnknn Beats Nca": _wins(record, "attnknn", "nca")}
     out.update(count_macros(pre, counts, len(cands)))
     return out
 
@@ -402,8 +396,7 @@ def finding_lines(record: dict) -> list[str]:
         chosen = c.get("chosen_head")
         chosen_text = (f"; the chosen head ({_shown_label(chosen)}) "
                        f"{difference_text(_diff(c, chosen, 'reference', 'accuracy'), 'accuracy')}" if chosen else "")
-        gate_room = (c["gate"] if "gate" in c else c["room"])["largest"]
-        lines.append(f"- **{c['label']}** (the gate's room {signed(100 * gate_room, 2)} pp on validation, "
+        lines.append(f"- **{c['label']}** (the gate's room {signed(100 * c['gate']['largest'], 2)} pp on validation, "
                      f"{'at or above' if c['has_room'] else 'below'} the declared "
                      f"{100 * record['results']['room_margin']:g} pp; the tuned vote's k {k_range(s['reference_k'])}): "
                      f"{who} {difference_text(acc, 'accuracy')} in accuracy{at_k}, {difference_text(nll, 'nll')} in "
@@ -414,9 +407,7 @@ def finding_lines(record: dict) -> list[str]:
 
 
 def _learned_text(cand: dict) -> str:
-    """NCA against the tuned vote and Attn-KNN against NCA (nothing for a record without them)."""
-    if "nca" not in cand["summary"]["diff"]:
-        return ""
+    """NCA against the tuned vote and Attn-KNN against NCA."""
     return (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
             f"{difference_text(_diff(cand, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head "
             f"against NCA {difference_text(counted_diff(cand, 'attnknn', 'nca', 'accuracy'), 'accuracy')}.")
@@ -440,30 +431,26 @@ def _summary(record: dict) -> str:
     missed = [c for c in any_head if c not in labels]
     tail = (f"; some head beats it on {len(any_head)} ({', '.join(any_head)})" if any_head else "")
     tail += (", where the gate found less than the margin" if missed else "")
-    if all("nca" in c["summary"]["diff"] for _, c in _candidates(record)):
-        tail += (f"; NCA, a linear metric learned with the same vote, beats it on {len(_wins(record, 'nca'))} and the "
-                 f"attention head beats NCA on {len(_wins(record, 'attnknn', 'nca'))}")
+    tail += (f"; NCA, a linear metric learned with the same vote, beats it on {len(_wins(record, 'nca'))} and the "
+             f"attention head beats NCA on {len(_wins(record, 'attnknn', 'nca'))}")
     return f"{room}; {won}{tail} ({len(res['seeds'])} seeds)."
 
 
 def answer_lines(records: list[dict]) -> list[str]:
     """One short bullet of the README's answer: how many candidate embeddings had room before any
-    head was trained, where Attn-KNN, NCA (where measured) and any head beat the rule; then the
+    head was trained, where Attn-KNN, NCA and any head beat the rule; then the
     term it uses. The intervals are in the notebook's tables."""
     out = []
     for record in records:
-        res = record["results"]
         cands = _candidates(record)
         wins = _wins(record, "attnknn")
         any_head = _any_head_wins(record)
         text = (f"- **Weaker embeddings of {REGISTRY[record['dataset']].title}** ({', '.join(c['label'] for _, c in cands)}): "
                 f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room on validation; "
                 f"the attention head{', vote settings tuned,' if _tuned(record) else ''} "
-                f"beats the tuned vote on {len(wins)}" + (f" ({', '.join(wins)})" if wins else ""))
-        if "nca" in cands[0][1]["summary"]["diff"]:
-            text += f", NCA on {len(_wins(record, 'nca'))}"
-        adjusted = " (Holm-adjusted)" if res.get("multiplicity") else ""
-        out.append(f"{text}, some head on {len(any_head)}{adjusted}. {table_link(NOTEBOOK)}")
+                f"beats the tuned vote on {len(wins)}" + (f" ({', '.join(wins)})" if wins else "")
+                + f", NCA on {len(_wins(record, 'nca'))}")
+        out.append(f"{text}, some head on {len(any_head)} (Holm-adjusted). {table_link(NOTEBOOK)}")
     margin = f"{100 * records[0]['results']['room_margin']:g}" if records else ""
     return with_term(out, f"- *Room*: the most a reweighting of the neighbours, or a learner reading them, gains over "
                           f"the tuned vote on validation, before any head is trained; an embedding has room from "

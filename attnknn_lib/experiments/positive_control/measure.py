@@ -49,7 +49,7 @@ from attnknn_lib.evaluation.methods import TAU_GRID
 from attnknn_lib.evaluation.metrics import accuracy, nll
 from attnknn_lib.evaluation.reference import Search
 from attnknn_lib.experiments.common import shared as core
-from attnknn_lib.experiments.common.fixed_embedding import HEADS, REFERENCES, build_head, compare, summarise
+from attnknn_lib.experiments.common.fixed_embedding import REFERENCES, build_head, compare, summarise
 from attnknn_lib.experiments.framework.declaration import Measurement
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, ENDPOINTS, NAME, Config
@@ -247,7 +247,7 @@ def run(cfg: Config, paths: Paths) -> dict:
         per.setdefault(scale, {})[str(seed)] = part_result(paths, cfg, NAME, part, lambda: level_seed(cfg, scale, seed))
     for scale, per_seed in per.items():
         levels[f"{scale:g}"] = {"nuisance_scale": scale, "per_seed": per_seed, "summary": summarise_level(cfg, per_seed)}
-    results = {"k": cfg.k, "seeds": list(cfg.seeds), "heads": {h: HEADS[h][0] for h in cfg.heads},
+    results = {"k": cfg.k, "seeds": list(cfg.seeds), "heads": list(cfg.heads),
                "endpoints": [list(e) for e in ENDPOINTS], "moved_threshold": cfg.moved_share * cfg.k,
                "levels": levels, "task": {f: getattr(cfg.task(0.0), f) for f in (
                    "num_classes", "clusters_per_class", "informative_dims", "nuisance_dims", "cluster_sd",

@@ -8,7 +8,6 @@ import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.common.fixed_embedding import (
-    CONTROLS,
     k_range,
 )
 from attnknn_lib.experiments.common.learned_metric import LABELS
@@ -30,7 +29,7 @@ from attnknn_lib.experiments.common.views import (
 )
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt, save_output_figure
-from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
+from attnknn_lib.report.findings import HEAD_NAMES, difference_text, head_names, table_link, vote_heads
 from attnknn_lib.report.macros import (
     VERDICT_PHRASES,
     count_macros,
@@ -50,13 +49,13 @@ CEILINGS = {  # method -> label, for the headroom table and the figure
     "oracle_retrieval": "oracle retrieval",
     "learner": "boosted trees (learnable headroom)",
 }
-LEARNED_COLUMNS = {  # the learned metrics and the control, beside the ceilings (absent from older records)
+LEARNED_COLUMNS = {  # the learned metrics and the control, beside the ceilings
     "nca": "NCA: re-retrieval in a learned linear map",
     "linear_probe": LABELS["linear_probe"],
-    "query_only": CONTROLS["query_only"][0],
+    "query_only": HEAD_NAMES["query_only"],
 }
 COMPARED = {"learner": "boosted trees", "nca": LABELS["nca"], "linear_probe": LABELS["linear_probe"],
-            "query_only": CONTROLS["query_only"][0]}  # the verdict table's rows after the heads
+            "query_only": HEAD_NAMES["query_only"]}  # the verdict table's rows after the heads
 VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll")}  # against: (accuracy, NLL / Brier)
 
 
@@ -89,7 +88,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                f"fixable@{k}": _pp(hr["at_k"]["fixable"]),
                "tuned vote's k": k_range(s["reference_k"])}
         row.update({CEILINGS[m]: _pp(means[m]["accuracy"]) for m in CEILINGS})
-        row.update({label: _pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items() if m in means})
+        row.update({label: _pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items()})
         rows[key] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "nuisance scale"
@@ -100,14 +99,14 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 
 def _compared(record: dict, lv: dict, with_k: bool = True) -> list[tuple[str, str, str]]:
     """(row label, method, against) of one level: each head, the learner, the learned metrics and
-    the control against the tuned vote; then each head against NCA (what the record holds)."""
+    the control against the tuned vote; then each head against NCA."""
     heads = head_labels(head_names(record["results"]["heads"]), record["results"]["k"], _tuned(record),
                         lv["per_seed"] if with_k else None)
     if not with_k and TUNED_ATTNKNN["accuracy"] in heads:  # LaTeX: short names, the k in the caption
         heads.update({TUNED_ATTNKNN["accuracy"]: "attention, tuned", "attnknn": f"attention, k = {record['results']['k']}"})
     diff = lv["summary"]["diff"]
     out = [(label, name, "rule") for name, label in {**heads, **COMPARED}.items() if name in diff]
-    return out + [(f"{label} vs NCA", name, "NCA") for name, label in heads.items() if "nca" in diff[name]]
+    return out + [(f"{label} vs NCA", name, "NCA") for name, label in heads.items()]
 
 
 def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
@@ -148,8 +147,7 @@ def _share(x: float | None) -> str:
 
 def _min_room(record: dict) -> float:
     """The smallest room a share is taken of (the accuracy margin, as the record stored it)."""
-    return next((lv["summary"]["shares"]["retrieval"]["min_room"] for _, lv in _levels(record)
-                 if "shares" in lv["summary"]), float("nan"))
+    return _levels(record)[0][1]["summary"]["shares"]["retrieval"]["min_room"]
 
 
 def shares_frame(record: dict) -> pd.DataFrame:
@@ -161,9 +159,7 @@ def shares_frame(record: dict) -> pd.DataFrame:
         heads["attnknn"] = AT_K_LABEL.format(k=record["results"]["k"])
     rows: dict = {}
     for key, lv in _levels(record):
-        sh = lv["summary"].get("shares")
-        if sh is None:
-            continue
+        sh = lv["summary"]["shares"]
         for name, label in SHARED.items():
             if name in sh["retrieval"]["methods"]:
                 r, i = (sh[o]["methods"][name]["of_means"] for o in ("retrieval", "inside_k"))
@@ -225,8 +221,7 @@ def figure(record: dict):
     x = np.array([v["nuisance_scale"] for _, v in lv])
     fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.6), layout="constrained")
     heads = head_labels(head_names(res["heads"]), res["k"], _tuned(record))
-    shown = {**heads, "learner": "boosted trees (learnable headroom)",
-             **({"nca": LABELS["nca"]} if "nca" in lv[0][1]["summary"]["diff"] else {})}
+    shown = {**heads, "learner": "boosted trees (learnable headroom)", "nca": LABELS["nca"]}
     for i, (name, label) in enumerate(shown.items()):
         d = [_diff(v, name, "reference", "accuracy") for _, v in lv]
         mean = np.array([100 * e["value"] for e in d])
@@ -360,8 +355,9 @@ LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca 
 
 def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     """One level's numbers of the learned metric, the shares of the room and the label-aware
-    diagnostic under its rank ``tag``; '--' for each where the level or the record lacks them."""
-    if lv is None or "nca" not in lv["summary"]["means"]:
+    diagnostic under its rank ``tag``; '--' for each where the profile has no such level, and for the
+    diagnostic where the record lacks it."""
+    if lv is None:
         return {macro_name(*pre, tag, n): "--" for n in LEARNED_MACROS}
     s = lv["summary"]
     means = s["means"]
@@ -411,11 +407,9 @@ def pc_macros(record: dict) -> dict[str, str]:
     for tag in RANKS:
         out.update(_level_macros(pre, tag, ranked[tag]))
         out.update(_learned_macros(pre, tag, ranked[tag]))
-    learned = "nca" in levels[0]["summary"]["diff"]  # counts, and in words for the abstract ("three of six")
-    out.update(count_macros(pre, {"Attnknn Wins": _wins(record, "attnknn"),
-                                  "Nca Wins": _wins(record, "nca") if learned else None,
-                                  "Attnknn Beats Nca": _wins(record, "attnknn", "nca") if learned else None},
-                            len(levels)))
+    # counts, and in words for the abstract ("three of six")
+    out.update(count_macros(pre, {"Attnknn Wins": _wins(record, "attnknn"), "Nca Wins": _wins(record, "nca"),
+                                  "Attnknn Beats Nca": _wins(record, "attnknn", "nca")}, len(levels)))
     return out
 
 
@@ -449,11 +443,9 @@ def finding_lines(record: dict) -> list[str]:
 
 
 def _learned_text(lv: dict, tuned: bool = False) -> str:
-    """The learned metric at one level (nothing for a record without it): NCA against the tuned vote,
-    Attn-KNN against NCA, both shares of the oracle retrieval's gain, and the label-aware diagnostic."""
+    """The learned metric at one level: NCA against the tuned vote, Attn-KNN against NCA, both shares
+    of the oracle retrieval's gain, and the label-aware diagnostic (where measured)."""
     s = lv["summary"]
-    if "nca" not in s["diff"]:
-        return ""
     sh = s["shares"]["retrieval"]["methods"]
     tuned_words = " with its vote settings tuned" if tuned else ""
     text = (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
@@ -482,16 +474,15 @@ def _summary(record: dict) -> str:
     else:
         head = (f"{who} beats the tuned vote at none of {n_levels} nuisance scales: the learner is suspect "
                 f"before any null result elsewhere")
-    if "nca" in _levels(record)[0][1]["summary"]["diff"]:
-        head += (f"; NCA, a linear metric learned with the same vote, beats the tuned vote at {len(_wins(record, 'nca'))} "
-                 f"and the attention head beats NCA at {len(_wins(record, 'attnknn', 'nca'))} of {n_levels}")
+    head += (f"; NCA, a linear metric learned with the same vote, beats the tuned vote at {len(_wins(record, 'nca'))} "
+             f"and the attention head beats NCA at {len(_wins(record, 'attnknn', 'nca'))} of {n_levels}")
     return head + f" ({len(res['seeds'])} seeds per scale)."
 
 
 def answer_lines(records: list[dict]) -> list[str]:
     """One short bullet of the README's answer: at how many nuisance scales Attn-KNN beats the tuned vote
-    (which), its verdict at the smallest scale, and, where measured, NCA against the tuned vote and
-    Attn-KNN against NCA; the intervals are in the notebook's tables."""
+    (which), its verdict at the smallest scale, NCA against the tuned vote and Attn-KNN against NCA;
+    the intervals are in the notebook's tables."""
     out = []
     for record in records:
         lv = _levels(record)
@@ -500,10 +491,9 @@ def answer_lines(records: list[dict]) -> list[str]:
         who = "the attention head, vote settings tuned," if _tuned(record) else "the attention head"
         text = (f"- **A generated task with room to win** (set by a nuisance scale s): {who} beats the tuned "
                 f"vote at {len(wins)} of {len(lv)} scales" + (f" (s = {', '.join(wins)})" if wins else "")
-                + f" and is {low} at s = {lv[0][0]}")
-        if "nca" in lv[0][1]["summary"]["diff"]:
-            text += (f"; NCA beats that vote at {len(_wins(record, 'nca'))}, the head beats NCA at "
-                     f"{len(_wins(record, 'attnknn', 'nca'))}")
+                + f" and is {low} at s = {lv[0][0]}"
+                + f"; NCA beats that vote at {len(_wins(record, 'nca'))}, the head beats NCA at "
+                  f"{len(_wins(record, 'attnknn', 'nca'))}")
         out.append(f"{text}. {table_link(NOTEBOOK)}")
     return out
 

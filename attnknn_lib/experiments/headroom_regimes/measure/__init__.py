@@ -40,7 +40,7 @@ from attnknn_lib.data.transforms import to_tensor
 from attnknn_lib.evaluation.inference import embed
 from attnknn_lib.evaluation.verdicts import holm
 from attnknn_lib.experiments.common import shared as core
-from attnknn_lib.experiments.common.fixed_embedding import ENDPOINTS, HEADS, compare, summarise
+from attnknn_lib.experiments.common.fixed_embedding import ENDPOINTS, compare, summarise
 from attnknn_lib.experiments.framework.declaration import Measurement
 from attnknn_lib.experiments.framework.parts import part_result, part_seconds
 from attnknn_lib.experiments.headroom_regimes.config import (
@@ -266,7 +266,7 @@ def run(cfg: Config, paths: Paths) -> dict:
                             "room": room(summary),  # on test, after the fact: described, decides nothing
                             "gate": gated, "has_room": gated["passed"], "chosen_head": chosen_head(cfg, per_seed)}
     family_sizes = holm_correct(cfg, candidates)  # verdicts on candidates that fail the gate are exploratory
-    results = {"k": cfg.k, "seeds": list(cfg.seeds), "heads": {h: HEADS[h][0] for h in cfg.heads},
+    results = {"k": cfg.k, "seeds": list(cfg.seeds), "heads": list(cfg.heads),
                "multiplicity": {"method": "holm", "family_sizes": family_sizes},
                "confirmatory": [n for n, c in candidates.items() if c["has_room"]],
                "endpoints": [list(e) for e in ENDPOINTS], "moved_threshold": cfg.moved_share * cfg.k,
