@@ -14,14 +14,32 @@ import numpy as np
 from attnknn_lib.base.errors import CorruptFileError
 
 
+def current_umask() -> int:
+    """This process's umask, read without changing it where Linux shows it (``/proc/self/status``):
+    setting and restoring it, the only other way, would race with a thread creating a file."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | Path, write) -> Path:
     """Call ``write(f)`` on a temporary file beside ``path`` (binary), then rename it into place; on
-    any failure the temporary file is removed and ``path`` is untouched. The one atomic writer."""
+    any failure the temporary file is removed and ``path`` is untouched. The one atomic writer. The
+    file gets the mode a plain write of a new file would give, 0o666 less the umask (0o644 under
+    umask 022), not mkstemp's private 0o600, which would hide the outputs from the group and other
+    users (a shared cluster folder, a second account) and keep them hidden at every rewrite."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~current_umask())
             write(f)
         os.replace(tmp, path)  # atomic on POSIX within one file system
     except BaseException:

@@ -20,7 +20,9 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import zipfile
@@ -34,7 +36,9 @@ from attnknn_lib.base.runtime import device_available
 from attnknn_lib.base.timing import total_ram_bytes
 from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.workflow import overview
+from attnknn_lib.workflow.overview import Invocation, command
 from attnknn_lib.workflow.plan import make_plan, write_plan
+from attnknn_lib.workflow.process_group import run_in_group
 from attnknn_lib.workflow.profiles import available_profiles, profile_description, resolve
 
 SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
@@ -54,7 +58,9 @@ def _warn_device(resolved: dict[str, dict], executor: str | None) -> None:
               "says so once). Run on a machine with one, or pass -p device=auto", file=sys.stderr)
 
 
-def _require_tools(pdf: bool, paper: bool) -> None:
+def _require_tools(pdf: bool, paper: bool, typed: list[str]) -> None:
+    """Stop before any work when the PDF export or the paper is asked for without its tools; the
+    way out named is this same command with ``--no-pdf --no-paper``."""
     missing = []
     if pdf:
         missing += [t for t in ("xelatex", "pandoc") if shutil.which(t) is None]
@@ -63,7 +69,21 @@ def _require_tools(pdf: bool, paper: bool) -> None:
     if missing:
         raise ConfigError(f"{', '.join(missing)} not found: needed for the PDF export and the paper "
                           "(Debian: texlive-xetex texlive-fonts-recommended texlive-plain-generic texlive-latex-extra "
-                          "pandoc latexmk; ./run_all.sh installs them as root), or pass --no-pdf --no-paper")
+                          f"pandoc latexmk; ./run_all.sh installs them as root), or pass --no-pdf --no-paper: "
+                          f"{typed_command(typed, '--no-pdf', '--no-paper')}")
+
+
+def typed_command(typed: list[str], *more: str) -> str:
+    """The command the user typed (``typed``: the arguments after ``./run_all.sh``), shell-quoted,
+    with ``more`` added where absent: the exact command to run again, not the default run."""
+    return shlex.join(["./run_all.sh", *typed, *[m for m in more if m not in typed]])
+
+
+def invocation(args, resolved: dict[str, dict], paths: Paths) -> Invocation:
+    """What of ``args`` a suggested command must keep (see :class:`overview.Invocation`)."""
+    only = tuple(s.strip() for s in args.only.split(",") if s.strip())
+    return Invocation(tuple(resolved), only, tuple(args.overrides), args.profile,
+                      None if paths.root == REPO_ROOT else paths.root)
 
 
 def train_threads(args) -> int:
@@ -175,11 +195,11 @@ def _validate_options(args) -> None:
                           f"(e.g. {REPO_ROOT / 'workflow' / 'profiles' / 'slurm'})")
 
 
-def dag(cmd: list[str], root: Path) -> int:
+def dag(cmd: list[str], root: Path, typed: list[str]) -> int:
     """The job graph as ``figures/workflow_dag.pdf`` and ``.png`` (Graphviz ``dot``)."""
     if shutil.which("dot") is None:
-        print("error: Graphviz 'dot' not found; install it (Debian: apt-get install graphviz; ./run_all.sh dag "
-              "installs it as root)", file=sys.stderr)
+        print(f"error: Graphviz 'dot' not found; install it (Debian: apt-get install graphviz; "
+              f"{typed_command(typed)} installs it when run as root)", file=sys.stderr)
         return 2
     proc = subprocess.run(cmd + ["--dag"], capture_output=True, text=True)
     if proc.returncode != 0:
@@ -220,19 +240,21 @@ def drop_unreadable_models(plan: dict, paths: Paths) -> list[str]:
     return said
 
 
-def check_records(resolved: dict[str, dict], paths: Paths) -> None:
+def check_records(resolved: dict[str, dict], paths: Paths, inv: Invocation | None = None) -> None:
     """Rendering reads the records: one line naming the first one missing under the output root, and
-    how to measure it."""
+    the command that measures it (``inv``'s profile, parameters and folder)."""
+    inv = inv or Invocation(tuple(resolved), out=None if paths.root == REPO_ROOT else paths.root)
     for name, params in resolved.items():
         exp = catalog.get(name)
         for rel in exp.artifacts.files(exp.Config(**params), "record"):
             if not (paths.root / rel).exists():
                 raise ConfigError(f"no record {rel} under {paths.root} to render {name} from; measure it first: "
-                                  f"./run_all.sh --only {name}" + (f" --out {paths.root}" if paths.root != REPO_ROOT else ""))
+                                  f"{command(inv, only=[name])}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    typed = sys.argv[1:] if argv is None else list(argv)
+    args = _parser().parse_args(typed)
     try:
         _validate_options(args)
         only = [s.strip() for s in args.only.split(",") if s.strip()] or None
@@ -240,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.validate:
             return 0
         if args.action in ("run", "render") and not args.list:
-            _require_tools(not args.no_pdf, not args.no_paper)
+            _require_tools(not args.no_pdf, not args.no_paper, typed)
     except AttnKNNError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -250,13 +272,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     paths = Paths.at(args.out)
+    inv = invocation(args, resolved, paths)
     if args.action == "status":  # reads only: no plan, no run spec, no Snakemake state
-        print(overview.summary(resolved, paths, args.verbose))
+        print(overview.summary(resolved, paths, args.verbose, inv))
         return 0
     render_only = args.action == "render"
     if render_only:
         try:
-            check_records(resolved, paths)
+            check_records(resolved, paths, inv)
         except AttnKNNError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
@@ -279,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     plan_path = write_plan(plan, paths)
     cmd = snakemake_command(plan_path, paths.root, args, extra)
     if args.action == "dag":
-        return dag(cmd, paths.root)
+        return dag(cmd, paths.root, typed)
     if args.force:
         os.environ["ATTNKNN_RETRAIN"] = "1"  # jobs inherit it: retrain cached models too
     # One run per output folder at a time. The lock is the kernel's (flock), so it dies with the
@@ -302,14 +325,37 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[run_all] {overview.estimate_line(resolved, paths)}", file=sys.stderr)
         except Exception as err:  # an estimate must never stop a run  # noqa: BLE001
             print(f"[run_all] estimate unavailable ({type(err).__name__}: {err})", file=sys.stderr)
-    proc = subprocess.run(cmd)
-    if proc.returncode != 0:
-        print("error: the workflow stopped (see the failed job above); rerun ./run_all.sh with the same arguments "
-              "to redo only what is missing", file=sys.stderr)
+    code = run_in_group(cmd)  # SIGTERM or Ctrl-C ends Snakemake and every job (process_group)
+    if code > 128:
+        print(f"[run_all] stopped by {_signal_name(code - 128)}: Snakemake and every job have ended. "
+              f"{_again(typed, args.force)}", file=sys.stderr)
+        return code
+    if code != 0:
+        print(f"error: the workflow stopped (see the failed job above). {_again(typed, args.force)}", file=sys.stderr)
         return 1
     print(f"all outputs up to date under {paths.root}")
     return 0
 
 
+def _again(typed: list[str], force: bool) -> str:
+    """How to go on after a stopped or failed run: the same command redoes only what is missing; with
+    ``--force`` it would redo everything, so both are named."""
+    if not force:
+        return f"The same command redoes only what is missing: {typed_command(typed)}"
+    return (f"The same command starts everything again: {typed_command(typed)}; without --force it redoes only "
+            f"what is out of date: {typed_command([t for t in typed if t != '--force'])}")
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except KeyboardInterrupt:  # Ctrl-C before Snakemake started: nothing to stop, no traceback
+        print("[run_all] stopped by SIGINT before any job started", file=sys.stderr)
+        raise SystemExit(128 + signal.SIGINT) from None

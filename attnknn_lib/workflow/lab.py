@@ -15,9 +15,11 @@ again). To change a notebook for everyone, edit ``notebooks/`` itself, outside t
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -60,13 +62,44 @@ def prepare(repo: Path = REPO_ROOT) -> tuple[Path, list[str]]:
     return lab, kept
 
 
+HELP = """\
+JupyterLab on copies of the notebooks, so that nothing done there changes a tracked file:
+
+  lab/notebooks/  copies of notebooks/ (runnable: they read the committed records; a
+                  recompute writes under scratch/)
+  lab/executed/   copies of results/notebooks/, the executed notebooks of the committed run
+
+lab/ is ignored by git. Each start refreshes the copies you have not changed and keeps the ones
+you edited (it names them; delete one to get the repository's again). The repository's notebooks,
+which the workflow and papermill read, are never saved by the lab: to change a notebook for
+everyone, edit notebooks/ itself, outside the lab."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    """``./run_all.sh lab``'s own help (``-h``): what the lab is in this project, not JupyterLab's
+    generic help, which says nothing of the copies; every other option goes to JupyterLab."""
+    return argparse.ArgumentParser(
+        prog="./run_all.sh lab", usage="./run_all.sh lab [-h] [JUPYTERLAB OPTION ...]", allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=HELP,
+        epilog="Every other option goes to JupyterLab as given, e.g. --no-browser, --port=8899 or\n"
+               "--ip=0.0.0.0 (as root, ./run_all.sh adds --allow-root). JupyterLab lists them all:\n"
+               f"  {shlex.quote(sys.executable)} -m jupyter lab --help")
+
+
+def jupyter_args(argv: list[str]) -> list[str]:
+    """The options for JupyterLab: ``argv`` less this command's own (``-h``/``--help`` prints the
+    help above and exits 0 here, before any copy is made)."""
+    return _parser().parse_known_args(argv)[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Prepare the copies, then replace this process by JupyterLab opened at ``lab/notebooks``."""
+    extra = jupyter_args(sys.argv[1:] if argv is None else list(argv))
     lab, kept = prepare()
     for line in kept:
         print(line, file=sys.stderr)
     args = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={lab}",
-            "--ServerApp.default_url=/lab/tree/notebooks", *(sys.argv[1:] if argv is None else argv)]
+            "--ServerApp.default_url=/lab/tree/notebooks", *extra]
     os.execv(sys.executable, args)
     return 0  # not reached
 

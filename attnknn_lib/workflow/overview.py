@@ -11,11 +11,13 @@ says it was drawn with. With ``-v``, one line per output file with its state and
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
-from attnknn_lib.base.errors import CorruptFileError
+from attnknn_lib.base.errors import ConfigError, CorruptFileError
 from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.provenance import measure_code
@@ -23,8 +25,43 @@ from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.experiments.framework.costs import model_seconds
 from attnknn_lib.experiments.framework.reading import parameter_differences
 from attnknn_lib.workflow.plan import file_digest, render_code
+from attnknn_lib.workflow.profiles import parse_overrides
 
 BENCH = "results/benchmarks.json"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the user typed that decides what a run does: the experiments selected (``selected``, of
+    which ``only`` is what ``--only`` named, empty without it), every ``-p``, the profile and the
+    output folder (None: the repository). Every command status or an error suggests is built from it
+    by :func:`command`, so following a suggestion runs the same selection with the same parameters
+    into the same folder, never the default run of all nine experiments over the committed outputs."""
+    selected: tuple[str, ...]
+    only: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+    profile: str = "cpu"
+    out: Path | None = None
+
+
+def command(inv: Invocation, *words: str, only: list[str] | None = None) -> str:
+    """The ``./run_all.sh`` command, shell-quoted, that runs ``words`` (a subcommand and its flags) on
+    ``only`` (default: the invocation's selection) with the invocation's profile, output folder and
+    every ``-p`` that applies to those experiments (one that applies to none would stop the command
+    with an error, and changes nothing they do). ``--only`` is left out only where it would name what
+    the run selects without it."""
+    names = list(inv.selected if only is None else only)
+    line = ["./run_all.sh", *words]
+    line += ["--profile", inv.profile] if inv.profile != "cpu" else []
+    line += ["--out", str(inv.out)] if inv.out is not None else []
+    line += [] if not inv.only and names == list(inv.selected) else ["--only", ",".join(names)]
+    for item in inv.overrides:
+        try:
+            parse_overrides([item], names)
+        except ConfigError:  # an experiment or parameter none of ``names`` has
+            continue
+        line += ["-p", item]
+    return shlex.join(line)
 
 
 def _record(path: Path) -> dict | None:
@@ -182,8 +219,11 @@ def estimate_line(resolved: dict[str, dict], paths: Paths) -> str:
     return "estimate: " + "; ".join(said)
 
 
-def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False) -> str:
-    """The status text (see the module docstring)."""
+def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False, inv: Invocation | None = None) -> str:
+    """The status text (see the module docstring); its commands are ``inv``'s (default: the profile
+    of ``resolved``, no ``-p``, no ``--only``)."""
+    inv = inv or Invocation(tuple(resolved), profile=next(iter(resolved.values()), {}).get("profile", "cpu"),
+                            out=None if paths.root == REPO_ROOT else paths.root)
     states, total = _rows(resolved, paths)
     commits = sorted({s["commit"][:7] for s in states if s["commit"]})
     head = _git("rev-parse", "--short", "HEAD") or "unknown"
@@ -202,18 +242,14 @@ def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False) -> s
         lines.append(f"Records of {', '.join(names)}: {why}.")
     measure = [s["name"] for s in states if s["measure"] != "same"]
     render = [s["name"] for s in states if s["measure"] == "same" and s["render"] != "same"]
-    profiles = {p.get("profile", "cpu") for p in resolved.values()}
-    where = "".join([f" --profile {p}" for p in profiles if p != "cpu"][:1]) + \
-        ("" if paths.root == REPO_ROOT else f" --out {paths.root}")
     if measure:
-        lines.append(f"To measure {', '.join(measure)} again: ./run_all.sh{where}" +
-                     ("" if len(measure) == len(states) else f" --only {','.join(measure)}") +
+        lines.append(f"To measure {', '.join(measure)} again: {command(inv, only=measure)}"
                      f" (about {_minutes(total)} of job time by the last bench, models included).")
     if render:
-        lines.append("To draw the outputs of " + ", ".join(render) + f" again from their records: ./run_all.sh render{where}"
-                     + ("" if len(render) == len(states) else f" --only {','.join(render)}") + " (minutes, no model).")
+        lines.append(f"To draw the outputs of {', '.join(render)} again from their records: "
+                     f"{command(inv, 'render', only=render)} (minutes, no model).")
     if not measure and not render:
-        lines.append("Everything is up to date: ./run_all.sh would only check it.")
+        lines.append(f"Everything is up to date: {command(inv)} would only check it.")
     lines.append("records: re-measure when this checkout would measure them differently (measurement code or "
                  "parameters; comments, docstrings and views never count); outputs: re-render when this checkout "
                  "would draw the tables, figures or notebook differently from these records (a record measured "
@@ -230,7 +266,7 @@ def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False) -> s
             for m in s["models_missing"]:
                 lines.append(f"{'missing':10s}  artifacts/models/{m}  (model of {s['name']})")
     else:
-        lines.append("./run_all.sh status -v lists every output file with its state and reason.")
+        lines.append(f"Every output file with its state and reason: {command(inv, 'status', '-v')}")
     return "\n".join(_wrapped(line) for line in lines)
 
 
