@@ -151,3 +151,17 @@ def test_lab_help_says_what_the_lab_is_and_starts_nothing(monkeypatch, capsys):
             assert said in text, said
     assert lab.jupyter_args(["--no-browser", "--port", "9000", "--ServerApp.token=x"]) == [
         "--no-browser", "--port", "9000", "--ServerApp.token=x"]  # everything else goes to JupyterLab as given
+
+
+def test_status_names_a_record_measured_under_other_installed_package_versions(tmp_path, capsys):
+    import json
+
+    from attnknn_lib.base.paths import REPO_ROOT
+
+    record = json.loads((REPO_ROOT / "results" / "theory_fashion_mnist.json").read_text())
+    record["provenance"]["packages"]["numpy"] = "0.0.1"
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "theory_fashion_mnist.json").write_text(json.dumps(record))
+    assert cli.main(["status", "--only", "theory", "--out", str(tmp_path)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Records of theory were measured under other package versions than those installed here: numpy 0.0.1" in text

@@ -20,7 +20,7 @@ from pathlib import Path
 from attnknn_lib.base.errors import ConfigError, CorruptFileError
 from attnknn_lib.base.files import read_json
 from attnknn_lib.base.paths import REPO_ROOT, Paths
-from attnknn_lib.base.provenance import measure_code
+from attnknn_lib.base.provenance import measure_code, version_differences
 from attnknn_lib.experiments.framework import catalog
 from attnknn_lib.experiments.framework.costs import model_seconds
 from attnknn_lib.experiments.framework.reading import parameter_differences
@@ -118,7 +118,7 @@ def measure_state(name: str, pairs: list[tuple[Path, dict]], cfg) -> list[str]:
             reasons.append("the record stores no measurement key (measured before keys covered only the "
                            "measurement code)")
         elif stored != here:
-            reasons.append("measurement code changed since the record")
+            reasons.append("measurement code or the pinned computing packages changed since the record")
         if parameter_differences(r.get("config", {}), cfg):
             reasons.append("parameters changed")
     return sorted(set(reasons))
@@ -164,6 +164,10 @@ def experiment_state(name: str, params: dict, paths: Paths) -> dict:
     stage = _bench().get(f"notebook {name}", {})
     return {"name": name, "outputs": outputs, "missing": missing, "commit": commit,
             "measure_reasons": measure, "render_reasons": render,
+            # the computing packages a record was measured under at other versions than the installed ones:
+            # the key covers the pins, so this only warns that this environment would not repeat the bits
+            "versions": sorted({d for _, r in pairs for d in version_differences(
+                r.get("provenance", {}).get("packages") or {})}),
             "models": len(runs), "models_missing": no_model, "notebook_seconds": stage.get("seconds"),
             # each missing model costed by its own kind (dataset, model, epochs), None where no run says
             "model_seconds": {rid: model_seconds(runs[rid]) for rid in no_model},
@@ -240,6 +244,11 @@ def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False, inv:
             reasons.setdefault(why, []).append(s["name"])
     for why, names in reasons.items():  # said plainly: why a record would be measured again
         lines.append(f"Records of {', '.join(names)}: {why}.")
+    for s in states:
+        if s["versions"]:
+            lines.append(f"Records of {s['name']} were measured under other package versions than those installed "
+                         f"here: {', '.join(s['versions'])}; the pins in pyproject.toml are what they were measured "
+                         f"with, and a run here may differ in the last digits.")
     measure = [s["name"] for s in states if s["measure"] != "same"]
     render = [s["name"] for s in states if s["measure"] == "same" and s["render"] != "same"]
     if measure:
