@@ -80,9 +80,14 @@ def _view_record() -> dict:
 
     def cand(label, room, att):
         methods = {m: {"accuracy": 0.8, "nll": 0.5, "brier": 0.3, "ece": 0.02}
-                   for m in ("reference", "geometry", "learner")}
-        d = {m: {"reference": {"accuracy": diff(att), "nll": diff(0.0), "brier": diff(0.0)},
-                 "reference_nll": {"nll": diff(0.0), "brier": diff(0.0)}} for m in ("attnknn", "readout", "learner")}
+                   for m in ("reference", "geometry", "learner", "nca", "linear_probe", "query_only")}
+        d = {m: {"reference": {"accuracy": diff(att if m in ("attnknn", "readout") else 0.0), "nll": diff(0.0),
+                               "brier": diff(0.0)},
+                 "reference_nll": {"nll": diff(0.0), "brier": diff(0.0)}}
+             for m in ("attnknn", "readout", "learner", "nca", "linear_probe", "query_only")}
+        for head in ("attnknn", "readout"):  # the heads against the learned metric too
+            d[head].update({"nca": {"accuracy": diff(0.0), "nll": diff(0.0), "brier": diff(0.0)},
+                            "nca_nll": {"nll": diff(0.0), "brier": diff(0.0)}})
         emb = {"num_classes": 10, "n_memory": 100, "dims": 64}
         return {"label": label, "room": {"largest": room - 0.005}, "gate": {"largest": room},
                 "has_room": room >= 0.01, "chosen_head": "readout",
@@ -119,9 +124,12 @@ def _with_tuned(record: dict, acc: float) -> dict:
                "verdict_unadjusted": "better" if acc > 0 else "worse"}
         flat = {"value": 0.0, "low": -0.01, "high": 0.01, "verdict": "inconclusive"}
         d["attnknn_tuned"] = {"reference": {"accuracy": win, "nll": flat, "brier": flat},
-                              "reference_nll": {"nll": flat, "brier": flat}}
+                              "reference_nll": {"nll": flat, "brier": flat},
+                              "nca": {"accuracy": flat, "nll": flat, "brier": flat}, "nca_nll": {"nll": flat, "brier": flat}}
         d["attnknn_tuned_nll"] = {"reference": {"accuracy": flat, "nll": flat, "brier": flat},
-                                  "reference_nll": {"nll": flat, "brier": flat}}
+                                  "reference_nll": {"nll": flat, "brier": flat},
+                                  "nca": {"accuracy": flat, "nll": flat, "brier": flat},
+                                  "nca_nll": {"nll": flat, "brier": flat}}
         c["summary"]["means"]["attnknn_tuned"] = {"accuracy": 0.8 + acc, "nll": 0.5, "brier": 0.3, "ece": 0.02}
         for seed in c["per_seed"].values():
             seed["methods"] = {"attnknn_tuned": {"info": {"choice": {"k": 64}}},
@@ -257,7 +265,8 @@ def test_holm_adjusts_each_endpoint_over_every_head_candidate_and_comparison():
 
 def test_the_multiplicity_note_escapes_labels_and_says_which_verdicts_are_confirmatory():
     res = {"multiplicity": {"family_sizes": {"accuracy": 12, "nll": 12}}, "confirmatory": ["few_labels"],
-           "candidates": {"few_labels": {"label": "CNN on 1 % of labels"}, "pixels_pca": {"label": "PCA"}}}
+           "candidates": {"few_labels": {"label": "CNN on 1 % of labels", "summary": {"diff": {}}},
+                          "pixels_pca": {"label": "PCA", "summary": {"diff": {}}}}}
     note = views._multiplicity_note(res)
     assert "CNN on 1 \\% of labels are confirmatory, the others exploratory" in note and "(12 for accuracy" in note
     assert "so the family's verdicts are confirmatory" in views._multiplicity_note({**res, "confirmatory": ["few_labels",

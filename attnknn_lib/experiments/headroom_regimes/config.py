@@ -25,8 +25,6 @@ GATE_LEARNERS = {  # name -> what it reads; the gate reads validation only, ever
     "learner": "labels, ranks, distances and agreements of the retrieved neighbours (the label-only learner)",
     "nca": "the coordinates: a linear metric learned on the memory (NCA), then the rule re-tuned in it",
 }
-CONFIRMATORY = "passed"  # candidates whose verdicts count: those that pass the gate; the others are exploratory
-MULTIPLICITY = "holm"  # per endpoint, over every (candidate, head) comparison with one reference
 ARTIFACTS = Artifacts(NAME, (record(), table("headroom", "_headroom"), table("verdicts", "_verdicts"),
                              figure("figure", "")), datasets=lambda cfg: (DATASET,))
 

@@ -253,7 +253,7 @@ def _multiplicity_note(res: dict) -> str:
     attn = ("the attention head enters with its vote settings tuned, and at its trained $k$ it is a diagnostic "
             "outside the family, its verdicts unadjusted ($^\\dagger$); " if _tuned({"results": res}) else "")
     return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
-            f"({sizes['accuracy']} for accuracy, {sizes['nll']} each for NLL and Brier); {attn}the "
+            f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); {attn}the "
             f"boosted-trees learner, NCA, the linear probe and the query-only control are references outside the family, "
             f"their verdicts unadjusted; intervals are not adjusted, so an interval that excludes zero can carry an "
             f"inconclusive verdict; " + which)

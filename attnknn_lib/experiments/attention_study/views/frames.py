@@ -72,8 +72,7 @@ def reference_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             "open edge": ", ".join(ref["edges"]) or "none",
             f"label filter ({pc})": filter_cell(ref["filter"], latex)}
         row = rows[short_setting(setting) if latex else setting_title(setting)]
-        if "val_test_gap" in ref:  # records from before keep the columns they had
-            row["val. $-$ test (pp)" if latex else "val. - test (pp)"] = f"{100 * ref['val_test_gap']['mean']:+.2f}"
+        row["val. $-$ test (pp)" if latex else "val. - test (pp)"] = f"{100 * ref['val_test_gap']['mean']:+.2f}"
         if "reference_nll" in s:
             rn = s["reference_nll"]
             row["NLL-tuned: open edge" if latex else "tuned for NLL: choice; open edge"] = (

@@ -156,7 +156,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         drawn.append(("curves", curves_figure(record)))
     for name, fig in drawn:
         out[name + "_figure"] = save_output_figure(ARTIFACTS, paths, name + "_figure", d, fig)
-    if cfg.get("learned_metrics", True):  # declared by the config's default: a record from before it draws no rows
+    if cfg["learned_metrics"]:
         out["learned"] = ARTIFACTS.write_table(paths, "learned", d, booktabs(
             learned_frame(record, latex=True),
             f"{title}: the learned metrics with the same vote on each memory (trained on that memory's labels; "

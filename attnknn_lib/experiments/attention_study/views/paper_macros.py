@@ -39,7 +39,7 @@ def study_macros(record: dict) -> dict[str, str]:
     if fits:  # the variants' training: at most head_epochs, stopped at a plateau
         out[macro_name(NAME, ds, "Head Epochs")] = str(record["config"]["head_epochs"])
         out[macro_name(NAME, ds, "Head Patience")] = str(record["config"]["head_patience"])
-        n = record["config"].get("train_queries", 8000)  # records from before the knob took 0: 8,000 queries
+        n = record["config"]["train_queries"]
         out[macro_name(NAME, ds, "Head Queries")] = ("every memory query" if n == 0 else
                                                      f"a seeded subset of {n} memory queries")
         out[macro_name(NAME, ds, "Head Fits")] = str(sum(m["fits"] for m in fits))
@@ -183,7 +183,7 @@ def study_macros(record: dict) -> dict[str, str]:
         rows = res["summary"]["settings"]["clean"]["collapse"]["settings"]
         for name, tag in ((MAIN_ATTNKNN, "Main"), (AS_TRAINED, "As Trained"), (DIFFERENCE, "Difference")):
             e = rows.get(name)
-            if not e or (e.get("score_range") or {}).get("mean") is None:  # older records: no score range
+            if not e:
                 continue
             out[macro_name(NAME, ds, "Mechanism", tag, "Score Range")] = f"{e['score_range']['mean']:.3f}"
             out[macro_name(NAME, ds, "Mechanism", tag, "Effective K")] = f"{e['effective_k']['mean']:.2f}"

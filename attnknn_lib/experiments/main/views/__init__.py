@@ -262,12 +262,10 @@ def main_macros(record: dict) -> dict[str, str]:
         out[macro_name("main", ds, kind, "BestEpoch")] = str(tr["best_epoch"])
         out[macro_name("main", ds, kind, "TrainMinutes")] = f"{tr['seconds'] / 60:.1f}"
     for kind in ("attnknn", "cnn"):  # the plateau rule (training.convergence) over seeds
-        rules = [res["per_seed"][str(s)]["training"][kind].get("plateau") for s in res["seeds"]]
-        rules = [r for r in rules if r]
-        if rules:
-            out[macro_name("main", ds, kind, "Plateau Count")] = str(sum(r["plateau"] for r in rules))
-            out[macro_name("main", ds, kind, "Tail Range Max")] = f"{100 * max(r['tail_range'] for r in rules):.2f}"
-            out[macro_name("main", ds, kind, "Selected Epochs")] = ", ".join(str(r["best_epoch"]) for r in rules)
+        rules = [res["per_seed"][str(s)]["training"][kind]["plateau"] for s in res["seeds"]]
+        out[macro_name("main", ds, kind, "Plateau Count")] = str(sum(r["plateau"] for r in rules))
+        out[macro_name("main", ds, kind, "Tail Range Max")] = f"{100 * max(r['tail_range'] for r in rules):.2f}"
+        out[macro_name("main", ds, kind, "Selected Epochs")] = ", ".join(str(r["best_epoch"]) for r in rules)
     taus = [res["per_seed"][str(s)].get("fixed_vote_temperature") for s in res["seeds"]]
     if all(t is not None for t in taus):  # the end-to-end control's learned temperatures
         out[macro_name("main", ds, "FixedVote Temperatures")] = ", ".join(f"{t:.3f}" for t in taus)
@@ -318,7 +316,7 @@ def main_macros(record: dict) -> dict[str, str]:
         out["MainDatasetCount"] = str(len(record["config"]["datasets"]))
         out["MainSeeds"] = ", ".join(map(str, res["seeds"]))
         train = res["model_configs"]["train"]
-        precision = first["training"]["attnknn"]["history"][-1].get("precision", "fp32")  # older records: fp32
+        precision = first["training"]["attnknn"]["history"][-1]["precision"]
         out["PrimaryTrainPrecision"] = {"bf16": "bf16 mixed precision", "fp16": "fp16 mixed precision"}.get(
             precision, "fp32")
         out["PrimaryTrainSearch"] = ("a bf16 scan of the bank that keeps $2k$ candidates, re-ranked in fp32"
@@ -424,12 +422,11 @@ def findings(records: list[dict]) -> str:
                      f"ECE after calibration {difference_text(sl['calibrated']['ece'], 'ece')}; "
                      f"NLL after calibration {difference_text(sl['calibrated']['nll'], 'nll')}.")
     lines += vk.knob_findings(res)
-    rules = {kind: [res["per_seed"][str(s)]["training"][kind].get("plateau") for s in res["seeds"]]
+    rules = {kind: [res["per_seed"][str(s)]["training"][kind]["plateau"] for s in res["seeds"]]
              for kind in ("attnknn", "cnn")}
-    if all(all(rs) for rs in rules.values()):
-        lines.append("- Operating point: the plateau rule holds for " + " and ".join(
-            f"{METHOD_LABELS[k]} in {sum(r['plateau'] for r in rs)} of {len(rs)} runs (selected epochs "
-            f"{', '.join(str(r['best_epoch']) for r in rs)})" for k, rs in rules.items()) + ".")
+    lines.append("- Operating point: the plateau rule holds for " + " and ".join(
+        f"{METHOD_LABELS[k]} in {sum(r['plateau'] for r in rs)} of {len(rs)} runs (selected epochs "
+        f"{', '.join(str(r['best_epoch']) for r in rs)})" for k, rs in rules.items()) + ".")
     counted = [r for r in records if not is_perfect(r)]
     if len(records) > 1:
         against = "attnknn_vs_reference" if all("attnknn_vs_reference" in r["results"]["paired"] for r in counted) \
@@ -477,11 +474,8 @@ def training_frame(record: dict) -> pd.DataFrame:
 
 
 def _ablation_epochs(ablation: dict) -> str:
-    """', each to a plateau of its validation score (epochs run a-b)' (or how many reached one), or ''
-    for a record from before the plateau was recorded."""
-    runs = [m["training"] for m in ablation.values() if "plateau" in m.get("training", {})]
-    if not runs:
-        return ""
+    """', each to a plateau of its validation score (epochs run a-b)' (or how many reached one)."""
+    runs = [m["training"] for m in ablation.values()]
     n = [len(r["history"]) for r in runs]
     reached = sum(r["plateau"] for r in runs)
     head = "each to a plateau of its validation score" if reached == len(runs) else \
