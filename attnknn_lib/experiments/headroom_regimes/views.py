@@ -12,6 +12,18 @@ from attnknn_lib.experiments.common.fixed_embedding import (
     TUNED,
     k_range,
 )
+from attnknn_lib.experiments.common.fixed_embedding_views import (
+    LEARNED_MACROS,
+    difference,
+    latex_headroom_columns,
+    learned_macros,
+    nca_sentence,
+    pp,
+    tuned_everywhere,
+    verdict_row,
+    verdict_table,
+    wins,
+)
 from attnknn_lib.experiments.common.views import (
     TUNED_CAPTION,
     all_tuned,
@@ -21,7 +33,6 @@ from attnknn_lib.experiments.common.views import (
     counted,
     counted_diff,
     head_labels,
-    row_method,
     tuned_k,
     tuned_k_note,
     tuned_k_text,
@@ -31,24 +42,16 @@ from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, 
 from attnknn_lib.report.figures import plt, save_output_figure
 from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
 from attnknn_lib.report.macros import count_macros, count_phrase, macro_name, record_macros, signed, source_note
-from attnknn_lib.report.tables import booktabs, interval_text, latex_escape
+from attnknn_lib.report.tables import booktabs, latex_escape
 
 
 def _candidates(record: dict) -> list[tuple[str, dict]]:
     return list(record["results"]["candidates"].items())
 
 
-def _pp(x: float) -> str:
-    return f"{100 * x:.2f}"
-
-
-def _diff(cand: dict, name: str, ref: str, metric: str) -> dict:
-    return cand["summary"]["diff"][name][ref][metric]
-
-
 def _tuned(record: dict) -> bool:
     """Whether every candidate holds the attention head with tuned vote settings (then the views count it)."""
-    return all_tuned(c["summary"]["diff"] for _, c in _candidates(record))
+    return tuned_everywhere(_candidates(record))
 
 
 def _family(record: dict, cand: dict, metric: str = "accuracy") -> list[str]:
@@ -83,19 +86,19 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         rows[c["label"]] = {"classes": str(emb["num_classes"]), "memory": f"{emb['n_memory']:,}",
                             "test rows per seed": "--" if not n_test else f"{n_test[0]:,}" if len(n_test) == 1
                             else f"{n_test[0]:,}-{n_test[-1]:,}",
-                            f"recall@{k}": _pp(hr["recall"]), f"fixable@{k}": _pp(hr["fixable"]),
-                            "tuned vote's k": k_range(s["reference_k"]), "tuned vote": _pp(means["reference"]["accuracy"]),
-                            f"geometry, k<={k}": _pp(means["geometry"]["accuracy"]),
-                            "boosted trees": _pp(means["learner"]["accuracy"]),
-                            "NCA": _pp(means["nca"]["accuracy"]),
-                            "linear probe": _pp(means["linear_probe"]["accuracy"]),
+                            f"recall@{k}": pp(hr["recall"]), f"fixable@{k}": pp(hr["fixable"]),
+                            "tuned vote's k": k_range(s["reference_k"]), "tuned vote": pp(means["reference"]["accuracy"]),
+                            f"geometry, k<={k}": pp(means["geometry"]["accuracy"]),
+                            "boosted trees": pp(means["learner"]["accuracy"]),
+                            "NCA": pp(means["nca"]["accuracy"]),
+                            "linear probe": pp(means["linear_probe"]["accuracy"]),
                             "gate room, val. (pp)": signed(100 * c["gate"]["largest"], 2),
                             "passes the gate": "yes" if c["has_room"] else "no",
                             "trees or geometry, test (pp)": signed(100 * c["room"]["largest"], 2)}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "candidate"
     if latex:  # the candidates' labels become the LaTeX table's header ("1 %" must not start a comment)
-        df.columns = [c.replace("@", " at ").replace("<=", "$\\le$") for c in df.columns]
+        df = latex_headroom_columns(df)
         df.index = [latex_escape(i) for i in df.index]
     return df
 
@@ -106,7 +109,6 @@ SHORT = {"pixels_pca": "PCA", "few_labels": "few labels", "other_classes": "othe
          "learner": "boosted trees",
          "nca": "NCA", "linear_probe": "linear probe", "query_only": "query-only"}
 AFTER_HEADS = ("learner", "nca", "linear_probe", "query_only")  # the verdict table's rows after the heads
-VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll")}  # against: (accuracy, NLL / Brier)
 
 
 def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
@@ -119,8 +121,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     rows = {}
     k = record["results"]["k"]
     for key, c in _candidates(record):
-        s = c["summary"]
-        diff = s["diff"]
+        diff = c["summary"]["diff"]
         short = dict(SHORT)
         if _tuned(record):  # LaTeX: the tuned k in the caption and a dagger for unadjusted, so the table fits
             short[TUNED[0]] = "attention, tuned" if latex else f"attention head, tuned ({tuned_k_text(c['per_seed'])})"
@@ -128,23 +129,10 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         compared = [(n, "rule") for n in [*_shown(record, c), *AFTER_HEADS] if n in diff]
         compared += [(n, "NCA") for n in _shown(record, c) if "nca" in diff[n]]
         for name, against in compared:
-            ref_acc, ref_nll = VS[against]
-            acc, nll, brier = (_diff(c, name, ref_acc, "accuracy"), _diff(c, row_method(name, "nll"), ref_nll, "nll"),
-                               _diff(c, row_method(name, "brier"), ref_nll, "brier"))
             star = ("$^*$" if latex else "*") if name == c.get("chosen_head") else ""
             vs = " vs NCA" if against == "NCA" else ""
-            row_label = f"{SHORT.get(key, key)}: {short.get(name, name)}{star}{vs}"
-            rows[row_label] = {
-                "accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100, acc.get('margin'))}",
-                "verdict": acc["verdict"],
-                "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3, margin=nll.get('margin'))}",
-                "NLL verdict": nll["verdict"], "Brier verdict": brier["verdict"],
-                "eff. k": f"{s['effective_k'][name]:.1f}" if name in vote_heads(s["effective_k"]) else "--"}
-    df = pd.DataFrame.from_dict(rows, orient="index")
-    df.index.name = "candidate: method"
-    if latex:
-        df = df.rename(columns={"accuracy (pp)": "accuracy (pp) [95\\,\\% CI]", "NLL": "NLL [95\\,\\% CI]"})
-    return df
+            rows[f"{SHORT.get(key, key)}: {short.get(name, name)}{star}{vs}"] = verdict_row(c, name, against)
+    return verdict_table(rows, "candidate: method", latex)
 
 
 def embedder_frame(record: dict) -> pd.DataFrame:
@@ -158,7 +146,7 @@ def embedder_frame(record: dict) -> pd.DataFrame:
                 continue
             rows[f"{SHORT.get(key, key)}, seed {seed}"] = {
                 "trained on": f"{e['train_rows']:,} rows", "epoch": f"{e['best_epoch']} of {e['epochs']}",
-                "val. acc.": _pp(e["embedder_val_accuracy"]),
+                "val. acc.": pp(e["embedder_val_accuracy"]),
                 "classes evaluated": " ".join(map(str, e["target_classes"])) if "target_classes" in e else "all"}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "embedder"
@@ -179,7 +167,7 @@ def figure(record: dict):
     x = np.arange(len(cands))
     width = 0.8 / len(shown)
     for i, name in enumerate(shown):
-        d = [_diff(c, name, "reference", "accuracy") for _, c in cands]
+        d = [difference(c, name, "reference", "accuracy") for _, c in cands]
         mean = np.array([100 * e["value"] for e in d])
         err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
         label = names.get(name, "boosted trees (learnable headroom)")
@@ -275,11 +263,11 @@ def _candidate_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]
     out = {macro_name(*pre, tag, "Room"): signed(100 * cand["gate"]["largest"], 2),
            macro_name(*pre, tag, "Test Room"): signed(100 * cand["room"]["largest"], 2),
            macro_name(*pre, tag, "Has Room"): "yes" if cand["has_room"] else "no",
-           macro_name(*pre, tag, "Reference Acc"): _pp(s["means"]["reference"]["accuracy"]),
+           macro_name(*pre, tag, "Reference Acc"): pp(s["means"]["reference"]["accuracy"]),
            macro_name(*pre, tag, "Reference K"): k_range(s["reference_k"]),
-           macro_name(*pre, tag, "Fixable"): _pp(s["headroom"]["at_k"]["fixable"])}
+           macro_name(*pre, tag, "Fixable"): pp(s["headroom"]["at_k"]["fixable"])}
     acc, nll = counted_diff(cand, "attnknn", "reference", "accuracy"), counted_diff(cand, "attnknn", "reference_nll", "nll")
-    at_k = _diff(cand, "attnknn", "reference", "accuracy")  # the head as trained: a diagnostic where tuned exists
+    at_k = difference(cand, "attnknn", "reference", "accuracy")  # the head as trained: a diagnostic where tuned exists
     out[macro_name(*pre, tag, "Attnknn At K Acc Diff")] = signed(100 * at_k["value"], 2)
     out[macro_name(*pre, tag, "Attnknn At K Acc Verdict")] = at_k["verdict"]
     out[macro_name(*pre, tag, "Attnknn Tuned K")] = tuned_k(cand["per_seed"]) if all_tuned([s["diff"]]) else "--"
@@ -291,7 +279,7 @@ def _candidate_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]
     out[macro_name(*pre, tag, "Attnknn Eff K")] = f"{s['effective_k']['attnknn']:.1f}"
     chosen = cand.get("chosen_head")
     for key, name in (("Chosen", chosen), ("Learner", "learner")):
-        d = _diff(cand, name, "reference", "accuracy") if name else None
+        d = difference(cand, name, "reference", "accuracy") if name else None
         out[macro_name(*pre, tag, key, "Acc Diff")] = signed(100 * d["value"], 2) if d else "--"
         out[macro_name(*pre, tag, key, "Acc Verdict")] = d["verdict"] if d else "--"
     out[macro_name(*pre, tag, "Chosen")] = _shown_label(chosen)
@@ -302,9 +290,7 @@ def _shown_label(head: str | None) -> str:
     return head_names([head])[head] if head else "--"
 
 
-LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",
-                  "Attnknn Vs Nca Acc High", "Attnknn Vs Nca Acc Verdict", "Chosen Vs Nca Acc Diff",
-                  "Chosen Vs Nca Acc Verdict", "Probe Acc", "Query Only Acc")
+CANDIDATE_LEARNED_MACROS = (*LEARNED_MACROS, "Chosen Vs Nca Acc Diff", "Chosen Vs Nca Acc Verdict")
 
 
 def _learned_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]:
@@ -312,20 +298,10 @@ def _learned_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]:
     and the chosen head's against NCA, the probe's and the control's accuracy ('--' for each when the
     profile leaves the candidate out)."""
     if cand is None:
-        return {macro_name(*pre, tag, n): "--" for n in LEARNED_MACROS}
-    means = cand["summary"]["means"]
-    nca = _diff(cand, "nca", "reference", "accuracy")
-    out = {macro_name(*pre, tag, "Nca Acc"): _pp(means["nca"]["accuracy"]),
-           macro_name(*pre, tag, "Probe Acc"): _pp(means["linear_probe"]["accuracy"]),
-           macro_name(*pre, tag, "Query Only Acc"): _pp(means["query_only"]["accuracy"]),
-           macro_name(*pre, tag, "Nca Acc Diff"): signed(100 * nca["value"], 2),
-           macro_name(*pre, tag, "Nca Acc Verdict"): nca["verdict"]}
-    att = counted_diff(cand, "attnknn", "nca", "accuracy")
-    for part, v in (("Diff", signed(100 * att["value"], 2)), ("Low", signed(100 * att["low"], 2)),
-                    ("High", signed(100 * att["high"], 2)), ("Verdict", att["verdict"])):
-        out[macro_name(*pre, tag, "Attnknn Vs Nca Acc", part)] = v
+        return {macro_name(*pre, tag, n): "--" for n in CANDIDATE_LEARNED_MACROS}
+    out = learned_macros(pre, tag, cand)
     chosen = cand.get("chosen_head")
-    d = _diff(cand, chosen, "nca", "accuracy") if chosen else None
+    d = difference(cand, chosen, "nca", "accuracy") if chosen else None
     out[macro_name(*pre, tag, "Chosen Vs Nca Acc Diff")] = signed(100 * d["value"], 2) if d else "--"
     out[macro_name(*pre, tag, "Chosen Vs Nca Acc Verdict")] = d["verdict"] if d else "--"
     return out
@@ -357,7 +333,7 @@ def regime_macros(record: dict) -> dict[str, str]:
     counts = {"Attnknn Wins": _wins(record, "attnknn"), "Attnknn Wins Unadjusted": unadjusted,
               "Any Head Wins": _any_head_wins(record),
               "Heads Below Nca": [c["label"] for _, c in _candidates(record) if all(  # means, no verdict
-                  _diff(c, h, "nca", "accuracy")["value"] < 0 for h in _family(record, c))],
+                  difference(c, h, "nca", "accuracy")["value"] < 0 for h in _family(record, c))],
               "Nca Wins": _wins(record, "nca"),
               # the control that reads no neighbour: a win there is the embedding's, not the neighbours'
               "Query Only Wins": _wins(record, "query_only"),
@@ -371,14 +347,14 @@ def macros(records: list[dict]) -> dict[str, str]:
 
 
 def _wins(record: dict, name: str, against: str = "reference") -> list[str]:
-    """The candidates on which ``name``'s counted verdict (:func:`_counted`) is 'better' in accuracy."""
-    return [c["label"] for _, c in _candidates(record) if counted_diff(c, name, against, "accuracy")["verdict"] == "better"]
+    """The candidates on which ``name``'s counted verdict is 'better' in accuracy (by their labels)."""
+    return wins([(c["label"], c) for _, c in _candidates(record)], name, against)
 
 
 def _any_head_wins(record: dict) -> list[str]:
     """The candidates on which at least one head of the family (:func:`_family`) beats the tuned vote in accuracy."""
     return [c["label"] for _, c in _candidates(record)
-            if any(_diff(c, h, "reference", "accuracy")["verdict"] == "better" for h in _family(record, c))]
+            if any(difference(c, h, "reference", "accuracy")["verdict"] == "better" for h in _family(record, c))]
 
 
 def finding_lines(record: dict) -> list[str]:
@@ -392,10 +368,10 @@ def finding_lines(record: dict) -> list[str]:
         moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
         tuned = _tuned(record)
         who, at_k = attention_words(c["per_seed"] if tuned else None, k, difference_text(
-            _diff(c, "attnknn", "reference", "accuracy"), "accuracy") + ", unadjusted")
+            difference(c, "attnknn", "reference", "accuracy"), "accuracy") + ", unadjusted")
         chosen = c.get("chosen_head")
         chosen_text = (f"; the chosen head ({_shown_label(chosen)}) "
-                       f"{difference_text(_diff(c, chosen, 'reference', 'accuracy'), 'accuracy')}" if chosen else "")
+                       f"{difference_text(difference(c, chosen, 'reference', 'accuracy'), 'accuracy')}" if chosen else "")
         lines.append(f"- **{c['label']}** (the gate's room {signed(100 * c['gate']['largest'], 2)} pp on validation, "
                      f"{'at or above' if c['has_room'] else 'below'} the declared "
                      f"{100 * record['results']['room_margin']:g} pp; the tuned vote's k {k_range(s['reference_k'])}): "
@@ -408,9 +384,7 @@ def finding_lines(record: dict) -> list[str]:
 
 def _learned_text(cand: dict) -> str:
     """NCA against the tuned vote and Attn-KNN against NCA."""
-    return (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
-            f"{difference_text(_diff(cand, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head "
-            f"against NCA {difference_text(counted_diff(cand, 'attnknn', 'nca', 'accuracy'), 'accuracy')}.")
+    return nca_sentence(cand) + "."
 
 
 def _summary(record: dict) -> str:

@@ -10,6 +10,18 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.common.fixed_embedding import (
     k_range,
 )
+from attnknn_lib.experiments.common.fixed_embedding_views import (
+    LEARNED_MACROS,
+    difference,
+    latex_headroom_columns,
+    learned_macros,
+    nca_sentence,
+    pp,
+    tuned_everywhere,
+    verdict_row,
+    verdict_table,
+    wins,
+)
 from attnknn_lib.experiments.common.learned_metric import LABELS
 from attnknn_lib.experiments.common.views import (
     AT_K_LABEL,
@@ -23,7 +35,6 @@ from attnknn_lib.experiments.common.views import (
     counted,
     counted_diff,
     head_labels,
-    row_method,
     tuned_k,
     tuned_k_note,
 )
@@ -39,7 +50,7 @@ from attnknn_lib.report.macros import (
     signed,
     source_note,
 )
-from attnknn_lib.report.tables import booktabs, interval_text
+from attnknn_lib.report.tables import booktabs
 
 CEILINGS = {  # method -> label, for the headroom table and the figure
     "reference": "tuned vote",
@@ -56,24 +67,15 @@ LEARNED_COLUMNS = {  # the learned metrics and the control, beside the ceilings
 }
 COMPARED = {"learner": "boosted trees", "nca": LABELS["nca"], "linear_probe": LABELS["linear_probe"],
             "query_only": HEAD_NAMES["query_only"]}  # the verdict table's rows after the heads
-VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll")}  # against: (accuracy, NLL / Brier)
 
 
 def _levels(record: dict) -> list[tuple[str, dict]]:
     return sorted(record["results"]["levels"].items(), key=lambda kv: kv[1]["nuisance_scale"])
 
 
-def _pp(x: float) -> str:
-    return f"{100 * x:.2f}"
-
-
-def _diff(level: dict, name: str, ref: str, metric: str) -> dict:
-    return level["summary"]["diff"][name][ref][metric]
-
-
 def _tuned(record: dict) -> bool:
     """Whether every scale holds the attention head with tuned vote settings (then the views count it)."""
-    return all_tuned(lv["summary"]["diff"] for _, lv in _levels(record))
+    return tuned_everywhere(_levels(record))
 
 
 def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
@@ -84,17 +86,15 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     for key, lv in _levels(record):
         s = lv["summary"]
         hr, means = s["headroom"], s["means"]
-        row = {f"recall@{k}": _pp(hr["at_k"]["recall"]), f"uniform@{k}": _pp(hr["at_k"]["uniform_accuracy"]),
-               f"fixable@{k}": _pp(hr["at_k"]["fixable"]),
+        row = {f"recall@{k}": pp(hr["at_k"]["recall"]), f"uniform@{k}": pp(hr["at_k"]["uniform_accuracy"]),
+               f"fixable@{k}": pp(hr["at_k"]["fixable"]),
                "tuned vote's k": k_range(s["reference_k"])}
-        row.update({CEILINGS[m]: _pp(means[m]["accuracy"]) for m in CEILINGS})
-        row.update({label: _pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items()})
+        row.update({CEILINGS[m]: pp(means[m]["accuracy"]) for m in CEILINGS})
+        row.update({label: pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items()})
         rows[key] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "nuisance scale"
-    if latex:
-        df.columns = [c.replace("@", " at ").replace("<=", "$\\le$") for c in df.columns]
-    return df
+    return latex_headroom_columns(df) if latex else df
 
 
 def _compared(record: dict, lv: dict, with_k: bool = True) -> list[tuple[str, str, str]]:
@@ -115,25 +115,9 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     accuracy against the accuracy-tuned one, NLL and Brier (after calibration) against the NLL-tuned
     one, each as difference [95 % interval] and verdict; and the head's effective k (exp of the
     weights' entropy, mean over test queries and seeds)."""
-    rows = {}
-    for key, lv in _levels(record):
-        s = lv["summary"]
-        for label, name, against in _compared(record, lv, with_k=not latex):  # LaTeX: the k in the caption
-            ref_acc, ref_nll = VS[against]
-            acc = _diff(lv, name, ref_acc, "accuracy")
-            nll = _diff(lv, row_method(name, "nll"), ref_nll, "nll")
-            brier = _diff(lv, row_method(name, "brier"), ref_nll, "brier")
-            row = {"accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100, acc.get('margin'))}",
-                   "verdict": acc["verdict"],
-                   "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3, margin=nll.get('margin'))}", "NLL verdict": nll["verdict"],
-                   "Brier verdict": brier["verdict"],
-                   "eff. k": f"{s['effective_k'][name]:.1f}" if name in vote_heads(s["effective_k"]) else "--"}
-            rows[f"s = {key}, {label}"] = row
-    df = pd.DataFrame.from_dict(rows, orient="index")
-    df.index.name = "scale, method"
-    if latex:
-        df = df.rename(columns={"accuracy (pp)": "accuracy (pp) [95\\,\\% CI]", "NLL": "NLL [95\\,\\% CI]"})
-    return df
+    rows = {f"s = {key}, {label}": verdict_row(lv, name, against) for key, lv in _levels(record)
+            for label, name, against in _compared(record, lv, with_k=not latex)}  # LaTeX: the k in the caption
+    return verdict_table(rows, "scale, method", latex)
 
 
 SHARED = {TUNED_ATTNKNN["accuracy"]: TUNED_LABEL, **{h: h for h in ("attnknn", "label_aware", "readout")}, "learner": "boosted trees", "nca": "NCA",
@@ -180,9 +164,9 @@ def diagnostic_frame(record: dict) -> pd.DataFrame:
         d = lv["summary"].get("label_aware_diagnostic")
         if d is None:
             continue
-        rows[key] = {"uniform vote": _pp(d["uniform_accuracy"]), "label-aware": _pp(d["as_retrieved"]["accuracy"]),
-                     "label-aware, informative distances": _pp(d["informative"]["accuracy"]),
-                     "oracle weights in k": _pp(lv["summary"]["means"]["oracle_inside_k"]["accuracy"]),
+        rows[key] = {"uniform vote": pp(d["uniform_accuracy"]), "label-aware": pp(d["as_retrieved"]["accuracy"]),
+                     "label-aware, informative distances": pp(d["informative"]["accuracy"]),
+                     "oracle weights in k": pp(lv["summary"]["means"]["oracle_inside_k"]["accuracy"]),
                      "rho(weights, informative)": f"{d['as_retrieved']['weights_vs_informative']:.2f}",
                      "rho(weights, informative), informative distances": (
                          f"{d['informative']['weights_vs_informative']:.2f}"),
@@ -223,7 +207,7 @@ def figure(record: dict):
     heads = head_labels(head_names(res["heads"]), res["k"], _tuned(record))
     shown = {**heads, "learner": "boosted trees (learnable headroom)", "nca": LABELS["nca"]}
     for i, (name, label) in enumerate(shown.items()):
-        d = [_diff(v, name, "reference", "accuracy") for _, v in lv]
+        d = [difference(v, name, "reference", "accuracy") for _, v in lv]
         mean = np.array([100 * e["value"] for e in d])
         err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
         color = {"learner": "tab:brown", "nca": "black"}.get(name, f"C{i}")
@@ -297,8 +281,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
 
 
 def _wins(record: dict, name: str, against: str = "reference") -> list[str]:
-    """The scales at which ``name``'s counted verdict (:func:`_counted`) is 'better' in accuracy."""
-    return [key for key, lv in _levels(record) if counted_diff(lv, name, against, "accuracy")["verdict"] == "better"]
+    """The scales at which ``name``'s counted verdict is 'better' in accuracy."""
+    return wins(_levels(record), name, against)
 
 
 RANKS = ("Max", "Second", "Third", "Min")  # the scales the paper names: largest, next two, smallest
@@ -324,7 +308,7 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     # "better than the tuned vote", for a sentence whose verdict comes before what was compared
     out[macro_name(*pre, tag, "Attnknn Acc Phrase")] = VERDICT_PHRASES[out[macro_name(*pre, tag, "Attnknn Acc Verdict")]]
     nll = counted_diff(lv, "attnknn", "reference_nll", "nll")
-    at_k = _diff(lv, "attnknn", "reference", "accuracy")  # the head as trained: a diagnostic where tuned exists
+    at_k = difference(lv, "attnknn", "reference", "accuracy")  # the head as trained: a diagnostic where tuned exists
     out[macro_name(*pre, tag, "Attnknn At K Acc Diff")] = signed(100 * at_k["value"], 2)
     out[macro_name(*pre, tag, "Attnknn At K Acc Verdict")] = at_k["verdict"]
     out[macro_name(*pre, tag, "Attnknn Tuned K")] = tuned_k(lv["per_seed"]) if all_tuned([s["diff"]]) else "--"
@@ -339,18 +323,17 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     out[macro_name(*pre, tag, "Attnknn Nll High")] = signed(nll["high"], 3)
     out[macro_name(*pre, tag, "Attnknn Nll Verdict")] = nll["verdict"]
     out[macro_name(*pre, tag, "Attnknn Eff K")] = f"{s['effective_k']['attnknn']:.1f}"
-    out[macro_name(*pre, tag, "Reference Acc")] = _pp(s["means"]["reference"]["accuracy"])
-    out[macro_name(*pre, tag, "Attnknn Acc")] = _pp(s["means"][counted(s["diff"], "attnknn", "accuracy")]["accuracy"])
-    out[macro_name(*pre, tag, "Oracle Inside Acc")] = _pp(s["means"]["oracle_inside_k"]["accuracy"])
-    out[macro_name(*pre, tag, "Fixable")] = _pp(s["headroom"]["at_k"]["fixable"])
+    out[macro_name(*pre, tag, "Reference Acc")] = pp(s["means"]["reference"]["accuracy"])
+    out[macro_name(*pre, tag, "Attnknn Acc")] = pp(s["means"][counted(s["diff"], "attnknn", "accuracy")]["accuracy"])
+    out[macro_name(*pre, tag, "Oracle Inside Acc")] = pp(s["means"]["oracle_inside_k"]["accuracy"])
+    out[macro_name(*pre, tag, "Fixable")] = pp(s["headroom"]["at_k"]["fixable"])
     return out
 
 
-LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",
-                  "Attnknn Vs Nca Acc High", "Attnknn Vs Nca Acc Verdict", "Attnknn Vs Nca Nll Diff",
-                  "Attnknn Vs Nca Nll Verdict", "Attnknn Share Retrieval", "Attnknn Share Inside", "Nca Share Retrieval",
-                  "Nca Share Inside", "Probe Acc", "Query Only Acc", "Oracle Retrieval Acc", "Label Aware Acc",
-                  "Label Aware Informative Acc", "Label Aware Rho", "Label Aware Informative Rho", "Retrieved Rho")
+LEVEL_LEARNED_MACROS = (*LEARNED_MACROS, "Attnknn Vs Nca Nll Diff", "Attnknn Vs Nca Nll Verdict",
+                        "Attnknn Share Retrieval", "Attnknn Share Inside", "Nca Share Retrieval", "Nca Share Inside",
+                        "Oracle Retrieval Acc", "Label Aware Acc", "Label Aware Informative Acc", "Label Aware Rho",
+                        "Label Aware Informative Rho", "Retrieved Rho")
 
 
 def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
@@ -358,28 +341,19 @@ def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     diagnostic under its rank ``tag``; '--' for each where the profile has no such level, and for the
     diagnostic where the record lacks it."""
     if lv is None:
-        return {macro_name(*pre, tag, n): "--" for n in LEARNED_MACROS}
+        return {macro_name(*pre, tag, n): "--" for n in LEVEL_LEARNED_MACROS}
     s = lv["summary"]
-    means = s["means"]
-    out = {macro_name(*pre, tag, "Nca Acc"): _pp(means["nca"]["accuracy"]),
-           macro_name(*pre, tag, "Probe Acc"): _pp(means["linear_probe"]["accuracy"]),
-           macro_name(*pre, tag, "Query Only Acc"): _pp(means["query_only"]["accuracy"]),
-           macro_name(*pre, tag, "Oracle Retrieval Acc"): _pp(means["oracle_retrieval"]["accuracy"])}
-    nca = _diff(lv, "nca", "reference", "accuracy")
-    out[macro_name(*pre, tag, "Nca Acc Diff")] = signed(100 * nca["value"], 2)
-    out[macro_name(*pre, tag, "Nca Acc Verdict")] = nca["verdict"]
-    acc, nll = counted_diff(lv, "attnknn", "nca", "accuracy"), counted_diff(lv, "attnknn", "nca_nll", "nll")
-    for part, v in (("Diff", signed(100 * acc["value"], 2)), ("Low", signed(100 * acc["low"], 2)),
-                    ("High", signed(100 * acc["high"], 2)), ("Verdict", acc["verdict"])):
-        out[macro_name(*pre, tag, "Attnknn Vs Nca Acc", part)] = v
+    out = learned_macros(pre, tag, lv)
+    out[macro_name(*pre, tag, "Oracle Retrieval Acc")] = pp(s["means"]["oracle_retrieval"]["accuracy"])
+    nll = counted_diff(lv, "attnknn", "nca_nll", "nll")
     out[macro_name(*pre, tag, "Attnknn Vs Nca Nll Diff")] = signed(nll["value"], 3)
     out[macro_name(*pre, tag, "Attnknn Vs Nca Nll Verdict")] = nll["verdict"]
     for name, head in ((counted(s["diff"], "attnknn", "accuracy"), "Attnknn"), ("nca", "Nca")):
         for oracle, word in (("retrieval", "Retrieval"), ("inside_k", "Inside")):
             out[macro_name(*pre, tag, head, "Share", word)] = _share(s["shares"][oracle]["methods"][name]["of_means"])
     d = s.get("label_aware_diagnostic")
-    for key, value in (("Label Aware Acc", d and _pp(d["as_retrieved"]["accuracy"])),
-                       ("Label Aware Informative Acc", d and _pp(d["informative"]["accuracy"])),
+    for key, value in (("Label Aware Acc", d and pp(d["as_retrieved"]["accuracy"])),
+                       ("Label Aware Informative Acc", d and pp(d["informative"]["accuracy"])),
                        ("Label Aware Rho", d and f"{d['as_retrieved']['weights_vs_informative']:.2f}"),
                        ("Label Aware Informative Rho", d and f"{d['informative']['weights_vs_informative']:.2f}"),
                        ("Retrieved Rho", d and f"{d['retrieved_vs_informative']:.2f}")):
@@ -428,11 +402,11 @@ def finding_lines(record: dict) -> list[str]:
         room = s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]
         acc = counted_diff(lv, "attnknn", "reference", "accuracy")
         nll = counted_diff(lv, "attnknn", "reference_nll", "nll")
-        learn = _diff(lv, "learner", "reference", "accuracy")
+        learn = difference(lv, "learner", "reference", "accuracy")
         moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
         tuned = _tuned(record)
         who, at_k = attention_words(lv["per_seed"] if tuned else None, k,
-                                    difference_text(_diff(lv, "attnknn", "reference", "accuracy"), "accuracy"))
+                                    difference_text(difference(lv, "attnknn", "reference", "accuracy"), "accuracy"))
         lines.append(f"- **nuisance scale {key}**: room inside the {k} neighbours (oracle weights minus the tuned "
                      f"vote) {signed(100 * room, 2)} pp; {who} {difference_text(acc, 'accuracy')} in accuracy{at_k}, "
                      f"{difference_text(nll, 'nll')} in calibrated NLL against the NLL-tuned vote; "
@@ -448,16 +422,14 @@ def _learned_text(lv: dict, tuned: bool = False) -> str:
     s = lv["summary"]
     sh = s["shares"]["retrieval"]["methods"]
     tuned_words = " with its vote settings tuned" if tuned else ""
-    text = (f" NCA (a learned linear metric, the tuned vote searched again in its space) "
-            f"{difference_text(_diff(lv, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; the attention head{tuned_words} "
-            f"against NCA {difference_text(counted_diff(lv, 'attnknn', 'nca', 'accuracy'), 'accuracy')}; share of the "
-            f"oracle retrieval's gain captured: attention head {_share(sh[counted(s['diff'], 'attnknn', 'accuracy')]['of_means'])} %, NCA "
-            f"{_share(sh['nca']['of_means'])} %.")
+    text = nca_sentence(lv, tuned_words) + (
+        f"; share of the oracle retrieval's gain captured: attention head "
+        f"{_share(sh[counted(s['diff'], 'attnknn', 'accuracy')]['of_means'])} %, NCA {_share(sh['nca']['of_means'])} %.")
     d = s.get("label_aware_diagnostic")
     if d:
-        text += (f" The label-aware head gets {_pp(d['as_retrieved']['accuracy'])} % (its weights' rank correlation "
+        text += (f" The label-aware head gets {pp(d['as_retrieved']['accuracy'])} % (its weights' rank correlation "
                  f"with the informative distance {d['as_retrieved']['weights_vs_informative']:.2f}); given the "
-                 f"informative distances of the same neighbours, {_pp(d['informative']['accuracy'])} % "
+                 f"informative distances of the same neighbours, {pp(d['informative']['accuracy'])} % "
                  f"({d['informative']['weights_vs_informative']:.2f}).")
     return text
 
