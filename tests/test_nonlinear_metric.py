@@ -62,3 +62,39 @@ def test_bad_budget_gets_one_line():
     x, y = _rings(50, 0)
     with pytest.raises(ConfigError, match="dropout"):
         fit_mlp_metric(x, y, x, y, 2, 5, (0.01,), 1, 1, 16, 50, 0, dropout=1.0)
+
+
+def test_every_learner_searches_its_learning_rate_by_one_rule():
+    """The heads' grid (when a config gives one) is extended past an end while the best sits there,
+    with NCA's step and number of extensions, and chosen by the one selection rule."""
+    from types import SimpleNamespace
+
+    from attnknn_lib.experiments.common.fixed_embedding import lr_search
+    from attnknn_lib.training.metric_learning import LR_EXTENSIONS, LR_STEP
+
+    def fit(lr):  # validation accuracy grows with the rate: the grid must grow at its top
+        return SimpleNamespace(history=[{"val_accuracy": lr, "val_nll": 1.0}], best_epoch=1)
+
+    best, info = lr_search(fit, (0.001, 0.01))
+    assert info["lrs"][-1] == pytest.approx(0.01 * LR_STEP ** LR_EXTENSIONS) and info["edge"]
+    assert best.history[0]["val_accuracy"] == info["lr"] == info["lrs"][-1] and info["configs"] == 2 + LR_EXTENSIONS
+    _, inside = lr_search(lambda lr: SimpleNamespace(history=[{"val_accuracy": -abs(lr - 0.01), "val_nll": 0}],
+                                                     best_epoch=1), (0.003, 0.01, 0.03))
+    assert inside == {"lr": 0.01, "lrs": [0.003, 0.01, 0.03], "edge": False, "configs": 3}
+
+
+def test_the_nonlinear_metric_votes_in_its_own_space_like_nca():
+    from types import SimpleNamespace
+
+    from attnknn_lib.experiments.common.learned_metric import NONLINEAR, mlp_metric_methods
+
+    x, y = _rings(300, 0)
+    vx, vy = _rings(120, 1)
+    tx, ty = _rings(120, 2)
+    rows = [SimpleNamespace(x=a / np.linalg.norm(a, axis=1, keepdims=True), y=b) for a, b in ((x, y), (vx, vy), (tx, ty))]
+    out = mlp_metric_methods(*rows, 2, 0, k=5, loo_k=5, reference_k=32, lrs=(0.01,), epochs=2, patience=1,
+                             batch_size=150, candidates=300, hidden=16)
+    assert set(out) == set(NONLINEAR)
+    pv, pt, info = out["mlp_metric"]
+    assert pv.shape == (120, 2) and pt.shape == (120, 2) and np.allclose(pt.sum(1), 1)
+    assert info["mlp_metric"]["hidden"] == 16 and info["scale"] > 0 and "headroom_at_k" in info

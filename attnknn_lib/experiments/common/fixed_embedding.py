@@ -51,7 +51,7 @@ import numpy as np
 import torch
 
 from attnknn_lib.base.errors import ConfigError, check_range
-from attnknn_lib.base.knobs import csv, knob
+from attnknn_lib.base.knobs import csv, float_csv, knob
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.evaluation.calibration import fit_calibrator
 from attnknn_lib.evaluation.head_scores import attention_scorer
@@ -67,7 +67,13 @@ from attnknn_lib.evaluation.reference import (
 )
 from attnknn_lib.evaluation.tuned_attention import tuned_attentions
 from attnknn_lib.evaluation.verdicts import MARGINS, resolvable, seed_level
-from attnknn_lib.experiments.common.learned_metric import LEARNED, NcaKnobs, nca_methods, probe_method
+from attnknn_lib.experiments.common.learned_metric import (
+    LEARNED,
+    NcaKnobs,
+    mlp_metric_methods,
+    nca_methods,
+    probe_method,
+)
 from attnknn_lib.experiments.common.shared import searcher
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import headroom, loo_agreement, loo_agreement_without
@@ -76,6 +82,8 @@ from attnknn_lib.knn.votes import effective_neighbours
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
 from attnknn_lib.models.neighbour_heads import BlindAttention, LabelAwareAttention, NeighbourReadout, QueryOnly
 from attnknn_lib.training.head_fitting import predict, train_head
+from attnknn_lib.training.loops import TrainResult, selection_key
+from attnknn_lib.training.metric_learning import LR_EXTENSIONS, LR_STEP
 
 HEADS = (
     "attnknn",  # the paper's multi-head attention with the prototype's loss (entropy bonus 0.01)
@@ -121,6 +129,8 @@ class HeadKnobs(NcaKnobs):
     head_patience: int = knob(5, "a head stops after this many epochs without a better validation score")
     head_batch_size: int = knob(256, "training queries per step of a head")
     head_lr: float = knob(0.01, "AdamW learning rate of the heads")
+    head_lrs: tuple[float, ...] = knob((), "learning-rate grid of the heads, extended past an end while the best "
+                                           "sits there, as NCA's is (empty: head_lr alone)")
     loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
     reference_k: int = knob(REFERENCE_K, "neighbours searched for the strongest rule that learns nothing, doubled "
                                          "while its chosen k is the largest searched")
@@ -137,6 +147,10 @@ class HeadKnobs(NcaKnobs):
             if h not in HEADS:
                 raise ConfigError(f"heads={h!r} is not allowed; choose among: {', '.join(HEADS)}")
         check_range("train_queries", self.train_queries, 0, None)  # 0: every memory row
+        if self.head_lrs not in ((), [], "", None):
+            object.__setattr__(self, "head_lrs", float_csv("head_lrs", self.head_lrs, 1e-6, 10.0))
+        else:
+            object.__setattr__(self, "head_lrs", ())
         for name in ("head_epochs", "head_patience", "head_batch_size", "loo_k", "reference_k"):
             check_range(name, getattr(self, name), 1, None)
         check_range("moved_share", self.moved_share, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
@@ -188,6 +202,24 @@ def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.
     return NeighbourReadout(num_classes, dims)
 
 
+def lr_search(fit: Callable[[float], TrainResult], lrs: tuple[float, ...]) -> tuple[TrainResult, dict]:
+    """The best of ``fit(lr)`` over a learning-rate grid extended past an end while the best sits
+    there, by the heads' and NCA's selection rule (validation accuracy, then NLL, at each run's best
+    epoch): NCA's grid rule (:data:`~attnknn_lib.training.metric_learning.LR_STEP`, ``LR_EXTENSIONS``),
+    so every learner has one budget. Returns (that run, {lr, lrs, edge, configs})."""
+    grid, fits = sorted(lrs), {}
+    for extension in range(LR_EXTENSIONS + 1):
+        for lr in grid:
+            if lr not in fits:
+                fits[lr] = fit(lr)
+        best = max(grid, key=lambda r: selection_key(fits[r].history[fits[r].best_epoch - 1]))
+        at_end = len(grid) > 1 and best in (grid[0], grid[-1])
+        if not at_end or extension == LR_EXTENSIONS:
+            break
+        grid = [best / LR_STEP, *grid] if best == grid[0] else [*grid, best * LR_STEP]
+    return fits[best], {"lr": best, "lrs": grid, "edge": at_end, "configs": sum(len(f.history) for f in fits.values())}
+
+
 def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dict[str, Neighbourhood],
                 seed: int, names: tuple[str, ...] | None = None, models: dict | None = None) -> dict:
     """Every head of ``names`` (default ``cfg.heads``; a control of :data:`CONTROLS` trains the same
@@ -199,14 +231,28 @@ def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dic
         seed_everything(seed)
         head = build_head(name, cfg.num_heads, num_classes, memory.shape[1])
         entropy = cfg.entropy_weight if name == "attnknn" else 0.0
-        res = train_head(head, hoods["train"], hoods["val"], mem, num_classes, epochs=cfg.head_epochs, lr=cfg.head_lr,
-                         batch_size=cfg.head_batch_size, entropy_weight=entropy, seed=seed, name=name,
-                         patience=cfg.head_patience)
+
+        def fit(lr: float, name=name, entropy=entropy):
+            seed_everything(seed)
+            return train_head(build_head(name, cfg.num_heads, num_classes, memory.shape[1]), hoods["train"],
+                              hoods["val"], mem, num_classes, epochs=cfg.head_epochs, lr=lr,
+                              batch_size=cfg.head_batch_size, entropy_weight=entropy, seed=seed, name=name,
+                              patience=cfg.head_patience)
+
+        if cfg.head_lrs:
+            res, grid = lr_search(fit, cfg.head_lrs)
+            head = res.model
+        else:
+            res = train_head(head, hoods["train"], hoods["val"], mem, num_classes, epochs=cfg.head_epochs,
+                             lr=cfg.head_lr, batch_size=cfg.head_batch_size, entropy_weight=entropy, seed=seed,
+                             name=name, patience=cfg.head_patience)
         pv, _ = predict(res.model, hoods["val"], mem, num_classes)
         pt, wt = predict(res.model, hoods["test"], mem, num_classes)
         info = {"best_epoch": res.best_epoch, "epochs_run": len(res.history),
                 "plateau": len(res.history) - res.best_epoch >= cfg.head_patience,
                 "effective_k": float(effective_neighbours(wt).mean())}
+        if cfg.head_lrs:
+            info.update(grid)
         if isinstance(head, BlindAttention):
             info["temperatures"] = [float(t) for t in head.attention.temperatures().detach()]
         out[name] = (pv, pt, info)
@@ -256,6 +302,9 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
     learned = {**nca_methods(memory, val, test, num_classes, seed, k=k, loo_k=cfg.loo_k, reference_k=cfg.reference_k,
                              **cfg.nca_training()),
                **probe_method(memory, val, test, num_classes, seed)}
+    if cfg.nonlinear_metric:
+        learned.update(mlp_metric_methods(memory, val, test, num_classes, seed, k=k, loo_k=cfg.loo_k,
+                                          reference_k=cfg.reference_k, hidden=cfg.mlp_hidden, **cfg.nca_training()))
     for name, (pv, pt, extra_info) in learned.items():
         probs[name], info[name] = (pv, pt), extra_info
     k_learn = max(k, k_ref)

@@ -1,4 +1,5 @@
-"""The learned metrics with the same vote, on one fixed embedding: NCA and the linear probe.
+"""The learned metrics with the same vote, on one fixed embedding: NCA, the nonlinear learned metric
+(when a config asks for it) and the linear probe.
 
 * **NCA** (:func:`nca_methods`): the linear map of :func:`~attnknn_lib.training.metric_learning.fit_nca`
   (trained on the memory, its epoch and learning rate chosen on validation), then every split mapped,
@@ -32,6 +33,7 @@ from attnknn_lib.experiments.common.shared import ExperimentConfig, searcher
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import headroom, loo_agreement
 from attnknn_lib.training.metric_learning import fit_nca
+from attnknn_lib.training.nonlinear_metric import fit_mlp_metric
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,14 @@ class NcaKnobs(ExperimentConfig):
     nca_batch_size: int = knob(1024, "memory rows per NCA step (the queries of its leave-one-out softmax)")
     nca_candidates: int = knob(2048, "memory rows drawn per NCA step as the softmax's candidates (ModernNCA's "
                                      "sampling; the whole memory when it is smaller)")
+    nonlinear_metric: bool = knob(False, "also train the nonlinear learned metric (an MLP map trained as NCA is, "
+                                         "with NCA's budget) and vote in its space")
+    mlp_hidden: int = knob(256, "hidden units of the nonlinear learned metric's MLP")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "nca_lrs", float_csv("nca_lrs", self.nca_lrs, 1e-6, 10.0))
-        for name in ("nca_epochs", "nca_patience", "nca_batch_size", "nca_candidates"):
+        for name in ("nca_epochs", "nca_patience", "nca_batch_size", "nca_candidates", "mlp_hidden"):
             check_range(name, getattr(self, name), 1, None)
 
     def nca_training(self) -> dict:
@@ -60,6 +65,7 @@ class NcaKnobs(ExperimentConfig):
 
 
 LEARNED = ("nca", "nca_nll")  # the learned metric tuned on validation accuracy / on validation NLL (calibrated)
+NONLINEAR = ("mlp_metric", "mlp_metric_nll")  # the nonlinear learned metric, the same two ways
 MethodOut = tuple[np.ndarray, np.ndarray, dict]  # validation probabilities, test probabilities, info
 
 
@@ -82,14 +88,38 @@ def nca_methods(memory, val, test, num_classes: int, seed: int, *, k: int, loo_k
     fit = fit_nca(memory.x, memory.y, val.x, val.y, num_classes, k, lrs, epochs, patience, batch_size, candidates,
                   seed)
     scale, (mem, vx, tx) = mapped(fit.matrix, memory.x, val.x, test.x)
-    bank = MemoryBank().build(mem, memory.y)
-    own = bank.search_excluding(mem, loo_k, np.arange(len(memory.y)))
-    loo = loo_agreement(memory.y[own.rows], memory.y)
+    return _voted_in_learned_space(LEARNED, "nca", fit.info, scale, mem, vx, tx, memory.y, val.y, test.y,
+                                   num_classes, k=k, loo_k=loo_k, reference_k=reference_k)
+
+
+def mlp_metric_methods(memory, val, test, num_classes: int, seed: int, *, k: int, loo_k: int, reference_k: int,
+                       lrs: tuple[float, ...], epochs: int, patience: int, batch_size: int, candidates: int,
+                       hidden: int) -> dict[str, MethodOut]:
+    """``mlp_metric`` and ``mlp_metric_nll``: the nonlinear learned metric
+    (:func:`~attnknn_lib.training.nonlinear_metric.fit_mlp_metric`, NCA's budget) in place of NCA's
+    linear map, then the same re-retrieval, scaling and tuned vote as :func:`nca_methods`."""
+    fit = fit_mlp_metric(memory.x, memory.y, val.x, val.y, num_classes, k, lrs, epochs, patience, batch_size,
+                         candidates, seed, hidden=hidden)
+    z = [fit.model.embed(a).astype(np.float64) for a in (memory.x, val.x, test.x)]
+    scale = float(np.linalg.norm(z[0], axis=1).mean())
+    mem, vx, tx = (np.ascontiguousarray(a / scale, dtype=np.float32) for a in z)
+    return _voted_in_learned_space(NONLINEAR, "mlp_metric", fit.info, scale, mem, vx, tx, memory.y, val.y, test.y,
+                                   num_classes, k=k, loo_k=loo_k, reference_k=reference_k)
+
+
+def _voted_in_learned_space(names: tuple[str, str], what: str, training: dict, scale: float, mem: np.ndarray,
+                            vx: np.ndarray, tx: np.ndarray, memory_y: np.ndarray, val_y: np.ndarray,
+                            test_y: np.ndarray, num_classes: int, *, k: int, loo_k: int,
+                            reference_k: int) -> dict[str, MethodOut]:
+    """The memory searched again in a learned space and the tuned vote (on accuracy, on NLL) there."""
+    bank = MemoryBank().build(mem, memory_y)
+    own = bank.search_excluding(mem, loo_k, np.arange(len(memory_y)))
+    loo = loo_agreement(memory_y[own.rows], memory_y)
     search = searcher(bank, {"val": vx, "test": tx})
-    ref, ref_nll = references(search, memory.y, loo, val.y, num_classes, reference_k)
-    room = headroom(memory.y[search("test", k)[0]], test.y, num_classes, k)
-    shared = {"nca": fit.info, "scale": scale, "headroom_at_k": room}
-    return {name: (m.val, m.test, {**m.info, **shared}) for name, m in zip(LEARNED, (ref, ref_nll))}
+    ref, ref_nll = references(search, memory_y, loo, val_y, num_classes, reference_k)
+    room = headroom(memory_y[search("test", k)[0]], test_y, num_classes, k)
+    shared = {what: training, "scale": scale, "headroom_at_k": room}
+    return {name: (m.val, m.test, {**m.info, **shared}) for name, m in zip(names, (ref, ref_nll))}
 
 
 def probe_method(memory, val, test, num_classes: int, seed: int) -> dict[str, MethodOut]:
