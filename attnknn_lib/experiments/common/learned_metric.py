@@ -148,4 +148,8 @@ def learned_metric_of(emb: Embedded, prepared, cfg: NcaKnobs, seed: int, loo_k: 
     out = {**nca_methods(memory, val, test, ds.num_classes, seed, k=min(cfg.k, len(memory.y) - 1), loo_k=loo_k,
                          reference_k=min(reference_k, len(memory.y)), **cfg.nca_training()),
            **probe_method(memory, val, test, ds.num_classes, seed)}
+    if cfg.nonlinear_metric:
+        out.update(mlp_metric_methods(memory, val, test, ds.num_classes, seed, k=min(cfg.k, len(memory.y) - 1),
+                                      loo_k=loo_k, reference_k=min(reference_k, len(memory.y)), hidden=cfg.mlp_hidden,
+                                      **cfg.nca_training()))
     return {name: MethodProbs(pv, pt, info) for name, (pv, pt, info) in out.items()}
