@@ -12,6 +12,7 @@ from attnknn_lib.data.registry import Dataset, DataSplit
 from attnknn_lib.models import AttentionConfig, build_attnknn, build_cnn
 from attnknn_lib.training.cache import load_or_train, model_dir
 from attnknn_lib.training.loops import TrainConfig, train_attnknn, train_cnn, training_neighbours
+from attnknn_lib.training.precision import TrainingDivergedError
 
 
 class Tripwire:
@@ -52,7 +53,7 @@ def _attnknn():
 
 
 def test_own_rows_are_masked_as_scatter_did_also_when_a_query_is_mixed_with_itself():
-    from attnknn_lib.training.loops import _mask_own
+    from attnknn_lib.training.neighbour_search import _mask_own
 
     g = torch.Generator().manual_seed(0)
     sims = torch.randn(6, 40, generator=g)
@@ -192,7 +193,7 @@ def test_a_corrupt_cached_model_is_retrained_not_loaded(tmp_path):
 def test_a_non_finite_loss_stops_the_run_in_one_line_and_caches_nothing(tmp_path, monkeypatch):
     attn = _iris_runs()[0]
     monkeypatch.setattr(training, "vote_nll", lambda probs, y: torch.tensor(float("nan")))
-    with pytest.raises(training.TrainingDivergedError, match=r"iris Attn-KNN seed 0: the training loss is nan at "
+    with pytest.raises(TrainingDivergedError, match=r"iris Attn-KNN seed 0: the training loss is nan at "
                                                              r"epoch 1, step 0"):
         load_or_train(attn, tmp_path, progress=False)
     assert not model_dir(tmp_path, attn).exists()
@@ -233,13 +234,14 @@ def test_progress_bars_are_off_inside_workflow_notebooks(monkeypatch, capsys):
 
 
 def test_mixed_precision_on_the_cpu_is_bf16_where_native_and_the_scaler_only_serves_fp16(monkeypatch):
-    from attnknn_lib.training.loops import _Precision
+    from attnknn_lib.training import precision
+    from attnknn_lib.training.precision import _Precision
 
     assert not _Precision(TrainConfig(amp=False), torch.device("cpu")).enabled
-    monkeypatch.setattr(training, "cpu_has_bf16", lambda: True)
+    monkeypatch.setattr(precision, "cpu_has_bf16", lambda: True)
     p = _Precision(TrainConfig(amp=True), torch.device("cpu"))
     assert p.enabled and p.dtype == torch.bfloat16 and not p.scaler.is_enabled()
-    monkeypatch.setattr(training, "cpu_has_bf16", lambda: False)
+    monkeypatch.setattr(precision, "cpu_has_bf16", lambda: False)
     with pytest.warns(UserWarning, match="no native bf16"):
         p = _Precision(TrainConfig(amp=True), torch.device("cpu"))
     assert not p.enabled and not p.scaler.is_enabled()

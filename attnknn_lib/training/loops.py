@@ -19,96 +19,48 @@ Objective (design brief §2): NLL of the attention-weighted vote (MixUp-mixed ta
 AdamW with a separate learning rate for the backbone, cosine schedule with linear warm-up,
 gradient clipping. The CNN baseline uses the same backbone, data, augmentation, MixUp,
 optimiser, schedule and selection rule, with cross-entropy on its logits.
+
+The loops' parts live beside them: the config and result (:mod:`.train_config`), the step's
+neighbour search (:mod:`.neighbour_search`), its numerics (:mod:`.precision`), the checkpoint's
+selection (:mod:`.selection`) and the attention's diagnostics (:mod:`.attention_diagnostics`);
+what other modules read here (``TrainConfig``, ``TrainResult``, ``selection_key``, ``cpu_has_bf16``)
+is imported here from there.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnknn_lib.base.errors import AttnKNNError, ConfigError, check_choice, check_range
+from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.progress import bar as progress_bar
-from attnknn_lib.base.progress import write as progress_write
 from attnknn_lib.base.runtime import channels_last, pick_device, seed_everything, to_device
 from attnknn_lib.data.registry import Dataset
 from attnknn_lib.data.transforms import BatchAugment, batches, to_tensor
 from attnknn_lib.evaluation.inference import attnknn_probs, cnn_probs, embed, head_norms
-from attnknn_lib.evaluation.metrics import accuracy, ece, nll
-from attnknn_lib.knn.bank import INDEX_TYPES, MemoryBank
+from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.neighbourhood import Neighbourhood
-from attnknn_lib.knn.votes import vote_has_gradient
 from attnknn_lib.models import AttnKNN, CNNClassifier, MultiHeadNeighbourAttention, attend
 from attnknn_lib.models.losses import attention_entropy, mixup, supervised_contrastive, vote_nll
-
-SEARCH_PRECISIONS = ("fp32", "bf16")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    epochs: int = 6
-    batch_size: int = 256
-    lr: float = 2e-3  # AdamW learning rate of heads (and of a backbone trained from scratch)
-    backbone_lr_mult: float = 1.0  # e.g. 0.1 for an ImageNet-pretrained backbone
-    weight_decay: float = 5e-4
-    warmup_frac: float = 0.05  # share of steps with a linear warm-up before the cosine decay
-    hold_frac: float = 0.0  # share of steps at the end held at final_lr_frac (a flat tail that shows a plateau)
-    final_lr_frac: float = 0.0  # where the cosine ends, as a share of lr
-    k: int = 16  # neighbours per training query (prototype v0.5 setting)
-    mixup_alpha: float = 0.2  # 0 turns MixUp off
-    contrastive_weight: float = 0.5  # prototype setting
-    contrastive_temperature: float = 0.07
-    entropy_weight: float = 0.01  # prototype setting: a small bonus against attention collapse
-    grad_clip: float = 1.0
-    refresh_every: int = 1  # epochs between clean rebuilds of the memory bank (eval-mode embeddings)
-    online_update: bool = True  # also write each batch's fresh embeddings into the bank (see module doc)
-    exclude_self: bool = True  # False re-creates the prototype's defect: a training query finds itself
-    index_type: str = "flat_l2"
-    # rows per forward pass of every eval-mode embedding (the clean bank's refresh each epoch, validation):
-    # on one thread 256 embeds Fashion-MNIST's 54,000 rows in 5.3 s against 6.2 s at 1024 (cache-sized
-    # batches), with bit-identical embeddings (eval mode: each row's output is independent of its batch)
-    eval_batch_size: int = 256
-    seed: int = 0
-    device: str = "auto"
-    amp: bool = False  # mixed precision: bf16 autocast on CUDA and on CPUs with native bf16 (else fp32)
-    search_precision: str = "bf16"  # training-time neighbour scan: fp32 exact, or bf16 candidates re-ranked in fp32
-    keep_epochs: bool = False  # also keep every epoch's weights (the prototype replay's checkpoint chosen on test)
-    compile: bool = False  # torch.compile: used on CUDA only
-
-    def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "k", "refresh_every", "eval_batch_size"):
-            check_range(name, getattr(self, name), 1, None)
-        for name in ("lr", "backbone_lr_mult", "contrastive_temperature", "grad_clip"):
-            check_range(name, getattr(self, name), 0.0, None, low_inclusive=False)
-        for name in ("weight_decay", "mixup_alpha", "contrastive_weight", "entropy_weight"):
-            check_range(name, getattr(self, name), 0.0, None)
-        check_range("warmup_frac", self.warmup_frac, 0.0, 1.0, high_inclusive=False)
-        check_range("hold_frac", self.hold_frac, 0.0, 1.0 - self.warmup_frac, high_inclusive=False)
-        check_range("final_lr_frac", self.final_lr_frac, 0.0, 1.0)
-        check_choice("index_type", self.index_type, INDEX_TYPES)
-        check_choice("device", self.device, ("auto", "cpu", "cuda", "mps"))
-        check_choice("search_precision", self.search_precision, SEARCH_PRECISIONS)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class TrainResult:
-    model: nn.Module
-    history: list[dict]  # one row per epoch
-    best_epoch: int
-    seconds: float
-    epoch_states: list[dict] | None = None  # every epoch's weights (CPU), when the config keeps them
-
+from attnknn_lib.training.attention_diagnostics import _AttentionDiagnostics
+from attnknn_lib.training.neighbour_search import training_neighbours
+from attnknn_lib.training.precision import (
+    _Precision,
+    check_finite,
+    cpu_has_bf16,  # noqa: F401 (re-exported: tooling.speed reads it here)
+)
+from attnknn_lib.training.selection import (
+    _Selection,
+    selection_key,  # noqa: F401 (re-exported: the learners read it here)
+)
+from attnknn_lib.training.train_config import TrainConfig, TrainResult
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -170,180 +122,7 @@ def _prepare(model: nn.Module, hot: nn.Module, cfg: TrainConfig) -> tuple[torch.
     return device, hot
 
 
-class TrainingDivergedError(AttnKNNError):
-    """The training loss became NaN or infinite; nothing is cached."""
-
-
-def cpu_has_bf16() -> bool:
-    """Whether this CPU runs bf16 matmuls and convolutions natively (AVX-512 BF16 or AMX), where
-    bf16 autocast pays off; elsewhere torch emulates them, slower than fp32."""
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
-
-
-class _Precision:
-    """Mixed precision decided once per run. On CUDA: bf16 autocast where supported, else fp16
-    autocast with a GradScaler (fp16 gradients underflow without loss scaling). On a CPU with
-    native bf16: bf16 autocast (measured here, one thread: an Attn-KNN step 83 -> 60 ms, a CNN step
-    54 -> 33 ms). fp32 otherwise. Only the training step is autocast; the clean bank, validation
-    and every evaluation embed in fp32."""
-
-    def __init__(self, cfg: TrainConfig, device: torch.device):
-        self.enabled = cfg.amp and (device.type == "cuda" or (device.type == "cpu" and cpu_has_bf16()))
-        if cfg.amp and not self.enabled and device.type == "cpu":
-            warnings.warn("amp=True: this CPU has no native bf16, so training runs in fp32", stacklevel=3)
-        bf16 = device.type == "cpu" or (device.type == "cuda" and torch.cuda.is_bf16_supported())
-        self.dtype = torch.bfloat16 if self.enabled and bf16 else torch.float16
-        self.scaler = torch.amp.GradScaler("cuda", enabled=self.enabled and self.dtype == torch.float16)
-        self.device_type = device.type
-
-    @property
-    def name(self) -> str:
-        """What the training step ran in, for the history: bf16, fp16 or fp32."""
-        return {torch.bfloat16: "bf16", torch.float16: "fp16"}[self.dtype] if self.enabled else "fp32"
-
-    def autocast(self):
-        return torch.autocast(device_type=self.device_type, dtype=self.dtype, enabled=self.enabled)
-
-    def step(self, loss: torch.Tensor, opt: torch.optim.Optimizer, params, clip: float) -> None:
-        """Backward, unscale, clip, step (the scaler is a no-op without fp16)."""
-        opt.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        self.scaler.unscale_(opt)
-        nn.utils.clip_grad_norm_(params, clip)
-        self.scaler.step(opt)
-        self.scaler.update()
-
-
-def check_finite(loss: torch.Tensor, name: str, epoch: int, step: int) -> None:
-    """Stop a run whose loss is NaN / inf, in one line naming the run, epoch and step."""
-    if not torch.isfinite(loss).all():
-        raise TrainingDivergedError(f"{name}: the training loss is {loss.item()} at epoch {epoch}, step {step}; "
-                                    "nothing was cached (lower lr, or turn amp off)")
-
-
-def selection_key(row: dict) -> tuple[float, float]:
-    """The rank of a scored epoch (or of any configuration scored the same way): higher validation
-    accuracy first, then lower validation NLL."""
-    return row["val_accuracy"], -row["val_nll"]
-
-
-class _Selection:
-    """Per-epoch validation metrics, and the state of the best epoch so far (highest validation
-    accuracy; ties: lower validation NLL). The test set plays no part."""
-
-    def __init__(self, name: str, model: nn.Module, val_labels: np.ndarray, progress: bool, keep_epochs: bool = False):
-        self.name, self.model, self.val_labels, self.progress = name, model, val_labels, progress
-        self.epoch_states: list[dict] | None = [] if keep_epochs else None
-        self.history: list[dict] = []
-        self.best: dict | None = None
-        self.best_state: dict | None = None
-        self.start = time.perf_counter()
-
-    def add(self, row: dict, val_probs: np.ndarray, t0: float) -> None:
-        y = self.val_labels
-        row.update({"val_accuracy": accuracy(val_probs, y), "val_nll": nll(val_probs, y), "val_ece": ece(val_probs, y),
-                    "seconds": time.perf_counter() - t0})
-        self.history.append(row)
-        if self.epoch_states is not None:
-            self.epoch_states.append({k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()})
-        if self.best is None or selection_key(row) > selection_key(self.best):
-            self.best, self.best_state = row, copy.deepcopy(self.model.state_dict())
-        if self.progress:
-            progress_write(f"{self.name} epoch {row['epoch']}: loss {row['train_loss']:.3f}, val acc "
-                       f"{row['val_accuracy']:.4f}, val ECE {row['val_ece']:.4f}, {row['seconds']:.0f} s")
-
-    def result(self) -> TrainResult:
-        self.model.load_state_dict(self.best_state)
-        self.model.eval()
-        return TrainResult(self.model, self.history, self.best["epoch"], time.perf_counter() - self.start,
-                           self.epoch_states)
-
-
 # ----------------------------------------------------------------------------- Attn-KNN
-
-
-def training_neighbours(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k: int,
-                       mem_bf16: torch.Tensor | None = None) -> torch.Tensor:
-    """Rows of the k most similar bank entries for each training query, never one of its own rows.
-
-    q (B, D) and mem (N, D) are unit vectors, so the largest inner products are the nearest
-    neighbours (exact search, as FAISS Flat). ``own`` (B, m) are the query's own rows: their
-    similarity is set to -inf before the top-k, which removes self-matches exactly.
-
-    With ``mem_bf16`` (a bf16 copy of ``mem``) the scan runs in bf16 and keeps 2k candidates, which
-    are re-ranked with fp32 inner products: the exact top-k unless a true neighbour ranks below 2k
-    in bf16 (bf16 keeps 8 bits of mantissa, so sims near 1 are rounded by up to 0.004). Measured on
-    two cores (one thread, B = 256, N = 54k, D = 128): 75 ms exact, 25 ms with the bf16 scan, top-16
-    recall 1.000 against the exact search; bf16 alone (no re-rank) had recall 0.979.
-    """
-    with torch.autocast(q.device.type, enabled=False):  # the fp32 parts stay fp32 under amp
-        return _top_k_rows(q.float(), mem, own, k, mem_bf16)
-
-
-def _mask_own(sims: torch.Tensor, own: torch.Tensor) -> None:
-    """sims[b, own[b, j]] = -inf in place. An indexed assignment, not ``scatter_``: the same
-    values, but ``scatter_`` passed over the whole (B, N) matrix (30 ms against 0.01 ms at B = 256,
-    N = 54k, one thread; torch 2.14), a third of a training step's neighbour search."""
-    if own.numel():
-        sims[torch.arange(len(sims), device=sims.device)[:, None].expand_as(own), own] = float("-inf")
-
-
-def _top_k_rows(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k: int,
-                mem_bf16: torch.Tensor | None) -> torch.Tensor:
-    if mem_bf16 is None:
-        sims = q @ mem.T  # (B, N)
-        _mask_own(sims, own)
-        return sims.topk(k, dim=1).indices  # (B, k), nearest first
-    sims = q.to(torch.bfloat16) @ mem_bf16.T
-    _mask_own(sims, own)
-    cand = sims.topk(min(2 * k, sims.shape[1]), dim=1).indices  # (B, 2k)
-    exact = (mem[cand] @ q[:, :, None]).squeeze(-1)  # (B, 2k) fp32 sims of the candidates
-    exact = exact.masked_fill(torch.isinf(sims.gather(1, cand)), float("-inf"))  # own rows stay out
-    return cand.gather(1, exact.topk(k, dim=1).indices)
-
-
-DIAGNOSE_EVERY = 25  # steps between two measurements of the entropy term's gradient against the NLL's
-
-
-class _AttentionDiagnostics:
-    """Per-epoch means of what tells whether the attention can learn (issue: the weights stayed at
-    their initialisation): the share of training queries whose vote carries a gradient
-    (:func:`~attnknn_lib.knn.votes.vote_has_gradient`), the mean per-head entropy against the entropy
-    of the head-averaged weights, the spread (s.d. over the k) of the scores within a neighbourhood
-    (log head weights: a softmax shifts scores, it does not scale them), and every ``DIAGNOSE_EVERY``
-    steps ||grad H|| / ||grad NLL|| over the attention's parameters (the entropy term's pull is
-    ``entropy_weight`` times that)."""
-
-    def __init__(self, attention: nn.Module):
-        self.params = [p for p in attention.parameters() if p.requires_grad]
-        self.sums: dict[str, float] = {}
-        self.counts: dict[str, int] = {}
-
-    def _add(self, key: str, value: float, n: int) -> None:
-        self.sums[key] = self.sums.get(key, 0.0) + value * n
-        self.counts[key] = self.counts.get(key, 0) + n
-
-    def batch(self, out, neigh_labels: torch.Tensor, y: torch.Tensor, knn: torch.Tensor, ent: torch.Tensor,
-              step: int) -> None:
-        n = len(y)
-        with torch.no_grad():
-            hw = out.head_weights.float().clamp_min(1e-12)  # (B, H, K)
-            self._add("gradient_share", float(vote_has_gradient(neigh_labels.cpu().numpy(), y.cpu().numpy()).mean()), n)
-            self._add("head_entropy", float(-(hw * hw.log()).sum(-1).mean()), n)
-            self._add("score_spread", float(hw.log().std(-1).mean()), n)
-        if self.params and step % DIAGNOSE_EVERY == 0:
-            g_nll = torch.autograd.grad(knn, self.params, retain_graph=True, allow_unused=True)
-            g_ent = torch.autograd.grad(ent, self.params, retain_graph=True, allow_unused=True)
-            norm = lambda gs: float(torch.sqrt(sum((g.float() ** 2).sum() for g in gs if g is not None)))  # noqa: E731
-            self._add("entropy_grad_ratio", norm(g_ent) / max(norm(g_nll), 1e-12), 1)
-
-    def epoch(self) -> dict[str, float]:
-        out = {f"diag_{k}": self.sums[k] / max(self.counts[k], 1) for k in self.sums}
-        self.sums, self.counts = {}, {}
-        return out
 
 
 def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labels: np.ndarray | None = None,

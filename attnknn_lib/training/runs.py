@@ -29,7 +29,9 @@ TRAINING_SOURCES = ("models/__init__.py", "models/neighbour_attention.py", "mode
                     "models/embedder.py", "models/losses.py", "data/transforms.py", "data/label_noise.py",
                     "data/imbalance.py", "data/spec.py", "knn/bank.py", "knn/neighbourhood.py", "knn/votes.py",
                     "evaluation/inference.py",
-                    "evaluation/metrics.py", "training/loops.py", "training/runs.py", "base/runtime.py")
+                    "evaluation/metrics.py", "training/loops.py", "training/train_config.py", "training/precision.py",
+                    "training/selection.py", "training/neighbour_search.py", "training/attention_diagnostics.py",
+                    "training/runs.py", "base/runtime.py")
 # imported by training but cannot change a model: messages, progress bars, files, and the dataset
 # loader (whose output is fingerprinted as data)
 TRAINING_EXEMPT = ("base/errors.py", "base/progress.py", "base/files.py", "base/paths.py", "base/provenance.py",
