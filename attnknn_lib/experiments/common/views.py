@@ -27,7 +27,7 @@ TUNED_CAPTION = ("The attention head with its vote settings tuned reads more nei
 AT_K_LABEL = "attention head at k = {k}"  # the head as trained: a diagnostic where the tuned one exists
 
 
-def counted(diff: Mapping, name: str, metric: str) -> str:
+def counted_method(diff: Mapping, name: str, metric: str) -> str:
     """The method whose verdict on ``metric`` counts for ``name``: for the attention head
     (``attnknn``), the head with the vote settings tuned for that endpoint where the record has it
     (the head at its trained k is then a diagnostic); any other name as it is."""
@@ -37,9 +37,9 @@ def counted(diff: Mapping, name: str, metric: str) -> str:
 
 def counted_diff(setting: Mapping, name: str, ref: str, metric: str) -> dict:
     """One setting's (a level's or a candidate's) comparison of ``name`` with ``ref`` on ``metric``,
-    read from the method whose verdict counts (:func:`counted`)."""
+    read from the method whose verdict counts (:func:`counted_method`)."""
     diff = setting["summary"]["diff"]
-    return diff[counted(diff, name, metric)][ref][metric]
+    return diff[counted_method(diff, name, metric)][ref][metric]
 
 
 def all_tuned(diffs: Iterable[Mapping]) -> bool:

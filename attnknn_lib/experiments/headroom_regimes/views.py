@@ -30,8 +30,8 @@ from attnknn_lib.experiments.common.views import (
     answer_findings,
     answer_then_lines,
     attention_words,
-    counted,
     counted_diff,
+    counted_method,
     head_labels,
     tuned_k,
     tuned_k_note,
@@ -57,7 +57,7 @@ def _tuned(record: dict) -> bool:
 def _family(record: dict, cand: dict, metric: str = "accuracy") -> list[str]:
     """The heads whose verdicts on ``metric`` count (and the Holm family holds): the attention head
     with its vote settings tuned where measured, every other head as trained."""
-    return [counted(cand["summary"]["diff"], h, metric) for h in record["results"]["heads"]]
+    return [counted_method(cand["summary"]["diff"], h, metric) for h in record["results"]["heads"]]
 
 
 def _shown(record: dict, cand: dict) -> dict[str, str]:

@@ -32,8 +32,8 @@ from attnknn_lib.experiments.common.views import (
     answer_findings,
     answer_then_lines,
     attention_words,
-    counted,
     counted_diff,
+    counted_method,
     head_labels,
     tuned_k,
     tuned_k_note,
@@ -324,7 +324,7 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     out[macro_name(*pre, tag, "Attnknn Nll Verdict")] = nll["verdict"]
     out[macro_name(*pre, tag, "Attnknn Eff K")] = f"{s['effective_k']['attnknn']:.1f}"
     out[macro_name(*pre, tag, "Reference Acc")] = pp(s["means"]["reference"]["accuracy"])
-    out[macro_name(*pre, tag, "Attnknn Acc")] = pp(s["means"][counted(s["diff"], "attnknn", "accuracy")]["accuracy"])
+    out[macro_name(*pre, tag, "Attnknn Acc")] = pp(s["means"][counted_method(s["diff"], "attnknn", "accuracy")]["accuracy"])
     out[macro_name(*pre, tag, "Oracle Inside Acc")] = pp(s["means"]["oracle_inside_k"]["accuracy"])
     out[macro_name(*pre, tag, "Fixable")] = pp(s["headroom"]["at_k"]["fixable"])
     return out
@@ -348,7 +348,7 @@ def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     nll = counted_diff(lv, "attnknn", "nca_nll", "nll")
     out[macro_name(*pre, tag, "Attnknn Vs Nca Nll Diff")] = signed(nll["value"], 3)
     out[macro_name(*pre, tag, "Attnknn Vs Nca Nll Verdict")] = nll["verdict"]
-    for name, head in ((counted(s["diff"], "attnknn", "accuracy"), "Attnknn"), ("nca", "Nca")):
+    for name, head in ((counted_method(s["diff"], "attnknn", "accuracy"), "Attnknn"), ("nca", "Nca")):
         for oracle, word in (("retrieval", "Retrieval"), ("inside_k", "Inside")):
             out[macro_name(*pre, tag, head, "Share", word)] = _share(s["shares"][oracle]["methods"][name]["of_means"])
     d = s.get("label_aware_diagnostic")
@@ -424,7 +424,7 @@ def _learned_text(lv: dict, tuned: bool = False) -> str:
     tuned_words = " with its vote settings tuned" if tuned else ""
     text = nca_sentence(lv, tuned_words) + (
         f"; share of the oracle retrieval's gain captured: attention head "
-        f"{_share(sh[counted(s['diff'], 'attnknn', 'accuracy')]['of_means'])} %, NCA {_share(sh['nca']['of_means'])} %.")
+        f"{_share(sh[counted_method(s['diff'], 'attnknn', 'accuracy')]['of_means'])} %, NCA {_share(sh['nca']['of_means'])} %.")
     d = s.get("label_aware_diagnostic")
     if d:
         text += (f" The label-aware head gets {pp(d['as_retrieved']['accuracy'])} % (its weights' rank correlation "

@@ -33,12 +33,12 @@ from attnknn_lib.experiments.attention_study.views.frames import (
     variants_frame,
 )
 from attnknn_lib.experiments.attention_study.views.labels import (
+    MEMORY_SETTING_TITLES,
     RETRAINED,
-    SETTING_TITLES,
     SHORT,
     VERDICT_MARK,
     below_budget,
-    counted,
+    counts_toward_answer,
     is_noise,
     setting_title,
     short_setting,
@@ -68,8 +68,8 @@ from attnknn_lib.experiments.attention_study.views.text import GLOSSARY, finding
 
 __all__ = [
     # labels
-    "RETRAINED", "SETTING_TITLES", "SHORT", "VERDICT_MARK", "below_budget", "counted", "is_noise", "setting_title",
-    "short_setting", "variant_label",
+    "MEMORY_SETTING_TITLES", "RETRAINED", "SHORT", "VERDICT_MARK", "below_budget", "counts_toward_answer", "is_noise",
+    "setting_title", "short_setting", "variant_label",
     # cells
     "bracket", "diff_cell", "filter_cell", "interval_text", "one_line",
     # frames

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.experiments.attention_study.config import NOTEBOOK
-from attnknn_lib.experiments.attention_study.views.labels import counted, is_noise
+from attnknn_lib.experiments.attention_study.views.labels import counts_toward_answer, is_noise
 from attnknn_lib.experiments.attention_study.views.sentences import UNIFORM_SHARE
 from attnknn_lib.report.findings import table_link, verdict_counts
 
@@ -119,7 +119,7 @@ def answer_lines(records: list[dict]) -> list[str]:
     record = records[0]
     cfg = record["config"]
     k = str(cfg["k"])
-    settings = {st: s for st, s in record["results"]["summary"]["settings"].items() if counted(st, cfg)}
+    settings = {st: s for st, s in record["results"]["summary"]["settings"].items() if counts_toward_answer(st, cfg)}
     learned = learned_bullet(settings)
     bullets = [b for b in (attnknn_bullet(record, settings, k), heads_bullet(record, settings, k), learned) if b]
     margins = f"{100 * cfg['margin_accuracy']:g} points of accuracy, {cfg['margin_nll']:g} in NLL"  # the bullets' endpoints

@@ -9,13 +9,13 @@ SHORT = {"baseline": "tuned kNN", "blind_bonus": "blind, +H bonus", "blind_none"
          "blind_penalty": "blind, H penalty", "blind_heldout": "blind, held-out", "label_aware": "label-aware",
          "label_aware_heldout": "label-aware, held-out",
          "readout": "readout", "query_only": "query only", "adaptive_k": "k-mixture"}  # the LaTeX table's row names
-SETTING_TITLES = {"clean": "clean memory"}
+MEMORY_SETTING_TITLES = {"clean": "clean memory"}
 
 
 def setting_title(setting: str) -> str:
     """'asymmetric/0.4' -> 'asymmetric 40 %'."""
-    if setting in SETTING_TITLES:
-        return SETTING_TITLES[setting]
+    if setting in MEMORY_SETTING_TITLES:
+        return MEMORY_SETTING_TITLES[setting]
     kind, _, rate = setting.partition("/")
     if kind == "long_tail":  # a memory of its own model, retrained on a long-tailed subset
         return f"long tail {float(rate):g} (retrained)"
@@ -46,6 +46,6 @@ def below_budget(cfg: dict) -> bool:
     return bool(cfg["long_tail_max_train"] or cfg["long_tail_epochs"])
 
 
-def counted(setting: str, cfg: dict) -> bool:
+def counts_toward_answer(setting: str, cfg: dict) -> bool:
     """Whether a setting counts toward the headline: its models trained at main's budget."""
     return not (setting.startswith(RETRAINED) and below_budget(cfg))

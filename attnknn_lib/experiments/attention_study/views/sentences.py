@@ -8,7 +8,7 @@ from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.verdicts import VERDICTS
 from attnknn_lib.experiments.attention_study.measure import AS_TRAINED, COLLAPSE, DIFFERENCE, MAIN_ATTNKNN
 from attnknn_lib.experiments.attention_study.views.cells import interval_text
-from attnknn_lib.experiments.attention_study.views.labels import counted, is_noise, setting_title
+from attnknn_lib.experiments.attention_study.views.labels import counts_toward_answer, is_noise, setting_title
 from attnknn_lib.experiments.common.fixed_embedding import HeadKnobs as FixedEmbeddingConfig
 from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.report.findings import seeds_text
@@ -46,7 +46,7 @@ def attnknn_line(record: dict) -> str:
         if "attnknn" not in s:
             continue
         v = s["attnknn"]["verdicts_reference"]["accuracy"]
-        note = "" if counted(st, record["config"]) else " (not counted: models below main's budget)"
+        note = "" if counts_toward_answer(st, record["config"]) else " (not counted: models below main's budget)"
         cells.append(f"{setting_title(st)} {interval_text(v, 'accuracy')}{note}")
     clean = settings["clean"]
     losses = [st for st, s in settings.items() if "attnknn" in s and
@@ -196,7 +196,7 @@ def plain_answer(record: dict) -> str | None:
     models train below main's budget (:func:`below_budget`) are left out of the counts. None where no
     head was chosen at the experiment's k."""
     res, k = record["results"], str(record["config"]["k"])
-    settings = {st: s for st, s in res["summary"]["settings"].items() if counted(st, record["config"])}
+    settings = {st: s for st, s in res["summary"]["settings"].items() if counts_toward_answer(st, record["config"])}
     verdicts = {}
     for setting, s in settings.items():
         kv = (s.get("variants") or {}).get(k)
