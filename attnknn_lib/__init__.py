@@ -11,7 +11,7 @@ one above (``import-linter`` checks this in ``./run_all.sh test``; the contracts
 - ``report``: generic tables, figures, macros and the README block; names no experiment
 - ``training``: training loops, the shared recipe, training runs, the model cache, the one-run job
 - ``evaluation``: metrics, calibration, inference with trained models, the compared methods
-- ``knn``: the FAISS memory bank, voting rules, top-k attention, index costs
+- ``knn``: the FAISS memory, voting rules, top-k attention, index costs
 - ``models``: backbones, embedder, neighbour attention, Attn-KNN, the CNN baseline, losses
 - ``data``: datasets, tensors and augmentation, label noise, imbalance, the data spec
 - ``base``: errors, atomic files, paths, provenance, seeds / threads / device, progress, timing

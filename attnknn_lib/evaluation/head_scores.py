@@ -30,8 +30,8 @@ def head_log_weights(attention: MultiHeadNeighbourAttention, bank: MemoryBank, q
                      rows: np.ndarray, labels: np.ndarray | None = None,
                      device: torch.device | str | None = None) -> np.ndarray:
     """log softmax_j(s_hj) of every head (N, H, K) float32 for query embeddings (N, D) over the
-    bank rows ``rows`` (N, K), nearest first; ``labels`` (M,): the memory labels the attention reads
-    (the bank's by default)."""
+    memory rows ``rows`` (N, K), nearest first; ``labels`` (M,): the memory labels the attention reads
+    (the memory's by default)."""
     labels = bank.labels if labels is None else np.asarray(labels, dtype=np.int64)
     device = device or next(attention.parameters()).device
     was_training = attention.training

@@ -1,4 +1,4 @@
-"""Inference with trained models: embeddings, the attention vote over the memory bank, CNN softmax.
+"""Inference with trained models: embeddings, the attention vote over the memory, CNN softmax.
 
 Training (validation during model selection), evaluation and the experiments all call these, so
 they sit below the training loops."""
@@ -56,7 +56,7 @@ def head_norms(embedder: nn.Module):
 def attnknn_probs(attention: MultiHeadNeighbourAttention, bank: MemoryBank, queries: np.ndarray, k: int,
                   neighbours: Neighbourhood | None = None, device: torch.device | str | None = None,
                   batch_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
-    """Attention vote for query embeddings (N, D) over their k nearest bank rows (searched here
+    """Attention vote for query embeddings (N, D) over their k nearest memory rows (searched here
     unless ``neighbours`` with at least k columns is given): (probs (N, C), weights (N, k)). Ties
     go to the nearest neighbour's class, as in every vote (:func:`attnknn_lib.knn.votes.break_ties`)."""
     nb = bank.search(queries, k) if neighbours is None else neighbours

@@ -1,6 +1,6 @@
 """Evaluation of every method of the main comparison on validation and test.
 
-All kNN rules share one memory bank: the training-set embeddings of the trained Attn-KNN
+All kNN rules share one memory: the training-set embeddings of the trained Attn-KNN
 embedder, so the comparison isolates the voting rule. For each method we produce validation
 and test probabilities; knobs (tau, T, the "best baseline") are chosen on validation, a
 calibrator is fitted on validation, and the test set is scored once, raw and calibrated, with
@@ -77,13 +77,13 @@ class Embedded:
     bank: MemoryBank
     val: dict[str, np.ndarray]
     test: dict[str, np.ndarray]
-    neighbours: dict[tuple[str, str], Neighbourhood]  # (split, view) -> k_max nearest bank rows
+    neighbours: dict[tuple[str, str], Neighbourhood]  # (split, view) -> k_max nearest memory rows
 
 
 def embed_all(embedder: torch.nn.Module, dataset: Dataset, views: dict[str, View], k_max: int,
               train_labels: np.ndarray | None = None, index_type: str = "flat_l2", batch_size: int = 1024,
               device: torch.device | str = "cpu") -> Embedded:
-    """Embed train (the bank), and val and test under every view; search k_max neighbours once."""
+    """Embed train (the memory), and val and test under every view; search k_max neighbours once."""
     labels = dataset.train.y if train_labels is None else train_labels
     bank_emb = embed(embedder, to_tensor(dataset, dataset.train), batch_size, device, desc="embed train")
     bank = MemoryBank(index_type).build(bank_emb, labels)

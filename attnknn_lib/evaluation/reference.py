@@ -1,5 +1,5 @@
-"""The strongest rule that learns nothing: a neighbour vote with every non-learned knob tuned on
-validation, the reference every learned method is compared with.
+"""The tuned vote: a neighbour vote with every non-learned knob tuned on validation, the reference
+every learned method is compared with.
 
 One configuration is (rule, temperature, k, consistency threshold, prior exponent):
 
@@ -17,7 +17,7 @@ distance (or similarity) leaves every p_k unchanged and keeps the weights from u
 
 Selection (``select``): by default the highest validation accuracy (ties between classes broken by
 the nearest tied neighbour, :func:`attnknn_lib.knn.votes.break_ties`), then the lower validation
-NLL; with ``select="nll"`` the lowest validation NLL, then the higher accuracy (the reference a
+NLL; with ``select="nll"`` the lowest validation NLL, then the higher accuracy (the NLL-tuned vote, which a
 calibration claim is judged against: the same search, tuned on the proper score). Every S_k of
 one (rule, temperature, theta) comes from one cumulative sum over the neighbours, so the whole
 grid costs little more than its largest k.
@@ -54,7 +54,7 @@ FILTER = {"rules": ("uniform",), "thetas": THETAS[1:], "betas": (0.0,)}
 neighbours do not back their label are dropped (threshold tuned), the rest vote uniformly (k tuned)."""
 BETAS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)  # prior-correction exponents
 DECAYS = (1.0, 2.0, 4.0, 8.0, 16.0)  # rank-decay lengths (in neighbours), the geometry ceiling's grid
-REFERENCE_RULES = (*RULES, "rank")  # the vote rules the reference searches
+REFERENCE_RULES = (*RULES, "rank")  # the vote rules the tuned vote searches
 PARAM_NAMES = {"distance": "tau", "cosine": "T", "rank": "decay"}  # a rule's parameter, as an edge is named
 MAX_EXTENSIONS = 3  # times a grid is extended past an open edge
 BALANCED = 1.5  # largest / smallest class share below which the prior exponent is not tuned
@@ -71,12 +71,12 @@ NLL_K_MAX = 4096
 CHUNK_CELLS = 6000 * NLL_K_MAX
 """Past :data:`NLL_K_MAX`, a search that can take a subset of the queries (``chunked``) goes on in blocks of
 at most this many (query, neighbour) cells, so its memory stays that of the cap whatever k it reaches."""
-SELECTIONS = ("accuracy", "nll")  # what the reference is tuned on (validation), the other breaking ties
+SELECTIONS = ("accuracy", "nll")  # what the tuned vote is tuned on (validation), the other breaking ties
 
 
 @dataclass(frozen=True)
 class Choice:
-    """One configuration of the reference rule, and how it did on validation."""
+    """One configuration of the tuned vote, and how it did on validation."""
 
     rule: str
     param: float | None  # tau (distance) or T (cosine); None for uniform
@@ -412,7 +412,7 @@ def reference_method(search: Search, memory_labels: np.ndarray, loo: np.ndarray,
 
 def references(search: Search, memory_labels: np.ndarray, loo: np.ndarray, val_y: np.ndarray,
                num_classes: int, k_start: int = REFERENCE_K, chunked: bool = False) -> tuple[MethodProbs, MethodProbs]:
-    """The reference of an accuracy claim and the reference of a calibration claim, from one search.
+    """The tuned vote of an accuracy claim and the NLL-tuned vote of a calibration claim, from one search.
 
     The first is tuned on validation accuracy, exactly as :func:`reference_method` tunes it alone
     (the accuracy selection drives the search). The second is the same search tuned on validation NLL:

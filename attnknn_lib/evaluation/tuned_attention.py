@@ -1,24 +1,24 @@
-"""Attention with the rule's knobs: an attention's per-head weights over K neighbours, restricted
+"""Attention with the tuned vote's knobs: an attention's per-head weights over K neighbours, restricted
 to the first k, filtered and prior-corrected, with k, the filter and the prior chosen on validation
-exactly as the reference chooses them (:mod:`attnknn_lib.evaluation.reference`).
+exactly as the tuned vote chooses them (:mod:`attnknn_lib.evaluation.reference`).
 
 Head h gives neighbour j (nearest first) the log-weight s_hj (its score, up to a constant per
 query and head, which cancels below). With keep_j = [loo_j >= theta] (theta None: every neighbour)
 
     S_hk(c) = sum_{j <= k} keep_j e^{s_hj - m_h} [y_j = c]        m_h = max_{j <= k_top} s_hj
     p_k(c)  = mean_h S_hk(c) / sum_c' S_hk(c')                     (each head's softmax over its first k)
-    p'(c)   = p_k(c) pi_c^-beta / sum_c' p_k(c') pi_c'^-beta       (the reference's prior correction)
+    p'(c)   = p_k(c) pi_c^-beta / sum_c' p_k(c') pi_c'^-beta       (the tuned vote's prior correction)
 
 (k_top: the largest k asked for; any constant per query and head cancels in the ratio). For
 k = K and theta None this is the attention's own vote mean_h softmax_j(s_hj). Every S_hk of the
 ladder comes from one cumulative sum over the neighbours (:func:`~attnknn_lib.knn.votes.prefix_class_scores`),
 so the whole grid costs about one vote over K. A row where no neighbour of the first k passes the
-filter falls back to all of them (as in the reference); s_hj - m_h is clipped at -700 so that no
+filter falls back to all of them (as in the tuned vote); s_hj - m_h is clipped at -700 so that no
 weight underflows to 0 (a neighbour e^-700 below the head's largest weight moves nothing).
 
 Selection (``SELECTIONS``): the highest validation accuracy (ties between classes broken by the
 nearest tied neighbour), then the lower validation NLL; or the lowest validation NLL, then the
-higher accuracy. The grids are the reference's: k from :data:`K_LADDER` (up to the K neighbours
+higher accuracy. The grids are the tuned vote's: k from :data:`K_LADDER` (up to the K neighbours
 read, K itself always scored), theta from :data:`THETAS`, beta from :data:`BETAS` (extended by 0.5
 past an open top edge, up to :data:`MAX_EXTENSIONS` times; not tuned on a memory whose class shares
 differ by less than :data:`BALANCED`). A choice at the largest k read is an open edge: the caller
@@ -184,7 +184,7 @@ def tuned_attention_methods(scorer: Scorer, val_y: np.ndarray, prior: np.ndarray
                             selects: tuple[str, ...] = SELECTIONS, **space) -> dict[str, MethodProbs]:
     """The attention with its knobs tuned on validation, per selection: validation and test
     probabilities, and in ``info`` the choice, its label, the configurations scored, the open edges
-    and the neighbours read. K starts at ``k_start`` (the reference's search depth) and doubles while
+    and the neighbours read. K starts at ``k_start`` (the tuned vote's search depth) and doubles while
     a selection's choice sits at the largest k read, up to ``min(memory_size, k_cap)`` (``k_cap``
     bounds the (queries x heads x K) log-weights); at the whole memory "k" is a bounded end, not an
     edge. ``space`` narrows the grids (``ks``, ``thetas``, ``betas`` of :func:`tune_attention`)."""
@@ -213,7 +213,7 @@ def tuned_attention_methods(scorer: Scorer, val_y: np.ndarray, prior: np.ndarray
 def tuned_attentions(scorer: Scorer, val_y: np.ndarray, prior: np.ndarray, num_classes: int, k_start: int,
                      memory_size: int, k_cap: int = NLL_K_MAX) -> tuple[MethodProbs, MethodProbs]:
     """The attention of an accuracy claim and that of a calibration claim, from one search, chosen as
-    :func:`~attnknn_lib.evaluation.reference.references` chooses the rule's: the first tuned on
+    :func:`~attnknn_lib.evaluation.reference.references` chooses the tuned vote's: the first tuned on
     validation accuracy; the second whichever of the accuracy and NLL selections has the lower
     validation NLL after its own calibrator (fitted on validation), ``info["tuned_on"]`` naming it and
     ``info["candidates"]`` giving both."""

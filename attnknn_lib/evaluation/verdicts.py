@@ -57,7 +57,7 @@ DESCRIBED = frozenset({"ece"})  # reported with their interval, never given a ma
 # Declared before any run: differences smaller than these do not matter for the paper's question.
 MARGINS = {"accuracy": 0.0025, "macro_f1": 0.0025, "nll": 0.01, "brier": 0.002}
 # Test resamples of the pooled paired bootstrap behind a headline seed-level interval (main's default;
-# the attention study's Attn-KNN against the strongest rule is main's comparison and uses it too).
+# the attention study's Attn-KNN against the tuned vote is main's comparison and uses it too).
 HEADLINE_BOOT = 1000
 
 

@@ -1,11 +1,11 @@
-"""FAISS memory bank of (embedding, label) pairs with batched k-NN search.
+"""FAISS memory of (embedding, label) pairs with batched k-NN search.
 
 Index types: ``flat_l2`` and ``flat_ip`` (exact), ``hnsw`` (graph, approximate), ``ivf_flat``
 (inverted lists, approximate). Whatever the index, :meth:`MemoryBank.search` returns squared
 Euclidean distances, so voting rules see one quantity (for unit vectors, cosine similarity is
 ``1 - d / 2``; see :func:`attnknn_lib.knn.votes.cosine_from_sq_dist`).
 
-Training queries are themselves in the bank: :meth:`MemoryBank.search_excluding` searches
+Training queries are themselves in the memory: :meth:`MemoryBank.search_excluding` searches
 k + 1 neighbours and drops each query's own row, so a query never votes for itself (defect 1
 of the prototype).
 """
@@ -116,13 +116,13 @@ class MemoryBank:
                               f"{len(queries)} rows; search needs finite vectors")
 
     def search(self, queries: np.ndarray, k: int) -> Neighbourhood:
-        """The k nearest bank rows of each query (B, D)."""
+        """The k nearest memory rows of each query (B, D)."""
         self._check(queries, k, 0)
         d, idx = self._search_raw(queries, k)
         return self._pack(idx, d)
 
     def search_excluding(self, queries: np.ndarray, k: int, own_rows: np.ndarray) -> Neighbourhood:
-        """The k nearest rows other than the query's own row(s) in the bank.
+        """The k nearest rows other than the query's own row(s) in the memory.
 
         ``own_rows`` is (B,) (the training query's row) or (B, m) (e.g. both sources of a MixUp
         image). Searches k + m and drops those rows wherever they rank (ties at distance 0 may
@@ -148,5 +148,5 @@ class MemoryBank:
         return Neighbourhood(labels=self.labels[idx], sq_dist=d.astype(np.float32), rows=idx)
 
     def gather(self, indices: np.ndarray) -> np.ndarray:
-        """Embeddings of bank rows: indices (B, k) -> (B, k, D)."""
+        """Embeddings of memory rows: indices (B, k) -> (B, k, D)."""
         return self.embeddings[indices]

@@ -1,8 +1,8 @@
-"""What a FAISS index costs as a memory bank: build time, search time per query (batched, and one
+"""What a FAISS index costs as a memory: build time, search time per query (batched, and one
 query at a time), recall@k against exact search, and bytes per stored vector.
 
-Indexes are built by :func:`attnknn_lib.knn.bank.build_index`, the function the memory bank uses,
-so the settings measured here are the ones a bank can be given.
+Indexes are built by :func:`attnknn_lib.knn.bank.build_index`, the function the memory uses,
+so the settings measured here are the ones a memory can be given.
 """
 
 from __future__ import annotations

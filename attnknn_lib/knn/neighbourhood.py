@@ -1,7 +1,7 @@
 """A query's neighbourhood: its K nearest memory rows, nearest first, with what is read of them.
 
-One type for every reader: the memory bank's search returns it (rows, squared distances, labels),
-the reference rule and the learnable-headroom learners read labels, distances and each row's
+One type for every reader: the memory's search returns it (rows, squared distances, labels),
+the tuned vote and the learnable-headroom learners read labels, distances and each row's
 leave-one-out agreement, and the heads trained on a frozen embedding also read the queries'
 embeddings and labels. A field a reader does not need stays ``None``.
 """

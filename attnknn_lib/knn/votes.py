@@ -146,7 +146,7 @@ def vote(weights: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarra
 def knn_probs(rule: str, sq_dist: np.ndarray, labels: np.ndarray, num_classes: int,
               param: float | None = None, k: int | None = None) -> np.ndarray:
     """Probabilities of rule ``rule`` from the first ``k`` (default all) neighbours, given their
-    squared distances ``sq_dist`` (B, K) (as the memory bank returns them) and labels (B, K).
+    squared distances ``sq_dist`` (B, K) (as the memory returns them) and labels (B, K).
 
     ``param`` is tau for ``distance`` and T for ``cosine``; unused for ``uniform``.
     """

@@ -40,7 +40,7 @@ def attend(attention: MultiHeadNeighbourAttention, query_emb: torch.Tensor, neig
 
 
 class AttnKNN(nn.Module):
-    """Embeds a query, attends over its neighbours' (memory-bank) embeddings and votes."""
+    """Embeds a query, attends over its neighbours' (memory) embeddings and votes."""
 
     def __init__(self, embedder: Embedder, attention: MultiHeadNeighbourAttention):
         super().__init__()

@@ -5,15 +5,15 @@
   the distance vote, µs per query, batched and one query at a time;
 * the library's vectorised vote (:func:`attnknn_lib.knn.votes.vote`) against a naive per-row loop;
 * training throughput: one training step of the CNN and of Attn-KNN (batch 256 of 28x28 images,
-  forward, backward, AdamW; Attn-KNN also searches a 54k bank and votes) in fp32, and with the
+  forward, backward, AdamW; Attn-KNN also searches a 54k memory and votes) in fp32, and with the
   recipe's levers (the bf16 neighbour scan; bf16 autocast where the CPU has it), the batch augmentation
-  and the clean-bank embedding, as images/s and as achieved GFLOP/s (counted by torch's
+  and the clean-memory embedding, as images/s and as achieved GFLOP/s (counted by torch's
   FlopCounterMode) over the GEMM rate; and the images/s the last cpu run's training epochs reached;
 * the smoke workflow end to end (``./run_all.sh --profile smoke`` into a temporary folder, PDFs
   and paper included) against its 6-minute budget;
 * the stage times of the last ``cpu`` run in this folder (each job records its wall time under
   ``.attnknn/times/``; the notebooks fall back to their results' provenance): each notebook job
-  against 15 minutes, the training time split into steps, bank refresh and the rest, the wall time
+  against 15 minutes, the training time split into steps, memory refresh and the rest, the wall time
   against the training steps' floor, the cores' busy share and the three largest items left.
 
 Prints a table, writes ``results/benchmarks.json``, the generated block of ``docs/benchmarks.md`` and

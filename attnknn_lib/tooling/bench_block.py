@@ -6,7 +6,7 @@ from attnknn_lib.report.readme import width_sentence
 from attnknn_lib.tooling.profiling import OWNERS
 from attnknn_lib.tooling.stage_times import NOTEBOOK_BUDGET_S
 
-REST_BUDGET = 0.05  # training time outside the steps and the bank refresh, as a share of training time
+REST_BUDGET = 0.05  # training time outside the steps and the memory refresh, as a share of training time
 
 
 def profile_lines(profiles: dict, n: int = 3, run_stages: dict | None = None) -> list[str]:
@@ -148,7 +148,7 @@ def ratios(bench: dict) -> dict[str, float]:
 
 
 def largest_items(cpu: dict, profiles: dict | None = None, n: int = 3) -> list[tuple[str, float, str]]:
-    """The ``n`` largest items of the cpu run's job time (the training steps, the bank refresh, the
+    """The ``n`` largest items of the cpu run's job time (the training steps, the memory refresh, the
     rest of training, each notebook with its part jobs, the PDF exports), each with what it would
     take to cut it; a notebook's answer names its profile's largest block where one is committed."""
     stages = cpu.get("stages") or {}

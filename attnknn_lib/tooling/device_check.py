@@ -2,7 +2,7 @@
 
 ``python -m attnknn_lib.tooling.device_check --device cuda --out FILE`` runs main's Fashion-MNIST
 parts (each trains its seed's Attn-KNN and CNN on ``--device`` into a fresh model cache, then embeds,
-tunes the strongest rule and scores every method) in ``--workers`` processes side by side, assembles
+tunes the vote and scores every method) in ``--workers`` processes side by side, assembles
 the record as the notebook does, and writes the wall and per-part seconds with every seed-level
 verdict beside the committed record's (``results/main_fashion_mnist.json``). The ablation, the
 prototype replay and the MixUp control are left out: no verdict of the comparison reads them.

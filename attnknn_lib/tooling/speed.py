@@ -24,7 +24,7 @@ from attnknn_lib.training.recipe import Recipe
 
 @dataclass(frozen=True)
 class BenchConfig:
-    bank: int = 54_000  # the cpu profile's Fashion-MNIST memory bank
+    bank: int = 54_000  # the cpu profile's Fashion-MNIST memory
     dim: int = 128
     queries: int = 2_000
     single_queries: int = 100  # one-at-a-time calls timed per repeat
@@ -99,7 +99,7 @@ def _median_ms(fn, repeats: int) -> float:
 
 
 def training_throughput(cfg: BenchConfig, gemm_gflops: float) -> dict:
-    """One training step of each model, the augmentation and the clean-bank embedding, on synthetic
+    """One training step of each model, the augmentation and the clean-memory embedding, on synthetic
     Fashion-MNIST-shaped batches in the training loops' memory format (see the module docstring)."""
     from types import SimpleNamespace
 

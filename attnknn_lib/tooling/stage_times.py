@@ -100,7 +100,7 @@ def cpu_stage_times(root: Path = REPO_ROOT) -> dict:
 
     def epoch_seconds(rid: str, key: str) -> float | None:
         """The sum over the run's epochs of ``key``: ``train_seconds`` (the training steps: forward,
-        backward and optimiser over the epoch's batches), ``refresh_seconds`` (the clean bank's
+        backward and optimiser over the epoch's batches), ``refresh_seconds`` (the clean memory's
         rebuild: the training set embedded in eval mode) or ``seconds`` (the whole epoch, validation
         included), from its model's record; None where an epoch lacks it (a model trained before it
         was recorded)."""

@@ -1,12 +1,12 @@
 """Training of Attn-KNN and of the CNN baseline, with the prototype's defects fixed.
 
-* A training query never sees itself: its own row(s) in the bank (both rows of a MixUp pair)
+* A training query never sees itself: its own row(s) in the memory (both rows of a MixUp pair)
   are masked out before the top-k (:func:`training_neighbours`; :meth:`MemoryBank.search_excluding`
   does the same with FAISS where the embedding is fixed, e.g. for ablations).
-* The memory bank holds clean (eval-mode, un-augmented) embeddings of the training set, rebuilt
+* The memory holds clean (eval-mode, un-augmented) embeddings of the training set, rebuilt
   every ``refresh_every`` epochs (the same FAISS bank scores validation for model selection).
   Between rebuilds each batch's fresh embeddings overwrite their rows (``online_update``), so
-  the bank follows the model; without this, the first epoch searches a bank made by the random
+  the memory follows the model; without this, the first epoch searches a memory made by the random
   initial network and the kNN loss grows instead of falling (observed: 12.7 -> 19.7 over one
   epoch). The query's neighbours are searched with its fresh embedding at every step, as at
   test time. The step's search is an exact matmul + top-k in torch: on two cores it was 2.7x
@@ -179,7 +179,7 @@ def train_attnknn(model: AttnKNN, dataset: Dataset, cfg: TrainConfig, train_labe
             precision.step(loss, opt, model.parameters(), cfg.grad_clip)
             sched.step()
             if cfg.online_update:
-                mem[idx] = q.detach()  # the bank follows the model between clean rebuilds
+                mem[idx] = q.detach()  # the memory follows the model between clean rebuilds
                 if low:
                     mem_bf16[idx] = q.detach().to(torch.bfloat16)
             for key, val in zip(sums, (loss, knn, con, ent)):

@@ -7,7 +7,7 @@ import torch
 
 def training_neighbours(q: torch.Tensor, mem: torch.Tensor, own: torch.Tensor, k: int,
                        mem_bf16: torch.Tensor | None = None) -> torch.Tensor:
-    """Rows of the k most similar bank entries for each training query, never one of its own rows.
+    """Rows of the k most similar memory entries for each training query, never one of its own rows.
 
     q (B, D) and mem (N, D) are unit vectors, so the largest inner products are the nearest
     neighbours (exact search, as FAISS Flat). ``own`` (B, m) are the query's own rows: their

@@ -28,7 +28,7 @@ class _Precision:
     """Mixed precision decided once per run. On CUDA: bf16 autocast where supported, else fp16
     autocast with a GradScaler (fp16 gradients underflow without loss scaling). On a CPU with
     native bf16: bf16 autocast (measured here, one thread: an Attn-KNN step 83 -> 60 ms, a CNN step
-    54 -> 33 ms). fp32 otherwise. Only the training step is autocast; the clean bank, validation
+    54 -> 33 ms). fp32 otherwise. Only the training step is autocast; the clean memory, validation
     and every evaluation embed in fp32."""
 
     def __init__(self, cfg: TrainConfig, device: torch.device):

@@ -28,11 +28,11 @@ class TrainConfig:
     contrastive_temperature: float = 0.07
     entropy_weight: float = 0.01  # prototype setting: a small bonus against attention collapse
     grad_clip: float = 1.0
-    refresh_every: int = 1  # epochs between clean rebuilds of the memory bank (eval-mode embeddings)
-    online_update: bool = True  # also write each batch's fresh embeddings into the bank (see module doc)
+    refresh_every: int = 1  # epochs between clean rebuilds of the memory (eval-mode embeddings)
+    online_update: bool = True  # also write each batch's fresh embeddings into the memory (see module doc)
     exclude_self: bool = True  # False re-creates the prototype's defect: a training query finds itself
     index_type: str = "flat_l2"
-    # rows per forward pass of every eval-mode embedding (the clean bank's refresh each epoch, validation):
+    # rows per forward pass of every eval-mode embedding (the clean memory's refresh each epoch, validation):
     # on one thread 256 embeds Fashion-MNIST's 54,000 rows in 5.3 s against 6.2 s at 1024 (cache-sized
     # batches), with bit-identical embeddings (eval mode: each row's output is independent of its batch)
     eval_batch_size: int = 256

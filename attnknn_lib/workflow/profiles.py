@@ -141,7 +141,7 @@ def check_data(cfg) -> None:
 
 
 def check_sizes(cfg) -> None:
-    """Stop before any work when k (or a k of a sweep) exceeds what the memory bank can give: a
+    """Stop before any work when k (or a k of a sweep) exceeds what the memory can give: a
     training query has at most n - 1 other rows, and training keeps one spare (k <= n - 2)."""
 
     ks = [("k", cfg.k)] + [("k_values", k) for k in getattr(cfg, "k_values", ())]

@@ -20,7 +20,7 @@ embedding; the long-tail experiment's models, :func:`long_tail_runs`):
    its effective k, the share of the fixable headroom it captured, and under noise its
    flipped/clean weight ratio and the AUROC of its weight for "this neighbour is flipped". The
    variant with the best validation accuracy is the setting's "best variant".
-4. **The strongest rule that learns nothing** per memory (:mod:`attnknn_lib.evaluation.reference`):
+4. **The tuned vote** per memory (:mod:`attnknn_lib.evaluation.reference`):
    vote weighting, k (searched until the choice is not the largest k searched), label-consistency
    filter and prior correction tuned jointly on validation; every variant is also compared with it
    (``verdicts_reference``), the comparisons at a fixed k being secondary.

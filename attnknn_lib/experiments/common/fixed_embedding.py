@@ -5,16 +5,16 @@ Given a labelled memory, validation and test rows of one embedding (the embeddin
 :func:`compare` measures, in this order:
 
 1. **headroom** before any head is trained: the headroom table (recall, uniform vote, fixable
-   share) at the heads' k and at the reference's chosen k, and the geometry-only ceiling (the best
+   share) at the heads' k and at the tuned vote's chosen k, and the geometry-only ceiling (the best
    distance / cosine / uniform vote over at most the heads' k neighbours, tuned on validation);
-2. **the strongest rule that learns nothing**
+2. **the tuned vote**
    (:func:`~attnknn_lib.evaluation.reference.references`), tuned on validation accuracy, and the
    same search tuned on validation NLL (the reference of the calibration endpoints);
 3. **learnable headroom**: the boosted-trees learner of the attention study
    (:func:`~attnknn_lib.evaluation.learnable.learned_rule`, cross-fitted on validation) reading as
-   many neighbours as the reference's chosen k (at least the heads' k);
+   many neighbours as the tuned vote's chosen k (at least the heads' k);
 4. **the learned metrics with the same vote** (:mod:`~attnknn_lib.experiments.common.learned_metric`):
-   NCA (a linear map trained with the NCA loss over the memory, then re-retrieval and the rule's
+   NCA (a linear map trained with the NCA loss over the memory, then re-retrieval and the tuned vote's
    whole search in the learned space; ``nca`` tuned on accuracy, ``nca_nll`` on NLL) and the linear
    probe (logistic regression on the embedding, the parametric reference);
 5. **the heads** (:data:`HEADS`; Attn-KNN is the paper's attention with the prototype's loss)
@@ -23,14 +23,14 @@ Given a labelled memory, validation and test rows of one embedding (the embeddin
    fitted on validation, and their effective k = exp(entropy of the weights), mean over test queries;
    then the controls (:data:`CONTROLS`: the query-only MLP, which reads no neighbour) with the heads'
    budget;
-6. **Attn-KNN with the rule's knobs** (:data:`TUNED`): the trained Attn-KNN head read over more
+6. **Attn-KNN with the tuned vote's knobs** (:data:`TUNED`): the trained Attn-KNN head read over more
    neighbours, with k, the label-consistency filter and the prior exponent chosen on validation as
-   the rule chooses them (:func:`~attnknn_lib.evaluation.tuned_attention.tuned_attentions`; its
+   the tuned vote chooses them (:func:`~attnknn_lib.evaluation.tuned_attention.tuned_attentions`; its
    scores of a neighbour do not depend on the others read, so k = the heads' k is in the grid and
    gives the head as trained). ``attnknn_tuned`` is tuned on accuracy, ``attnknn_tuned_nll`` for the
    calibration endpoints; the head at its trained k stays as a diagnostic.
 
-Every method is compared with both references; every head (and Attn-KNN with the rule's knobs)
+Every method is compared with both references; every head (and Attn-KNN with the tuned vote's knobs)
 also with the learned metric (``nca`` on accuracy, ``nca_nll`` on NLL and Brier): attention against
 the classic way to learn a metric.
 
@@ -96,7 +96,7 @@ CONTROLS = ("query_only",)  # trained like the heads, never a head to choose: th
 ENDPOINTS = (("accuracy", "raw"), ("nll", "calibrated"), ("brier", "calibrated"))
 """What each head is judged on against the reference: accuracy as voted, NLL and Brier after the
 calibrator fitted on validation (proper scores; ECE is only described)."""
-TUNED = ("attnknn_tuned", "attnknn_tuned_nll")  # Attn-KNN with the rule's knobs: on accuracy / for calibration
+TUNED = ("attnknn_tuned", "attnknn_tuned_nll")  # Attn-KNN with the tuned vote's knobs: on accuracy / for calibration
 REFERENCES = ("reference", "reference_nll")  # tuned on validation accuracy / on validation NLL (calibrated)
 CALIBRATION_ENDPOINTS = ("nll", "brier")  # judged against both references
 RESOLVED_AT = (3, 5)  # seed counts at which the smallest resolvable difference is reported
@@ -264,7 +264,7 @@ def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dic
 def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: int, seed: int,
             extras: Extras | None = None) -> dict:
     """Everything measured on one embedding and seed (see the module docstring): the headroom at
-    the heads' k and at the reference's, every method's scores, and every method minus each reference."""
+    the heads' k and at the tuned vote's, every method's scores, and every method minus each reference."""
     k = cfg.k
     bank = MemoryBank().build(memory.x, memory.y)
     own = bank.search_excluding(memory.x, max(k, cfg.loo_k + 1), np.arange(len(memory.y)))  # each row's other rows
@@ -314,7 +314,7 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
     trained: dict = {}
     for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, models=trained).items():
         probs[name], info[name] = (pv, pt), head_info
-    if "attnknn" in trained:  # the rule's knobs, read from the rule's search depth on
+    if "attnknn" in trained:  # the tuned vote's knobs, read from the tuned vote's search depth on
         scorer = attention_scorer(trained["attnknn"].attention, bank, {"val": val.x, "test": test.x}, search,
                                   memory.y, loo)
         tuned = tuned_attentions(scorer, val.y, prior, num_classes, info["reference"]["k_searched"], len(memory.y))
@@ -342,7 +342,7 @@ def summarise(cfg: HeadKnobs, per_seed: dict[str, dict]) -> dict:
     the heads against the learned metric: accuracy against the accuracy-tuned one, NLL and Brier
     against both); per method the means; per head its
     mean effective k and whether it moved from uniform (below ``moved_share`` x k); the headroom
-    means, the reference's choices per seed and the grid edges it reached."""
+    means, the tuned vote's choices per seed and the grid edges it reached."""
     seeds = list(per_seed)
     first = per_seed[seeds[0]]
     out = {"diff": {}, "effective_k": {}, "moved": {}, "means": {}}

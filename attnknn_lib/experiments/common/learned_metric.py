@@ -3,16 +3,16 @@
 
 * **NCA** (:func:`nca_methods`): the linear map of :func:`~attnknn_lib.training.metric_learning.fit_nca`
   (trained on the memory, its epoch and learning rate chosen on validation), then every split mapped,
-  the memory searched again in the mapped space, and the strongest rule that learns nothing tuned
+  the memory searched again in the mapped space, and the tuned vote re-tuned
   there (:func:`~attnknn_lib.evaluation.reference.references`: rule, k, filter, prior, on validation
-  accuracy, and the same search on validation NLL). "NCA" is the reference rule in the learned space;
-  ``nca_nll`` is its calibration version, as ``reference_nll`` is the reference's.
+  accuracy, and the same search on validation NLL). "NCA" is the tuned vote in the learned space;
+  ``nca_nll`` is its calibration version, as ``reference_nll`` is the tuned vote's.
 
   Mapped rows are **not** re-normalised one by one: that would change the neighbours NCA was trained
   for. The whole mapped space is divided by one number, the mean norm of the mapped memory rows,
-  which changes no neighbour order and puts the distances on the scale the rule's temperature grids
+  which changes no neighbour order and puts the distances on the scale the tuned vote's temperature grids
   were built for (unit vectors; at the identity map the factor is 1 and nothing changes). The
-  rule's "cosine" vote there reads s = 1 - d / 2 as on unit vectors, a shifted distance vote.
+  tuned vote's "cosine" vote there reads s = 1 - d / 2 as on unit vectors, a shifted distance vote.
 * **linear probe** (:func:`probe_method`): multinomial logistic regression on the embedding
   (:func:`~attnknn_lib.evaluation.linear_probe.linear_probe`), the parametric reference.
 """
@@ -81,9 +81,9 @@ def nca_methods(memory, val, test, num_classes: int, seed: int, *, k: int, loo_k
                 lrs: tuple[float, ...], epochs: int, patience: int, batch_size: int,
                 candidates: int) -> dict[str, MethodOut]:
     """``nca`` and ``nca_nll`` on rows ``memory``, ``val``, ``test`` (each with ``x`` and ``y``): NCA
-    trained at the heads' ``k`` (see the module docstring), the rule searched from ``reference_k``
+    trained at the heads' ``k`` (see the module docstring), the tuned vote searched from ``reference_k``
     neighbours in the mapped space, each row's label agreement over its ``loo_k`` nearest other rows
-    there. Both infos hold the rule's choice and the NCA training (``nca``), the scale and the
+    there. Both infos hold the tuned vote's choice and the NCA training (``nca``), the scale and the
     headroom at k in the mapped space (recall and uniform vote on test)."""
     fit = fit_nca(memory.x, memory.y, val.x, val.y, num_classes, k, lrs, epochs, patience, batch_size, candidates,
                   seed)

@@ -1,7 +1,7 @@
 """What the label-noise and long-tail experiments share: their config, settings, retraining loop and verdicts.
 
 Each asks how the rules behave when the
-training data changes, in two settings, ``bank`` (main's models, only the memory bank changes:
+training data changes, in two settings, ``bank`` (main's models, only the memory changes:
 the prototype's setting) and ``trained`` (Attn-KNN and the CNN retrained on the changed data, on a
 training subset with fewer epochs where the profile says so, so the grid fits the budget)."""
 
@@ -85,7 +85,7 @@ class RobustnessConfig(ExperimentConfig):
 
 def trained_cells(cfg: RobustnessConfig, paths, device, specs: Callable[[int], dict[str, DataSpec]], evaluate) -> dict:
     """Setting trained: for each retrain seed and condition (``specs(seed)``: key -> the changed data),
-    the retrained Attn-KNN and CNN, with a bank of the new embedding labelled as it was trained,
+    the retrained Attn-KNN and CNN, with a memory of the new embedding labelled as it was trained,
     scored by the experiment's ``evaluate(cfg, emb, prepared, attention, cnn, seed)``."""
     recipe, base = cfg.retrain_recipe(), load_base(cfg.retrain_spec())
     cells: dict[str, dict] = {}

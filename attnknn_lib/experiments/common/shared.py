@@ -2,7 +2,7 @@
 
 An experiment is a package under :mod:`attnknn_lib.experiments` that declares itself once
 (:mod:`attnknn_lib.experiments.framework.declaration`). This module holds the shared steps: the data spec of a dataset under the recipe, loading (or,
-when a notebook runs alone, training) a run's model, embedding the splits into a memory bank with
+when a notebook runs alone, training) a run's model, embedding the splits into a memory with
 the labels the experiment says, and writing one result record through one atomic helper.
 """
 
@@ -81,7 +81,7 @@ def trained_pair(recipe: Recipe, prepared: Prepared, seed: int, paths: Paths, de
 
 def embed_views(model, prepared: Prepared, n_views: int, k_max: int, device, bank_labels: np.ndarray | None = None
           ) -> Embedded:
-    """Embed train (the bank, labelled with ``bank_labels``: the prepared training labels by
+    """Embed train (the memory, labelled with ``bank_labels``: the prepared training labels by
     default, i.e. noisy where the experiment made them noisy), and val / test under TTA views."""
     ds = prepared.dataset
     return embed_all(model.embedder, ds, tta_views(ds, n_views), k_max, train_labels=bank_labels, device=device)
@@ -90,7 +90,7 @@ def embed_views(model, prepared: Prepared, n_views: int, k_max: int, device, ban
 @dataclass(frozen=True)
 class Frozen:
     """Original-view embeddings of every train / val / test row under one trained embedder: the
-    experiments that change only the memory bank (its labels, its rows, k) start from these."""
+    experiments that change only the memory (its labels, its rows, k) start from these."""
 
     train: np.ndarray  # (N_train, D)
     val: np.ndarray  # (N_val, D)
@@ -125,14 +125,14 @@ def frozen_embeddings(run: TrainingRun, model, prepared: Prepared, paths: Paths,
     return Frozen(emb["train"], emb["val"], emb["test"], ds.train.ids)
 
 
-LOO_K = 16  # a memory row's nearest other rows behind its label agreement (the reference's filter)
+LOO_K = 16  # a memory row's nearest other rows behind its label agreement (the tuned vote's filter)
 MEMORY = ("memory", "self")  # Embedded.neighbours key of each memory row's nearest other rows
 
 
 def bank_of(frozen: Frozen, labels: np.ndarray, k_max: int, rows: np.ndarray | None = None,
             index_type: str = "flat_l2", reference: bool = False) -> Embedded:
-    """A memory bank of the training rows ``rows`` (default: all) labelled ``labels`` (one per
-    kept row), with the k_max nearest bank rows of every val and test embedding searched once.
+    """A memory of the training rows ``rows`` (default: all) labelled ``labels`` (one per
+    kept row), with the k_max nearest memory rows of every val and test embedding searched once.
     ``reference``: search deep enough for :func:`reference_of` too (val and test to
     :data:`~attnknn_lib.evaluation.reference.REFERENCE_K`, every memory row to its :data:`LOO_K`
     nearest other rows), so that relabelled copies (:func:`relabel`) search nothing again."""
@@ -186,7 +186,7 @@ def _reference_inputs(emb: Embedded) -> tuple[np.ndarray, np.ndarray, Search]:
 
 
 def reference_of(emb: Embedded, prepared: Prepared) -> MethodProbs:
-    """The strongest rule that learns nothing on ``emb``'s memory, as labelled there (noisy labels
+    """The tuned vote on ``emb``'s memory, as labelled there (noisy labels
     under noise, the long-tailed subset's), tuned on ``prepared``'s validation labels:
     :func:`~attnknn_lib.evaluation.reference.reference_method` (vote rule, temperature, k, label-consistency
     filter, prior exponent). Reads the neighbours :func:`bank_of` searched with ``reference=True``
@@ -204,10 +204,10 @@ def references_of(emb: Embedded, prepared: Prepared) -> tuple[MethodProbs, Metho
 
 def tuned_attention_of(attention, emb: Embedded, prepared: Prepared, k_start: int, device=None,
                        cache: dict | None = None) -> tuple[MethodProbs, MethodProbs]:
-    """The attention with the rule's knobs on ``emb``'s memory (k from the reference's ladder, the
+    """The attention with the tuned vote's knobs on ``emb``'s memory (k from the tuned vote's ladder, the
     consistency filter and the prior exponent chosen on ``prepared``'s validation labels;
     :func:`~attnknn_lib.evaluation.tuned_attention.tuned_attentions`): tuned on accuracy, and for the
-    calibration endpoint. It reads from ``k_start`` neighbours (the reference's search depth) on,
+    calibration endpoint. It reads from ``k_start`` neighbours (the tuned vote's search depth) on,
     deeper while its choice sits at the largest k read; ``cache`` shares the attention's scores between
     memories of one embedding that differ only in their labels."""
     labels, loo, search = _reference_inputs(emb)
@@ -243,7 +243,7 @@ def cnn_method(model, prepared: Prepared, device) -> MethodProbs:
 def vote_methods(emb: Embedded, prepared: Prepared, attention, k: int,
                  cnn: MethodProbs | None = None, reference: bool = False) -> dict[str, MethodProbs]:
     """uniform / distance / cosine kNN (knobs tuned on ``prepared``'s validation labels, noisy
-    where they are), Attn-KNN, the strongest non-learned rule (``reference``: :func:`reference_of`)
+    where they are), Attn-KNN, the tuned vote (``reference``: :func:`reference_of`)
     and the CNN when given: the methods of the robustness experiments."""
     methods = knn_methods(emb, prepared.dataset, k)
     methods["attnknn"] = attnknn_method(attention, emb, k)

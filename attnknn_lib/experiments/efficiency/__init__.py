@@ -1,8 +1,8 @@
-"""Efficiency (notebook ``05_efficiency``): what the memory bank and the vote cost.
+"""Efficiency (notebook ``05_efficiency``): what the memory and the vote cost.
 
 * FAISS indexes (Flat L2, Flat IP, HNSW over efConstruction x efSearch, IVF-Flat over nprobe) on
   the real embeddings of main's model: build time, search time per query batched and one query
-  at a time, recall@k against exact search, bytes per stored vector and the bank size at which
+  at a time, recall@k against exact search, bytes per stored vector and the memory size at which
   each stops fitting in this machine's RAM (computed, not run).
 * The same indexes on synthetic unit vectors from n = 10^3 up to the profile's largest n, with
   power-law slopes fitted on log-log axes.

@@ -56,7 +56,7 @@ class Config(ExperimentConfig):
                               f"be >= {2 * max(self.recall_k, 39)} (twice recall_k and IVF's 39 points per list)")
 
     def default_hnsw(self) -> IndexSetting:
-        """The memory bank's HNSW setting (MemoryBank's defaults with this M)."""
+        """The memory's HNSW setting (MemoryBank's defaults with this M)."""
         return IndexSetting("hnsw", m=self.hnsw_m)
 
     def settings(self) -> list[IndexSetting]:

@@ -64,7 +64,7 @@ def measure_indexes(cfg: Config, bank: np.ndarray, queries: np.ndarray, settings
 
 
 def add_memory_limits(rows: list[dict], dim: int, ram: int) -> None:
-    """Bytes per vector of a memory bank built on each index (the index, plus the bank's float32
+    """Bytes per vector of a memory built on each index (the index, plus the memory's float32
     copy of the embeddings, int64 label and float32 squared norm) and the largest n whose bank
     fits in ``ram`` bytes: n_max = ram / bytes per vector (computed, not run)."""
     extra = 4 * dim + 8 + 4
@@ -79,7 +79,7 @@ def gemm_yardstick(cfg: Config, bank: np.ndarray, queries: np.ndarray) -> dict:
     (one warm-up call, then the repeats; torch's and FAISS's thread pools spin for a while after
     their last call, so alternating them call by call slows both), the GEMM before and after the
     searches so that a change in the machine's load shows in both; medians.
-    ``flat_search_over_gemm`` is Flat L2 (the bank's index); Flat IP skips the norm terms."""
+    ``flat_search_over_gemm`` is Flat L2 (the memory's index); Flat IP skips the norm terms."""
     n, d = bank.shape
     m = cfg.gemm_size
     g = torch.Generator().manual_seed(0)
@@ -157,7 +157,7 @@ def prediction_costs(model, cnn, bank: MemoryBank, images: torch.Tensor, k: int,
 
 def training_times(histories: dict[str, list[list[dict]]]) -> dict:
     """Median seconds per epoch over runs and epochs: the training loop alone (``train_seconds``)
-    and the whole epoch with its bank rebuild and validation (``seconds``)."""
+    and the whole epoch with its memory rebuild and validation (``seconds``)."""
     out = {}
     for kind, runs_ in histories.items():
         rows = [h for hist in runs_ for h in hist]

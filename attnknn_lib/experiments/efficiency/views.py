@@ -330,7 +330,7 @@ def findings(record: dict) -> str:
 
 def training_frame(record: dict) -> pd.DataFrame:
     """Seconds per training epoch of Attn-KNN and the CNN (the loop alone, and with validation and
-    the bank rebuild), over how many runs and epochs."""
+    the memory rebuild), over how many runs and epochs."""
     tr = record["results"]["training"]
     labels = {"attnknn": "Attn-KNN", "cnn": "CNN"}
     rows = {labels[m]: {"s per epoch (training loop)": f"{tr[m]['train_seconds_per_epoch']:.1f}",

@@ -4,7 +4,7 @@ learned neighbour weighting has room to win, and does Attn-KNN win there?
 Three candidate embeddings of Fashion-MNIST with room to learn (:data:`~.config.CANDIDATES`): PCA of
 the pixels, a CNN trained on 1 % of the labels while the memory holds every label, and a CNN
 trained on other classes than the ones it is evaluated on. On each, before any head is trained:
-the headroom table, the strongest rule that learns nothing (tuned on accuracy, and on NLL) and the
+the headroom table, the tuned vote, the NLL-tuned vote and the
 learnable headroom; then Attn-KNN and the study's heads against both references, with their
 effective k (5 seeds, each with its own test rows).
 """

@@ -309,7 +309,7 @@ def _learned_macros(pre: tuple, tag: str, cand: dict | None) -> dict[str, str]:
 
 def regime_macros(record: dict) -> dict[str, str]:
     """Counts (seeds, candidates, those with room, Attn-KNN's wins) and per candidate (:data:`TAGS`)
-    its room, the rule, Attn-KNN's accuracy and NLL verdicts, its effective k, the chosen head's and
+    its room, the tuned vote, Attn-KNN's accuracy and NLL verdicts, its effective k, the chosen head's and
     the learner's accuracy verdicts."""
     res = record["results"]
     pre = (NAME,)
@@ -412,7 +412,7 @@ def _summary(record: dict) -> str:
 
 def answer_lines(records: list[dict]) -> list[str]:
     """One short bullet of the README's answer: how many candidate embeddings had room before any
-    head was trained, where Attn-KNN, NCA and any head beat the rule; then the
+    head was trained, where Attn-KNN, NCA and any head beat the tuned vote; then the
     term it uses. The intervals are in the notebook's tables."""
     out = []
     for record in records:

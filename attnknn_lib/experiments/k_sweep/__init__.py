@@ -1,6 +1,6 @@
 """k-sweep (notebook ``02_k_sweep``): how each voting rule depends on the number of neighbours k.
 
-On main's trained Attn-KNN models (every seed), with the memory bank of its embedding: uniform,
+On main's trained Attn-KNN models (every seed), with the memory of its embedding: uniform,
 distance and cosine kNN (tau and T tuned on validation at each k) and Attn-KNN, at every k of the
 grid plus k = round(sqrt(n)). Attn-KNN is evaluated twice: as trained (its attention saw k = the
 recipe's k), and with a fresh attention trained at that k on the frozen embedding, so the curves

@@ -31,7 +31,7 @@ def runs(cfg: Config):
 
 def k_grid(cfg: Config, n_train: int) -> tuple[list[int], int | None]:
     """The sorted k values (with round(sqrt(n)) when asked) and that k; one line if one is too big
-    for the bank (a training query's neighbours exclude itself: k <= n - 2)."""
+    for the memory (a training query's neighbours exclude itself: k <= n - 2)."""
     k_sqrt = int(round(math.sqrt(n_train))) if cfg.sqrt_k else None
     ks = sorted(set(cfg.k_values) | ({k_sqrt} if k_sqrt else set()))
     if ks[-1] > n_train - 2:

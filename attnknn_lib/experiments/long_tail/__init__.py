@@ -2,7 +2,7 @@
 
 The training rows are subsampled with the exponential profile (the class of rank r keeps
 n_max * ratio^(r/(C-1)) rows; ratio = smallest / largest class; which class gets which rank is drawn
-per model seed, so the tail is not always the same classes) in two settings: ``bank`` (main's models, the memory bank
+per model seed, so the tail is not always the same classes) in two settings: ``bank`` (main's models, the memory
 built from the imbalanced subset) and ``trained`` (Attn-KNN and the CNN retrained on the imbalanced
 subset). Validation and test stay balanced, so every knob is tuned for balanced accuracy. A
 standard remedy is added as a reference: a prior correction (each class's vote divided by its

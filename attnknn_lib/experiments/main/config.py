@@ -30,16 +30,16 @@ ABLATIONS: dict[str, dict] = {
 }
 RELIABILITY_METHODS = ("uniform", "distance", "attnknn", "attnknn_tta", "cnn")
 SUMMARY_METHODS = ("uniform", "distance", "cosine", "attnknn", "attnknn_tta", "cnn")
-COMPARISONS = {"attnknn_vs_reference": ("attnknn", "reference"),  # the strongest rule that learns nothing
+COMPARISONS = {"attnknn_vs_reference": ("attnknn", "reference"),  # the tuned vote
                "attnknn_vs_best_baseline": ("attnknn", "best baseline"), "attnknn_vs_cnn": ("attnknn", "cnn"),
                # the same training with the attention replaced by a fixed softmax vote (primary dataset only)
                "attnknn_vs_fixed_vote": ("attnknn", "fixed_vote"),
-               # Attn-KNN with the rule's knobs (k, filter, prior chosen on validation) against the rule
+               # Attn-KNN with the tuned vote's knobs (k, filter, prior chosen on validation) against the tuned vote
                "attnknn_tuned_vs_reference": ("attnknn_tuned", "reference"),
-               # the calibration endpoint: calibrated NLL and Brier against the rule tuned for it
+               # the calibration endpoint: calibrated NLL and Brier against the NLL-tuned vote
                "attnknn_tuned_vs_reference_nll": ("attnknn_tuned_nll", "reference_nll"),
                "attnknn_vs_reference_nll": ("attnknn", "reference_nll")}
-COMPARISONS.update({  # the learned-metric family against the rule, and attention against the learned metric
+COMPARISONS.update({  # the learned-metric family against the tuned vote, and attention against the learned metric
     "nca_vs_reference": ("nca", "reference"), "linear_probe_vs_reference": ("linear_probe", "reference"),
     "attnknn_tuned_vs_nca": ("attnknn_tuned", "nca"), "attnknn_tuned_vs_nca_nll": ("attnknn_tuned_nll", "nca_nll")})
 CALIBRATION_COMPARISONS = ("attnknn_tuned_vs_reference_nll", "attnknn_vs_reference_nll", "attnknn_tuned_vs_nca_nll")
@@ -52,7 +52,7 @@ ARTIFACTS = Artifacts(NAME, (
     figure("reliability", "_reliability", "primary", drawn_from="figure_data"),
     table("paired", "_paired", "primary"), table("seeds", "_seeds", "primary"),
     figure("curves", "_curves", "primary"), figure("confusion", "_confusion", "primary", drawn_from="figure_data"),
-    table("knobs", "_knobs", "primary"),  # each seed's choices of the rule and of Attn-KNN with its knobs
+    table("knobs", "_knobs", "primary"),  # each seed's choices of the tuned vote and of Attn-KNN with its knobs
     table("ablation", "_ablation", "primary", when=lambda cfg: cfg.ablation),
     table("replay", "_replay", "primary", when=lambda cfg: cfg.replay),
     table("summary", "_summary", "experiment"),  # every dataset in one table

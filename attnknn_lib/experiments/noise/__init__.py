@@ -3,19 +3,19 @@
 Symmetric noise (a flipped label moves to any other class) and asymmetric noise (c -> c + 1) at
 each rate, in two settings:
 
-* ``bank``: noise only in the memory-bank labels; main's models, trained on clean labels, are
-  unchanged (the prototype's setting). The CNN does not use the bank, so only its calibrator
+* ``bank``: noise only in the memory labels; main's models, trained on clean labels, are
+  unchanged (the prototype's setting). The CNN does not use the memory, so only its calibrator
   (fitted on the noisy validation labels) changes.
 * ``trained``: Attn-KNN and the CNN retrained on the noisy training labels with main's recipe (the
-  whole training set, all epochs; rate 0 is main's own models), with the bank labelled the same way.
+  whole training set, all epochs; rate 0 is main's own models), with the memory labelled the same way.
 
 In both, validation labels are noisy too (the user's labels are), so every knob, the best
 baseline and every calibrator are chosen on noisy labels; the test labels are clean. For each
-cell the strongest rule that learns nothing (:func:`attnknn_lib.experiments.common.shared.reference_of`),
+cell the tuned vote (:func:`attnknn_lib.experiments.common.shared.reference_of`),
 tuned on the noisy validation labels, is the reference of every verdict. For each
 rule the weight it puts on flipped neighbours is compared with the weight on clean ones:
 ``ratio = mean weight of a flipped neighbour / mean weight of a clean neighbour`` over the test
-queries' k neighbours (uniform voting: 1 by construction; below 1: the rule down-weights them).
+queries' k neighbours (uniform voting: 1 by construction; below 1: the tuned vote down-weights them).
 """
 
 from attnknn_lib.experiments.framework.declaration import Experiment, Views

@@ -32,7 +32,7 @@ def runs(cfg: Config):
 
 def flipped_weight_ratio(weights: np.ndarray, flipped: np.ndarray) -> dict:
     """Mean weight of flipped vs clean neighbours. weights, flipped: (B, k) (a weight per
-    neighbour; whether that neighbour's bank label was flipped). Returns the ratio of the two
+    neighbour; whether that neighbour's memory label was flipped). Returns the ratio of the two
     means, the share of the total weight on flipped neighbours, the share of flipped neighbours,
     and the mean effective number of neighbours exp(H(w)) (k for uniform weights)."""
     w, f = np.asarray(weights, dtype=np.float64), np.asarray(flipped, dtype=bool)
@@ -75,7 +75,7 @@ def _summarise(per_seed: dict[str, dict]) -> dict:
     eff = {m: float(np.mean([per_seed[s]["weights"][m]["effective_neighbours"] for s in seeds])) for m in WEIGHTED}
     return {"summary": core.aggregate_seeds({s: per_seed[s]["methods"] for s in seeds}),
             "best_baseline": [per_seed[s]["best_baseline"] for s in seeds],
-            # the strongest rule's chosen k and any grid edge it still sits on, per seed
+            # the tuned vote's chosen k and any grid edge it still sits on, per seed
             "reference_k": [per_seed[s]["methods"]["reference"]["info"]["choice"]["k"] for s in seeds],
             "reference_edges": [per_seed[s]["methods"]["reference"]["info"]["edges"] for s in seeds],
             "weight_ratio": {m: {"mean": float(np.mean(v)), "values": v} for m, v in ratios.items()},
@@ -104,7 +104,7 @@ def with_verdicts(record: dict) -> dict:
 
 
 class _RelabelledBank:
-    """Noise changes labels only: search main's bank once per seed, then relabel it per condition."""
+    """Noise changes labels only: search main's memory once per seed, then relabel it per condition."""
 
     def __init__(self, cfg: Config):
         self.k, self.labels = cfg.k, prepare(cfg.main_spec(), load_base(cfg.main_spec())).dataset.train.y

@@ -4,10 +4,10 @@ win where a learned weighting has room to win?
 A generated task whose room to win is one knob (:mod:`attnknn_lib.data.synthetic`): classes made of
 small interleaved clusters in a few informative dimensions, plus nuisance dimensions of growing
 scale that the retrieval cannot ignore and a query/key projection can. At each scale: the
-headroom before any head is trained, the strongest rule that learns nothing (tuned on accuracy,
-and on NLL), the learnable headroom, and Attn-KNN with the attention study's heads against both
+headroom before any head is trained, the tuned vote, the NLL-tuned vote,
+the learnable headroom, and Attn-KNN with the attention study's heads against both
 references, with their effective k. Expected: at scale 0 the weights stay near uniform and tie
-the rule; with room, the attention sharpens and wins. If it does not, the learner is suspect.
+the tuned vote; with room, the attention sharpens and wins. If it does not, the learner is suspect.
 """
 
 from attnknn_lib.experiments.framework.declaration import Experiment, Views

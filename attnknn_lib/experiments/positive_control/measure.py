@@ -8,14 +8,14 @@ scale (the knob) and seed, in this order:
    reference's chosen k (recall, uniform vote, fixable share), the geometry-only ceiling at k (the
    best distance / cosine / uniform vote with k <= Attn-KNN's k, tuned on validation), and the
    generator's own geometry: the k retrieved neighbours reweighted by their distance in the
-   informative block (``oracle inside k``), the same at the reference's k, and the vote over the
+   informative block (``oracle inside k``), the same at the tuned vote's k, and the vote over the
    nearest rows in the informative block alone (``oracle retrieval``);
-2. **the strongest rule that learns nothing** (:func:`~attnknn_lib.evaluation.reference.reference_method`),
+2. **the tuned vote** (:func:`~attnknn_lib.evaluation.reference.reference_method`),
    tuned on validation accuracy, and the same search tuned on validation NLL (the reference of
    the calibration endpoints);
 3. **learnable headroom**: the boosted-trees learner of the attention study
    (:func:`~attnknn_lib.evaluation.learnable.learned_rule`, cross-fitted on validation) reading as
-   many neighbours as the reference's chosen k (at least Attn-KNN's k);
+   many neighbours as the tuned vote's chosen k (at least Attn-KNN's k);
 4. **the heads** (:data:`~.config.HEADS`; Attn-KNN is the paper's attention with the prototype's
    loss) trained on memory queries (each query's own row excluded), their epoch chosen on
    validation, scored once on test: accuracy as voted, NLL and Brier after a calibrator fitted on
@@ -162,8 +162,8 @@ def label_aware_diagnostic(cfg: Config, task: GeneratedTask, seed: int) -> dict:
 
 def shares(per_seed: dict[str, dict], min_room: float) -> dict:
     """Per oracle of :data:`ORACLES` and method (every one but the references): the share of the room
-    it captures, (acc_method - acc_rule) / (acc_oracle - acc_rule) in test accuracy (the rule: the
-    reference tuned on accuracy), per seed (None where that seed's room is below ``min_room``, the
+    it captures, (acc_method - acc_rule) / (acc_oracle - acc_rule) in test accuracy (acc_rule: the
+    tuned vote's), per seed (None where that seed's room is below ``min_room``, the
     accuracy margin: a smaller room is no room, and a share of it is noise), their mean (None unless
     every seed has room) and the ratio of the mean gain to the mean room (``of_means``, None where
     the mean room is below ``min_room``)."""

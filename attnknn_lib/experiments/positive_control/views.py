@@ -136,7 +136,7 @@ def _min_room(record: dict) -> float:
 
 def shares_frame(record: dict) -> pd.DataFrame:
     """Per method and nuisance scale, the share of the room it captures (%): its accuracy gain over
-    the rule divided by the oracle retrieval's gain, then by the oracle weights' inside k (the
+    the tuned vote divided by the oracle retrieval's gain, then by the oracle weights' inside k (the
     ratio of the mean gain to the mean room over seeds; '--' where there is no room)."""
     heads = head_names(record["results"]["heads"])
     if _tuned(record):

@@ -65,7 +65,7 @@ def error_fit(ks: list[int], errors: list[float], n: int) -> dict:
 def k_curves(model, emb, test_emb: np.ndarray, test_y: np.ndarray, ks: list[int],
              num_classes: int) -> dict[str, dict[str, list[float]]]:
     """Test error and NLL of uniform kNN and of Attn-KNN (its trained attention applied at each k),
-    on the bank ``emb`` (:func:`core.bank_of`, test neighbours searched to at least max(ks))."""
+    on the memory ``emb`` (:func:`core.bank_of`, test neighbours searched to at least max(ks))."""
     nb = emb.neighbours[("test", "original")]
     out = {m: {"error": [], "nll": []} for m in METHODS}
     for k in ks:

@@ -1,6 +1,6 @@
-"""The rules that learn nothing on a memory: headroom per k, the two ceilings and the strongest rule.
+"""The rules that learn nothing on a memory: headroom per k, the two ceilings and the tuned vote.
 
-The strongest rule is the reference: :func:`against_reference` scores a method against it (paired
+The tuned vote is the reference: :func:`against_reference` scores a method against it (paired
 differences on test), :func:`main_attention` main's Attn-KNN."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def headroom_table(mem: Memory, ks: tuple[int, ...], num_classes: int) -> dict:
 def against_reference(cfg: Config, probs: MethodProbs, ds, seed: int, reference: tuple,
                       n_boot: int | None = None) -> tuple[dict, dict]:
     """One method scored (calibrator fitted on validation, test metrics raw and calibrated) and its
-    paired differences to the reference's test probabilities ``reference`` (raw, calibrated;
+    paired differences to the tuned vote's test probabilities ``reference`` (raw, calibrated;
     ``n_boot`` test resamples, default the config's)."""
     scored = score({"method": probs}, ds, n_boot=cfg.n_boot, seed=seed)["method"]
     cal = Calibrator(**scored["calibrator"]).apply(probs.test)
@@ -80,11 +80,11 @@ def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours:
                    seed: int, reference: tuple, labels: np.ndarray | None = None,
                    reference_nll: tuple | None = None, knobs: Knobs | None = None, keep: dict | None = None) -> dict:
     """Main's Attn-KNN (its own attention vote at k on its own embedding, over the memory's
-    ``labels``: noisy ones under noise, default the bank's) against the strongest non-learned rule
+    ``labels``: noisy ones under noise, default the memory's) against the tuned vote
     on that memory: paired differences (accuracy raw, ECE, NLL and Brier calibrated), and against
-    the rule tuned on NLL (``reference_nll``). Main makes the clean comparison, so it takes main's
+    the NLL-tuned vote (``reference_nll``). Main makes the clean comparison, so it takes main's
     resample count (``HEADLINE_BOOT``): one interval. With ``knobs``, also the same attention with
-    the rule's knobs chosen on validation (``"tuned"``, :func:`tuned_main_attention`); the fixed-k
+    the tuned vote's knobs chosen on validation (``"tuned"``, :func:`tuned_main_attention`); the fixed-k
     numbers stay as the diagnostic."""
     if labels is not None:
         bank = copy.copy(bank)
@@ -107,8 +107,8 @@ def main_attention(cfg: Config, attention, bank: MemoryBank, frozen, neighbours:
 
 @dataclass
 class Knobs:
-    """What the attention with the rule's knobs reads on one memory: the search over main's embedding,
-    each memory row's leave-one-out agreement under this memory's labels, the reference's search
+    """What the attention with the tuned vote's knobs reads on one memory: the search over main's embedding,
+    each memory row's leave-one-out agreement under this memory's labels, the tuned vote's search
     depth (where its k starts) and a cache of the attention's scores shared by the seed's memories."""
 
     search: Search
@@ -119,11 +119,11 @@ class Knobs:
 
 def tuned_main_attention(cfg: Config, attention, bank: MemoryBank, frozen, ds, seed: int, reference: tuple,
                          reference_nll: tuple | None, knobs: Knobs, labels: np.ndarray, keep: dict | None = None) -> dict:
-    """Main's Attn-KNN with the rule's knobs on this memory (k from the rule's ladder, filter and prior
+    """Main's Attn-KNN with the tuned vote's knobs on this memory (k from its ladder, filter and prior
     chosen on the clean validation labels: :func:`~attnknn_lib.evaluation.tuned_attention.tuned_attentions`):
     its choice (and whether its k differs from the k it was trained at), the open edges, its scores,
-    the paired differences to the reference (accuracy raw, ECE, NLL, Brier calibrated) and, the one
-    tuned for the calibration endpoint, to the rule tuned for it (NLL, Brier calibrated). ``keep``
+    the paired differences to the tuned vote (accuracy raw, ECE, NLL, Brier calibrated) and, the one
+    tuned for the calibration endpoint, to the NLL-tuned vote (NLL, Brier calibrated). ``keep``
     receives its test probabilities under ``"test"``: the accuracy-tuned one raw, the calibration
     endpoint's after calibration (the learned metric is compared with them)."""
     labels = np.asarray(labels, dtype=np.int64)
@@ -149,7 +149,7 @@ def tuned_main_attention(cfg: Config, attention, bank: MemoryBank, frozen, ds, s
 
 
 def reference_entry(cfg: Config, mem: Memory, search: Search, ds, seed: int) -> tuple[dict, tuple, tuple]:
-    """The strongest non-learned rule on this memory (:func:`~attnknn_lib.evaluation.reference.
+    """The tuned vote on this memory (:func:`~attnknn_lib.evaluation.reference.
     reference_method`: rule, temperature, k, consistency filter and prior exponent tuned on
     validation accuracy), scored once on test, with the same search tuned on NLL
     (:func:`~attnknn_lib.evaluation.reference.references`, the reference of the

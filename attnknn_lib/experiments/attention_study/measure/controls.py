@@ -30,9 +30,9 @@ from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.votes import effective_neighbours
 
-SECOND_METHODS = ("reference", "attnknn", "uniform", "learnable")  # the strongest rule, main's attention, the vote
+SECOND_METHODS = ("reference", "attnknn", "uniform", "learnable")  # the tuned vote, main's attention, the vote
 # at k, and the better learner (of :data:`LEARNERS`, on its out-of-fold validation accuracy)
-SECOND_DIFFS = ("attnknn", "uniform", "learnable")  # compared with the reference, split-level
+SECOND_DIFFS = ("attnknn", "uniform", "learnable")  # compared with the tuned vote, split-level
 
 
 def second_dataset(cfg: Config, paths: Paths, name: str) -> dict:

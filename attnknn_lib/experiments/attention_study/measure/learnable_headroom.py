@@ -1,5 +1,5 @@
 """The learnable headroom: the learners (boosted trees, the held-out label-aware attention) against
-the reference."""
+the tuned vote."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def gbm_learner(mem: Memory, k: int, num_classes: int, seed: int, search: Search
     """The boosted-trees learner at k on ``mem``'s neighbourhoods (:func:`~attnknn_lib.evaluation.learnable.
     learned_rule`, cross-fitted on the clean validation queries; the prior is the memory's class shares).
     Where k exceeds the neighbours ``mem`` holds, ``search`` reads deeper (labels and agreements of
-    this memory), so the learner can read as many neighbours as the reference chose."""
+    this memory), so the learner can read as many neighbours as the tuned vote chose."""
     prior = np.bincount(mem.labels, minlength=num_classes) / len(mem.labels)
 
     def hood(split: str) -> Neighbourhood:
@@ -43,7 +43,7 @@ def learners(cfg: Config, mem: Memory, k: int, ds, seed: int, search: Search | N
              k_ref: int | None = None) -> dict[str, MethodProbs]:
     """Every learner of :data:`LEARNERS`, as methods whose ``info`` holds its tuning budget (the
     configurations scored, both folds together): the boosted trees read max(k, ``k_ref``)
-    neighbours (the reference's chosen k: no cap the reference does not share), the label-aware
+    neighbours (the tuned vote's chosen k: no cap the tuned vote does not share), the label-aware
     attention k."""
     fit = gbm_learner(mem, max(k, k_ref or k), ds.num_classes, seed, search)
     att = train_variant(cfg, "label_aware_heldout", mem, k, ds.num_classes, seed)
@@ -57,8 +57,8 @@ def learnable(cfg: Config, mem: Memory, k: int, ds, seed: int, reference: tuple,
               search: Search | None = None, k_ref: int | None = None) -> tuple[dict, dict]:
     """The boosted-trees learner (:func:`~attnknn_lib.evaluation.learnable.learned_rule`, cross-fitted
     on clean validation queries) reading max(k, ``k_ref``) neighbours, ``k_ref`` being the
-    reference's chosen k, against the reference; and the learnable headroom: the learner of
-    :data:`LEARNERS` with the best (out-of-fold) validation accuracy minus the reference, paired on test."""
+    tuned vote's chosen k, against the tuned vote; and the learnable headroom: the learner of
+    :data:`LEARNERS` with the best (out-of-fold) validation accuracy minus the tuned vote, paired on test."""
     k_learn = max(k, k_ref or k)
     fit = gbm_learner(mem, k_learn, ds.num_classes, seed, search)
     probs = MethodProbs(fit["val"], fit["test"])

@@ -69,8 +69,8 @@ def _train_rows(n: int, size: int, seed: int) -> np.ndarray:
 
 @dataclass
 class SeedMemory:
-    """What every memory setting of one seed is built from: main's frozen embedding, its bank, the
-    neighbour lists (training queries without themselves) and the rule search over them."""
+    """What every memory setting of one seed is built from: main's frozen embedding, its memory, the
+    neighbour lists (training queries without themselves) and the tuned vote's search over them."""
 
     prepared: Prepared
     trained: object  # the cached training result: model, history, best epoch

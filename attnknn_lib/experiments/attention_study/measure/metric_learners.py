@@ -1,9 +1,9 @@
 """The learned-metric family on each memory of the study: NCA and the linear probe trained on main's
 frozen embedding with this memory's labels (noisy ones under noise), validation labels clean.
 
-Per setting: each against the strongest rule that learns nothing (accuracy as voted; NCA tuned for
-the calibration endpoint against the rule tuned for it, NLL and Brier after calibration), and main's
-Attn-KNN with the rule's knobs against NCA (attention against the classic way to learn a metric
+Per setting: each against the tuned vote (accuracy as voted; NCA tuned for
+the calibration endpoint against the NLL-tuned vote, NLL and Brier after calibration), and main's
+Attn-KNN with the tuned vote's knobs against NCA (attention against the classic way to learn a metric
 with the same vote). Seed-level verdicts come from
 :func:`~attnknn_lib.experiments.attention_study.measure.summary.summarise_learned`.
 """
@@ -52,7 +52,7 @@ def learned_metric_entry(cfg: Config, sm: SeedMemory, mem: Memory, seed: int, re
         cal[name] = Calibrator(**scored["calibrator"]).apply(methods[name].test)
         out[name] = {**_info(methods[name].info), "val_accuracy": scored["val"]["accuracy"],
                      "test_raw": scored["test_raw"], "test_calibrated": scored["test_calibrated"]}
-        if name == "nca_nll":  # the calibration endpoint: against the rule tuned for it
+        if name == "nca_nll":  # the calibration endpoint: against the NLL-tuned vote
             out[name]["diff_reference_nll"] = {"calibrated": _paired(cfg, cal[name], reference_nll[1], ds.test.y,
                                                                      seed, HEADLINE_BOOT)}
         else:

@@ -13,7 +13,7 @@ from attnknn_lib.evaluation.verdicts import resolvable, seed_level
 from attnknn_lib.experiments.attention_study.config import Config
 
 COMPARED = (("accuracy", "raw"), ("ece", "calibrated"), ("nll", "calibrated"), ("brier", "calibrated"))
-PROPER = (("nll", "calibrated"), ("brier", "calibrated"))  # judged against the reference tuned on NLL
+PROPER = (("nll", "calibrated"), ("brier", "calibrated"))  # judged against the NLL-tuned vote
 PAIR = "_pair"  # a per-seed difference's probabilities, kept for the pooled bootstrap; not written to the record
 POOLED_BOOT_SEED = 0  # the pooled bootstrap's one draw of test resamples, shared by every seed (as in main)
 

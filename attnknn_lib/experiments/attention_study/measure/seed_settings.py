@@ -61,7 +61,7 @@ def measure_seed(cfg: Config, paths: Paths, seed: int, chunk: int = 0) -> dict:
                  "flipped_share": float(mem.flipped.mean())}
         entry["reference"], ref_probs, nll_probs = reference_entry(cfg, mem, search, ds, seed)
         # main's Attn-KNN (trained end to end on clean labels), voting over this memory's labels
-        # and with the rule's knobs (k, filter, prior chosen on validation); its scores shared by the settings
+        # and with the tuned vote's knobs (k, filter, prior chosen on validation); its scores shared by the settings
         knobs = Knobs(search, mem.loo, entry["reference"]["k_searched"], scores_cache)
         tuned: dict = {}
         entry["attnknn"] = main_attention(cfg, trained.model.attention, bank, frozen, (val_nb, test_nb), ds,

@@ -62,7 +62,7 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                                   "choices": [r["label"] for r in refs], "configs": [r["configs"] for r in refs],
                                   "edges": sorted({e for r in refs for e in r["edges"]}),
                                   "k_searched": [r["k_searched"] for r in refs],
-                                  # the rule is strongest on validation: how much of that its test accuracy keeps
+                                  # the tuned vote is strongest on validation: how much of that its test accuracy keeps
                                   "val_test_gap": _mean_sd([r["val_accuracy"] - r["test_raw"]["accuracy"]["value"]
                                                             for r in refs])}
             if "attnknn" in entry:
@@ -153,9 +153,9 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
 
 
 def summarise_tuned(cfg: Config, ts: list[dict]) -> dict:
-    """Main's Attn-KNN with the rule's knobs over seeds: accuracy, calibrated NLL and Brier, each seed's
+    """Main's Attn-KNN with the tuned vote's knobs over seeds: accuracy, calibrated NLL and Brier, each seed's
     choice and k, how many seeds chose a k other than the trained one, the open edges, and the
-    seed-level verdicts against the reference and (calibration endpoint) the rule tuned for it."""
+    seed-level verdicts against the tuned vote and (calibration endpoint) the NLL-tuned vote."""
     out = {"accuracy": _mean_sd([t["test_raw"]["accuracy"]["value"] for t in ts]),
            "ece_calibrated": _mean_sd([t["test_calibrated"]["ece"]["value"] for t in ts]),
            "nll_calibrated": _mean_sd([t["test_calibrated"]["nll"]["value"] for t in ts]),
@@ -170,8 +170,8 @@ def summarise_tuned(cfg: Config, ts: list[dict]) -> dict:
 
 
 def summarise_learnable(cfg: Config, runs_k: list[dict], methods: dict) -> dict:
-    """Over seeds at one k: the boosted-trees learner against the reference, the learnable headroom
-    (best learner minus the reference, seed-level), and per variant the share of it captured:
+    """Over seeds at one k: the boosted-trees learner against the tuned vote, the learnable headroom
+    (best learner minus the tuned vote, seed-level), and per variant the share of it captured:
     mean(variant - reference) / mean(best learner - reference), None when the headroom does not
     establish a gain (seed-level verdict not "better": no room a learner could show)."""
     ls = [r["learner"] for r in runs_k]
@@ -229,7 +229,7 @@ def summarise_end_to_end(cfg: Config, per_seed: dict) -> dict:
 def summarise_learned(cfg: Config, entries: list[dict]) -> dict:
     """One setting's learned metrics over seeds: per method the mean accuracy and calibrated NLL and
     Brier, NCA's training (epochs, plateaus) and the seed-level verdicts against the references; and
-    main's Attn-KNN with the rule's knobs against NCA."""
+    main's Attn-KNN with the tuned vote's knobs against NCA."""
 
     out: dict = {}
     for name in ("nca", "linear_probe", "nca_nll"):

@@ -121,7 +121,7 @@ def _mechanism(cfg: Config, head: torch.nn.Module, val, test, mem: Memory, ds, s
                temperatures: list[float] | None) -> dict:
     """A head on the clean memory's test queries: effective k, the within-neighbourhood score range
     (:func:`~attnknn_lib.knn.votes.score_range`) beside its temperatures (None: it has none),
-    accuracy and paired differences to the reference."""
+    accuracy and paired differences to the tuned vote."""
     c = ds.num_classes
     pv, _ = predict(head, val, mem.embeddings, c)
     pt, wt = predict(head, test, mem.embeddings, c)
@@ -135,7 +135,7 @@ def collapse_sweep(cfg: Config, mem: Memory, ds, seed: int, reference: tuple, ma
     """Per :data:`COLLAPSE` setting: the label-blind head (no entropy term) trained at k on the frozen
     clean memory; then the :data:`DIFFERENCE` head trained the same way, and ``main_attention`` (main's
     Attn-KNN, when given) as it is: each one's :func:`_mechanism` (effective k, score range beside the
-    temperatures, test accuracy, paired differences to the reference) and the trained ones' best epoch
+    temperatures, test accuracy, paired differences to the tuned vote) and the trained ones' best epoch
     and validation curve."""
     c, k = ds.num_classes, cfg.k
     train, val = mem.train.take(np.arange(len(mem.train)), k), mem.val.take(np.arange(len(mem.val)), k)

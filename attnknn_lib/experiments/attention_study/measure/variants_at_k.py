@@ -1,4 +1,4 @@
-"""Every variant at one k in one setting and seed, against the tuned kNN rule at k and the reference."""
+"""Every variant at one k in one setting and seed, against the tuned kNN rule at k and the tuned vote."""
 
 from __future__ import annotations
 

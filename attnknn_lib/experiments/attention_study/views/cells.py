@@ -16,7 +16,7 @@ def bracket(v: dict, scale: float, dec: int) -> str:
 
 
 def filter_cell(f: dict, latex: bool) -> str:
-    """The label-filtering baseline: its accuracy and its difference to the reference with the verdict."""
+    """The label-filtering baseline: its accuracy and its difference to the tuned vote with the verdict."""
     v = f["verdict_reference"]
     mark = VERDICT_MARK[v["verdict"]] if latex else v["verdict"]
     return f"{100 * f['accuracy']['mean']:.2f} ({signed(100 * v['value'], 2)} {mark})"

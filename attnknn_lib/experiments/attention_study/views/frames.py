@@ -54,7 +54,7 @@ def ceilings_frame(record: dict) -> pd.DataFrame:
 
 
 def reference_frame(record: dict, latex: bool = False) -> pd.DataFrame:
-    """Per setting: the strongest non-learned rule (vote rule, temperature, k, consistency filter and
+    """Per setting: the tuned vote (vote rule, temperature, k, consistency filter and
     prior exponent tuned on validation), its test accuracy and calibrated ECE (mean ± s.d. over
     seeds), each seed's choice, the configurations scored and the neighbours searched."""
     pc = "\\%" if latex else "%"
@@ -87,7 +87,7 @@ def reference_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 
 
 def learnable_frame(record: dict, latex: bool = False) -> pd.DataFrame:
-    """Per setting and k at which variants were trained: recall@k, the reference, the boosted-trees
+    """Per setting and k at which variants were trained: recall@k, the tuned vote, the boosted-trees
     learner and the label-aware head trained on held-out queries (test accuracy, mean over seeds), the
     learnable headroom (the learner with the better out-of-fold validation accuracy minus the
     reference, seed-level interval and verdict) and the share of it the prototype's head and the
@@ -137,7 +137,7 @@ def learnable_frame(record: dict, latex: bool = False) -> pd.DataFrame:
 def collapse_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     """The sweep of what could hold the label-blind attention at uniform weights (clean memory, k of
     the experiment, no entropy term): per setting its effective k on test, its accuracy and its
-    difference to the reference with the verdict (mean over the sweep's seeds); beside them the
+    difference to the tuned vote with the verdict (mean over the sweep's seeds); beside them the
     within-neighbourhood score range (max - min of the scores per query) and the mean temperature
     ("--": none, or a record from before they were kept); the difference-based head and main's
     Attn-KNN as its last rows."""

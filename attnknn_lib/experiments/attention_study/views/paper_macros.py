@@ -60,7 +60,7 @@ def study_macros(record: dict) -> dict[str, str]:
             out[macro_name(NAME, ds, tag, fam, "Ceiling")] = pct(c["test_accuracy"]["mean"])
         out[macro_name(NAME, ds, tag, "Reference Acc")] = pct(s["reference"]["accuracy"]["mean"])
         out[macro_name(NAME, ds, tag, "Reference Choice")] = "; ".join(dict.fromkeys(s["reference"]["choices"]))
-        # main's Attn-KNN against the reference on its own embedding
+        # main's Attn-KNN against the tuned vote on its own embedding
         for metric in ("accuracy", "ece", "nll"):
             scale, dec, _ = DIFF_FORMAT[metric]
             v = s["attnknn"]["verdicts_reference"][metric]

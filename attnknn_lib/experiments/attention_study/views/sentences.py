@@ -38,7 +38,7 @@ def second_line(record: dict) -> str | None:
 
 def attnknn_line(record: dict) -> str:
     """Attn-KNN itself against the tuned vote in every setting the record measured it in, then
-    the reference's k where Attn-KNN loses (the reason a fixed k = 16 loses under noise)."""
+    the tuned vote's k where Attn-KNN loses (the reason a fixed k = 16 loses under noise)."""
     res, k = record["results"], str(record["config"]["k"])
     settings = res["summary"]["settings"]
     cells = []
@@ -92,7 +92,7 @@ def proper_line(record: dict) -> str | None:
 
 
 def budgets(setting: dict, kv: dict) -> dict[str, int] | None:
-    """Median tuning budget per seed (configurations scored) of the reference, the boosted trees and the
+    """Median tuning budget per seed (configurations scored) of the tuned vote, the boosted trees and the
     searched label-aware attention (learning rate x epochs to a plateau, both folds) at one setting and
     k; None without a searched learner."""
     search = (kv["methods"].get("label_aware_heldout") or {}).get("search")
@@ -133,7 +133,7 @@ def second_learnable(record: dict, settings: tuple[str, ...] | None = ("clean",)
 
 def collapse_reading(record: dict) -> str | None:
     """One sentence on the sweep: which setting moved the weights furthest from uniform, by how much,
-    and whether that helped against the reference; None without a sweep."""
+    and whether that helped against the tuned vote; None without a sweep."""
     sweep = record["results"]["summary"]["settings"].get("clean", {}).get("collapse")
     if not sweep:
         return None

@@ -13,11 +13,11 @@ Fashion-MNIST (:data:`~.config.CANDIDATES`):
 
 Each embedder picks its epoch on ``embedder_val`` validation rows of the classes it trains on.
 On every candidate the comparison of :func:`~attnknn_lib.experiments.common.fixed_embedding.compare` runs,
-in its order: headroom, the strongest rule that learns nothing (accuracy- and NLL-tuned), the
-learned metrics with the same vote (NCA and the linear probe), the learnable headroom, then the
-heads (each also against NCA), the query-only control and Attn-KNN with the rule's knobs. Before it, the gate (:mod:`~.gate`,
+in its order: headroom, the tuned vote and the NLL-tuned vote, the learned metrics with the same vote
+(NCA and the linear probe), the learnable headroom, then the heads (each also against NCA), the
+query-only control and Attn-KNN with the tuned vote's knobs. Before it, the gate (:mod:`~.gate`,
 declared in ``docs/regimes_declaration.md``): a candidate *has room* when a gate learner's
-cross-fitted validation accuracy lies at least ``room_margin`` above the rule's, as a mean over
+cross-fitted validation accuracy lies at least ``room_margin`` above the tuned vote's, as a mean over
 seeds; it reads no test row. The heads run on every candidate, so the absence of room is tested
 too; verdicts on a candidate that fails the gate are exploratory. Each seed reads its own block of
 ``test_rows`` rows of the official test set (disjoint
@@ -160,7 +160,7 @@ def load(cfg: Config, seed: int) -> Dataset:
 
 
 def gate_summary(cfg: Config, per_seed: dict[str, dict]) -> dict:
-    """The gate over seeds: each learner's mean cross-fitted validation room over the rule, the
+    """The gate over seeds: each learner's mean cross-fitted validation room over the tuned vote, the
     largest, and whether it reaches the declared margin (the candidate passes)."""
     learners = next(iter(per_seed.values()))["gate"]["room"]
     means = {m: float(np.mean([p["gate"]["room"][m] for p in per_seed.values()])) for m in learners}
@@ -176,7 +176,7 @@ trained k it is a diagnostic, outside the family)."""
 
 
 def family_heads(cfg: Config, metric: str) -> tuple[str, ...]:
-    """The methods of ``metric``'s family: every head of the config, Attn-KNN with the rule's knobs."""
+    """The methods of ``metric``'s family: every head of the config, Attn-KNN with the tuned vote's knobs."""
     return tuple(HOLM_ATTNKNN[metric] if h == "attnknn" else h for h in cfg.heads)
 
 

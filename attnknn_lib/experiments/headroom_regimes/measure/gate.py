@@ -7,12 +7,12 @@ predicts the other, so each validation row is predicted by a method that never s
 
     acc_m = (1 / N) sum_i [argmax p_m^{(-h(i))}(x_i) = y_i]     h(i): the half that holds row i
 
-Methods (:data:`~.config.GATE_LEARNERS`): the strongest rule that learns nothing (the reference's
+Methods (:data:`~.config.GATE_LEARNERS`): the tuned vote (its
 full search: rule, k, filter, prior), the geometry-only vote (no filter, no prior, at most the heads'
 k), the label-only learner of the learnable headroom (it cross-fits itself) and NCA, a metric learned
 on the memory whose epoch is chosen on a held-out slice of the memory, never on validation, and in
-whose space the rule is re-tuned on one half and scored on the other. The room of a learner is its
-cross-fitted accuracy minus the rule's; a candidate passes when the largest room, as a mean over
+whose space the tuned vote is re-tuned on one half and scored on the other. The room of a learner is its
+cross-fitted accuracy minus the tuned vote's; a candidate passes when the largest room, as a mean over
 seeds, reaches the declared margin.
 """
 
@@ -41,7 +41,7 @@ def nca_map(memory_x: np.ndarray, memory_y: np.ndarray, num_classes: int, seed: 
     """The gate's NCA: trained on the memory without a seeded :data:`HOLD_OUT` share, which picks its
     epoch and learning rate (``training``: :func:`~attnknn_lib.training.metric_learning.fit_nca`'s
     lrs, epochs, patience, batch_size, candidates); the map divides by the mapped memory's mean norm,
-    as the comparison's NCA does, so the rule's grids see unit-scale distances."""
+    as the comparison's NCA does, so the tuned vote's grids see unit-scale distances."""
     order = np.random.default_rng([seed, 13]).permutation(len(memory_y))
     n_hold = max(num_classes, int(round(HOLD_OUT * len(memory_y))))
     hold, fit_rows = np.sort(order[:n_hold]), np.sort(order[n_hold:])
@@ -59,7 +59,7 @@ def halves(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def cross_fitted_rule(val: Neighbourhood, y: np.ndarray, prior: np.ndarray, num_classes: int,
                       parts: tuple[np.ndarray, np.ndarray], **search) -> np.ndarray:
-    """Out-of-fold probabilities (N, C) of the rule tuned (:func:`~attnknn_lib.evaluation.reference.
+    """Out-of-fold probabilities (N, C) of the tuned vote (:func:`~attnknn_lib.evaluation.reference.
     tune_reference`, ``search`` its grids) on one half and applied to the other."""
     out = np.zeros((len(y), num_classes))
     for fit, apply in (parts, parts[::-1]):
@@ -79,9 +79,9 @@ def _hood(memory_x: np.ndarray, memory_y: np.ndarray, queries: np.ndarray, k: in
 
 def gate(memory_x: np.ndarray, memory_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray, num_classes: int,
          seed: int, k: int, k_search: int, loo_k: int, nca: Mapper | None = None) -> dict:
-    """Cross-fitted validation accuracy of the rule and of each gate learner, and each learner's
-    room over the rule (see the module docstring). ``k``: the heads' k (the geometry vote reads at
-    most these); ``k_search``: neighbours the rule searches; ``nca``: the learned metric's map (None
+    """Cross-fitted validation accuracy of the tuned vote and of each gate learner, and each learner's
+    room over the tuned vote (see the module docstring). ``k``: the heads' k (the geometry vote reads at
+    most these); ``k_search``: neighbours the tuned vote searches; ``nca``: the learned metric's map (None
     leaves NCA out of the gate)."""
     val_y = np.asarray(val_y)
     prior = np.bincount(memory_y, minlength=num_classes) / len(memory_y)

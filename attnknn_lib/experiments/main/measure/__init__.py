@@ -232,7 +232,8 @@ def measure_replicate(cfg: Config, name: str, seed: int, spec, paths: Paths) -> 
                                                cfg.k)
     # k, rule, filter, prior tuned on validation accuracy, and the same search for the calibration endpoint
     methods["reference"], methods["reference_nll"] = core.references_of(emb, prepared)
-    # Attn-KNN with the rule's knobs: k from its ladder (read from the rule's search depth on), filter, prior
+    # Attn-KNN with the tuned vote's knobs: k from its ladder (read from the tuned vote's search depth on),
+    # filter, prior
     methods["attnknn_tuned"], methods["attnknn_tuned_nll"] = core.tuned_attention_of(
         attn.attention, emb, prepared, methods["reference"].info["k_searched"], device)
     if cfg.learned_metrics:  # NCA and the linear probe on the same embedding and memory

@@ -1,4 +1,4 @@
-"""main: the knobs the rule tunes, measured for the record: the reference's search (tuned on
+"""main: the knobs the tuned vote tunes, measured for the record: the tuned vote's search (tuned on
 accuracy and for the calibration endpoint) and Attn-KNN with k, filter and prior chosen on
 validation, per seed."""
 

@@ -1,7 +1,7 @@
 """Main's bullet of the README's answer: Attn-KNN against the tuned vote (and NCA) over the datasets.
 
 Verdicts are counted over the datasets' records (seed-level on image data, split-level on tabular
-data); the intervals are in notebook 01's tables. A record measured before Attn-KNN got the rule's
+data); the intervals are in notebook 01's tables. A record measured before Attn-KNN got the tuned vote's
 knobs is read with its comparison at the trained k.
 """
 
@@ -25,7 +25,7 @@ def _verdicts(records: list[dict], comparison: str, split: str, metric: str) -> 
 
 def answer_lines(records: list[dict]) -> list[str]:
     """One short bullet: over main's datasets, Attn-KNN with its vote settings tuned against the tuned
-    vote in accuracy and in calibrated NLL (against the tuned vote tuned for it) and against NCA, where the
+    vote in accuracy and in calibrated NLL (against the NLL-tuned vote) and against NCA, where the
     records have those comparisons; else Attn-KNN at its trained k against the tuned vote."""
     if not records:
         return []

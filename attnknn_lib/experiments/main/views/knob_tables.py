@@ -1,6 +1,6 @@
 """main: the tuned vote's knobs drawn from its record: Attn-KNN with k, filter and prior chosen on
 validation against the tuned vote, the calibration endpoint against the NLL-tuned vote, and
-each seed's choices (the reference's validation-test gap and every open edge of its search)."""
+each seed's choices (the tuned vote's validation-test gap and every open edge of its search)."""
 
 from __future__ import annotations
 
