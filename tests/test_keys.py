@@ -234,3 +234,10 @@ def test_a_record_takes_a_new_key_without_measuring_only_if_it_was_current_befor
     assert out["provenance"]["rekeyed"] == {"from_key": "old", "from_commit": "abc", "reason": "the key changed form"}
     with pytest.raises(AttnKNNError, match="was not current"):
         rekeyed(record, "another", "new", "abc", "the key changed form")
+
+
+def test_a_docstring_under_an_assignment_is_wording_too(tmp_path):
+    code = "LIMIT = 3\n"
+    documented = 'LIMIT = 3\n"""Why three: the text a reader sees."""\n'
+    assert _key_of(code, tmp_path, "a.py") == _key_of(documented, tmp_path, "b.py")
+    assert _key_of(code, tmp_path, "a.py") != _key_of("LIMIT = 4\n", tmp_path, "c.py")

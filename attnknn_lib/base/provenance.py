@@ -222,16 +222,14 @@ def _span(node: ast.AST, lines: list[str]) -> tuple[tuple[int, int], tuple[int, 
 
 
 def _presentation_spans(tree: ast.AST, lines: list[str]) -> tuple[list, list]:
-    """Where a file holds text only a reader sees: its docstrings (module, class, function) and the help
-    text of each :func:`~attnknn_lib.base.knobs.knob` (its second argument, or ``help=``). Returns
+    """Where a file holds text only a reader sees: its docstrings (of a module, class or function, and
+    those under an assignment: every statement that is only a string) and the help text of each :func:`~attnknn_lib.base.knobs.knob` (its second argument, or ``help=``). Returns
     (docstring spans, help spans) as ((row, col), (row, col)) in tokenize's coordinates."""
     docs, helps = [], []
     for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            docs.append(_span(body[0], lines))
+        # a statement that is only a string does nothing: a docstring, or one under an assignment
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            docs.append(_span(node, lines))
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "knob":
             text = node.args[1:2] + [k.value for k in node.keywords if k.arg == "help"]
             helps += [_span(t, lines) for t in text if isinstance(t, ast.Constant) and isinstance(t.value, str)]
