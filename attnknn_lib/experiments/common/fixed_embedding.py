@@ -94,7 +94,7 @@ HEADS = (
 """The heads a config may train (their names for a reader are the views': ``report.findings.HEAD_NAMES``)."""
 CONTROLS = ("query_only",)  # trained like the heads, never a head to choose: the readout's MLP on the query alone
 ENDPOINTS = (("accuracy", "raw"), ("nll", "calibrated"), ("brier", "calibrated"))
-"""What each head is judged on against the reference: accuracy as voted, NLL and Brier after the
+"""What each head is judged on against the tuned vote: accuracy as voted, NLL and Brier after the
 calibrator fitted on validation (proper scores; ECE is only described)."""
 TUNED = ("attnknn_tuned", "attnknn_tuned_nll")  # Attn-KNN with the tuned vote's knobs: on accuracy / for calibration
 REFERENCES = ("reference", "reference_nll")  # tuned on validation accuracy / on validation NLL (calibrated)
@@ -110,7 +110,7 @@ class Rows(Protocol):
 
 
 Extras = Callable[[Search, int], dict[str, tuple[np.ndarray, np.ndarray, dict]]]
-"""An experiment's own methods: given the search and the reference's chosen k, name ->
+"""An experiment's own methods: given the search and the tuned vote's chosen k, name ->
 (validation probabilities, test probabilities, info)."""
 
 

@@ -171,7 +171,7 @@ def gate_summary(cfg: Config, per_seed: dict[str, dict]) -> dict:
 HOLM_REFERENCES = {"accuracy": ("reference", "nca"), "nll": ("reference_nll", "nca_nll"),
                    "brier": ("reference_nll", "nca_nll")}  # per endpoint: what each head is compared with
 HOLM_ATTNKNN = {"accuracy": "attnknn_tuned", "nll": "attnknn_tuned_nll", "brier": "attnknn_tuned_nll"}
-"""Per endpoint, the Attn-KNN of the family: with the rule's knobs tuned for that endpoint (at its
+"""Per endpoint, the attention head of the family: with the tuned vote's settings tuned for that endpoint (at its
 trained k it is a diagnostic, outside the family)."""
 
 
@@ -199,7 +199,7 @@ def holm_correct(cfg: Config, candidates: dict[str, dict]) -> dict:
 
 def room(summary: dict) -> dict:
     """The room before any head is trained: the geometry-only and the learnable ceiling minus the
-    strongest rule (test accuracy, means over seeds), and the larger of the two."""
+    tuned vote (test accuracy, means over seeds), and the larger of the two."""
     means = summary["means"]
     out = {m: means[m]["accuracy"] - means["reference"]["accuracy"] for m in ("geometry", "learner")}
     return {**out, "largest": max(out.values())}

@@ -7,8 +7,8 @@ from __future__ import annotations
 from attnknn_lib.evaluation.methods import method_labels
 
 KNOB_METHODS = ("reference", "reference_nll", "attnknn_tuned", "attnknn_tuned_nll")
-"""The strongest rule (tuned on validation accuracy; for the calibration endpoint) and Attn-KNN with
-the rule's knobs (the same two selections), in the order main's tables list them."""
+"""The tuned vote (tuned on validation accuracy; for the calibration endpoint) and Attn-KNN with
+the tuned vote's settings (the same two selections), in the order main's tables list them."""
 
 
 def search_entry(scored: dict, k_trained: int | None = None) -> dict:
