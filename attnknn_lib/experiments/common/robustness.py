@@ -19,8 +19,6 @@ from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.common.shared import ExperimentConfig
 from attnknn_lib.experiments.framework.declaration import Artifacts
 
-SETTING_NAMES = {"bank": "bank only", "trained": "retrained"}
-
 
 @dataclass(frozen=True)
 class RobustnessConfig(ExperimentConfig):
