@@ -263,15 +263,17 @@ def test_holm_adjusts_each_endpoint_over_every_head_candidate_and_comparison():
     assert cands["a"]["summary"]["diff"]["attnknn"]["reference"]["accuracy"]["verdict"] == "better"
 
 
-def test_the_multiplicity_note_escapes_labels_and_says_which_verdicts_are_confirmatory():
+def test_the_multiplicity_note_escapes_labels_names_who_passed_and_calls_every_verdict_exploratory():
     res = {"multiplicity": {"family_sizes": {"accuracy": 12, "nll": 12}}, "confirmatory": ["few_labels"],
            "candidates": {"few_labels": {"label": "CNN on 1 % of labels", "summary": {"diff": {}}},
                           "pixels_pca": {"label": "PCA", "summary": {"diff": {}}}}}
     note = views._multiplicity_note(res)
-    assert "CNN on 1 \\% of labels are confirmatory, the others exploratory" in note and "(12 for accuracy" in note
-    assert "so the family's verdicts are confirmatory" in views._multiplicity_note({**res, "confirmatory": ["few_labels",
-                                                                                                      "pixels_pca"]})
-    assert "so the family's verdicts are exploratory" in views._multiplicity_note({**res, "confirmatory": []})
+    assert "CNN on 1 \\% of labels passed the gate; every verdict is exploratory" in note and "(12 for accuracy" in note
+    assert "every candidate passed the gate; every verdict is exploratory" in views._multiplicity_note(
+        {**res, "confirmatory": ["few_labels", "pixels_pca"]})
+    assert "no candidate passed the gate; every verdict is exploratory" in views._multiplicity_note(
+        {**res, "confirmatory": []})
+    assert "confirmatory" not in note
     assert "query-only control are references outside the family, their verdicts unadjusted" in note
 
 

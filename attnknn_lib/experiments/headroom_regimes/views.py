@@ -229,15 +229,19 @@ def write_outputs(record: dict, paths: Paths) -> dict:
 
 
 def _multiplicity_note(res: dict) -> str:
-    """The verdicts' multiplicity correction and which are confirmatory, as the record says."""
+    """The verdicts' multiplicity correction and which candidates passed the gate, as the record says."""
     sizes = res["multiplicity"]["family_sizes"]
     passed = [latex_escape(res["candidates"][n]["label"]) for n in res["confirmatory"]]
+    # the record's "confirmatory" lists the candidates that passed the gate; the gate and the candidates were
+    # chosen after earlier results of the same candidates, so no verdict here is confirmatory
     if not passed:
-        which = "no candidate passed the gate, so the family's verdicts are exploratory. "
+        which = "no candidate passed the gate; every verdict is exploratory. "
     elif len(passed) == len(res["candidates"]):
-        which = "every candidate passed the gate, so the family's verdicts are confirmatory. "
+        which = ("every candidate passed the gate; every verdict is exploratory, as the candidates had been measured "
+                 "before the gate was set. ")
     else:
-        which = f"the family's verdicts on {', '.join(passed)} are confirmatory, the others exploratory. "
+        which = (f"{', '.join(passed)} passed the gate; every verdict is exploratory, as the candidates had been "
+                 f"measured before the gate was set. ")
     attn = ("the attention head enters with its vote settings tuned, and at its trained $k$ it is a diagnostic "
             "outside the family, its verdicts unadjusted ($^\\dagger$); " if _tuned({"results": res}) else "")
     return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
