@@ -142,7 +142,7 @@ def k_sweep_macros(record: dict) -> dict[str, str]:
             e = adv[what]
             out[macro_name("k sweep", ds, m, tag, "K")] = str(e["k"])
             for part, word in (("value", ""), ("low", "Low"), ("high", "High")):
-                out[macro_name("k sweep", ds, m, tag, "Acc", word)] = signed(100 * e[part], 2)
+                out[macro_name("k sweep", ds, m, tag, "Acc", word)] = signed(None if e[part] is None else 100 * e[part], 2)
     for m in COMPARED:  # seed-level verdicts against the best baseline at each k > 1, counted over the k grid
         words = res["verdicts"]["counted"][m]["accuracy"]
         for word in VERDICTS:
