@@ -143,6 +143,26 @@ def resolvable(seed_sd: float, test_se: float, n_seeds: int, level: float = 0.95
     return float(stats.t.ppf(0.5 + level / 2, n_seeds - 1)) * math.sqrt(seed_sd ** 2 / n_seeds + test_se ** 2)
 
 
+def detectable(seed_sd: float, n: int, m: int = 1, alpha: float = 0.05, test_se: float = 0.0) -> float:
+    """The smallest mean difference that reads "better" (or "worse") in a family of ``m`` tests at
+    family-wise level ``alpha``, from a seed s.d. ``seed_sd`` over ``n`` seeds (and the test set's
+    s.e. ``test_se``, as in :func:`resolvable`):
+
+        d_min = t_{n-1, 1 - alpha / (2 m)} sqrt(s_d^2 / n + se_test^2)
+
+    the first step of Holm's method (:func:`holm`), which is Bonferroni at alpha / m: the smallest
+    p-value of the family is rejected when m p_diff <= alpha, i.e. |d_bar| / se >= t_{n-1, 1 - alpha / (2 m)}.
+    For an uncorrected family (m = 1) it is the half-width of the (1 - alpha) interval,
+    :func:`resolvable`'s h(n). A later Holm step needs less; a difference whose whole interval also
+    lies inside the margin reads "equivalent" first (possible only where the half-width is below half
+    the margin)."""
+    if n < 2:
+        raise ConfigError(f"n={n!r} is out of range; allowed: >= 2 (one seed has no interval)")
+    if m < 1 or not 0 < alpha < 1:
+        raise ConfigError(f"m={m!r} / alpha={alpha!r} out of range; allowed: m >= 1, 0 < alpha < 1")
+    return float(stats.t.ppf(1 - alpha / (2 * m), n - 1)) * math.sqrt(seed_sd ** 2 / n + test_se ** 2)
+
+
 def p_values(d: dict, level: float = 0.95) -> tuple[float, float]:
     """The two p-values behind the verdict of one seed- or split-level result ``d`` (value, low,
     high, n_seeds, margin), with the standard error and df of its own interval
@@ -224,4 +244,82 @@ def holm(family: dict[str, dict], metric: str, level: float = 0.95) -> dict[str,
         out[key] = {**d, "verdict_unadjusted": d["verdict"], "verdict": word, "family_size": len(tested),
                     "p_difference": p[key][0], "p_equivalence": p[key][1],
                     "p_difference_holm": adj_diff[key], "p_equivalence_holm": adj_tost[key]}
+    return out
+
+
+# ----------------------------------------------------------------------------- the confirmatory experiment's words
+# docs/confirmatory_declaration.md adds one row to the table of verdicts: a difference that is
+# significant *and* whose interval lies inside the margin. The functions below give its words; the
+# ones above keep theirs (there that case reads "equivalent"), so every existing record stays as measured.
+
+WITHIN_MARGIN = {True: "better, within the margin", False: "worse, within the margin"}  # keyed by "A is better"
+CONFIRMATORY_VERDICTS = ("better", "worse", WITHIN_MARGIN[True], WITHIN_MARGIN[False], "equivalent", "inconclusive")
+"""The confirmatory declaration's counted words (``identical`` is reported, never counted). Only "better"
+counts as a win; "better, within the margin" is reported with its sign and never counted as one."""
+
+
+def confirmatory_verdict(low: float, high: float, margin: float, higher_is_better: bool, n_seeds: int = 2) -> str:
+    """The confirmatory declaration's word for a 95 % interval [low, high] of A - B and a ``margin``:
+
+        inconclusive                one seed, or an end that is not finite
+        identical                   low = high = 0 (a zero-width interval at zero: every per-seed
+                                    difference exactly 0 and no test-row spread)
+        better/worse, within the    the interval excludes 0 (low > 0 or high < 0) and lies inside
+          margin                    (-margin, +margin)
+        better / worse              it excludes 0 only
+        equivalent                  it lies inside (-margin, +margin) only
+        inconclusive                neither
+
+    "better" means A's metric is the better one (higher if ``higher_is_better``, else lower). The
+    interval form of the declaration's tests at level 0.95: the difference test's p <= 0.05 exactly
+    when the interval excludes 0, the equivalence (TOST) p <= 0.025 exactly when it lies inside the
+    margin (:func:`p_values`); the ends are strict, as in :func:`verdict`, which this function matches
+    in every case but the new one (where :func:`verdict` says "equivalent")."""
+    if margin < 0:
+        raise ConfigError(f"margin={margin!r} is out of range; allowed: >= 0")
+    if n_seeds < 2 or not (math.isfinite(low) and math.isfinite(high)):
+        return "inconclusive"
+    if low == 0 and high == 0:
+        return IDENTICAL
+    excludes_zero = low > 0 or high < 0
+    inside = -margin < low and high < margin
+    a_better = (low > 0) == higher_is_better
+    if excludes_zero and inside:
+        return WITHIN_MARGIN[a_better]
+    if excludes_zero:
+        return "better" if a_better else "worse"
+    return "equivalent" if inside else "inconclusive"
+
+
+def confirmatory_word(p_difference: float, p_equivalence: float, value: float, higher_is_better: bool,
+                      level: float = 0.95) -> str:
+    """The declaration's table of verdicts from one comparison's (Holm-adjusted) p-values, alpha = 1 - level:
+
+        p_difference <= alpha and p_equivalence <= alpha / 2   "better, within the margin" / "worse, within the margin"
+        p_difference <= alpha only                              "better" / "worse"
+        p_equivalence <= alpha / 2 only                         "equivalent"
+        neither                                                 "inconclusive"
+
+    The sign of ``value`` (A - B) names better or worse, as in :func:`holm`."""
+    alpha = 1 - level
+    different, equivalent = p_difference <= alpha, p_equivalence <= alpha / 2
+    a_better = (value > 0) == higher_is_better
+    if different and equivalent:
+        return WITHIN_MARGIN[a_better]
+    if different:
+        return "better" if a_better else "worse"
+    return "equivalent" if equivalent else "inconclusive"
+
+
+def holm_confirmatory(family: dict[str, dict], metric: str, level: float = 0.95) -> dict[str, dict]:
+    """:func:`holm` over one family, read with the confirmatory declaration's words: each tested result's
+    ``verdict`` is :func:`confirmatory_word` of its Holm-adjusted p-values and ``verdict_unadjusted`` is
+    :func:`confirmatory_verdict` of its interval; an ``identical`` result stays so, outside the family.
+    The p-values, their adjustment and the family's size are :func:`holm`'s, unchanged."""
+    out = holm(family, metric, level)
+    higher = HIGHER_IS_BETTER[metric]
+    for d in out.values():
+        if "p_difference_holm" in d:
+            d["verdict"] = confirmatory_word(d["p_difference_holm"], d["p_equivalence_holm"], d["value"], higher, level)
+            d["verdict_unadjusted"] = confirmatory_verdict(d["low"], d["high"], d["margin"], higher, d["n_seeds"])
     return out
