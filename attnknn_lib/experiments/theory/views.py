@@ -277,6 +277,7 @@ def theory_macros(record: dict) -> dict[str, str]:
             out[macro_name(*pre, m, "Error K Sqrt")] = pct(summ[m]["error"]["mean"][ks.index(res["k_sqrt"])])
     eff = [f["effective_k"] for f in final.values()]
     out[macro_name(*pre, "Effective K")] = f"{sum(eff) / len(eff):.3f}"
+    out[macro_name(*pre, "Effective K Seeds")] = str(len(eff))  # the trained models it is averaged over
     out[macro_name(*pre, "Kl Uniform")] = f"{sum(f['kl_uniform'] for f in final.values()) / len(final):.2g}"
     temps = sorted(tr["softmax"], key=float)
     for t, e in tr["softmax"].items():

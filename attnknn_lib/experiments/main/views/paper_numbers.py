@@ -67,6 +67,14 @@ def main_macros(record: dict) -> dict[str, str]:
             "Test and validation chose the same epoch on this run, so this row cannot differ from the protocol's "
             "and tests nothing here." if same else
             "The two choices differ, so this row measures what choosing the checkpoint on test adds.")
+    methods = [res["per_seed"][str(s)]["methods"] for s in res["seeds"]]
+    if all("reference" in m for m in methods):  # the tuned vote's search: its filter thresholds and its size
+        thetas = methods[0]["reference"]["info"]["grids"]["theta"]
+        out[macro_name("main", ds, "Reference Thetas")] = ", ".join(f"{t:g}" for t in thetas if t is not None)
+        for sel, tag in (("reference", "Reference Configs"), ("reference_nll", "Reference Nll Configs")):
+            if all(sel in m for m in methods):  # configurations scored on validation, mean over seeds
+                configs = [m[sel]["info"]["configs"] for m in methods]
+                out[macro_name("main", ds, tag)] = f"{round(sum(configs) / len(configs)):,}"
     out.update(vk.knob_macros(("main", ds), res))
     out[macro_name("main", ds, "Profile")] = record["profile"]
     if record["config"].get("primary") == ds:  # dataset-independent names for the paper's main text
