@@ -30,6 +30,29 @@ def difference_text(d: dict, metric: str) -> str:
     return f"{text}, **{d['verdict']}**" if "verdict" in d else text
 
 
+def point_text(d: dict, metric: str) -> str:
+    """``+0.01 pp (**equivalent**)``: a stored difference's value and verdict word, its interval left to
+    the notebook's tables (a findings bullet makes one point; the interval is one hop above it)."""
+    scale, dec, unit = DIFF_FORMAT[metric]
+    text = f"{num(d['value'], dec, scale):+.{dec}f}{unit}"
+    return f"{text} (**{d['verdict']}**)" if "verdict" in d else text
+
+
+NOT_MEASURED = "not measured"  # what a findings sentence says where the record holds no value
+
+
+def share_text(value: float | None) -> str:
+    """``64 %`` from a share in [0, 1] (more where a method overshoots), or 'not measured' where the
+    record holds none (a share of no established gain): findings never print a bare dash."""
+    return NOT_MEASURED if value is None or value != value else f"{100 * value:.0f} %"
+
+
+def across_text(what: str, entries: Iterable[tuple[str, str]]) -> str:
+    """``- <what>: s = 0 -0.32 pp (**inconclusive**); s = 1 ...``: one findings bullet that makes one point
+    across an experiment's settings (``entries``: setting label, its text)."""
+    return f"- {what}: " + "; ".join(f"{label} {text}" for label, text in entries) + "."
+
+
 def differences_text(diffs: Mapping[str, dict], names: Mapping[str, str]) -> str:
     """``accuracy +0.01 pp [...], **equivalent**; ECE after calibration +0.0010 [...]``: each metric of
     ``names`` (metric -> its words) with its stored difference from ``diffs`` (:func:`difference_text`)."""

@@ -13,7 +13,7 @@ from attnknn_lib.experiments.common.views import output_context
 from attnknn_lib.experiments.k_sweep.config import ARTIFACTS, COMPARED, LABELS, NAME, NOTEBOOK
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import save_output_figure
-from attnknn_lib.report.findings import difference_text, markdown_lists, seeds_text
+from attnknn_lib.report.findings import across_text, markdown_lists, point_text, seeds_text, verdict_counts
 from attnknn_lib.report.macros import macro_name, pct, record_macros, signed
 from attnknn_lib.report.readme import per_dataset
 from attnknn_lib.report.tables import booktabs, error_bars, fmt, fmt_mean_sd, num
@@ -184,19 +184,21 @@ def seed_verdicts(record: dict, method: str, metric: str = "accuracy", split: st
 
 
 def findings(record: dict) -> str:
-    """The notebook's answer: at each k, Attn-KNN (trained at one k) and the attention retrained at that
-    k against the best tuned kNN vote at the same k, as seed-level verdicts."""
+    """The notebook's answer: a paragraph counting the seed-level verdicts of Attn-KNN (trained at one k)
+    and of the attention retrained at each k against the best tuned kNN vote at the same k, then one
+    bullet per method with its difference at each k (value and verdict word; the intervals are in the
+    tables above), and whether the retrained attentions reached a plateau."""
     res = record["results"]
-    lines = [f"Attn-KNN minus the best kNN vote at the same k (accuracy; the attention was trained at "
-             f"k = {res['training_k']}), {seeds_text(len(res['seeds']))}:"]
+    counted = res["verdicts"]["counted"]
+    said = [f"{LABELS[m]} {verdict_counts(counted[m]['accuracy']) or 'none'}" for m in COMPARED if seed_verdicts(record, m)]
+    lines = [f"Against the best kNN vote at the same k ({seeds_text(len(res['seeds']))}; the attention was trained at "
+             f"k = {res['training_k']}), the seed-level verdicts in accuracy over {len(counted['attnknn']['accuracy'])} "
+             f"k are: {'; '.join(said)}; in calibrated NLL, Attn-KNN: {count_text(counted['attnknn']['nll'])}.", ""]
     for method in COMPARED:
         v = seed_verdicts(record, method)
-        if not v:
-            continue
-        counted = res["verdicts"]["counted"][method]["accuracy"]
-        lines.append(f"- {LABELS[method]}: " + "; ".join(f"k = {k}: {difference_text(d, 'accuracy')}"
-                                                         for k, d in v.items()) + f". Counts: {count_text(counted)}.")
-    lines.append(f"- NLL after calibration, Attn-KNN: {count_text(res['verdicts']['counted']['attnknn']['nll'])}.")
+        if v:
+            lines.append(across_text(f"{LABELS[method]} minus the best kNN vote, accuracy",
+                                     [(f"k = {k}:", point_text(d, "accuracy")) for k, d in v.items()]))
     trained = retrained_training(record)
     if trained:
         lines.append(f"- The retrained attention reached a plateau of its validation score in {trained}.")

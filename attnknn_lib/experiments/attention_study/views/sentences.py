@@ -134,26 +134,34 @@ def second_learnable(record: dict, settings: tuple[str, ...] | None = ("clean",)
 def collapse_reading(record: dict) -> str | None:
     """One sentence on the sweep: which setting moved the weights furthest from uniform, by how much,
     and whether that helped against the tuned vote; None without a sweep."""
+    parts = collapse_sentences(record)
+    return ". ".join(parts) if parts else None
+
+
+def collapse_sentences(record: dict, diff_text=interval_text) -> list[str]:
+    """The sweep's reading as sentences without their stops (empty without a sweep): the heads of the
+    sweep proper, the difference-scoring head, Attn-KNN's score range. ``diff_text(v, metric)`` writes
+    a stored difference (with its interval by default; a findings bullet gives the value and word)."""
     sweep = record["results"]["summary"]["settings"].get("clean", {}).get("collapse")
     if not sweep:
-        return None
+        return []
     k = int(record["config"]["k"])
-    text = _sweep_reading({n: e for n, e in sweep["settings"].items() if n in COLLAPSE}, k)
+    out = [_sweep_reading({n: e for n, e in sweep["settings"].items() if n in COLLAPSE}, k, diff_text)]
     beside = sweep["settings"]
     if DIFFERENCE in beside:
         d = beside[DIFFERENCE]
-        text += (f". A head whose MLP scores the difference between query and neighbour, as TabR does, "
-                 f"reaches effective k {d['effective_k']['mean']:.2f} and "
-                 f"{interval_text(d['verdicts_reference']['accuracy'], 'accuracy')}")
+        out.append(f"A head whose MLP scores the difference between query and neighbour, as TabR does, "
+                   f"reaches effective k {d['effective_k']['mean']:.2f} and "
+                   f"{diff_text(d['verdicts_reference']['accuracy'], 'accuracy')}")
     m = beside.get(MAIN_ATTNKNN)
     if m and (m.get("score_range") or {}).get("mean") is not None:
-        text += (f". Attn-KNN's scores, its temperature ({m['temperature']['mean']:.3f}) included, span "
-                 f"{m['score_range']['mean']:.3f} within a neighbourhood: its largest weight is at most "
-                 f"{np.exp(m['score_range']['mean']):.2f} times its smallest")
-    return text
+        out.append(f"Attn-KNN's scores, its temperature ({m['temperature']['mean']:.3f}) included, span "
+                   f"{m['score_range']['mean']:.3f} within a neighbourhood: its largest weight is at most "
+                   f"{np.exp(m['score_range']['mean']):.2f} times its smallest")
+    return out
 
 
-def _sweep_reading(es: dict, k: int) -> str:
+def _sweep_reading(es: dict, k: int, diff_text=interval_text) -> str:
     """The sentence on the heads of the collapse sweep proper (``es``: name -> summary)."""
     name = min(es, key=lambda n: es[n]["effective_k"]["mean"])
     keff = es[name]["effective_k"]["mean"]
@@ -163,13 +171,13 @@ def _sweep_reading(es: dict, k: int) -> str:
     if not moved:
         return (f"none of the {changes} changed heads (learning rate, temperature bounds or initialisation) brings "
                 f"the effective k below the declared {UNIFORM_SHARE * k:.1f} of {k}; the lowest, "
-                f"{keff:.2f}, scores {interval_text(v, 'accuracy')} against the tuned vote")
+                f"{keff:.2f}, scores {diff_text(v, 'accuracy')} against the tuned vote")
     said = {"better": "sharper weights beat the tuned vote there", "worse": "sharper weights cost accuracy there",
             "equivalent": "sharper weights matched the tuned vote there",
             "inconclusive": "the seeds cannot tell whether sharper weights help",
             "identical": "its predictions are the tuned vote's"}[v["verdict"]]
     return (f"{len(moved)} of {len(es)} heads (the head as trained and {changes} changes) bring the effective k below {UNIFORM_SHARE * k:.1f} of {k} "
-            f"({100 * UNIFORM_SHARE:g} % of k); the sharpest (\"{name}\", {keff:.2f}) scores {interval_text(v, 'accuracy')} "
+            f"({100 * UNIFORM_SHARE:g} % of k); the sharpest (\"{name}\", {keff:.2f}) scores {diff_text(v, 'accuracy')} "
             f"against the tuned vote: {said}")
 
 

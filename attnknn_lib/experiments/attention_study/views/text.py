@@ -10,13 +10,13 @@ from attnknn_lib.experiments.attention_study.views.frames import gradient_shares
 from attnknn_lib.experiments.attention_study.views.labels import below_budget, is_noise, setting_title, variant_label
 from attnknn_lib.experiments.attention_study.views.sentences import (
     attnknn_line,
-    collapse_reading,
+    collapse_sentences,
     end_to_end_reading,
     plain_answer,
     proper_line,
     second_line,
 )
-from attnknn_lib.report.findings import markdown_lists, seeds_text
+from attnknn_lib.report.findings import across_text, markdown_lists, point_text, seeds_text
 from attnknn_lib.report.macros import pct
 from attnknn_lib.report.readme import per_dataset
 
@@ -108,41 +108,63 @@ def finding_bullets(records: list[dict], headroom: bool = True) -> list[str]:
     return lines + ["", "**Terms.**", ""] + glossary
 
 
+def _across(what: str, cells: list[tuple[str, dict | None]], metric: str = "accuracy") -> str | None:
+    """One findings bullet: ``what``, then each setting's stored difference as value and verdict word."""
+    cells = [(title, v) for title, v in cells if v]
+    return across_text(what, [(title, point_text(v, metric)) for title, v in cells]) if cells else None
+
+
 def findings(record: dict) -> str:
-    """The notebook's answer in at most a page: the detailed answer bullets (Attn-KNN itself, the
-    chosen head, noise, long tail, Digits, end to end), then one sentence each on the room there was
-    (fixable share, learnable headroom), what could hold the weights at uniform, and the gradient
-    diagnostics. Every number and verdict word is read from the record; the tables above hold the rest."""
-    res = record["results"]
-    k = str(record["config"]["k"])
-    answer = plain_answer(record)
-    lines = finding_bullets([record], headroom=False)
-    lines = lines[:lines.index("")] if "" in lines else lines  # the glossary: the cells above define terms
-    if answer:  # the answer leads, in bold (the README's Results block shows that line alone); it gives the
-        # effective k without the entropy bonus, so the end-to-end bullet would repeat it
-        lines = [f"**{answer}**", ""] + [ln for ln in lines if not ln.startswith(("- **The answer.**",
-                                                                                  "- **Why the weights"))]
+    """The notebook's answer: the plain answer (:func:`plain_answer`) in bold, then one point per
+    bullet across the memory settings: Attn-KNN as trained and with its vote settings tuned against the
+    tuned vote, calibrated NLL against the NLL-tuned vote, the chosen head, the second dataset
+    (descriptive), the fixable share and learnable headroom, what holds the weights at uniform, the
+    gradient diagnostics. Values and verdict words; the intervals are in the tables above. Every number
+    and verdict word is read from the record."""
+    res, cfg = record["results"], record["config"]
+    k = str(cfg["k"])
     settings = res["summary"]["settings"]
+    answer = plain_answer(record)
+    lines = [f"**{answer}**", ""] if answer else []
+    own = {st: s["attnknn"] for st, s in settings.items() if "attnknn" in s}
+    lines.append(_across(f"Attn-KNN as trained (k = {k}, a diagnostic) minus the tuned vote in accuracy",
+                         [(setting_title(st), a["verdicts_reference"]["accuracy"]) for st, a in own.items()]))
+    tuned = {st: a["tuned"] for st, a in own.items() if "tuned" in a}
+    lines.append(_across("Attn-KNN with its vote settings tuned minus the tuned vote in accuracy",
+                         [(setting_title(st), t["verdicts_reference"]["accuracy"]) for st, t in tuned.items()]))
+    lines.append(_across("Attn-KNN with its vote settings tuned minus the NLL-tuned vote in calibrated NLL",
+                         [(setting_title(st), (t.get("verdicts_reference_nll") or {}).get("nll"))
+                          for st, t in tuned.items()], "nll"))
+    chosen = {st: kv for st, s in settings.items() if (kv := (s.get("variants") or {}).get(k)) and kv.get("chosen")}
+    clean = chosen.get("clean")
+    which = f"; on the clean memory {variant_label(clean['chosen'])}" if clean else ""
+    lines.append(_across(f"The head chosen on validation (k = {k}{which}) minus the tuned vote in accuracy",
+                         [(setting_title(st), kv["methods"][kv["chosen"]]["verdicts_reference"]["accuracy"])
+                          for st, kv in chosen.items()]))
+    lines.append(_across("The chosen head minus the NLL-tuned vote in calibrated NLL",
+                         [(setting_title(st), (kv["methods"][kv["chosen"]].get("verdicts_reference_nll") or {}).get("nll"))
+                          for st, kv in chosen.items()], "nll"))
+    if below_budget(cfg) and any(st.startswith("long_tail/") for st in settings):
+        lines.append("- The long-tailed memory's models train below main's budget: it is not counted in the answer.")
+    second = second_line(record)
+    if second:
+        lines.append(f"- A second dataset, descriptive only (in no verdict): {second[0].upper()}{second[1:]}.")
     fixable = [f"{setting_title(st)} {pct(s['headroom'][k]['fixable'])} %" for st, s in settings.items()
                if s["headroom"].get(k)]
     if fixable:
-        lines.append(f"- **Fixable at k = {k}** (test queries the uniform vote gets wrong with the true class among the {k} neighbours): "
-                     + "; ".join(fixable) + ".")
-    rooms = [f"{setting_title(st)} {interval_text(kv['learnable']['verdicts']['accuracy'], 'accuracy')}"
-             for st, s in settings.items() if (kv := (s.get("variants") or {}).get(k))]
-    if rooms:
-        lines.append(f"- **Learnable headroom at k = {k}** (the best learner on clean held-out labels minus the "
-                     f"tuned vote): " + "; ".join(rooms) + ".")
-    sweep = collapse_reading(record)
-    if sweep:
-        lines.append(f"- **What holds the weights at uniform**: {sweep}.")
+        lines.append(f"- Fixable at k = {k} (test queries the uniform vote gets wrong with the true class among the "
+                     f"{k} neighbours): " + "; ".join(fixable) + ".")
+    lines.append(_across(f"Learnable headroom at k = {k} (the best learner on clean held-out labels minus the tuned vote)",
+                         [(setting_title(st), kv["learnable"]["verdicts"]["accuracy"])
+                          for st, s in settings.items() if (kv := (s.get("variants") or {}).get(k))]))
+    lines += [f"- {c[0].upper()}{c[1:]}." for c in collapse_sentences(record, point_text)]
     shares = gradient_shares(record)
     per = [d["diagnostics"]["per_epoch"] for d in res["per_seed"].values()]
     last = [p["diag_gradient_share"][-1] for p in per if p["diag_gradient_share"][-1] is not None]
     train = f"{100 * np.mean(last):.1f} %" if last else "not recorded"
-    lines.append(f"- **Diagnostics**: the vote carries a gradient for {train} of training queries (main's "
+    lines.append(f"- Diagnostics: the vote carries a gradient for {train} of training queries (main's "
                  f"last epoch) and {100 * shares['test']:.1f} % of test queries.")
-    return markdown_lists(lines)
+    return markdown_lists([line for line in lines if line is not None])
 
 
 def readme_lines(records: list[dict]) -> list[str]:

@@ -126,6 +126,28 @@ def knob_findings(res: dict) -> list[str]:
     return lines
 
 
+def knob_summary(res: dict) -> list[str]:
+    """The findings' bullets on the vote settings chosen on validation: the range of k each tuned
+    method chose over seeds, the choices left on an open edge of their grid, and the tuned vote's
+    validation-minus-test gap (each seed's choice: the knobs table)."""
+    knobs = {s: r.get("knobs") or {} for s, r in res["per_seed"].items()}
+    if not any(knobs.values()):
+        return []
+    ks: dict[str, list[int]] = {}
+    for k in knobs.values():
+        for m, e in k.items():
+            ks.setdefault(m, []).append(int(e["k"]))
+    ranges = ", ".join(f"{SHORT.get(m, m)} {min(v)}" + (f"-{max(v)}" if max(v) > min(v) else "") for m, v in ks.items())
+    edges = [f"seed {s}'s {SHORT.get(m, m)} ({', '.join(e['edges'])})" for s, k in knobs.items() for m, e in k.items() if e["edges"]]
+    lines = [f"- Vote settings chosen on validation, k over seeds: {ranges}; "
+             + (f"on an open edge of the grid: {', '.join(edges)}." if edges else "no choice on an open edge of its grid.")]
+    gaps = [100 * k["reference"]["val_test_gap"] for k in knobs.values() if "reference" in k]
+    if gaps:
+        lines.append(f"- The tuned vote's validation accuracy exceeds its test accuracy by {min(gaps):+.2f} to "
+                     f"{max(gaps):+.2f} pp over seeds (it is chosen on validation).")
+    return lines
+
+
 def _trained_k(res: dict) -> str:
     ks = {e["k_trained"] for r in res["per_seed"].values() for m, e in (r.get("knobs") or {}).items()
           if "k_trained" in e}
