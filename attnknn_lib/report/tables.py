@@ -162,16 +162,22 @@ def booktabs(df: pd.DataFrame, caption: str, label: str, column_format: str | No
     (narrower for a wide table, which is never scaled); ``size``: the font size command (footnotesize for a
     long table that must fit one page); ``stretch``: the row height's factor (below 1 for a table of
     many rows that must still fit one page)."""
+    return "\n".join(["\\begin{table}[t]", "\\centering", f"\\{size}", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
+                      f"\\setlength{{\\tabcolsep}}{{{colsep}}}",
+                      *([f"\\renewcommand{{\\arraystretch}}{{{stretch:g}}}"] if stretch != 1.0 else []),
+                      tabular(df, column_format, escape_index), "\\end{table}", ""])  # never scaled: it fits the text width
+
+
+def tabular(df: pd.DataFrame, column_format: str | None = None, escape_index: bool = True) -> str:
+    """The ``tabular`` of :func:`booktabs` alone (no float, caption or label), for a table the paper
+    assembles from several files inside its own ``table`` environment."""
     df, column_format = drop_empty_columns(df, column_format)
     cols = column_format or "l" + "r" * len(df.columns)
     esc = latex_escape if escape_index else str
     head = " & ".join([latex_escape(df.index.name or "")] + list(df.columns)) + " \\\\"
     rows = [" & ".join([esc(str(i))] + [str(v) for v in r]) + " \\\\" for i, r in zip(df.index, df.values)]
-    return "\n".join(["\\begin{table}[t]", "\\centering", f"\\{size}", f"\\caption{{{caption}}}", f"\\label{{{label}}}",
-                      f"\\setlength{{\\tabcolsep}}{{{colsep}}}",
-                      *([f"\\renewcommand{{\\arraystretch}}{{{stretch:g}}}"] if stretch != 1.0 else []),
-                      f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule",
-                      *rows, "\\bottomrule", "\\end{tabular}", "\\end{table}", ""])  # never scaled: it fits the text width
+    return "\n".join([f"\\begin{{tabular}}{{{cols}}}", "\\toprule", head, "\\midrule", *rows, "\\bottomrule",
+                      "\\end{tabular}"])
 
 
 def methods_frame(methods: dict[str, dict], ci: bool = True, latex: bool = True) -> pd.DataFrame:

@@ -33,7 +33,8 @@ ARTIFACTS = Artifacts(NAME, (
     table("collapse", "_collapse", when=lambda cfg: bool(cfg.collapse_seeds) and "clean" in cfg.settings),
     table("second", "_second", when=lambda cfg: bool(cfg.second_datasets)),
     *(figure(f"{f}_figure", f"_{f}") for f in ("headroom", "diagnostics", "variants")),
-    figure("curves_figure", "_curves", when=lambda cfg: bool(cfg.variant_settings))))  # the heads' learning curves
+    figure("curves_figure", "_curves", when=lambda cfg: bool(cfg.variant_settings)),  # the heads' learning curves
+    table("detectable", "_detectable")))  # its block of the paper's table of detectable differences
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,22 @@ its headroom table's columns, its rows after the heads, its own macros.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from attnknn_lib.experiments.common.views import all_tuned, counted_diff, row_method
-from attnknn_lib.report.findings import difference_text, vote_heads
+from attnknn_lib.experiments.common.views import (
+    DETECTABLE_ENDPOINTS,
+    TUNED_ATTNKNN,
+    TUNED_LABEL,
+    all_tuned,
+    counted_diff,
+    detectable_tabular,
+    row_method,
+)
+from attnknn_lib.report.figures import plt, save_output_figure
+from attnknn_lib.report.findings import HEAD_NAMES, METHOD_NAMES, difference_text, vote_heads
 from attnknn_lib.report.macros import macro_name, signed
 from attnknn_lib.report.tables import interval_text
 
@@ -104,3 +114,103 @@ def nca_sentence(unit: Mapping, tuned_words: str = "") -> str:
             f"{difference_text(difference(unit, 'nca', 'reference', 'accuracy'), 'accuracy')} against the tuned vote; "
             f"the attention head{tuned_words} against NCA "
             f"{difference_text(counted_diff(unit, 'attnknn', 'nca', 'accuracy'), 'accuracy')}")
+
+
+def verdict_entries(units: Iterable[Mapping], rows: Iterable[tuple[str, str]]) -> dict[str, list[dict]]:
+    """Per endpoint, the seed-level results of the verdict rows ``rows`` ((method, 'rule' or 'NCA'), as
+    :func:`verdict_row` reads them) in every unit that has them: accuracy against the accuracy
+    reference, NLL and Brier against the NLL one (the blocks of the table of detectable differences)."""
+    rows = list(rows)
+    out: dict[str, list[dict]] = {"accuracy": [], "nll": [], "brier": []}
+    for unit in units:
+        diff = unit["summary"]["diff"]
+        for name, against in rows:
+            for metric in out:
+                method, ref = row_method(name, metric), VS[against][metric != "accuracy"]
+                if metric in diff.get(method, {}).get(ref, {}):
+                    out[metric].append(diff[method][ref][metric])
+    return out
+
+
+FOREST_LEARNERS = ("learner", "nca", "linear_probe", "query_only")
+"""The forest plot's rows after the heads: the learners that are no head (the query-only control is a head
+that reads no neighbour)."""
+
+
+def forest_learners(heads: Iterable[str], tuned: bool) -> dict[str, str]:
+    """The forest plot's rows, method -> the paper's name (:data:`~attnknn_lib.report.findings.HEAD_NAMES`,
+    :data:`~attnknn_lib.report.findings.METHOD_NAMES`): each head (the attention head with its vote
+    settings tuned, where every unit holds it: the one whose verdict counts), then :data:`FOREST_LEARNERS`."""
+    out = {(TUNED_ATTNKNN["accuracy"] if h == "attnknn" and tuned else h):
+           (TUNED_LABEL if h == "attnknn" and tuned else HEAD_NAMES.get(h, h)) for h in heads}
+    names = {"learner": "boosted-trees learner", **METHOD_NAMES, **HEAD_NAMES}
+    return {**out, **{m: names[m] for m in FOREST_LEARNERS}}
+
+
+FOREST_LINEAR = 10.0  # points: beyond it the forest plot's axes turn logarithmic outside -/+ 1 point
+
+
+def forest_figure(units: list[tuple[str, Mapping]], learners: Mapping[str, str], title: str):
+    """One panel per unit (a nuisance scale or a candidate embedding), one row per learner: its test
+    accuracy minus the tuned vote's in points, the mean over seeds with its seed-level 95 % interval as
+    the record stores it (unadjusted), a vertical line at 0 and dotted lines at -/+ the declared margin.
+    A learner a unit lacks leaves its row empty there. Where some difference exceeds :data:`FOREST_LINEAR`
+    points, every axis is linear within -/+ 1 point and logarithmic beyond (so the margins stay visible)."""
+    n = len(learners)
+    fig, axes = plt.subplots(1, len(units), figsize=(1.2 + 1.9 * len(units), 0.9 + 0.32 * n), sharey=True,
+                             layout="constrained", squeeze=False)
+    reach = max((abs(100 * unit["summary"]["diff"][name]["reference"]["accuracy"][end])
+                 for _, unit in units for name in learners
+                 if "accuracy" in unit["summary"]["diff"].get(name, {}).get("reference", {}) for end in ("low", "high")),
+                default=0.0)
+    wide = reach > FOREST_LINEAR
+    colors = {"better": "tab:green", "worse": "tab:red", "equivalent": "tab:blue"}
+    for ax, (label, unit) in zip(axes[0], units):
+        diff, margins = unit["summary"]["diff"], set()
+        for i, name in enumerate(learners):
+            if "accuracy" not in diff.get(name, {}).get("reference", {}):
+                continue
+            d = diff[name]["reference"]["accuracy"]
+            margins.add(d["margin"])
+            ax.errorbar([100 * d["value"]], [i], xerr=[[100 * (d["value"] - d["low"])], [100 * (d["high"] - d["value"])]],
+                        fmt="o", ms=3.5, lw=1.2, capsize=2, color=colors.get(d["verdict"], "0.35"))
+        ax.axvline(0, color="black", lw=0.8)
+        for margin in margins:
+            for x in (-100 * margin, 100 * margin):
+                ax.axvline(x, color="grey", lw=0.8, ls=":")
+        ax.set_title(textwrap.fill(label, 18))
+        if wide:
+            ax.set_xscale("symlog", linthresh=1.0)
+            ax.set_xticks([x for x in (-50, -5, 0, 5, 50)], [f"{x:g}" for x in (-50, -5, 0, 5, 50)])
+            ax.minorticks_off()
+            ax.set_xlim(-1.5 * reach, 1.5 * reach)
+        ax.set_xlabel("pp vs tuned vote")
+        ax.grid(axis="x", alpha=0.3)
+    axes[0][0].set_yticks(range(n), list(learners.values()))
+    axes[0][0].set_ylim(n - 0.5, -0.5)
+    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=w) for w, c in
+               (*colors.items(), ("inconclusive", "0.35"))]
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False)
+    fig.suptitle(title)
+    return fig
+
+
+def forest_and_detectable(artifacts, paths, dataset: str, what: str, units: list[tuple[str, Mapping]], heads,
+                          tuned: bool, rows=None, family: str = "every row of its verdict table, every unit", sizes: Mapping[str, int] | None = None) -> dict:
+    """The two outputs the fixed-embedding experiments write alike: the forest plot of ``units`` ((panel
+    title, unit) pairs; :func:`forest_figure` with :func:`forest_learners` of ``heads``) and the block of
+    the table of detectable differences for one family named ``what: family``, its comparisons each
+    unit's verdict rows ``rows(unit)`` ((..., method, 'rule' or 'NCA'); :func:`verdict_entries`), or,
+    given ``sizes`` (the family's m per endpoint), every result the measurement adjusted in its Holm family."""
+    seeds = len(units[0][1]["per_seed"])
+    fig = forest_figure(units, forest_learners(heads, tuned), f"{what}: test accuracy minus the tuned vote's ({seeds} seeds)")
+    if sizes is None:
+        per_unit = [verdict_entries([u], [(name, against) for *_, name, against in rows(u)]) for _, u in units]
+        entries = {m: [e for d in per_unit for e in d[m]] for m in DETECTABLE_ENDPOINTS}
+    else:
+        entries = {m: [e for _, u in units for refs in u["summary"]["diff"].values() for ref in refs.values()
+                       for metric, e in ref.items() if metric == m and "family_size" in e] for m in sizes}
+    label = f"{what}: {family}"
+    return {"forest": save_output_figure(artifacts, paths, "forest", dataset, fig),
+            "detectable": artifacts.write_table(paths, "detectable", dataset, detectable_tabular(
+                {label: entries}, None if sizes is None else {label: sizes}))}

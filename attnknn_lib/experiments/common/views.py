@@ -9,11 +9,12 @@ from dataclasses import fields
 import pandas as pd
 
 from attnknn_lib.data.registry import REGISTRY
+from attnknn_lib.evaluation.verdicts import IDENTICAL, detectable, resolvable
 from attnknn_lib.experiments.common.fixed_embedding import TUNED, k_range
 from attnknn_lib.experiments.framework.declaration import Artifacts
 from attnknn_lib.report.findings import markdown_lists
 from attnknn_lib.report.macros import source_note
-from attnknn_lib.report.tables import markdown_frame
+from attnknn_lib.report.tables import markdown_frame, tabular
 
 SETTING_TITLES = {"bank": "memory only", "trained": "retrained"}
 
@@ -151,3 +152,58 @@ def answer_findings(record: dict, summary: Callable[[dict], str], lines: Callabl
 def with_term(out: list[str], term: str) -> list[str]:
     """The README answer's bullets followed by the glossary line they need (nothing when there are none)."""
     return out + ["", "**Terms.**", "", term] if out else out
+
+
+# ----------------------------------------------------------------------------- detectable differences (Protocol section)
+
+DETECTABLE_ENDPOINTS = {"accuracy": ("accuracy (pp)", 100.0, 2), "nll": ("calibrated NLL", 1.0, 3),
+                        "brier": ("Brier", 1.0, 4)}
+"""Each endpoint of a verdict: its name in the table, the scale of its numbers and their decimals."""
+DETECTABLE_COLUMNS = "p{3.6cm}p{1.4cm}rrp{2.9cm}p{2.9cm}rr"
+"""Every experiment's block of the table has these widths, so that the blocks line up in the paper."""
+
+
+def _spread(values: list[float], scale: float, decimals: int) -> str:
+    """'0.17' for one value or equal ones, else 'median (min--max)' in one unbreakable box."""
+    lo, mid, hi = (scale * v for v in (min(values), float(pd.Series(values).median()), max(values)))
+    text = f"{mid:.{decimals}f}"
+    return text if f"{lo:.{decimals}f}" == f"{hi:.{decimals}f}" else f"\\mbox{{{text} ({lo:.{decimals}f}--{hi:.{decimals}f})}}"
+
+
+def detectable_frame(families: Mapping[str, Mapping[str, list[dict]]],
+                     sizes: Mapping[str, Mapping[str, int]] | None = None) -> pd.DataFrame:
+    """One row per family and endpoint (``families``: family label -> endpoint -> the seed-level
+    results of its comparisons; ``sizes``: family label -> endpoint -> the size m of its Holm family,
+    absent for an uncorrected one): the seeds S, m, the half-width of the 95 % seed-level interval
+    (:func:`~attnknn_lib.evaluation.verdicts.resolvable`) and the smallest difference that reads
+    "better" after the correction (:func:`~attnknn_lib.evaluation.verdicts.detectable`), each as the
+    median (range) over the family's comparisons, the declared margin and in how many comparisons
+    equivalence is reachable (half-width below the margin). Identical comparisons are left out."""
+    rows: list[tuple[str, dict]] = []
+    for family, by_metric in families.items():
+        first = True
+        for metric, entries in by_metric.items():
+            entries = [e for e in entries if e.get("verdict") != IDENTICAL and e.get("n_seeds", 0) >= 2]
+            if not entries:
+                continue
+            name, scale, dec = DETECTABLE_ENDPOINTS[metric]
+            m = (sizes or {}).get(family, {}).get(metric, 1)
+            half = [resolvable(e["seed_sd"], e.get("test_se", 0.0), e["n_seeds"]) for e in entries]
+            smallest = [detectable(e["seed_sd"], e["n_seeds"], m, test_se=e.get("test_se", 0.0)) for e in entries]
+            margins = {e["margin"] for e in entries}
+            seeds = sorted({e["n_seeds"] for e in entries})
+            rows.append((family if first else "", {
+                "endpoint": name, "$S$": "/".join(map(str, seeds)), "$m$": str(m),
+                "half-width": _spread(half, scale, dec), "smallest ``better''": _spread(smallest, scale, dec),
+                "margin": "/".join(f"{scale * x:g}" for x in sorted(margins)),
+                "equiv.\\ reachable": f"{sum(d < e['margin'] for d, e in zip(smallest, entries))} of {len(entries)}"}))
+            first = False
+    df = pd.DataFrame([r for _, r in rows], index=[label for label, _ in rows])
+    df.index.name = "family"
+    return df
+
+
+def detectable_tabular(families: Mapping[str, Mapping[str, list[dict]]],
+                       sizes: Mapping[str, Mapping[str, int]] | None = None) -> str:
+    """:func:`detectable_frame` as one block (a ``tabular``) of the paper's table of detectable differences."""
+    return tabular(detectable_frame(families, sizes), DETECTABLE_COLUMNS, escape_index=False) + "\n"

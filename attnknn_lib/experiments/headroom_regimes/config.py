@@ -26,7 +26,8 @@ GATE_LEARNERS = {  # name -> what it reads; the gate reads validation only, ever
     "nca": "the coordinates: a linear metric learned on the memory (NCA), then the rule re-tuned in it",
 }
 ARTIFACTS = Artifacts(NAME, (record(), table("headroom", "_headroom"), table("verdicts", "_verdicts"),
-                             figure("figure", "")), datasets=lambda cfg: (DATASET,))
+                             figure("figure", ""), figure("forest", "_forest"), table("detectable", "_detectable")),
+                      datasets=lambda cfg: (DATASET,))
 
 
 @dataclass(frozen=True)

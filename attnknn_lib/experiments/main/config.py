@@ -56,6 +56,7 @@ ARTIFACTS = Artifacts(NAME, (
     table("ablation", "_ablation", "primary", when=lambda cfg: cfg.ablation),
     table("replay", "_replay", "primary", when=lambda cfg: cfg.replay),
     table("summary", "_summary", "experiment"),  # every dataset in one table
+    table("detectable", "_detectable", "primary"),  # its block of the paper's table of detectable differences
 ), datasets=lambda cfg: cfg.datasets, primary=lambda cfg: cfg.primary)
 
 

@@ -16,7 +16,8 @@ NAME = "positive_control"
 NOTEBOOK = "08_positive_control.ipynb"
 DATASET = "clusters"  # the generated task's name in file names (it is no dataset of the registry)
 ARTIFACTS = Artifacts(NAME, (record(), table("headroom", "_headroom"), table("verdicts", "_verdicts"),
-                             table("shares", "_shares"), table("diagnostic", "_diagnostic"), figure("figure", "")),
+                             table("shares", "_shares"), table("diagnostic", "_diagnostic"), figure("figure", ""),
+                             figure("forest", "_forest"), table("detectable", "_detectable")),
                       datasets=lambda cfg: (DATASET,))
 
 

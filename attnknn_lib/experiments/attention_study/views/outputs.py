@@ -24,7 +24,7 @@ from attnknn_lib.experiments.attention_study.views.plots import (
     headroom_figure,
     variants_figure,
 )
-from attnknn_lib.experiments.common.views import output_context
+from attnknn_lib.experiments.common.views import detectable_tabular, output_context
 from attnknn_lib.report.figures import save_output_figure
 from attnknn_lib.report.tables import EMPTY_CELLS, booktabs
 
@@ -46,6 +46,18 @@ def capture_note(frame: pd.DataFrame) -> str:
         return ""
     return (" Captured (\\%): the share of that headroom the attention head and the head chosen on validation "
             "won over the tuned vote (--: no headroom established; on a second dataset's rows, Attn-KNN).")
+
+
+def detectable_families(record: dict) -> dict[str, dict[str, list[dict]]]:
+    """The study's one family (uncorrected): every head at the trained k on every memory setting against
+    the tuned vote (accuracy) and against the NLL-tuned vote (NLL and Brier after calibration)."""
+    k = str(record["config"]["k"])
+    heads = [h for s in record["results"]["summary"]["settings"].values()
+             for h in ((s.get("variants") or {}).get(k) or {}).get("methods", {}).values()]
+    return {f"Attention study: every head at $k = {k}$ vs tuned vote, every memory": {
+        m: [h[ref][m] for h in heads if m in h.get(ref, {})]
+        for m, ref in (("accuracy", "verdicts_reference"), ("nll", "verdicts_reference_nll"),
+                       ("brier", "verdicts_reference_nll"))}}
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
@@ -156,6 +168,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         drawn.append(("curves", curves_figure(record)))
     for name, fig in drawn:
         out[name + "_figure"] = save_output_figure(ARTIFACTS, paths, name + "_figure", d, fig)
+    out["detectable"] = ARTIFACTS.write_table(paths, "detectable", d, detectable_tabular(detectable_families(record)))
     if cfg["learned_metrics"]:
         out["learned"] = ARTIFACTS.write_table(paths, "learned", d, booktabs(
             learned_frame(record, latex=True),
