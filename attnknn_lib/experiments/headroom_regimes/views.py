@@ -15,10 +15,8 @@ from attnknn_lib.experiments.common.fixed_embedding import (
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     LEARNED_MACROS,
     difference,
-    forest_and_detectable,
     latex_headroom_columns,
     learned_macros,
-    nca_sentence,
     pp,
     tuned_everywhere,
     verdict_row,
@@ -30,7 +28,6 @@ from attnknn_lib.experiments.common.views import (
     all_tuned,
     answer_findings,
     answer_then_lines,
-    attention_words,
     counted_diff,
     counted_method,
     head_labels,
@@ -41,7 +38,13 @@ from attnknn_lib.experiments.common.views import (
 )
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt, save_output_figure
-from attnknn_lib.report.findings import difference_text, head_names, table_link, vote_heads
+from attnknn_lib.report.findings import (
+    across_text,
+    head_names,
+    point_text,
+    table_link,
+    vote_heads,
+)
 from attnknn_lib.report.macros import count_macros, count_phrase, macro_name, record_macros, signed, source_note
 from attnknn_lib.report.tables import booktabs, latex_escape
 
@@ -226,10 +229,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"whose weights are those of its row at $k = {k}$). "
             f"{_multiplicity_note(res)}{src}.",
             f"tab:{NAME}_verdicts", escape_index=False, colsep="2pt", size="scriptsize")),
-        "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record)),
-        **forest_and_detectable(ARTIFACTS, paths, DATASET, "Weaker embeddings", [(c["label"], c) for _, c in _candidates(record)],
-                                res["heads"], _tuned(record), family="every head vs tuned vote and vs NCA, every candidate (Holm)",
-                                sizes=res["multiplicity"]["family_sizes"])}
+        "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record))}
 
 
 def _multiplicity_note(res: dict) -> str:
@@ -366,33 +366,42 @@ def _any_head_wins(record: dict) -> list[str]:
 
 
 def finding_lines(record: dict) -> list[str]:
-    """Per candidate, one line: its room before training, Attn-KNN's accuracy and NLL verdicts and
-    sharpness, the chosen head's verdict."""
-    k = record["results"]["k"]
-    lines = []
-    for _, c in _candidates(record):
-        s = c["summary"]
-        acc, nll = counted_diff(c, "attnknn", "reference", "accuracy"), counted_diff(c, "attnknn", "reference_nll", "nll")
-        moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
-        tuned = _tuned(record)
-        who, at_k = attention_words(c["per_seed"] if tuned else None, k, difference_text(
-            difference(c, "attnknn", "reference", "accuracy"), "accuracy") + ", unadjusted")
-        chosen = c.get("chosen_head")
-        chosen_text = (f"; the chosen head ({_shown_label(chosen)}) "
-                       f"{difference_text(difference(c, chosen, 'reference', 'accuracy'), 'accuracy')}" if chosen else "")
-        lines.append(f"- **{c['label']}** (the gate's room {signed(100 * c['gate']['largest'], 2)} pp on validation, "
-                     f"{'at or above' if c['has_room'] else 'below'} the declared "
-                     f"{100 * record['results']['room_margin']:g} pp; the tuned vote's k {k_range(s['reference_k'])}): "
-                     f"{who} {difference_text(acc, 'accuracy')} in accuracy{at_k}, {difference_text(nll, 'nll')} in "
-                     f"calibrated NLL against the NLL-tuned vote, {'as trained, its ' if tuned else ''}effective k "
-                     f"{s['effective_k']['attnknn']:.1f} of "
-                     f"{k} ({moved}){chosen_text}." + _learned_text(c))
+    """The findings' bullets, one point each across the candidates: the gate's room before training,
+    the vote settings chosen, the counted attention head against the tuned vote (accuracy) and the
+    NLL-tuned vote (calibrated NLL), the head as trained at k (a diagnostic), its effective k, the
+    chosen head; then per candidate NCA against the tuned vote and the attention head against NCA.
+    Values and verdict words; the intervals are in the notebook's tables."""
+    res = record["results"]
+    k, cands, tuned = res["k"], _candidates(record), _tuned(record)
+    who = "The attention head with its vote settings tuned" if tuned else "The attention head"
+
+    def row(what: str, text) -> str:
+        return across_text(what, [(f"{c['label']}:", text(c)) for _, c in cands])
+
+    lines = [row(f"The gate's room on validation before any head is trained (declared: {100 * res['room_margin']:g} pp)",
+                 lambda c: f"{signed(100 * c['gate']['largest'], 2)} pp"),
+             row("Vote settings chosen on validation, over seeds",
+                 lambda c: f"tuned vote k {k_range(c['summary']['reference_k'])}"
+                 + (f", attention head {tuned_k_text(c['per_seed'])}" if tuned else "")),
+             row(f"{who} minus the tuned vote in accuracy (Holm-adjusted)",
+                 lambda c: point_text(counted_diff(c, "attnknn", "reference", "accuracy"), "accuracy"))]
+    if tuned:
+        lines.append(row(f"The attention head at k = {k}, as trained (a diagnostic, unadjusted), minus the tuned vote",
+                         lambda c: point_text(difference(c, "attnknn", "reference", "accuracy"), "accuracy")))
+    lines += [row(f"{who} minus the NLL-tuned vote in calibrated NLL",
+                  lambda c: point_text(counted_diff(c, "attnknn", "reference_nll", "nll"), "nll")),
+              row(f"As trained, the attention head's effective k (of {k})",
+                  lambda c: f"{c['summary']['effective_k']['attnknn']:.1f}")]
+    chosen = [(c["label"], c["chosen_head"], c) for _, c in cands if c.get("chosen_head")]
+    if chosen:
+        lines.append(across_text("The head chosen on validation minus the tuned vote", [
+            (f"{label}: {_shown_label(h)}", point_text(difference(c, h, "reference", "accuracy"), "accuracy"))
+            for label, h, c in chosen]))
+    for _, c in cands:
+        lines.append(f"- **{c['label']}**: NCA (a linear metric learned with the same vote) minus the tuned vote "
+                     f"{point_text(difference(c, 'nca', 'reference', 'accuracy'), 'accuracy')}; the attention head "
+                     f"against NCA {point_text(counted_diff(c, 'attnknn', 'nca', 'accuracy'), 'accuracy')}.")
     return lines
-
-
-def _learned_text(cand: dict) -> str:
-    """NCA against the tuned vote and Attn-KNN against NCA."""
-    return nca_sentence(cand) + "."
 
 
 def _summary(record: dict) -> str:

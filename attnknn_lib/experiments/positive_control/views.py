@@ -13,10 +13,8 @@ from attnknn_lib.experiments.common.fixed_embedding import (
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     LEARNED_MACROS,
     difference,
-    forest_and_detectable,
     latex_headroom_columns,
     learned_macros,
-    nca_sentence,
     pp,
     tuned_everywhere,
     verdict_row,
@@ -32,7 +30,6 @@ from attnknn_lib.experiments.common.views import (
     all_tuned,
     answer_findings,
     answer_then_lines,
-    attention_words,
     counted_diff,
     counted_method,
     head_labels,
@@ -41,7 +38,16 @@ from attnknn_lib.experiments.common.views import (
 )
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt, save_output_figure
-from attnknn_lib.report.findings import HEAD_NAMES, difference_text, head_names, table_link, vote_heads
+from attnknn_lib.report.findings import (
+    HEAD_NAMES,
+    NOT_MEASURED,
+    across_text,
+    head_names,
+    point_text,
+    share_text,
+    table_link,
+    vote_heads,
+)
 from attnknn_lib.report.macros import (
     VERDICT_PHRASES,
     count_macros,
@@ -278,8 +284,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"in place of the retrieved one, and of the oracle weights on them; Spearman correlation (mean over test "
         f"queries) of the head's weights with minus the informative distance, and of the retrieved with the "
         f"informative distance. {src}.", f"tab:{NAME}_diagnostic", escape_index=True, size="footnotesize"))
-    return out | forest_and_detectable(ARTIFACTS, paths, DATASET, "Positive control", [(f"s = {s}", lv) for s, lv in
-                                       _levels(record)], res["heads"], _tuned(record), lambda lv: _compared(record, lv, False))
+    return out
 
 
 def _wins(record: dict, name: str, against: str = "reference") -> list[str]:
@@ -393,47 +398,58 @@ def macros(records: list[dict]) -> dict[str, str]:
     return record_macros(records, pc_macros, NOTEBOOK, ARTIFACTS.record_file, aliases=False)
 
 
+def _mean(lv: dict, method: str) -> float:
+    return lv["summary"]["means"][method]["accuracy"]
+
+
 def finding_lines(record: dict) -> list[str]:
-    """The answer in a few lines: per scale, the room (oracle inside k minus the tuned vote), Attn-KNN's
-    accuracy verdict and sharpness, and what the learnable-headroom learner found."""
+    """The findings' bullets, one point each across the nuisance scales: the room (oracle inside k
+    minus the tuned vote), the counted attention head against the tuned vote (accuracy) and the
+    NLL-tuned vote (calibrated NLL), the head as trained at k (a diagnostic), NCA against the tuned
+    vote and the head against NCA, the shares of the oracle retrieval's gain, the effective k, the
+    learnable-headroom learner and the label-aware diagnostic. Values and verdict words; the intervals
+    are in the notebook's tables."""
     res = record["results"]
-    k = res["k"]
-    lines = []
-    for key, lv in _levels(record):
+    k, levels, tuned = res["k"], _levels(record), _tuned(record)
+    who = "The attention head with its vote settings tuned" if tuned else "The attention head"
+
+    def row(what: str, text) -> str:
+        return across_text(what, [(f"s = {key}:", text(lv)) for key, lv in levels])
+
+    def shares(lv: dict) -> str:
         s = lv["summary"]
-        room = s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]
-        acc = counted_diff(lv, "attnknn", "reference", "accuracy")
-        nll = counted_diff(lv, "attnknn", "reference_nll", "nll")
-        learn = difference(lv, "learner", "reference", "accuracy")
-        moved = "moved from uniform" if s["moved"]["attnknn"] else "stayed near uniform"
-        tuned = _tuned(record)
-        who, at_k = attention_words(lv["per_seed"] if tuned else None, k,
-                                    difference_text(difference(lv, "attnknn", "reference", "accuracy"), "accuracy"))
-        lines.append(f"- **nuisance scale {key}**: room inside the {k} neighbours (oracle weights minus the tuned "
-                     f"vote) {signed(100 * room, 2)} pp; {who} {difference_text(acc, 'accuracy')} in accuracy{at_k}, "
-                     f"{difference_text(nll, 'nll')} in calibrated NLL against the NLL-tuned vote; "
-                     f"{'as trained, its ' if tuned else ''}effective k "
-                     f"{s['effective_k']['attnknn']:.1f} of {k} ({moved}); boosted trees on neighbour features "
-                     f"{difference_text(learn, 'accuracy')}." + _learned_text(lv, tuned))
+        sh = s["shares"]["retrieval"]["methods"]
+        head, nca = sh[counted_method(s["diff"], "attnknn", "accuracy")]["of_means"], sh["nca"]["of_means"]
+        return NOT_MEASURED if head is None and nca is None else f"{share_text(head)} / {share_text(nca)}"
+
+    lines = [
+        row(f"Room inside the {k} neighbours (oracle weights minus the tuned vote)",
+            lambda lv: f"{signed(100 * (_mean(lv, 'oracle_inside_k') - _mean(lv, 'reference')), 2)} pp"),
+        row(f"{who} minus the tuned vote in accuracy",
+            lambda lv: point_text(counted_diff(lv, "attnknn", "reference", "accuracy"), "accuracy"))]
+    if tuned:
+        lines.append(row(f"The attention head at k = {k}, as trained (a diagnostic), minus the tuned vote",
+                         lambda lv: point_text(difference(lv, "attnknn", "reference", "accuracy"), "accuracy")))
+    lines += [
+        row(f"{who} minus the NLL-tuned vote in calibrated NLL",
+            lambda lv: point_text(counted_diff(lv, "attnknn", "reference_nll", "nll"), "nll")),
+        row("NCA (a linear metric learned with the same vote) minus the tuned vote",
+            lambda lv: point_text(difference(lv, "nca", "reference", "accuracy"), "accuracy")),
+        row(f"{who} minus NCA", lambda lv: point_text(counted_diff(lv, "attnknn", "nca", "accuracy"), "accuracy")),
+        row("Share of the oracle retrieval's gain captured (attention head / NCA; not measured without a gain)", shares),
+        row(f"As trained, the attention head's effective k (of {k})",
+            lambda lv: f"{lv['summary']['effective_k']['attnknn']:.1f}"),
+        row("Boosted trees on neighbour features minus the tuned vote",
+            lambda lv: point_text(difference(lv, "learner", "reference", "accuracy"), "accuracy"))]
+    diag = [(key, lv["summary"]["label_aware_diagnostic"]) for key, lv in levels
+            if lv["summary"].get("label_aware_diagnostic")]
+    if diag:
+        key, d = diag[-1]  # the largest scale that has it (every scale: the diagnostic table)
+        lines.append(f"- At s = {key}, the label-aware head gets {pp(d['as_retrieved']['accuracy'])} % (its weights' "
+                     f"rank correlation with the informative distance {d['as_retrieved']['weights_vs_informative']:.2f}); "
+                     f"given the informative distances of the same neighbours, {pp(d['informative']['accuracy'])} % "
+                     f"({d['informative']['weights_vs_informative']:.2f}).")
     return lines
-
-
-def _learned_text(lv: dict, tuned: bool = False) -> str:
-    """The learned metric at one level: NCA against the tuned vote, Attn-KNN against NCA, both shares
-    of the oracle retrieval's gain, and the label-aware diagnostic (where measured)."""
-    s = lv["summary"]
-    sh = s["shares"]["retrieval"]["methods"]
-    tuned_words = " with its vote settings tuned" if tuned else ""
-    text = nca_sentence(lv, tuned_words) + (
-        f"; share of the oracle retrieval's gain captured: attention head "
-        f"{_share(sh[counted_method(s['diff'], 'attnknn', 'accuracy')]['of_means'])} %, NCA {_share(sh['nca']['of_means'])} %.")
-    d = s.get("label_aware_diagnostic")
-    if d:
-        text += (f" The label-aware head gets {pp(d['as_retrieved']['accuracy'])} % (its weights' rank correlation "
-                 f"with the informative distance {d['as_retrieved']['weights_vs_informative']:.2f}); given the "
-                 f"informative distances of the same neighbours, {pp(d['informative']['accuracy'])} % "
-                 f"({d['informative']['weights_vs_informative']:.2f}).")
-    return text
 
 
 def _summary(record: dict) -> str:

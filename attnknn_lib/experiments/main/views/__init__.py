@@ -10,8 +10,7 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.methods import K_ENSEMBLE, METHOD_LABELS
-from attnknn_lib.evaluation.verdicts import IDENTICAL, MARGINS, VERDICTS
-from attnknn_lib.experiments.common.views import detectable_tabular
+from attnknn_lib.evaluation.verdicts import MARGINS
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
 from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
 from attnknn_lib.experiments.main.views import knob_tables as vk
@@ -20,7 +19,7 @@ from attnknn_lib.experiments.main.views.paired import diff_frame, paired_frame  
 from attnknn_lib.experiments.main.views.paper_numbers import is_perfect, macros  # noqa: F401 (the declaration reads views.macros)
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import save_output_figure
-from attnknn_lib.report.findings import difference_text, markdown_lists, mean_pct, seeds_text
+from attnknn_lib.report.findings import markdown_lists, mean_pct, point_text, seeds_text, verdict_counts
 from attnknn_lib.report.macros import signed, source_note
 from attnknn_lib.report.tables import (
     booktabs,
@@ -105,21 +104,6 @@ CAL_COLUMNS_NOTE = ("NLL of the raw probabilities, then NLL, ECE and Brier score
                     "0 unless it lowers validation NLL; it keeps the predicted class, so accuracy does not change)")
 
 
-DETECTABLE_COMPARISONS = {  # per endpoint, the comparisons of the primary dataset that draw counted verdicts
-    "accuracy": ("attnknn_tuned_vs_reference", "nca_vs_reference", "attnknn_vs_cnn", "attnknn_vs_fixed_vote"),
-    "nll": ("attnknn_tuned_vs_reference_nll", "nca_vs_reference", "attnknn_vs_cnn", "attnknn_vs_fixed_vote"),
-    "brier": ("attnknn_tuned_vs_reference_nll", "nca_vs_reference", "attnknn_vs_cnn", "attnknn_vs_fixed_vote")}
-
-
-def detectable_families(record: dict) -> dict[str, dict[str, list[dict]]]:
-    """The primary dataset's one family (uncorrected): per endpoint, the seed-level results of
-    :data:`DETECTABLE_COMPARISONS` the record has (accuracy raw, NLL and Brier after calibration)."""
-    paired = record["results"]["paired"]
-    label = f"{REGISTRY[record['dataset']].title}: Attn-KNN (vote settings tuned), NCA vs tuned vote; Attn-KNN vs CNN, vs fixed-vote control"
-    return {label: {m: [paired[c]["seed_level"]["raw" if m == "accuracy" else "calibrated"][m] for c in cs if c in paired]
-                    for m, cs in DETECTABLE_COMPARISONS.items()}}
-
-
 def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     """The dataset's LaTeX table(s) and figures (curves, confusion matrix, ablation, paired
     differences and per-seed intervals on the primary dataset), from its record. The reliability and
@@ -141,7 +125,6 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
         escape_index=False, colsep="3pt", size="footnotesize"))}
     if not primary:
         return out
-    out["detectable"] = ARTIFACTS.write_table(paths, "detectable", name, detectable_tabular(detectable_families(record)))
     first = str(res["seeds"][0])
     drawn = res.get("figure_data")
     if drawn is not None:
@@ -280,57 +263,99 @@ def readme_lines(records: list[dict]) -> list[str]:
     return lines
 
 
+def _seed_level(res: dict, comparison: str, split: str, metric: str) -> dict | None:
+    """A stored seed-level difference (value, interval, verdict), or None where the record lacks it."""
+    return (((res["paired"].get(comparison) or {}).get("seed_level") or {}).get(split) or {}).get(metric)
+
+
+def answer_paragraph(record: dict) -> str:
+    """The notebook's answer in words, on the primary dataset: Attn-KNN with its vote settings tuned
+    against the tuned vote (accuracy) and the NLL-tuned vote (calibrated NLL), and NCA against the
+    tuned vote, each as its mean over seeds and its verdict word (numbers and words from ``record``)."""
+    res = record["results"]
+    title = REGISTRY[record["dataset"]].title
+    n = seeds_text(len(res["seeds"]), "seed" if res.get("replication", "seeds") == "seeds" else "split")
+    tuned = _seed_level(res, "attnknn_tuned_vs_reference", "raw", "accuracy")
+    if tuned is None:  # a record measured before Attn-KNN got the tuned vote's settings
+        own = _seed_level(res, "attnknn_vs_reference", "raw", "accuracy") or \
+            _seed_level(res, "attnknn_vs_best_baseline", "raw", "accuracy")
+        return (f"On {title} ({n}), Attn-KNN at its trained k = {record['config']['k']} differs from the tuned vote "
+                f"by {point_text(own, 'accuracy')} in accuracy.")
+    text = (f"On {title} ({n}), Attn-KNN with its vote settings tuned differs from the tuned vote by "
+            f"{point_text(tuned, 'accuracy')} in accuracy")
+    nll = _seed_level(res, "attnknn_tuned_vs_reference_nll", "calibrated", "nll")
+    if nll is not None:
+        text += f", and from the NLL-tuned vote by {point_text(nll, 'nll')} in calibrated NLL"
+    nca = _seed_level(res, "nca_vs_reference", "raw", "accuracy")
+    if nca is not None:
+        text += f"; NCA differs from the tuned vote by {point_text(nca, 'accuracy')}"
+    return text + ". The differences are Attn-KNN (or NCA) minus the vote, means over seeds; the tables above give their intervals."
+
+
+def _replay_line(res: dict) -> str | None:
+    """The prototype replay in one sentence: the defect that moves Attn-KNN's difference most, the others' words."""
+    replay = (res.get("replay") or {}).get("rows") or {}
+    if not replay:
+        return None
+    top = max(replay, key=lambda row: abs(replay[row]["accuracy"]["value"]))
+    rest = [d["accuracy"]["verdict"] for row, d in replay.items() if row != top]
+    return (f"- Prototype replay (seed {res['replay']['seed']}, one defect at a time): the largest change is "
+            f"{REPLAY_ROWS[top].lstrip('+ ')}, Attn-KNN minus its baseline {point_text(replay[top]['accuracy'], 'accuracy')}; "
+            f"the other {len(rest)} rows: {verdict_counts(rest)}.")
+
+
+def _descriptive_line(records: list[dict], primary: dict) -> str | None:
+    """The other datasets, described (they draw no verdict): Attn-KNN minus the tuned vote, mean over replicates."""
+    others = [r for r in records if r is not primary]
+    if not others:
+        return None
+    parts = []
+    for r in others:
+        d = _seed_level(r["results"], "attnknn_tuned_vs_reference", "raw", "accuracy") or \
+            _seed_level(r["results"], "attnknn_vs_reference", "raw", "accuracy")
+        if d is not None:
+            parts.append(f"{REGISTRY[r['dataset']].title} {100 * d['value']:+.2f} pp")
+    if not parts:
+        return None
+    return ("- The other datasets are descriptive (no verdict): Attn-KNN" + (", vote settings tuned," if any(
+        "attnknn_tuned_vs_reference" in r["results"]["paired"] for r in others) else "")
+            + " minus the tuned vote in accuracy: " + "; ".join(parts) + ".")
+
+
 def findings(records: list[dict]) -> str:
-    """The notebook's answer: on the primary dataset, Attn-KNN against the best tuned kNN vote and the
-    CNN (seed-level verdicts), whether the models reached a plateau, the verdict counts over every
-    dataset and what the prototype's protocol would have shown. Every number is read from ``records``."""
+    """The notebook's answer: a paragraph (:func:`answer_paragraph`) on the primary dataset, then one
+    point per bullet: the accuracies, Attn-KNN at its trained k (a diagnostic), the CNN, the calibration
+    endpoint, the choices on validation, the plateau, the other datasets (described) and the prototype
+    replay. Values and verdict words only; the intervals are in the tables above. Every number is read
+    from ``records``."""
     if not records:
         return "No results yet."
     primary = next((r for r in records if r["config"].get("primary") == r["dataset"]), records[0])
     res, cfg = primary["results"], primary["config"]
-    summ, paired = res["summary"], res["paired"]
-    title = REGISTRY[primary["dataset"]].title
-    n = seeds_text(len(res["seeds"]), "seed" if res.get("replication", "seeds") == "seeds" else "split")
-    best = sorted({res["per_seed"][str(s)]["best_baseline"] for s in res["seeds"]})
-    lines = [f"**{title}** ({n}): Attn-KNN {mean_pct(summ['attnknn']['test_raw']['accuracy'])} test accuracy, "
-             "the best tuned kNN vote chosen on validation (" + ", ".join(
-                 f"{METHOD_LABELS.get(b, b)} {mean_pct(summ[b]['test_raw']['accuracy'])}" for b in best) + "), the CNN "
-             f"{mean_pct(summ['cnn']['test_raw']['accuracy'])}. Declared margins: {_margins_text(cfg)}.", ""]
-    if "reference" in summ:
-        ref = res["per_seed"][str(res["seeds"][0])]["methods"]["reference"]["info"]
-        lines.insert(1, f"The tuned vote (vote rule, temperature, k, label filter and prior "
-                        f"exponent tuned on validation) reaches {mean_pct(summ['reference']['test_raw']['accuracy'])}; "
-                        f"on seed {res['seeds'][0]} it chose {ref['label']}.")
-    for name, who in (("attnknn_vs_reference", "the tuned vote (tuned on accuracy; its "
-                                               "calibration rows are not the calibration endpoint)"),
-                      ("attnknn_vs_best_baseline", f"the best kNN vote at k = {cfg['k']} (secondary)"),
-                      ("attnknn_vs_cnn", "the CNN")):
-        if name not in paired:
-            continue
-        sl = paired[name]["seed_level"]
-        lines.append(f"- Attn-KNN minus {who}: accuracy {difference_text(sl['raw']['accuracy'], 'accuracy')}; "
-                     f"ECE after calibration {difference_text(sl['calibrated']['ece'], 'ece')}; "
-                     f"NLL after calibration {difference_text(sl['calibrated']['nll'], 'nll')}.")
-    lines += vk.knob_findings(res)
+    summ = res["summary"]
+    lines = [answer_paragraph(primary), ""]
+    accs = [f"{name} {mean_pct(summ[m]['test_raw']['accuracy'])}" for m, name in (
+        ("attnknn_tuned", "Attn-KNN with its vote settings tuned"), ("attnknn", f"Attn-KNN at k = {cfg['k']}"),
+        ("reference", "the tuned vote"), ("nca", "NCA"), ("cnn", "the CNN")) if m in summ]
+    lines.append("- Test accuracy, mean over seeds: " + ", ".join(accs) + ".")
+    for name, who in (("attnknn_vs_reference", f"At its trained k = {cfg['k']} (a diagnostic), Attn-KNN minus the tuned vote"),
+                      ("attnknn_vs_best_baseline", f"Attn-KNN minus the best kNN vote at k = {cfg['k']} (secondary)"),
+                      ("attnknn_vs_cnn", "Attn-KNN minus the CNN")):
+        acc, nll = (_seed_level(res, name, "raw", "accuracy"), _seed_level(res, name, "calibrated", "nll"))
+        if acc is not None:
+            lines.append(f"- {who}: {point_text(acc, 'accuracy')} in accuracy, {point_text(nll, 'nll')} in calibrated NLL.")
+    for name, who in (("attnknn_tuned_vs_reference_nll", "Attn-KNN with its vote settings tuned for NLL minus the NLL-tuned vote"),
+                      ("attnknn_tuned_vs_nca_nll", "Attn-KNN with its vote settings tuned for NLL minus NCA (NLL-tuned)")):
+        nll, brier = _seed_level(res, name, "calibrated", "nll"), _seed_level(res, name, "calibrated", "brier")
+        if nll is not None:
+            lines.append(f"- Calibration endpoint, {who}: NLL {point_text(nll, 'nll')}, Brier {point_text(brier, 'brier')}.")
+    lines += vk.knob_summary(res)
     rules = {kind: [res["per_seed"][str(s)]["training"][kind]["plateau"] for s in res["seeds"]]
              for kind in ("attnknn", "cnn")}
     lines.append("- Operating point: the plateau rule holds for " + " and ".join(
-        f"{METHOD_LABELS[k]} in {sum(r['plateau'] for r in rs)} of {len(rs)} runs (selected epochs "
-        f"{', '.join(str(r['best_epoch']) for r in rs)})" for k, rs in rules.items()) + ".")
-    counted = [r for r in records if not is_perfect(r)]
-    if len(records) > 1:
-        against = "attnknn_vs_reference" if all("attnknn_vs_reference" in r["results"]["paired"] for r in counted) \
-            else "attnknn_vs_best_baseline"
-        words = [r["results"]["paired"][against]["seed_level"]["raw"]["accuracy"]["verdict"] for r in counted]
-        lines.append(f"- Over the {len(counted)} datasets where the methods differ at all, Attn-KNN against the "
-                     f"{'tuned vote' if against == 'attnknn_vs_reference' else 'best kNN vote'} in accuracy: " + ", ".join(f"{words.count(w)} {w}" for w in VERDICTS if words.count(w))
-                     + (f"; {words.count(IDENTICAL)} with identical predictions, not counted as equivalent"
-                        if IDENTICAL in words else "") + ".")
-    replay = (res.get("replay") or {}).get("rows") or {}
-    if replay:
-        lines.append(f"- Prototype replay (seed {res['replay']['seed']} alone, one defect at a time), Attn-KNN minus "
-                     "its baseline in accuracy: " + "; ".join(
-                         f"{REPLAY_ROWS[row]}: {difference_text(d['accuracy'], 'accuracy')}" for row, d in replay.items()) + ".")
+        f"{METHOD_LABELS[k]} in {sum(r['plateau'] for r in rs)} of {len(rs)} runs" for k, rs in rules.items())
+        + " (the training table above gives the selected epochs).")
+    lines += [line for line in (_descriptive_line(records, primary), _replay_line(res)) if line]
     return markdown_lists(lines)
 
 
