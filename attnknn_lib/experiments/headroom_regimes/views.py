@@ -15,6 +15,7 @@ from attnknn_lib.experiments.common.fixed_embedding import (
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     LEARNED_MACROS,
     difference,
+    forest_and_detectable,
     latex_headroom_columns,
     learned_macros,
     pp,
@@ -229,7 +230,10 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"whose weights are those of its row at $k = {k}$). "
             f"{_multiplicity_note(res)}{src}.",
             f"tab:{NAME}_verdicts", escape_index=False, colsep="2pt", size="scriptsize")),
-        "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record))}
+        "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record)),
+        **forest_and_detectable(ARTIFACTS, paths, DATASET, "Weaker embeddings", [(c["label"], c) for _, c in _candidates(record)],
+                                res["heads"], _tuned(record), family="every head vs tuned vote and vs NCA, every candidate (Holm)",
+                                sizes=res["multiplicity"]["family_sizes"])}
 
 
 def _multiplicity_note(res: dict) -> str:

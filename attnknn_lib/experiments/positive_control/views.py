@@ -13,6 +13,7 @@ from attnknn_lib.experiments.common.fixed_embedding import (
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     LEARNED_MACROS,
     difference,
+    forest_and_detectable,
     latex_headroom_columns,
     learned_macros,
     pp,
@@ -284,7 +285,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"in place of the retrieved one, and of the oracle weights on them; Spearman correlation (mean over test "
         f"queries) of the head's weights with minus the informative distance, and of the retrieved with the "
         f"informative distance. {src}.", f"tab:{NAME}_diagnostic", escape_index=True, size="footnotesize"))
-    return out
+    return out | forest_and_detectable(ARTIFACTS, paths, DATASET, "Positive control", [(f"s = {s}", lv) for s, lv in
+                                       _levels(record)], res["heads"], _tuned(record), lambda lv: _compared(record, lv, False))
 
 
 def _wins(record: dict, name: str, against: str = "reference") -> list[str]:

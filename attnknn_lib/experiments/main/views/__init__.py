@@ -11,6 +11,7 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.methods import K_ENSEMBLE, METHOD_LABELS
 from attnknn_lib.evaluation.verdicts import MARGINS
+from attnknn_lib.experiments.common.views import detectable_tabular
 from attnknn_lib.experiments.main.config import ARTIFACTS, NOTEBOOK, RELIABILITY_METHODS, SUMMARY_METHODS
 from attnknn_lib.experiments.main.measure import REPLAY_ROWS, VERDICT_SHORT, run_dataset
 from attnknn_lib.experiments.main.views import knob_tables as vk
@@ -19,7 +20,13 @@ from attnknn_lib.experiments.main.views.paired import diff_frame, paired_frame  
 from attnknn_lib.experiments.main.views.paper_numbers import is_perfect, macros  # noqa: F401 (the declaration reads views.macros)
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import save_output_figure
-from attnknn_lib.report.findings import markdown_lists, mean_pct, point_text, seeds_text, verdict_counts
+from attnknn_lib.report.findings import (
+    markdown_lists,
+    mean_pct,
+    point_text,
+    seeds_text,
+    verdict_counts,
+)
 from attnknn_lib.report.macros import signed, source_note
 from attnknn_lib.report.tables import (
     booktabs,
@@ -104,6 +111,21 @@ CAL_COLUMNS_NOTE = ("NLL of the raw probabilities, then NLL, ECE and Brier score
                     "0 unless it lowers validation NLL; it keeps the predicted class, so accuracy does not change)")
 
 
+DETECTABLE_COMPARISONS = {  # per endpoint, the comparisons of the primary dataset that draw counted verdicts
+    "accuracy": ("attnknn_tuned_vs_reference", "nca_vs_reference", "attnknn_vs_cnn", "attnknn_vs_fixed_vote"),
+    "nll": ("attnknn_tuned_vs_reference_nll", "nca_vs_reference", "attnknn_vs_cnn", "attnknn_vs_fixed_vote"),
+    "brier": ("attnknn_tuned_vs_reference_nll", "nca_vs_reference", "attnknn_vs_cnn", "attnknn_vs_fixed_vote")}
+
+
+def detectable_families(record: dict) -> dict[str, dict[str, list[dict]]]:
+    """The primary dataset's one family (uncorrected): per endpoint, the seed-level results of
+    :data:`DETECTABLE_COMPARISONS` the record has (accuracy raw, NLL and Brier after calibration)."""
+    paired = record["results"]["paired"]
+    label = f"{REGISTRY[record['dataset']].title}: Attn-KNN (vote settings tuned), NCA vs tuned vote; Attn-KNN vs CNN, vs fixed-vote control"
+    return {label: {m: [paired[c]["seed_level"]["raw" if m == "accuracy" else "calibrated"][m] for c in cs if c in paired]
+                    for m, cs in DETECTABLE_COMPARISONS.items()}}
+
+
 def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     """The dataset's LaTeX table(s) and figures (curves, confusion matrix, ablation, paired
     differences and per-seed intervals on the primary dataset), from its record. The reliability and
@@ -125,6 +147,7 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
         escape_index=False, colsep="3pt", size="footnotesize"))}
     if not primary:
         return out
+    out["detectable"] = ARTIFACTS.write_table(paths, "detectable", name, detectable_tabular(detectable_families(record)))
     first = str(res["seeds"][0])
     drawn = res.get("figure_data")
     if drawn is not None:
