@@ -108,17 +108,21 @@ def _main_record(ds: str, comparisons: dict[str, tuple[str, str, str]]) -> dict:
     return {"dataset": ds, "config": {"k": 16}, "results": {"paired": paired}}
 
 
-def test_mains_answer_bullet_counts_the_knob_tuned_attnknn_over_datasets_and_falls_back_to_the_trained_k():
+def test_mains_answer_bullet_gives_the_primary_datasets_difference_in_points_and_falls_back_to_the_trained_k():
+    """The answer is about the primary dataset, in points with its verdict; the tabular sets are
+    descriptive (no verdict is counted over datasets the paper draws none on)."""
     from attnknn_lib.experiments.main.views.dataset_answer import answer_lines
 
     new = [_main_record(ds, {"attnknn_tuned_vs_reference": ("raw", "accuracy", acc),
                              "attnknn_tuned_vs_reference_nll": ("calibrated", "nll", "worse"),
                              "attnknn_tuned_vs_nca": ("raw", "accuracy", "equivalent")})
            for ds, acc in (("fashion_mnist", "better"), ("iris", "inconclusive"))]
+    for r in new:
+        r["config"].update({"primary": "fashion_mnist", "datasets": ["fashion_mnist", "iris"]})
     (line,) = answer_lines(new)
-    assert "**2 datasets**" in line and "with its vote settings tuned" in line
-    assert "1 better, 1 inconclusive against the tuned vote in accuracy and 2 worse in calibrated NLL" in line
-    assert "against NCA, 2 equivalent" in line and line.endswith("([table](results/notebooks/01_main.pdf))")
+    assert line.startswith("- **Fashion-MNIST**") and "with its vote settings tuned minus the tuned vote: +0.00 points" in line
+    assert "(better)" in line and "(worse)" in line and "inconclusive" not in line
+    assert "The tabular dataset is descriptive." in line and line.endswith("([table](results/notebooks/01_main.pdf))")
     old = [_main_record("iris", {"attnknn_vs_reference": ("raw", "accuracy", "equivalent")})]
-    assert "at its trained k = 16, Attn-KNN is 1 equivalent" in answer_lines(old)[0]
+    assert "at its trained k = 16, Attn-KNN differs from the tuned vote by" in answer_lines(old)[0]
     assert answer_lines([]) == [] and answer_lines([_main_record("iris", {})]) == []

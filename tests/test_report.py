@@ -46,10 +46,12 @@ def _diff(verdict: str = "inconclusive") -> dict:
 
 def _record(ds: str, primary: str, profile: str = "cpu") -> dict:
     methods = {m: _entry(0.9) for m in ("uniform", "distance", "cosine", "attnknn", "cnn")}
-    hist = [{"epoch": 1}, {"epoch": 2}]
+    hist = [{"epoch": 1, "precision": "fp32"}, {"epoch": 2, "precision": "fp32"}]
     seed = {"methods": methods, "best_baseline": "distance", "temperatures": [0.5, 0.25], "ablation": None,
-            "training": {"attnknn": {"history": hist, "best_epoch": 2, "seconds": 60.0},
-                         "cnn": {"history": hist, "best_epoch": 1, "seconds": 30.0}}}
+            "training": {"attnknn": {"history": hist, "best_epoch": 2, "seconds": 60.0,
+                                     "plateau": {"plateau": True, "tail_range": 0.001, "best_epoch": 2}},
+                         "cnn": {"history": hist, "best_epoch": 1, "seconds": 30.0,
+                                 "plateau": {"plateau": False, "tail_range": 0.004, "best_epoch": 1}}}}
     return {"experiment": "main", "dataset": ds, "profile": profile,
             "config": {"primary": primary, "datasets": [ds], "k": 16, "epochs": 8, "tabular_epochs": 30,
                        "n_boot": 1000, "embed_dim": 128, "num_heads": 4, "mixup_alpha": 0.2, "contrastive_weight": 0.5,

@@ -195,7 +195,7 @@ def forest_figure(units: list[tuple[str, Mapping]], learners: Mapping[str, str],
     return fig
 
 
-def forest_and_detectable(artifacts, paths, dataset: str, what: str, units: list[tuple[str, Mapping]], heads,
+def forest_and_detectable(artifacts, paths, dataset: str, source: str, what: str, units: list[tuple[str, Mapping]], heads,
                           tuned: bool, rows=None, family: str = "every row of its verdict table, every unit", sizes: Mapping[str, int] | None = None) -> dict:
     """The two outputs the fixed-embedding experiments write alike: the forest plot of ``units`` ((panel
     title, unit) pairs; :func:`forest_figure` with :func:`forest_learners` of ``heads``) and the block of
@@ -213,4 +213,4 @@ def forest_and_detectable(artifacts, paths, dataset: str, what: str, units: list
     label = f"{what}: {family}"
     return {"forest": save_output_figure(artifacts, paths, "forest", dataset, fig),
             "detectable": artifacts.write_table(paths, "detectable", dataset, detectable_tabular(
-                {label: entries}, None if sizes is None else {label: sizes}))}
+                source, {label: entries}, None if sizes is None else {label: sizes}))}

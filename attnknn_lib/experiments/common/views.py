@@ -203,7 +203,9 @@ def detectable_frame(families: Mapping[str, Mapping[str, list[dict]]],
     return df
 
 
-def detectable_tabular(families: Mapping[str, Mapping[str, list[dict]]],
+def detectable_tabular(source: str, families: Mapping[str, Mapping[str, list[dict]]],
                        sizes: Mapping[str, Mapping[str, int]] | None = None) -> str:
-    """:func:`detectable_frame` as one block (a ``tabular``) of the paper's table of detectable differences."""
-    return tabular(detectable_frame(families, sizes), DETECTABLE_COLUMNS, escape_index=False) + "\n"
+    """:func:`detectable_frame` as one block (a ``tabular``) of the paper's table of detectable differences,
+    ending with a comment that names its notebook and record (``source``, a caption's source note)."""
+    return (tabular(detectable_frame(families, sizes), DETECTABLE_COLUMNS, escape_index=False)
+            + f"% {source}\n")  # the block's notebook and record, as every table's caption names them

@@ -231,7 +231,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"{_multiplicity_note(res)}{src}.",
             f"tab:{NAME}_verdicts", escape_index=False, colsep="2pt", size="scriptsize")),
         "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record)),
-        **forest_and_detectable(ARTIFACTS, paths, DATASET, "Weaker embeddings", [(c["label"], c) for _, c in _candidates(record)],
+        **forest_and_detectable(ARTIFACTS, paths, DATASET, src, "Weaker embeddings", [(c["label"], c) for _, c in _candidates(record)],
                                 res["heads"], _tuned(record), family="every head vs tuned vote and vs NCA, every candidate (Holm)",
                                 sizes=res["multiplicity"]["family_sizes"])}
 

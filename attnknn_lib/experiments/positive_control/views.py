@@ -285,7 +285,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"in place of the retrieved one, and of the oracle weights on them; Spearman correlation (mean over test "
         f"queries) of the head's weights with minus the informative distance, and of the retrieved with the "
         f"informative distance. {src}.", f"tab:{NAME}_diagnostic", escape_index=True, size="footnotesize"))
-    return out | forest_and_detectable(ARTIFACTS, paths, DATASET, "Positive control", [(f"s = {s}", lv) for s, lv in
+    return out | forest_and_detectable(ARTIFACTS, paths, DATASET, src, "Positive control", [(f"s = {s}", lv) for s, lv in
                                        _levels(record)], res["heads"], _tuned(record), lambda lv: _compared(record, lv, False))
 
 

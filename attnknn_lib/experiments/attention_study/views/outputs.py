@@ -168,7 +168,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         drawn.append(("curves", curves_figure(record)))
     for name, fig in drawn:
         out[name + "_figure"] = save_output_figure(ARTIFACTS, paths, name + "_figure", d, fig)
-    out["detectable"] = ARTIFACTS.write_table(paths, "detectable", d, detectable_tabular(detectable_families(record)))
+    out["detectable"] = ARTIFACTS.write_table(paths, "detectable", d, detectable_tabular(src, detectable_families(record)))
     if cfg["learned_metrics"]:
         out["learned"] = ARTIFACTS.write_table(paths, "learned", d, booktabs(
             learned_frame(record, latex=True),

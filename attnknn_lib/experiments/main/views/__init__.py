@@ -147,7 +147,7 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
         escape_index=False, colsep="3pt", size="footnotesize"))}
     if not primary:
         return out
-    out["detectable"] = ARTIFACTS.write_table(paths, "detectable", name, detectable_tabular(detectable_families(record)))
+    out["detectable"] = ARTIFACTS.write_table(paths, "detectable", name, detectable_tabular(src, detectable_families(record)))
     first = str(res["seeds"][0])
     drawn = res.get("figure_data")
     if drawn is not None:

@@ -34,7 +34,9 @@ def _others(records: list[dict], primary: dict) -> str:
     others = [r for r in records if r is not primary]
     kinds = {REGISTRY[r["dataset"]].kind for r in others}
     kind = f"{kinds.pop()} " if len(kinds) == 1 else "other "
-    return f" The {len(others)} {kind}datasets are descriptive." if others else ""
+    if not others:
+        return ""
+    return f" The {kind}dataset is descriptive." if len(others) == 1 else f" The {len(others)} {kind}datasets are descriptive."
 
 
 def answer_lines(records: list[dict]) -> list[str]:

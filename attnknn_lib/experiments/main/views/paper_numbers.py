@@ -102,8 +102,8 @@ def main_macros(record: dict) -> dict[str, str]:
         precision = first["training"]["attnknn"]["history"][-1]["precision"]
         out["PrimaryTrainPrecision"] = {"bf16": "bf16 mixed precision", "fp16": "fp16 mixed precision"}.get(
             precision, "fp32")
-        out["PrimaryTrainSearch"] = ("a bf16 scan of the bank that keeps $2k$ candidates, re-ranked in fp32"
-                                     if train.get("search_precision") == "bf16" else "an exact fp32 scan of the bank")
+        out["PrimaryTrainSearch"] = ("a bf16 scan of the memory that keeps $2k$ candidates, re-ranked in fp32"
+                                     if train.get("search_precision") == "bf16" else "an exact fp32 scan of the memory")
     return out
 
 
