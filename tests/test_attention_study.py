@@ -484,7 +484,7 @@ def test_the_learnable_tables_capture_note_goes_with_its_columns():
     empty = pd.DataFrame({"headroom (pp)": ["+0.10"], "attention head": ["--"], "chosen": [""]})
     assert capture_note(empty) == ""  # both share columns are dropped from the table: no note on them
     shown = empty.assign(chosen=["40"])
-    assert capture_note(shown).startswith(" Captured (\\%): the share of that headroom")
+    assert capture_note(shown).startswith(" Captured (\\%): the share of that room")
 
 
 def _short_record(new: bool) -> dict:

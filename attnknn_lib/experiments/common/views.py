@@ -199,7 +199,7 @@ def detectable_frame(families: Mapping[str, Mapping[str, list[dict]]],
                 "equiv.\\ reachable": f"{sum(d < e['margin'] for d, e in zip(smallest, entries))} of {len(entries)}"}))
             first = False
     df = pd.DataFrame([r for _, r in rows], index=[label for label, _ in rows])
-    df.index.name = "family"
+    df.index.name = "group"
     return df
 
 

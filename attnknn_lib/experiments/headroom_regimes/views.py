@@ -175,7 +175,7 @@ def figure(record: dict):
         d = [difference(c, name, "reference", "accuracy") for _, c in cands]
         mean = np.array([100 * e["value"] for e in d])
         err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
-        label = names.get(name, "boosted trees (learnable headroom)")
+        label = names.get(name, "boosted-trees learner (learnable room)")
         color = "tab:brown" if name == "learner" else f"C{i}"
         axes[0].bar(x + (i - (len(shown) - 1) / 2) * width, mean, width, yerr=err, color=color, capsize=2,
                     label=label, alpha=0.85, error_kw={"ecolor": "0.45", "lw": 1})

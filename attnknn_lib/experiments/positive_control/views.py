@@ -66,7 +66,7 @@ CEILINGS = {  # method -> label, for the headroom table and the figure
     "oracle_inside_k": "oracle weights on the k retrieved",
     "oracle_reference_k": "oracle weights at the tuned vote's k",
     "oracle_retrieval": "oracle retrieval",
-    "learner": "boosted trees (learnable headroom)",
+    "learner": "boosted-trees learner (learnable room)",
 }
 LEARNED_COLUMNS = {  # the learned metrics and the control, beside the ceilings
     "nca": "NCA: re-retrieval in a learned linear map",
@@ -213,7 +213,7 @@ def figure(record: dict):
     x = np.array([v["nuisance_scale"] for _, v in lv])
     fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.6), layout="constrained")
     heads = head_labels(head_names(res["heads"]), res["k"], _tuned(record))
-    shown = {**heads, "learner": "boosted trees (learnable headroom)", "nca": LABELS["nca"]}
+    shown = {**heads, "learner": "boosted-trees learner (learnable room)", "nca": LABELS["nca"]}
     for i, (name, label) in enumerate(shown.items()):
         d = [difference(v, name, "reference", "accuracy") for _, v in lv]
         mean = np.array([100 * e["value"] for e in d])
@@ -269,7 +269,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record))}
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
         shares_frame(record),
-        f"Positive control: the share of the room each method captures (\\%), its test-accuracy gain over the "
+        f"Positive control: the share of the retrieval room each method captures (\\%), its test-accuracy gain over the "
         f"tuned vote divided by the gain of the oracle retrieval (the uniform vote over the {k} nearest rows "
         f"in the informative dimensions), then by that of the oracle weights on the {k} retrieved neighbours: the "
         f"ratio of the mean gain to the mean room over {n} seeds; -- where the oracle's room over the tuned vote is below the accuracy margin "

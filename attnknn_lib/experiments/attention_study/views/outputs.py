@@ -44,8 +44,8 @@ def capture_note(frame: pd.DataFrame) -> str:
     shown = [c for c in CAPTURE_COLUMNS if c in frame and any(str(v).strip() not in EMPTY_CELLS for v in frame[c])]
     if not shown:
         return ""
-    return (" Captured (\\%): the share of that headroom the attention head and the head chosen on validation "
-            "won over the tuned vote (--: no headroom established; on a second dataset's rows, Attn-KNN).")
+    return (" Captured (\\%): the share of that room the attention head and the head chosen on validation "
+            "won over the tuned vote (--: no room established; on a second dataset's rows, Attn-KNN).")
 
 
 def detectable_families(record: dict) -> dict[str, dict[str, list[dict]]]:
@@ -84,7 +84,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"query only its control. Accuracy difference with its 95\\% seed-level $t$ interval; verdict "
             f"B / W / E / ? / = = better / worse / equivalent / inconclusive / identical predictions against a margin "
             f"of {100 * cfg['margin_accuracy']:g} pp (NLL: in the notebook); ECE is described, without a verdict. "
-            f"Captured: share of the fixable headroom won over the uniform vote. * chosen on validation. "
+            f"Captured: share of the fixable room won over the uniform vote. * chosen on validation. "
             f"k-mixture $-$ fixed k: the learned mixture over k against the uniform vote at the one k of its ladder "
             f"chosen on validation (in brackets). {src}.",
             "tab:study-variants", escape_index=True, colsep="2.5pt", size="footnotesize")),
@@ -113,13 +113,13 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             escape_index=True, colsep="3pt")),
         "learnable": ARTIFACTS.write_table(paths, "learnable", d, booktabs(
             learnable,
-            f"{title}: learnable headroom, per memory setting and k (seeds {seeds}; test accuracy in \\%, "
+            f"{title}: learnable room, per memory setting and k (seeds {seeds}; test accuracy in \\%, "
             f"recall@k in \\% of test queries). Two learners read the "
             f"neighbours' labels, distances, ranks and their own neighbours' agreement and are trained on clean "
             f"held-out validation labels, cross-fitted in two halves (each fit on one half, tuned on a fifth of it, "
             f"applied to the other): gradient-boosted trees on per-class neighbour features (trees), reading as "
             f"many neighbours as the reference chose (at least k), "
-            f"and the label-aware attention at k (label-aware). Learnable headroom: per seed, the one with the better out-of-fold validation accuracy minus the "
+            f"and the label-aware attention at k (label-aware). Learnable room: per seed, the one with the better out-of-fold validation accuracy minus the "
             f"tuned vote (so it need not equal a difference of the columns, which average each learner over seeds), "
             f"with its 95\\% seed-level $t$ interval and verdict "
             f"B / W / E / ? against a {100 * cfg['margin_accuracy']:g} pp margin.{capture_note(learnable)} Rows of "
@@ -144,7 +144,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"The study's core comparison on a second dataset: Attn-KNN of each stratified hold-out split "
             f"(its attention at $k={cfg['k']}$ on its own embedding) and the uniform vote at $k$ (unif.), each against the "
             f"tuned vote on the same memory (ref.; its $k$ per split), with noise in the "
-            f"memory's labels only (each split draws its own flips); learnable: the learnable headroom (the better of "
+            f"memory's labels only (each split draws its own flips); learnable: the learnable room (the better of "
             f"the two learners of Table~\\ref{{tab:study-learnable}} minus ref.). Attn-KNN's difference with the 95\\% "
             f"split-level interval (corrected resampled $t$: the splits share their data), every accuracy difference in "
             f"points with its "
