@@ -29,7 +29,9 @@ study's learners search theirs. Seeded: one seed gives one A.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -42,6 +44,27 @@ from attnknn_lib.training.loops import _Selection, selection_key
 
 LR_STEP = 3.0  # factor by which the learning-rate grid is extended past an end where the best sits
 LR_EXTENSIONS = 2  # times it is extended
+T = TypeVar("T")
+
+
+def search_learning_rates(fit: Callable[[float], T], lrs: tuple[float, ...] | list[float],
+                          best_row: Callable[[T], dict]) -> tuple[float, list[float], bool, dict[float, T]]:
+    """The learning-rate search every learner shares: ``fit(lr)`` for each rate of ``lrs``, then, while
+    the best (by :func:`~attnknn_lib.training.loops.selection_key` of ``best_row(fit)``, the row of its
+    chosen epoch) sits at an end of the grid, one more rate :data:`LR_STEP` times past that end, at
+    most :data:`LR_EXTENSIONS` times. Returns (the best rate, the grid searched, whether the best is
+    still at an end, every fit by rate)."""
+    grid, fits = sorted(lrs), {}
+    for extension in range(LR_EXTENSIONS + 1):
+        for lr in grid:
+            if lr not in fits:
+                fits[lr] = fit(lr)
+        best = max(grid, key=lambda r: selection_key(best_row(fits[r])))
+        at_end = len(grid) > 1 and best in (grid[0], grid[-1])
+        if not at_end or extension == LR_EXTENSIONS:
+            break
+        grid = [best / LR_STEP, *grid] if best == grid[0] else [*grid, best * LR_STEP]
+    return best, grid, at_end, fits
 
 
 @dataclass(frozen=True)
@@ -127,17 +150,9 @@ def fit_nca(x: np.ndarray, y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray, 
             raise ConfigError(f"{name}={v!r} is out of range; allowed: 1 or more")
     if k >= len(y):
         raise ConfigError(f"k={k} is not allowed; give k < memory rows ({len(y)})")
-    grid, fits = sorted(lrs), {}
-    for extension in range(LR_EXTENSIONS + 1):
-        for lr in grid:
-            if lr not in fits:
-                fits[lr] = _train(x, y, val_x, val_y, num_classes, k, lr, epochs, patience, batch_size, candidates,
-                                  seed)
-        best = max(grid, key=lambda r: selection_key(fits[r][1][fits[r][2] - 1]))
-        at_end = len(grid) > 1 and best in (grid[0], grid[-1])
-        if not at_end or extension == LR_EXTENSIONS:
-            break
-        grid = [best / LR_STEP, *grid] if best == grid[0] else [*grid, best * LR_STEP]
+    best, grid, at_end, fits = search_learning_rates(
+        lambda lr: _train(x, y, val_x, val_y, num_classes, k, lr, epochs, patience, batch_size, candidates, seed),
+        lrs, lambda fit: fit[1][fit[2] - 1])
     matrix, history, best_epoch = fits[best]
     scores = {f"{r:g}": {f: fits[r][1][fits[r][2] - 1][f] for f in ("val_accuracy", "val_nll")} for r in grid}
     return NcaFit(matrix, {

@@ -28,8 +28,8 @@ from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.votes import knn_probs
-from attnknn_lib.training.loops import _Selection, selection_key
-from attnknn_lib.training.metric_learning import LR_EXTENSIONS, LR_STEP, nca_loss
+from attnknn_lib.training.loops import _Selection
+from attnknn_lib.training.metric_learning import nca_loss, search_learning_rates
 
 
 class ResidualMetric(nn.Module):
@@ -128,17 +128,9 @@ def fit_mlp_metric(x: np.ndarray, y: np.ndarray, val_x: np.ndarray, val_y: np.nd
         raise ConfigError(f"dropout={dropout!r}, mlp_decay={mlp_decay!r}: allowed dropout in [0, 1), decay >= 0")
     if k >= len(y):
         raise ConfigError(f"k={k} is not allowed; give k < memory rows ({len(y)})")
-    grid, fits = sorted(lrs), {}
-    for extension in range(LR_EXTENSIONS + 1):
-        for lr in grid:
-            if lr not in fits:
-                fits[lr] = _train(x, y, val_x, val_y, num_classes, k, lr, epochs, patience, batch_size, candidates,
-                                  hidden, dropout, mlp_decay, seed)
-        best = max(grid, key=lambda r: selection_key(fits[r][1][fits[r][2] - 1]))
-        at_end = len(grid) > 1 and best in (grid[0], grid[-1])
-        if not at_end or extension == LR_EXTENSIONS:
-            break
-        grid = [best / LR_STEP, *grid] if best == grid[0] else [*grid, best * LR_STEP]
+    best, grid, at_end, fits = search_learning_rates(
+        lambda lr: _train(x, y, val_x, val_y, num_classes, k, lr, epochs, patience, batch_size, candidates, hidden,
+                          dropout, mlp_decay, seed), lrs, lambda fit: fit[1][fit[2] - 1])
     model, history, best_epoch = fits[best]
     scores = {f"{r:g}": {f: fits[r][1][fits[r][2] - 1][f] for f in ("val_accuracy", "val_nll")} for r in grid}
     return MetricFit(model, {

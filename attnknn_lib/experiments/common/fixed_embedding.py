@@ -82,8 +82,8 @@ from attnknn_lib.knn.votes import effective_neighbours
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
 from attnknn_lib.models.neighbour_heads import BlindAttention, LabelAwareAttention, NeighbourReadout, QueryOnly
 from attnknn_lib.training.head_fitting import predict, train_head
-from attnknn_lib.training.loops import TrainResult, selection_key
-from attnknn_lib.training.metric_learning import LR_EXTENSIONS, LR_STEP
+from attnknn_lib.training.loops import TrainResult
+from attnknn_lib.training.metric_learning import search_learning_rates
 
 HEADS = (
     "attnknn",  # the paper's multi-head attention with the prototype's loss (entropy bonus 0.01)
@@ -203,20 +203,10 @@ def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.
 
 
 def lr_search(fit: Callable[[float], TrainResult], lrs: tuple[float, ...]) -> tuple[TrainResult, dict]:
-    """The best of ``fit(lr)`` over a learning-rate grid extended past an end while the best sits
-    there, by the heads' and NCA's selection rule (validation accuracy, then NLL, at each run's best
-    epoch): NCA's grid rule (:data:`~attnknn_lib.training.metric_learning.LR_STEP`, ``LR_EXTENSIONS``),
-    so every learner has one budget. Returns (that run, {lr, lrs, edge, configs})."""
-    grid, fits = sorted(lrs), {}
-    for extension in range(LR_EXTENSIONS + 1):
-        for lr in grid:
-            if lr not in fits:
-                fits[lr] = fit(lr)
-        best = max(grid, key=lambda r: selection_key(fits[r].history[fits[r].best_epoch - 1]))
-        at_end = len(grid) > 1 and best in (grid[0], grid[-1])
-        if not at_end or extension == LR_EXTENSIONS:
-            break
-        grid = [best / LR_STEP, *grid] if best == grid[0] else [*grid, best * LR_STEP]
+    """The heads' learning-rate search, by the rule every learner shares
+    (:func:`~attnknn_lib.training.metric_learning.search_learning_rates`). Returns (the best run, {lr, lrs,
+    edge, configs})."""
+    best, grid, at_end, fits = search_learning_rates(fit, lrs, lambda res: res.history[res.best_epoch - 1])
     return fits[best], {"lr": best, "lrs": grid, "edge": at_end, "configs": sum(len(f.history) for f in fits.values())}
 
 
