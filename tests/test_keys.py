@@ -234,6 +234,9 @@ def test_a_record_takes_a_new_key_without_measuring_only_if_it_was_current_befor
     assert out["provenance"]["rekeyed"] == {"from_key": "old", "from_commit": "abc", "reason": "the key changed form"}
     with pytest.raises(AttnKNNError, match="was not current"):
         rekeyed(record, "another", "new", "abc", "the key changed form")
+    assert rekeyed(out, "new", "new", "def", "nothing changed") is out  # same key: its notes stay as they are
+    again = rekeyed(out, "new", "newer", "def", "a refactor")["provenance"]["rekeyed"]
+    assert [n["from_commit"] for n in again] == ["abc", "def"]  # every re-keying kept, oldest first
 
 
 def test_a_docstring_under_an_assignment_is_wording_too(tmp_path):

@@ -54,17 +54,22 @@ def keys_at(commit: str, repo: Path = REPO_ROOT) -> dict[str, str]:
 
 def rekeyed(record: dict, old_key: str, new_key: str, commit: str, reason: str) -> dict:
     """``record`` with today's key, its stored verdicts where its measurement stores them now, and a
-    note of the re-keying; refused when its stored key is not ``old_key`` (it was not current)."""
+    note of the re-keying (a list once it has been re-keyed more than once); refused when its stored
+    key is not ``old_key`` (it was not current); unchanged when the key is."""
     prov = record.get("provenance", {})
     if prov.get("measure_code") != old_key:
         raise AttnKNNError(f"{record.get('experiment')}/{record.get('dataset')}: stored key "
                            f"{prov.get('measure_code')} is not {old_key}, the key of {commit}'s code: it was not "
                            f"current, so it must be measured again")
+    if new_key == old_key:
+        return record  # nothing to re-key: the record keeps its notes as they are
     measure = importlib.import_module(f"attnknn_lib.experiments.{record['experiment']}.measure")
     if hasattr(measure, "with_verdicts") and "verdicts" not in record.get("results", {}):
         record = measure.with_verdicts(record)
+    earlier = prov.get("rekeyed") or []
     note = {"from_key": old_key, "from_commit": commit, "reason": reason}
-    return {**record, "provenance": {**prov, "measure_code": new_key, "rekeyed": note}}
+    notes = [*(earlier if isinstance(earlier, list) else [earlier]), note]  # every re-keying, oldest first
+    return {**record, "provenance": {**prov, "measure_code": new_key, "rekeyed": notes if len(notes) > 1 else note}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     for path, record in out.items():  # every record checked before any is written
-        print(f"{path.relative_to(REPO_ROOT)}: {record['provenance']['rekeyed']['from_key']} -> "
-              f"{record['provenance']['measure_code']}")
+        if record["provenance"].get("measure_code") == read_json(path)["provenance"].get("measure_code"):
+            continue
+        print(f"{path.relative_to(REPO_ROOT)}: re-keyed to {record['provenance']['measure_code']}")
         if not args.dry_run:
             write_json(path, record)
     return 0
