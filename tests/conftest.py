@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import pickle
 import struct
 from pathlib import Path
@@ -10,18 +11,35 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from threadpoolctl import threadpool_limits
 
-torch.set_num_threads(2)
+# One thread per core and test process: with -n 2 on two cores, each worker's torch, OpenMP (scikit-learn,
+# FAISS) and BLAS pools get one thread. With two threads each, beside the other worker or the smoke
+# run's jobs, their barriers spin against each other: the positive control's slow test took 3 s alone
+# and 95 s in the suite, the boosted-trees test 2 s and 22 s. ATTNKNN_THREADS is what the library's
+# set_threads() (an experiment's start(), the bench) gives when asked for no number, as the workflow
+# sets it for each of its jobs (a workflow a test runs still sets its jobs' own: workflow/Snakefile).
+THREADS = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+os.environ["ATTNKNN_THREADS"] = str(THREADS)
+torch.set_num_threads(THREADS)
 
-LONGEST_FILE = "test_workflow.py"  # the smoke workflow's runs: about 9 of the full suite's 10 minutes
+
+def pytest_collection_finish(session):
+    """The pools of every library the collected test modules loaded (FAISS's OpenMP and BLAS among
+    them), limited once they are all loaded."""
+    threadpool_limits(THREADS)
+
+
+LONGEST_FILE = "test_workflow.py"  # the smoke workflow's runs: most of the full suite's time
 
 
 def pytest_collection_modifyitems(config, items):
     """The longest file first, then the files without a slow test, then the rest. With ``-n 2 --dist
-    loadfile`` each worker is first sent a few files in this order and runs them in turn, asking for
-    more when done: the smoke workflow's worker starts it at once, with quick files for company, and
-    the other worker runs every other file beside it (sent last, it waited for a worker's first files:
-    the full suite took 624 s)."""
+    loadfile --no-loadscope-reorder`` (pyproject.toml) the workers are sent the files in this order, a
+    worker asking for more when it has two tests left: the smoke workflow's worker starts it at once,
+    and the other worker runs every other file beside it. (xdist's default reorders the files by their
+    number of tests, which sent the six of test_workflow.py last: the smoke run started when every
+    other file was done, and the full suite took 1,122 s.)"""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: (item.path.name != LONGEST_FILE, item.path in slow_files))  # stable otherwise
 

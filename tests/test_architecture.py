@@ -215,11 +215,13 @@ def test_a_new_experiment_is_one_package_and_one_notebook(tmp_path):
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         return proc.stdout
 
+    # one Python start for the catalog, the README's table and the notebooks' parameters cells
     listing = py("-c", "from attnknn_lib.experiments.framework import catalog; from attnknn_lib.report.compose import "
                        "experiments_table as t; print(list(catalog.experiments())); "
-                       "print(t(catalog.experiments().values()))")
+                       "print(t(catalog.experiments().values())); from attnknn_lib.workflow import jobs; "
+                       "jobs.main(['parameters'])")
     assert "'headroom_regimes', 'toy']" in listing and "| `10_toy` | does a new experiment" in listing
-    assert "10_toy.ipynb" in py("-m", "attnknn_lib.workflow.jobs", "parameters")  # its cell from its Config
+    assert "10_toy.ipynb" in listing  # its parameters cell, written from its Config
     out = tmp_path / "out"
     py("-m", "attnknn_lib.workflow.cli", "--profile", "smoke", "--only", "toy", "--no-pdf", "--no-paper",
        "--out", str(out), "-p", "values=1,2,3,4")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -53,7 +54,27 @@ def test_stage_times_come_from_the_job_records_and_fall_back_to_provenance(tmp_p
     assert out["total_seconds"] == pytest.approx(160.0) and out["complete"] is False
 
 
-def test_bench_without_the_smoke_run_prints_a_table_and_writes_its_json(tmp_path, capsys):
+def _committed_training() -> dict:
+    """The training block of the committed bench record (results/benchmarks.json)."""
+    from attnknn_lib.base.files import read_json
+    from attnknn_lib.base.paths import REPO_ROOT
+
+    return read_json(REPO_ROOT / "results" / "benchmarks.json")["training"]
+
+
+def test_bench_without_the_smoke_run_prints_a_table_and_writes_its_json(tmp_path, capsys, monkeypatch):
+    # the command as typed, on a tenth of the cpu profile's memory and of its queries (the sizes are
+    # BenchConfig's defaults, not options), and the training steps' block as the committed record has it
+    # (measuring them is half a minute: test_training_throughput_times_a_step_of_each_model_as_committed)
+    @dataclasses.dataclass(frozen=True)
+    class Small(speed.BenchConfig):
+        bank: int = 5_400
+        queries: int = 200
+        single_queries: int = 10
+        gemm_size: int = 512
+
+    monkeypatch.setattr(bench, "BenchConfig", Small)
+    monkeypatch.setattr(bench, "training_throughput", lambda cfg, gemm_gflops: _committed_training())
     assert bench.main(["--no-smoke", "--repeats", "1", "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "benchmarks.json").read_text())
     assert 0 < record["search_vs_gemm"]["flat_search_over_gemm"] < 5 and "smoke" not in record
@@ -62,6 +83,20 @@ def test_bench_without_the_smoke_run_prints_a_table_and_writes_its_json(tmp_path
     assert "exact search (Flat L2) vs GEMM" in printed and "vectorised vote vs per-row loop" in printed
     block = bench_block.markdown(record)
     assert block.startswith("| measurement | measured | ratio |") and "results/benchmarks.json" in block
+
+
+@pytest.mark.slow
+def test_training_throughput_times_a_step_of_each_model_as_committed():
+    """One step of each model, the augmentation and the bank's embedding, timed (repeats=1): every
+    entry the committed record has (the bf16 autocast steps where this CPU has native bf16), so the
+    committed block the test above stands in with has the shape a measurement gives."""
+    out = speed.training_throughput(speed.BenchConfig(bank=5_400, repeats=1), gemm_gflops=100.0)
+    amp = {"cnn_step_amp", "attnknn_step_amp"}
+    assert set(out) - amp == set(_committed_training()) - amp and (amp <= set(out)) == out["native_bf16"]
+    for step in ("cnn_step", "attnknn_step", "attnknn_step_bf16_scan", *(amp & set(out))):
+        assert out[step]["ms"] > 0 and out[step]["gflop_per_step"] > 0 and out[step]["images_per_s"] > 0, step
+        assert out[step]["over_gemm"] == pytest.approx(out[step]["gflops"] / 100.0)
+    assert out["augment"]["images_per_s"] > 0 and out["bank_embedding"]["images_per_s"] > 0
 
 
 def test_the_committed_bench_block_is_generated_from_the_committed_benchmarks_json():

@@ -97,6 +97,17 @@ def _stop(proc) -> None:
     proc.wait(timeout=30)
 
 
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One JupyterLab (./run_all.sh lab) for the tests below, in the order they are written: each start
+    is a run_all.sh, a Python and a server start. Its port; stopped when they are done."""
+    port, proc = _start_lab(tmp_path_factory.mktemp("lab"))
+    try:
+        yield port
+    finally:
+        _stop(proc)
+
+
 def _git_status() -> str:
     return subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout
 
@@ -105,80 +116,69 @@ EXPERIMENT_NOTEBOOKS = sorted(p.name for p in (REPO / "notebooks").glob("*.ipynb
 
 
 @pytest.mark.slow
-def test_lab_serves_the_runnable_and_the_executed_notebooks_in_the_project_environment(tmp_path):
-    port, proc = _start_lab(tmp_path)
-    try:
-        root = {item["name"] for item in api(port, "contents")["content"]}  # the lab's copies, not the repository
-        assert {"notebooks", "executed"} <= root and "README.md" not in root
-        runnable = sorted(item["name"] for item in api(port, "contents/notebooks")["content"]
-                          if item["type"] == "notebook")
-        executed = sorted(item["name"] for item in api(port, "contents/executed")["content"]
-                          if item["type"] == "notebook")
-        assert runnable == EXPERIMENT_NOTEBOOKS and executed == EXPERIMENT_NOTEBOOKS
-        spec = api(port, "kernelspecs")["kernelspecs"]["python3"]["spec"]
-        sess = api(port, "sessions", "POST", {"path": "notebooks/01_main.ipynb", "type": "notebook",
-                                              "kernel": {"name": "python3"}})
-        out = run_in_kernel(port, sess["kernel"]["id"],
-                            "import sys, attnknn_lib, os; print(sys.executable); print(os.getcwd())")
-        lines = out.strip().splitlines()
-        assert len(lines) == 2, out
-        assert Path(lines[0]).resolve() == Path(sys.executable).resolve()  # the project's environment
-        assert Path(lines[1]).resolve() == (REPO / "lab" / "notebooks").resolve()  # a kernel runs in its folder
-        assert spec["language"] == "python"
-        api(port, f"sessions/{sess['id']}", "DELETE")
-    finally:
-        _stop(proc)
+def test_lab_serves_the_runnable_and_the_executed_notebooks_in_the_project_environment(lab):
+    port = lab
+    root = {item["name"] for item in api(port, "contents")["content"]}  # the lab's copies, not the repository
+    assert {"notebooks", "executed"} <= root and "README.md" not in root
+    runnable = sorted(item["name"] for item in api(port, "contents/notebooks")["content"]
+                      if item["type"] == "notebook")
+    executed = sorted(item["name"] for item in api(port, "contents/executed")["content"]
+                      if item["type"] == "notebook")
+    assert runnable == EXPERIMENT_NOTEBOOKS and executed == EXPERIMENT_NOTEBOOKS
+    spec = api(port, "kernelspecs")["kernelspecs"]["python3"]["spec"]
+    sess = api(port, "sessions", "POST", {"path": "notebooks/01_main.ipynb", "type": "notebook",
+                                          "kernel": {"name": "python3"}})
+    out = run_in_kernel(port, sess["kernel"]["id"],
+                        "import sys, attnknn_lib, os; print(sys.executable); print(os.getcwd())")
+    lines = out.strip().splitlines()
+    assert len(lines) == 2, out
+    assert Path(lines[0]).resolve() == Path(sys.executable).resolve()  # the project's environment
+    assert Path(lines[1]).resolve() == (REPO / "lab" / "notebooks").resolve()  # a kernel runs in its folder
+    assert spec["language"] == "python"
+    api(port, f"sessions/{sess['id']}", "DELETE")
 
 
 @pytest.mark.slow
-def test_every_notebook_run_top_to_bottom_in_the_lab_reads_the_committed_record_and_changes_nothing(tmp_path):
+def test_every_notebook_run_top_to_bottom_in_the_lab_reads_the_committed_record_and_changes_nothing(lab):
     """As a person would: open each notebook in JupyterLab (no trained model in the checkout is needed)
     and run every cell with the default parameters. Each shows the committed record, trains and
     measures nothing (nothing appears under artifacts/ or scratch/) and leaves every tracked file as it was."""
     def written() -> set[str]:
         return {str(p) for d in ("artifacts", "scratch") for p in (REPO / d).rglob("*") if p.is_file()}
 
-    before, files = _git_status(), written()
-    port, proc = _start_lab(tmp_path)
-    try:
-        for name in EXPERIMENT_NOTEBOOKS:
-            nb = json.loads((REPO / "notebooks" / name).read_text())
-            sess = api(port, "sessions", "POST", {"path": f"notebooks/{name}", "type": "notebook",
-                                                  "kernel": {"name": "python3"}})
-            kid = sess["kernel"]["id"]
-            for cell in nb["cells"]:
-                if cell["cell_type"] == "code":
-                    out = run_in_kernel(port, kid, "".join(cell["source"]), timeout=300)
-                    assert "Error" not in out, f"{name}: {out[-2000:]}"
-            shown = run_in_kernel(port, kid, "r = globals().get('record') or globals()['records'][cfg.primary]\n"
-                                             "print(r['experiment'], r['dataset'], r['provenance']['commit'])")
-            experiment, dataset, commit = shown.split()
-            committed = json.loads((REPO / "results" / f"{experiment}_{dataset}.json").read_text())
-            assert commit == committed["provenance"]["commit"], name
-            api(port, f"sessions/{sess['id']}", "DELETE")
-    finally:
-        _stop(proc)
+    before, files, port = _git_status(), written(), lab
+    for name in EXPERIMENT_NOTEBOOKS:
+        nb = json.loads((REPO / "notebooks" / name).read_text())
+        sess = api(port, "sessions", "POST", {"path": f"notebooks/{name}", "type": "notebook",
+                                              "kernel": {"name": "python3"}})
+        kid = sess["kernel"]["id"]
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                out = run_in_kernel(port, kid, "".join(cell["source"]), timeout=300)
+                assert "Error" not in out, f"{name}: {out[-2000:]}"
+        shown = run_in_kernel(port, kid, "r = globals().get('record') or globals()['records'][cfg.primary]\n"
+                                         "print(r['experiment'], r['dataset'], r['provenance']['commit'])")
+        experiment, dataset, commit = shown.split()
+        committed = json.loads((REPO / "results" / f"{experiment}_{dataset}.json").read_text())
+        assert commit == committed["provenance"]["commit"], name
+        api(port, f"sessions/{sess['id']}", "DELETE")  # its kernel shut down, as stopping the lab would
     assert _git_status() == before and written() == files
 
 
 @pytest.mark.slow
-def test_saving_in_the_lab_changes_no_tracked_file(tmp_path):
+def test_saving_in_the_lab_changes_no_tracked_file(lab):
     """As JupyterLab's autosave would: a notebook with outputs and an edited parameters cell, and an
     executed copy, saved through the contents API; git status stays as it was."""
-    before = _git_status()
-    port, proc = _start_lab(tmp_path)
-    try:
-        for path in ("notebooks/05_efficiency.ipynb", "executed/07_attention_study.ipynb"):
-            model = api(port, f"contents/{path}")
-            nb = model["content"]
-            nb["metadata"]["language_info"] = {"name": "python", "version": "3.99"}  # what a kernel reports
-            code = next(c for c in nb["cells"] if c["cell_type"] == "code")
-            code["source"] += "\nrecompute = True"
-            code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "±\n"}]
-            api(port, f"contents/{path}", "PUT", {"type": "notebook", "format": "json", "content": nb})
-            assert "recompute = True" in (REPO / "lab" / path).read_text()  # saved, in the lab's copy
-    finally:
-        _stop(proc)
+    before, port = _git_status(), lab
+    for path in ("notebooks/05_efficiency.ipynb", "executed/07_attention_study.ipynb"):
+        model = api(port, f"contents/{path}")
+        nb = model["content"]
+        nb["metadata"]["language_info"] = {"name": "python", "version": "3.99"}  # what a kernel reports
+        code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        code["source"] += "\nrecompute = True"
+        code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "±\n"}]
+        api(port, f"contents/{path}", "PUT", {"type": "notebook", "format": "json", "content": nb})
+        assert "recompute = True" in (REPO / "lab" / path).read_text()  # saved, in the lab's copy
     assert _git_status() == before
 
 

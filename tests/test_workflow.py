@@ -36,12 +36,24 @@ def jobs_started(log: str) -> list[str]:
     return [ln.split()[-1].rstrip(":") for ln in log.splitlines() if ln.startswith(("rule ", "localrule "))]
 
 
+# The smoke profile on less data: every job of the smoke run, with a third of its training rows, half
+# of its validation and test rows, one NCA epoch and, for the studies' heads, fewer training queries and
+# one epoch, given on the command line as a user would (configs/smoke.yaml stays the profile that
+# ./run_all.sh bench times). A run compared with the smoke run passes the same parameters, those of them
+# its experiments have (-p with a parameter none of them has is refused). Its Python start-ups, one per
+# job, are now most of its time.
+SMOKE_ROWS = 1000  # 100 Fashion-MNIST images per class: a 0.01 long tail keeps one image of its last class
+ROWS = ("-p", f"max_train={SMOKE_ROWS}", "-p", "max_val=500", "-p", "max_test=1000")  # the recipe's: every experiment
+MAIN_DATA = (*ROWS, "-p", "nca_epochs=1")  # every one main has
+SMOKE = ("--profile", "smoke", *MAIN_DATA, "-p", "train_queries=500", "-p", "head_epochs=1")
+
+
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     """One uninterrupted run of the whole smoke profile (PDFs and paper): (folder, process, seconds)."""
     out = tmp_path_factory.mktemp("smoke") / "out"
     start = time.perf_counter()
-    proc = run_all("--profile", "smoke", "--out", str(out), timeout=1200)  # 9 notebooks; a busy machine
+    proc = run_all(*SMOKE, "--out", str(out), timeout=1200)  # 9 notebooks; a busy machine
     return out, proc, time.perf_counter() - start
 
 
@@ -112,7 +124,7 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
         assert "findings(" in "".join(last["source"]) and any("text/markdown" in o.get("data", {})
                                                               for o in last["outputs"]), nb
     sweep = json.loads((out / "results" / "k_sweep_fashion_mnist.json").read_text())["results"]
-    assert sweep["k_values"] == [1, 5, 20, sweep["k_sqrt"]] and sweep["k_sqrt"] == round(3000 ** 0.5)
+    assert sweep["k_values"] == [1, 5, 20, sweep["k_sqrt"]] and sweep["k_sqrt"] == round(SMOKE_ROWS ** 0.5)
     for k in sweep["k_values"]:  # every rule at every k; the retrained attention on the first seed
         assert set(sweep["summary"][str(k)]) == set(k_sweep.LABELS)
         assert sweep["summary"][str(k)]["attnknn_retrained"]["seeds"] == ["0"]
@@ -148,7 +160,7 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
     assert {r["setting"]["kind"] for r in eff["indexes"]} == {"flat_l2", "flat_ip", "hnsw", "ivf_flat"}
     assert eff["synthetic"]["sizes"] == [1000, 3000, 10000] and eff["training"]["attnknn"]["runs"] == 2
     theo = json.loads((out / "results" / "theory_fashion_mnist.json").read_text())["results"]
-    assert theo["truncation"]["ks"][-1] == 3000 and theo["truncation"]["attnknn"]["error"][-1] < 1e-9
+    assert theo["truncation"]["ks"][-1] == SMOKE_ROWS and theo["truncation"]["attnknn"]["error"][-1] < 1e-9
     assert all(len(g["norm_mean"]) == 1 for g in theo["geometry"]["per_seed"].values())  # one epoch per run
     assert (out / "paper" / "main.pdf").stat().st_size > 10_000
     # iris replicates over the profile's stratified splits, each split with its own model seed
@@ -168,34 +180,34 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
         assert name in everything, name
     assert not (out / ".attnknn" / "staging").exists() or not any((out / ".attnknn" / "staging").iterdir())
 
-    again = run_all("--profile", "smoke", "--out", str(out))  # its time: ./run_all.sh bench
-    assert again.returncode == 0
-    assert jobs_started(again.stdout + again.stderr) == [] and "Nothing to be done" in again.stdout + again.stderr
-    # records this checkout measures the same are read, not measured: a model missing from the cache (a
-    # fresh clone has none) is not trained again, and nothing else runs
+    # a rerun starts no job: records this checkout measures the same are read, not measured, so even a
+    # model missing from the cache (a fresh clone has none) is not trained again, and nothing else runs
+    # (one rerun, with the model gone, proves both; its time: ./run_all.sh bench)
     gone = next(p for p in (out / "artifacts" / "models").iterdir() if p.name.startswith("fashion_mnist-attnknn"))
     shutil.move(gone, tmp_path / gone.name)
-    without = run_all("--profile", "smoke", "--out", str(out))
-    assert without.returncode == 0 and jobs_started(without.stdout + without.stderr) == [], without.stdout[-2000:]
+    without = run_all(*SMOKE, "--out", str(out))
+    log = without.stdout + without.stderr
+    assert without.returncode == 0 and jobs_started(log) == [] and "Nothing to be done" in log, log[-2000:]
     shutil.move(tmp_path / gone.name, gone)
 
     def tree() -> dict[str, float]:
         return {str(p): p.stat().st_mtime for p in out.rglob("*") if p.is_file()}
 
     files = tree()
-    status = run_all("status", "--profile", "smoke", "--out", str(out))
+    status = run_all("status", *SMOKE, "--out", str(out))
     assert status.returncode == 0 and "Everything is up to date" in status.stdout, status.stdout
     assert len(status.stdout.splitlines()) <= 25 and tree() == files  # one screen; it only reads
     assert all(len(line) <= 100 or " " not in line.strip() for line in status.stdout.splitlines())  # a terminal's width
     (out / "results" / "tables" / "main_iris.tex").unlink()
-    status = run_all("status", "-v", "--profile", "smoke", "--out", str(out))
+    status = run_all("status", "-v", *SMOKE, "--out", str(out))
     assert "missing     results/tables/main_iris.tex" in status.stdout
-    # a drawn output is missing, the records are the same: drawn again, nothing measured
-    assert f"./run_all.sh render --profile smoke --out {out} --only main (minutes, no model)" in " ".join(
-        status.stdout.split())
+    # a drawn output is missing, the records are the same: drawn again, nothing measured, with the
+    # run's parameters that main has (not the heads')
+    assert f"./run_all.sh render --profile smoke --out {out} --only main {' '.join(MAIN_DATA)} (minutes, no model)" in (
+        " ".join(status.stdout.split()))
     assert "To measure" not in status.stdout
 
-    dag = run_all("dag", "--profile", "smoke", "--out", str(out))
+    dag = run_all("dag", *SMOKE, "--out", str(out))
     assert dag.returncode == 0, dag.stderr[-2000:]
     assert (out / "figures" / "workflow_dag.pdf").stat().st_size > 1000
     assert {p.stem.split("-")[0] for p in (out / ".attnknn" / "times").glob("*.json")} == {
@@ -269,20 +281,20 @@ def interrupt(args: list[str], when: str, sig: int, wait: float) -> str:
     return seen
 
 
-SMOKE_MAIN = ["--profile", "smoke", "--only", "main", "--no-pdf", "--no-paper"]
+SMOKE_MAIN = ["--profile", "smoke", *MAIN_DATA, "--only", "main", "--no-pdf", "--no-paper"]
 
 
 @pytest.mark.slow
 def test_an_interrupted_smoke_run_resumes_to_the_uninterrupted_results_bit_for_bit(smoke_run, tmp_path):
-    """Ctrl-C in a training job and a lost node in a measure job, then a corrupt model in the
-    cache; resumed, main and theory give the uninterrupted run's results, every test-set probability
-    bit for bit. The uninterrupted run's models are copied in but for two of main's (its first Attn-KNN
-    and a CNN), which these runs train again, one of them interrupted; the corrupt one is retrained too
+    """Ctrl-C in a training job, then a corrupt model in the cache and a lost node in a measure job;
+    resumed, main and theory give the uninterrupted run's results, every test-set probability bit for
+    bit. The uninterrupted run's models are copied in but for two of main's (its first Attn-KNN and a
+    CNN), which these runs train again, one of them interrupted; the corrupt one is retrained too
     (three of main's ten: the training's determinism, here and in test_training; retraining all ten
-    only repeated it). Then main's and theory's notebooks run again: the second run that shows the same
-    profile and seed give the same numbers. (Two experiments, not seven: the other five notebooks'
-    second run cost this suite about two minutes of its ten, and their code paths are main's: the same
-    record writer, the same seeded evaluation.)
+    only repeated it). The resumed run redoes only what the lost node left undone: main's records and
+    notebook, theory's (the second run that shows the same profile and seed give the same numbers).
+    (Two experiments, not seven: the other five notebooks' second run cost this suite about two minutes
+    of its ten, and their code paths are main's: the same record writer, the same seeded evaluation.)
     Then one job redone through the cluster-generic executor, as a cluster would run it."""
     out = tmp_path / "interrupted"
     args = [*SMOKE_MAIN, "--out", str(out)]
@@ -295,23 +307,29 @@ def test_an_interrupted_smoke_run_resumes_to_the_uninterrupted_results_bit_for_b
             shutil.copytree(folder, models / folder.name)
     # the run specs too, with their times: a spec newer than its model would have Snakemake retrain it
     shutil.copytree(smoke_run[0] / "artifacts" / "runs", out / "artifacts" / "runs")
-    # Ctrl-C in a training job (Snakemake's own clean-up) and a lost node in the measure job that writes
-    # the records (nothing cleans up: the atomic outputs must hold; it takes about 5 s, so 2 s is mid-job);
-    # a training killed mid-write is the corrupt model below
-    for when, sig, wait in (("rule train:", signal.SIGINT, 2.0), ("rule measure_main:", signal.SIGKILL, 2.0)):
-        interrupt(args, when, sig, wait)
-        assert not list((out / "results").glob("main_*.json")), (when, sig)  # the job never finished
-        assert_nothing_truncated(out)
-    assert all((models / r / "model.pt").exists() for r in again_trained)  # trained again, the Ctrl-C survived
-    # a corrupt model in the cache is detected and retrained, not loaded
+    # Ctrl-C in a training job (Snakemake's own clean-up)
+    interrupt(args, "rule train:", signal.SIGINT, 2.0)
+    assert not list((out / "results").glob("main_*.json"))  # the job never finished
+    assert_nothing_truncated(out)
+    # a corrupt model in the cache (a training killed mid-write) is detected and retrained, not loaded,
+    # by the next run, which a lost node stops in the measure job that writes the records (nothing
+    # cleans up: the atomic outputs must hold; it takes about 5 s, so 2 s is mid-job). Every model of
+    # main is trained by then, and its part jobs have run (a model retrained after them would have the
+    # resumed run compute every part again)
     victim = models / next(r for r in mains if r.startswith("iris-attnknn-s0"))
     (victim / "model.pt").write_bytes((victim / "model.pt").read_bytes()[:200])
     corrupted = (victim / "model.pt").stat().st_mtime
-    resumed = ["--profile", "smoke", "--only", "main,theory", "--no-pdf", "--no-paper", "--out", str(out)]
-    again = run_all(*resumed)
-    assert again.returncode == 0, again.stderr[-3000:]
+    interrupt(args, "rule measure_main:", signal.SIGKILL, 2.0)
+    assert not list((out / "results").glob("main_*.json"))  # the job never finished
     assert_nothing_truncated(out)  # the truncated model.pt was replaced by a retrained, loadable one
     assert (victim / "model.pt").stat().st_mtime > corrupted
+    assert all((models / r / "model.pt").exists() for r in again_trained)  # trained again, the Ctrl-C survived
+    resumed = ["--profile", "smoke", *MAIN_DATA, "--only", "main,theory", "--no-pdf", "--no-paper", "--out", str(out)]
+    again = run_all(*resumed)
+    assert again.returncode == 0, again.stderr[-3000:]
+    started = jobs_started(again.stdout + again.stderr)
+    assert "measure_main" in started and "train" not in started and "part_main" not in started, started
+    assert_nothing_truncated(out)
     a = {**result_views(smoke_run[0], "main_*"), **result_views(smoke_run[0], "theory_*")}
     b = result_views(out)
     assert set(a) == set(b) and len(a) == 3  # main (2 datasets) and theory
@@ -324,13 +342,14 @@ def test_an_interrupted_smoke_run_resumes_to_the_uninterrupted_results_bit_for_b
             np.testing.assert_array_equal(pa[name][key], pb[name][key], err_msg=f"{name}:{key}")
     # a cluster: the same workflow through the cluster-generic executor (a submit script, jobs run
     # detached) redoes the one job whose output went missing
-    (out / "results" / "theory_fashion_mnist.json").unlink()
+    table = out / "results" / "tables" / "theory_fashion_mnist.tex"
+    table.unlink()
     remote = run_all(*resumed, "--workflow-profile", str(fake_cluster(tmp_path / "fake_cluster")))
     log = remote.stdout + remote.stderr
     assert remote.returncode == 0, log[-3000:]
     started = jobs_started(log)
     assert "Submitted job" in log and "notebook_theory" in started and "train" not in started, started
-    assert (out / "results" / "theory_fashion_mnist.json").exists()
+    assert table.exists()
 
 
 CLUSTER = REPO / "tests" / "cluster"
@@ -400,7 +419,9 @@ def test_the_smoke_profile_through_a_slurm_cluster_equals_a_local_run(smoke_run,
     env = slurm_cluster
     profile = site_profile(tmp_path / "profile")
     out = tmp_path / "slurm"
-    args = ["--profile", "smoke", "--out", str(out), "--workflow-profile", str(profile)]
+    where = ["--out", str(out), "--workflow-profile", str(profile)]
+    args = [*SMOKE, *where]
+    theory = ["--profile", "smoke", *ROWS, *where, "--only", "theory", "--no-pdf", "--no-paper"]
     proc = run_all(*args, timeout=1800, env=env)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
@@ -421,7 +442,7 @@ def test_the_smoke_profile_through_a_slurm_cluster_equals_a_local_run(smoke_run,
     # a job cancelled by the scheduler midway: the run stops with a clear line, a rerun completes it
     victim = out / "results" / "theory_fashion_mnist.json"
     victim.unlink()
-    run = subprocess.Popen(["bash", str(REPO / "run_all.sh"), *args, "--only", "theory", "--no-pdf", "--no-paper"],
+    run = subprocess.Popen(["bash", str(REPO / "run_all.sh"), *theory],
                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 600
     cancelled: list[str] = []  # the first running job, then its retry (the profile allows one): same comment
@@ -443,7 +464,7 @@ def test_the_smoke_profile_through_a_slurm_cluster_equals_a_local_run(smoke_run,
     assert "error: the workflow stopped" in failed_log and not victim.exists(), failed_log[-3000:]
     states = {j["id"]: j["state"] for j in sacct_jobs(env)}
     assert all(states[job].startswith("CANCELLED") for job in cancelled), states
-    again = run_all(*args, "--only", "theory", "--no-pdf", "--no-paper", timeout=900, env=env)
+    again = run_all(*theory, timeout=900, env=env)
     assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
     assert record_view(json.loads(victim.read_text()))["results"] == result_views(smoke_run[0], "theory_*")[
         "theory_fashion_mnist.json"]["results"]
