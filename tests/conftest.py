@@ -14,13 +14,15 @@ import torch
 from threadpoolctl import threadpool_limits
 
 # One thread per core and test process: with -n 2 on two cores, each worker's torch, OpenMP (scikit-learn,
-# FAISS) and BLAS pools get one thread. With two threads each, beside the other worker or the smoke
-# run's jobs, their barriers spin against each other: the positive control's slow test took 3 s alone
-# and 95 s in the suite, the boosted-trees test 2 s and 22 s. ATTNKNN_THREADS is what the library's
-# set_threads() (an experiment's start(), the bench) gives when asked for no number, as the workflow
-# sets it for each of its jobs (a workflow a test runs still sets its jobs' own: workflow/Snakefile).
+# FAISS) and BLAS pools get one thread, and so do those of every process a test starts (the smoke
+# workflow's jobs among them: workflow/Snakefile sets their torch threads, not their BLAS's). With two
+# threads each, beside the other worker or another job, the pools spin against each other: the positive
+# control's slow test took 3 s alone and 95 s in the suite; an attention-study part job of the smoke run
+# 21 s beside one busy process with one BLAS and OpenMP thread, 69 s with two. ATTNKNN_THREADS is what
+# the library's set_threads() (an experiment's start(), the bench) gives when asked for no number.
 THREADS = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
-os.environ["ATTNKNN_THREADS"] = str(THREADS)
+for _var in ("ATTNKNN_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = str(THREADS)
 torch.set_num_threads(THREADS)
 
 
