@@ -165,3 +165,21 @@ def test_status_names_a_record_measured_under_other_installed_package_versions(t
     assert cli.main(["status", "--only", "theory", "--out", str(tmp_path)]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "Records of theory were measured under other package versions than those installed here: numpy 0.0.1" in text
+
+
+def test_status_names_the_commit_that_measured_a_record_not_the_one_that_re_keyed_it():
+    """A committed record's commit is the last that wrote it, unless that commit only re-keyed it
+    (tooling.rekey): then it is the clean commit its provenance names."""
+    from attnknn_lib.base.paths import REPO_ROOT
+    from attnknn_lib.workflow.overview import code_commit
+
+    record_file = REPO_ROOT / "results" / "theory_fashion_mnist.json"
+    prov = {"commit": "a" * 40, "dirty": False}
+    assert code_commit(record_file, {"provenance": {**prov, "rekeyed": [{"from_commit": "b" * 40}]}}) == "a" * 40
+    last = subprocess.run(["git", "log", "-1", "--format=%H", "--", str(record_file)], cwd=REPO_ROOT,
+                          capture_output=True, text=True).stdout.strip()
+    if last and not subprocess.run(["git", "status", "--porcelain", "--", str(record_file)], cwd=REPO_ROOT,
+                                   capture_output=True, text=True).stdout.strip():
+        assert code_commit(record_file, {"provenance": prov}) == last  # never re-keyed: the commit that wrote it
+    dirty = {"commit": "a" * 40, "dirty": True, "rekeyed": [{}]}
+    assert code_commit(REPO_ROOT.parent / "elsewhere.json", {"provenance": dirty}) is None

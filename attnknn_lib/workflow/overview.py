@@ -83,8 +83,13 @@ def code_commit(record_file: Path, record: dict) -> str | None:
     """The commit whose code a record stands for. A record committed in the repository (as it is on
     a fresh clone) stands for the code of the commit that last wrote it: outputs are committed with the
     code that made them, which a record made from uncommitted code cannot name itself. A record
-    outside the repository, or changed since, names the commit it was made at, if that was clean.
+    outside the repository, or changed since, names the commit it was made at, if that was clean; so
+    does a re-keyed record (:mod:`attnknn_lib.tooling.rekey`), whose last commit only re-keyed it.
     None when neither can be told."""
+    prov = record.get("provenance", {})
+    clean = prov.get("commit") if prov.get("dirty") is False and prov.get("commit") not in (None, "unknown") else None
+    if prov.get("rekeyed") and clean:
+        return clean
     try:
         rel = record_file.resolve().relative_to(REPO_ROOT.resolve())
     except ValueError:
@@ -93,8 +98,7 @@ def code_commit(record_file: Path, record: dict) -> str | None:
         last = _git("log", "-1", "--format=%H", "--", str(rel))
         if last:
             return last
-    prov = record.get("provenance", {})
-    return prov.get("commit") if prov.get("dirty") is False and prov.get("commit") not in (None, "unknown") else None
+    return clean
 
 
 def _bench() -> dict:
