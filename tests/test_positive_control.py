@@ -130,6 +130,32 @@ def test_with_room_to_win_attnknn_sharpens_and_beats_the_uniform_vote():
     assert set(out["diff"]["attnknn_tuned"]) == {"reference", "reference_nll", "nca", "nca_nll"}
 
 
+
+def test_one_budget_the_wide_heads_and_the_nonlinear_metric_are_measured_beside_the_heads():
+    """Opted in: every head over a learning-rate grid, Attn-KNN and both variants trained again at k_w
+    (the tuned vote's k clipped to [wide_k_min, wide_k_max], here 32), Attn-KNN at k_w read with the tuned
+    vote's knobs, the nonlinear learned metric beside NCA, and every attention method compared with both
+    learned metrics."""
+    cfg = EXPERIMENT.Config(profile="smoke", seeds="0", nuisance_scales="1.5", cluster_sd=0.05, n_memory=800,
+                            n_val=200, n_test=200, clusters_per_class=5, train_queries=0, head_epochs=1,
+                            heads="attnknn", head_lrs="0.01,0.03", reference_k=64, nca_epochs=1, nca_lrs="0.01",
+                            nonlinear_metric=True, mlp_hidden=16,
+                            wide_heads="attnknn,label_bias,self_attention", wide_k_min=32, wide_k_max=48)
+    out = pc.compare(cfg, *(lambda t: (t.memory, t.val, t.test))(generate(cfg.task(1.5), 0)), cfg.num_classes, 0)
+    methods = out["methods"]
+    k_ref = methods["reference"]["info"]["choice"]["k"]
+    k_w = min(max(k_ref, 32), 48)
+    for name in ("attnknn_wide", "attnknn_label_wide", "attnknn_self_wide", "attnknn_wide_tuned"):
+        assert methods[name]["info"]["k_trained"] == k_w > cfg.k, name
+    assert methods["attnknn_wide"]["info"]["lrs"][:2] == [0.01, 0.03] and methods["attnknn"]["info"]["configs"] >= 2
+    assert {"mlp_metric", "mlp_metric_nll"} <= set(methods)
+    for name in ("attnknn", "attnknn_tuned", "attnknn_wide", "attnknn_label_wide", "attnknn_wide_tuned"):
+        assert set(out["diff"][name]) == {"reference", "reference_nll", "nca", "nca_nll", "mlp_metric",
+                                          "mlp_metric_nll"}, name
+    with pytest.raises(ConfigError, match="wide_heads='prototypes' is not allowed"):
+        EXPERIMENT.Config(wide_heads="prototypes")
+
+
 # ----------------------------------------------------------------------------- the learned metric, shares, diagnostic
 
 def _method(acc: float) -> dict:

@@ -281,14 +281,16 @@ def confirmatory_verdict(low: float, high: float, margin: float, higher_is_bette
         return "inconclusive"
     if low == 0 and high == 0:
         return IDENTICAL
-    excludes_zero = low > 0 or high < 0
-    inside = -margin < low and high < margin
-    a_better = (low > 0) == higher_is_better
-    if excludes_zero and inside:
+    return _declared_word(low > 0 or high < 0, -margin < low and high < margin, (low > 0) == higher_is_better)
+
+
+def _declared_word(different: bool, equivalent: bool, a_better: bool) -> str:
+    """The declaration's table: both tests pass, the difference's alone, the equivalence's alone, neither."""
+    if different and equivalent:
         return WITHIN_MARGIN[a_better]
-    if excludes_zero:
+    if different:
         return "better" if a_better else "worse"
-    return "equivalent" if inside else "inconclusive"
+    return "equivalent" if equivalent else "inconclusive"
 
 
 def confirmatory_word(p_difference: float, p_equivalence: float, value: float, higher_is_better: bool,
@@ -302,13 +304,7 @@ def confirmatory_word(p_difference: float, p_equivalence: float, value: float, h
 
     The sign of ``value`` (A - B) names better or worse, as in :func:`holm`."""
     alpha = 1 - level
-    different, equivalent = p_difference <= alpha, p_equivalence <= alpha / 2
-    a_better = (value > 0) == higher_is_better
-    if different and equivalent:
-        return WITHIN_MARGIN[a_better]
-    if different:
-        return "better" if a_better else "worse"
-    return "equivalent" if equivalent else "inconclusive"
+    return _declared_word(p_difference <= alpha, p_equivalence <= alpha / 2, (value > 0) == higher_is_better)
 
 
 def holm_confirmatory(family: dict[str, dict], metric: str, level: float = 0.95) -> dict[str, dict]:

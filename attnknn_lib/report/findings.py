@@ -102,12 +102,18 @@ HEAD_NAMES = {  # head -> its name in the paper's Protocol section
     "label_aware": "label-aware head",
     "readout": "readout head",  # TabR-style: values and an MLP readout
     "query_only": "query-only control",
+    "attnknn_wide": "attention head at k_w",  # trained again at the tuned vote's k (clipped to [32, 256])
+    "attnknn_label_wide": "label-conditioned attention at k_w",
+    "attnknn_self_wide": "self-attention over neighbours at k_w",
 }
 METHOD_NAMES = {  # method -> its name in the paper's Protocol section, where a record's label says otherwise
     "reference": "Tuned vote", "reference_nll": "NLL-tuned vote", "best_baseline": "Fixed-k vote",
     "best_baseline_balanced": "Fixed-k vote + prior correction", "best_baseline_tta": "Fixed-k vote + TTA",
     "attnknn_tuned": "Attn-KNN, vote settings tuned", "attnknn_tuned_nll": "Attn-KNN, vote settings tuned for NLL",
     "fixed_vote": "Fixed-vote control", "nca": "NCA", "nca_nll": "NCA, NLL-tuned vote", "linear_probe": "Linear probe",
+    "mlp_metric": "Nonlinear metric", "mlp_metric_nll": "Nonlinear metric, NLL-tuned vote",
+    "attnknn_wide_tuned": "Attn-KNN at k_w, vote settings tuned",
+    "attnknn_wide_tuned_nll": "Attn-KNN at k_w, vote settings tuned for NLL",
 }
 
 

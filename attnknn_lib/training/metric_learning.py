@@ -97,6 +97,68 @@ def mapped_vote(matrix: np.ndarray, memory: np.ndarray, memory_y: np.ndarray, qu
     return knn_probs("uniform", nb.sq_dist, nb.labels, num_classes)
 
 
+def check_budget(lrs: tuple[float, ...], k: int, memory_rows: int, **counts: int) -> None:
+    """One line for a learned metric's bad budget, before any work: positive rates, every count at
+    least 1, k below the memory's rows."""
+    if not lrs or min(lrs) <= 0:
+        raise ConfigError(f"lrs={lrs!r} is not allowed; give positive learning rates")
+    for name, v in {"k": k, **counts}.items():
+        if v < 1:
+            raise ConfigError(f"{name}={v!r} is out of range; allowed: 1 or more")
+    if k >= memory_rows:
+        raise ConfigError(f"k={k} is not allowed; give k < memory rows ({memory_rows})")
+
+
+def train_through_soft_vote(model: torch.nn.Module, opt: torch.optim.Optimizer, x: np.ndarray, y: np.ndarray,
+                            val_y: np.ndarray, num_classes: int, epochs: int, patience: int, batch_size: int,
+                            candidates: int, seed: int, name: str,
+                            val_vote: Callable[[torch.nn.Module], np.ndarray]) -> tuple[torch.nn.Module, list, int]:
+    """The epochs every learned metric shares: per epoch one pass over the shuffled memory in
+    batches of ``batch_size`` queries, each batch scored by :func:`nca_loss` against ``candidates``
+    rows drawn for it (the query's own row masked); then ``val_vote(model)``, validation's
+    probabilities under the map, scores the epoch, and training stops ``patience`` epochs after the
+    best one. Returns (the best epoch's model, history, best epoch)."""
+    xt, yt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), torch.as_tensor(y, dtype=torch.long)
+    onehot = torch.nn.functional.one_hot(yt, num_classes).float()
+    m = len(y)
+    position = torch.full((m,), -1, dtype=torch.long)  # a memory row's position among this step's candidates
+    gen = torch.Generator().manual_seed(seed)
+    selection = _Selection(name, model, val_y, progress=False)
+    for epoch in range(1, epochs + 1):
+        t0 = time.perf_counter()
+        total = 0.0
+        model.train()
+        order = torch.randperm(m, generator=gen)
+        for s in range(0, m, batch_size):
+            q = order[s:s + batch_size]
+            cand = torch.arange(m) if candidates >= m else torch.randperm(m, generator=gen)[:candidates]
+            position.fill_(-1)
+            position[cand] = torch.arange(len(cand))
+            loss = nca_loss(model(xt[q]), yt[q], model(xt[cand]), onehot[cand], position[q])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(q)
+        selection.add({"epoch": epoch, "train_loss": total / m}, val_vote(model), t0)
+        if epoch - selection.best["epoch"] >= patience:
+            break
+    res = selection.result()
+    return res.model, res.history, res.best_epoch
+
+
+def search_info(fits: dict[float, tuple], best: float, grid: list[float], at_end: bool, patience: int,
+                candidates: int, memory_rows: int) -> dict:
+    """What a learned metric's search did (``fits``: rate -> (model, history, best epoch)): the chosen
+    ``lr``, the ``lrs`` searched, each rate's best validation score, the chosen run's ``history``,
+    ``best_epoch``, ``plateau``, ``edge`` and ``configs`` (epochs scored over every rate)."""
+    _, history, best_epoch = fits[best]
+    scores = {f"{r:g}": {f: fits[r][1][fits[r][2] - 1][f] for f in ("val_accuracy", "val_nll")} for r in grid}
+    return {"lr": best, "lrs": grid, "scores": scores, "best_epoch": best_epoch, "epochs_run": len(history),
+            "plateau": len(history) - best_epoch >= patience, "edge": at_end,
+            "configs": sum(len(f[1]) for f in fits.values()), "candidates": min(candidates, memory_rows),
+            "history": [{f: row[f] for f in ("epoch", "train_loss", "val_accuracy", "val_nll")} for row in history]}
+
+
 def _train(x: np.ndarray, y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray, num_classes: int, k: int, lr: float,
            epochs: int, patience: int, batch_size: int, candidates: int, seed: int) -> tuple[np.ndarray, list, int]:
     """One learning rate: (best A, history, best epoch)."""
@@ -106,32 +168,10 @@ def _train(x: np.ndarray, y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray, n
     with torch.no_grad():
         lin.weight.copy_(torch.eye(dims))
     opt = torch.optim.AdamW(lin.parameters(), lr=lr, weight_decay=0.0)
-    xt, yt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), torch.as_tensor(y, dtype=torch.long)
-    onehot = torch.nn.functional.one_hot(yt, num_classes).float()
-    m = len(y)
-    position = torch.full((m,), -1, dtype=torch.long)  # a memory row's position among this step's candidates
-    gen = torch.Generator().manual_seed(seed)
-    selection = _Selection("nca", lin, val_y, progress=False)
-    for epoch in range(1, epochs + 1):
-        t0 = time.perf_counter()
-        total = 0.0
-        order = torch.randperm(m, generator=gen)
-        for s in range(0, m, batch_size):
-            q = order[s:s + batch_size]
-            cand = torch.arange(m) if candidates >= m else torch.randperm(m, generator=gen)[:candidates]
-            position.fill_(-1)
-            position[cand] = torch.arange(len(cand))
-            loss = nca_loss(lin(xt[q]), yt[q], lin(xt[cand]), onehot[cand], position[q])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(q)
-        a = lin.weight.detach().numpy().astype(np.float64)
-        selection.add({"epoch": epoch, "train_loss": total / m}, mapped_vote(a, x, y, val_x, k, num_classes), t0)
-        if epoch - selection.best["epoch"] >= patience:
-            break
-    res = selection.result()
-    return res.model.weight.detach().numpy().astype(np.float64), res.history, res.best_epoch
+    model, history, best_epoch = train_through_soft_vote(
+        lin, opt, x, y, val_y, num_classes, epochs, patience, batch_size, candidates, seed, "nca",
+        lambda m: mapped_vote(m.weight.detach().numpy().astype(np.float64), x, y, val_x, k, num_classes))
+    return model.weight.detach().numpy().astype(np.float64), history, best_epoch
 
 
 def fit_nca(x: np.ndarray, y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray, num_classes: int, k: int,
@@ -142,21 +182,8 @@ def fit_nca(x: np.ndarray, y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray, 
     rate's best validation score, the chosen run's per-epoch ``history``, its ``best_epoch``,
     ``plateau`` (its best epoch at least ``patience`` before its last), ``edge`` (the chosen rate
     still at an end of the grid) and ``configs`` (epochs scored over every rate)."""
-    if not lrs or min(lrs) <= 0:
-        raise ConfigError(f"lrs={lrs!r} is not allowed; give positive learning rates")
-    for name, v in (("k", k), ("epochs", epochs), ("patience", patience), ("batch_size", batch_size),
-                    ("candidates", candidates)):
-        if v < 1:
-            raise ConfigError(f"{name}={v!r} is out of range; allowed: 1 or more")
-    if k >= len(y):
-        raise ConfigError(f"k={k} is not allowed; give k < memory rows ({len(y)})")
+    check_budget(lrs, k, len(y), epochs=epochs, patience=patience, batch_size=batch_size, candidates=candidates)
     best, grid, at_end, fits = search_learning_rates(
         lambda lr: _train(x, y, val_x, val_y, num_classes, k, lr, epochs, patience, batch_size, candidates, seed),
         lrs, lambda fit: fit[1][fit[2] - 1])
-    matrix, history, best_epoch = fits[best]
-    scores = {f"{r:g}": {f: fits[r][1][fits[r][2] - 1][f] for f in ("val_accuracy", "val_nll")} for r in grid}
-    return NcaFit(matrix, {
-        "lr": best, "lrs": grid, "scores": scores, "best_epoch": best_epoch, "epochs_run": len(history),
-        "plateau": len(history) - best_epoch >= patience, "edge": at_end,
-        "configs": sum(len(f[1]) for f in fits.values()), "candidates": min(candidates, len(y)),
-        "history": [{f: row[f] for f in ("epoch", "train_loss", "val_accuracy", "val_nll")} for row in history]})
+    return NcaFit(fits[best][0], search_info(fits, best, grid, at_end, patience, candidates, len(y)))

@@ -17,7 +17,6 @@ not toward the identity) and dropout on its hidden layer.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,8 +27,12 @@ from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.runtime import seed_everything
 from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.votes import knn_probs
-from attnknn_lib.training.loops import _Selection
-from attnknn_lib.training.metric_learning import nca_loss, search_learning_rates
+from attnknn_lib.training.metric_learning import (
+    check_budget,
+    search_info,
+    search_learning_rates,
+    train_through_soft_vote,
+)
 
 
 class ResidualMetric(nn.Module):
@@ -84,32 +87,8 @@ def _train(x: np.ndarray, y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray, n
     opt = torch.optim.AdamW([{"params": model.linear.parameters(), "weight_decay": 0.0},
                              {"params": [*model.hidden.parameters(), *model.out.parameters()],
                               "weight_decay": mlp_decay}], lr=lr)
-    xt, yt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), torch.as_tensor(y, dtype=torch.long)
-    onehot = nn.functional.one_hot(yt, num_classes).float()
-    m = len(y)
-    position = torch.full((m,), -1, dtype=torch.long)  # a memory row's position among this step's candidates
-    gen = torch.Generator().manual_seed(seed)
-    selection = _Selection("mlp metric", model, val_y, progress=False)
-    for epoch in range(1, epochs + 1):
-        t0 = time.perf_counter()
-        total = 0.0
-        model.train()
-        order = torch.randperm(m, generator=gen)  # one pass over the shuffled memory per epoch
-        for s in range(0, m, batch_size):
-            q = order[s:s + batch_size]
-            cand = torch.arange(m) if candidates >= m else torch.randperm(m, generator=gen)[:candidates]
-            position.fill_(-1)
-            position[cand] = torch.arange(len(cand))
-            loss = nca_loss(model(xt[q]), yt[q], model(xt[cand]), onehot[cand], position[q])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(q)
-        selection.add({"epoch": epoch, "train_loss": total / m}, mapped_vote(model, x, y, val_x, k, num_classes), t0)
-        if epoch - selection.best["epoch"] >= patience:
-            break
-    res = selection.result()
-    return res.model, res.history, res.best_epoch
+    return train_through_soft_vote(model, opt, x, y, val_y, num_classes, epochs, patience, batch_size, candidates,
+                                   seed, "mlp metric", lambda m: mapped_vote(m, x, y, val_x, k, num_classes))
 
 
 def fit_mlp_metric(x: np.ndarray, y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray, num_classes: int, k: int,
@@ -118,24 +97,12 @@ def fit_mlp_metric(x: np.ndarray, y: np.ndarray, val_x: np.ndarray, val_y: np.nd
     """The map trained on memory rows ``x`` (M, D) with labels ``y``, its epoch and learning rate
     chosen on validation as NCA's are (:func:`~attnknn_lib.training.metric_learning.fit_nca`);
     ``info`` has NCA's fields plus ``hidden``, ``dropout`` and ``mlp_decay``."""
-    if not lrs or min(lrs) <= 0:
-        raise ConfigError(f"lrs={lrs!r} is not allowed; give positive learning rates")
-    for name, v in (("k", k), ("epochs", epochs), ("patience", patience), ("batch_size", batch_size),
-                    ("candidates", candidates), ("hidden", hidden)):
-        if v < 1:
-            raise ConfigError(f"{name}={v!r} is out of range; allowed: 1 or more")
+    check_budget(lrs, k, len(y), epochs=epochs, patience=patience, batch_size=batch_size, candidates=candidates,
+                 hidden=hidden)
     if not 0.0 <= dropout < 1.0 or mlp_decay < 0:
         raise ConfigError(f"dropout={dropout!r}, mlp_decay={mlp_decay!r}: allowed dropout in [0, 1), decay >= 0")
-    if k >= len(y):
-        raise ConfigError(f"k={k} is not allowed; give k < memory rows ({len(y)})")
     best, grid, at_end, fits = search_learning_rates(
         lambda lr: _train(x, y, val_x, val_y, num_classes, k, lr, epochs, patience, batch_size, candidates, hidden,
                           dropout, mlp_decay, seed), lrs, lambda fit: fit[1][fit[2] - 1])
-    model, history, best_epoch = fits[best]
-    scores = {f"{r:g}": {f: fits[r][1][fits[r][2] - 1][f] for f in ("val_accuracy", "val_nll")} for r in grid}
-    return MetricFit(model, {
-        "lr": best, "lrs": grid, "scores": scores, "best_epoch": best_epoch, "epochs_run": len(history),
-        "plateau": len(history) - best_epoch >= patience, "edge": at_end,
-        "configs": sum(len(f[1]) for f in fits.values()), "candidates": min(candidates, len(y)),
-        "hidden": hidden, "dropout": dropout, "mlp_decay": mlp_decay,
-        "history": [{f: row[f] for f in ("epoch", "train_loss", "val_accuracy", "val_nll")} for row in history]})
+    info = search_info(fits, best, grid, at_end, patience, candidates, len(y))
+    return MetricFit(fits[best][0], {**info, "hidden": hidden, "dropout": dropout, "mlp_decay": mlp_decay})

@@ -31,8 +31,14 @@ Given a labelled memory, validation and test rows of one embedding (the embeddin
    calibration endpoints; the head at its trained k stays as a diagnostic.
 
 Every method is compared with both references; every head (and Attn-KNN with the tuned vote's knobs)
-also with the learned metric (``nca`` on accuracy, ``nca_nll`` on NLL and Brier): attention against
-the classic way to learn a metric.
+also with each learned metric measured (``nca`` on accuracy, ``nca_nll`` on NLL and Brier; the
+nonlinear metric's ``mlp_metric`` and ``mlp_metric_nll`` the same way when ``nonlinear_metric`` is on):
+attention against the classic way to learn a metric.
+
+7. **Attn-KNN and its variants at k_w** (opt in: ``wide_heads``): the heads of :data:`WIDE_HEADS`
+   trained again at k_w, the tuned vote's chosen k clipped to [``wide_k_min``, ``wide_k_max``], on the
+   same queries with the same budget; Attn-KNN at k_w is also read with the tuned vote's knobs
+   (:data:`WIDE_TUNED`), the label-conditioned and self-attention variants only at k_w.
 
 An experiment may add its own methods (the positive control's oracle weights) through ``extras``.
 :func:`summarise` turns one setting's seeds into seed-level intervals and verdicts: every seed has
@@ -69,6 +75,7 @@ from attnknn_lib.evaluation.tuned_attention import tuned_attentions
 from attnknn_lib.evaluation.verdicts import MARGINS, resolvable, seed_level
 from attnknn_lib.experiments.common.learned_metric import (
     LEARNED,
+    NONLINEAR,
     NcaKnobs,
     mlp_metric_methods,
     nca_methods,
@@ -92,6 +99,15 @@ HEADS = (
     "readout",  # TabR-style: values E[y] + MLP(q - n) and an MLP readout, not a vote
 )
 """The heads a config may train (their names for a reader are the views': ``report.findings.HEAD_NAMES``)."""
+WIDE_HEADS = {
+    "attnknn": "attnknn_wide",  # Attn-KNN trained at k_w, then read with the tuned vote's knobs
+    "label_bias": "attnknn_label_wide",  # with the per-neighbour label-conditioned bias, trained and read at k_w
+    "self_attention": "attnknn_self_wide",  # its neighbours first attend to each other, trained and read at k_w
+}
+"""The heads a config may also train at k_w, the tuned vote's chosen k clipped to [wide_k_min, wide_k_max]
+(their method names). The two variants' scores of a neighbour depend on the others read, so they are
+read at the k they were trained at."""
+WIDE_TUNED = ("attnknn_wide_tuned", "attnknn_wide_tuned_nll")  # Attn-KNN at k_w with the tuned vote's knobs
 CONTROLS = ("query_only",)  # trained like the heads, never a head to choose: the readout's MLP on the query alone
 ENDPOINTS = (("accuracy", "raw"), ("nll", "calibrated"), ("brier", "calibrated"))
 """What each head is judged on against the tuned vote: accuracy as voted, NLL and Brier after the
@@ -131,6 +147,10 @@ class HeadKnobs(NcaKnobs):
     head_lr: float = knob(0.01, "AdamW learning rate of the heads")
     head_lrs: tuple[float, ...] = knob((), "learning-rate grid of the heads, extended past an end while the best "
                                            "sits there, as NCA's is (empty: head_lr alone)")
+    wide_heads: tuple[str, ...] = knob((), "heads also trained at k_w, the tuned vote's k clipped to [wide_k_min, "
+                                           "wide_k_max] (among those of WIDE_HEADS; empty: none)")
+    wide_k_min: int = knob(32, "smallest k_w: a second training at k_w always differs from the first at k")
+    wide_k_max: int = knob(256, "largest k_w")
     loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
     reference_k: int = knob(REFERENCE_K, "neighbours searched for the strongest rule that learns nothing, doubled "
                                          "while its chosen k is the largest searched")
@@ -146,6 +166,13 @@ class HeadKnobs(NcaKnobs):
         for h in self.heads:
             if h not in HEADS:
                 raise ConfigError(f"heads={h!r} is not allowed; choose among: {', '.join(HEADS)}")
+        object.__setattr__(self, "wide_heads", csv(self.wide_heads) if self.wide_heads not in ((), [], "", None) else ())
+        for h in self.wide_heads:
+            if h not in WIDE_HEADS:
+                raise ConfigError(f"wide_heads={h!r} is not allowed; choose among: {', '.join(WIDE_HEADS)}")
+        check_range("wide_k_min", self.wide_k_min, 1, None)
+        if self.wide_k_max < self.wide_k_min:
+            raise ConfigError(f"wide_k_max={self.wide_k_max} is not allowed; give at least wide_k_min={self.wide_k_min}")
         check_range("train_queries", self.train_queries, 0, None)  # 0: every memory row
         if self.head_lrs not in ((), [], "", None):
             object.__setattr__(self, "head_lrs", float_csv("head_lrs", self.head_lrs, 1e-6, 10.0))
@@ -193,8 +220,10 @@ def geometry_ceiling(val: Neighbourhood, test: Neighbourhood, val_y: np.ndarray,
 
 
 def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.nn.Module:
-    if name in ("attnknn", "blind_none"):
-        return BlindAttention(MultiHeadNeighbourAttention(AttentionConfig(num_classes, dims, num_heads)))
+    if name in ("attnknn", "blind_none", "attnknn_wide", "attnknn_label_wide", "attnknn_self_wide"):
+        return BlindAttention(MultiHeadNeighbourAttention(AttentionConfig(
+            num_classes, dims, num_heads, label_bias=name == "attnknn_label_wide",
+            neighbour_self_attention=name == "attnknn_self_wide")))
     if name == "label_aware":
         return LabelAwareAttention(num_classes, dims)
     if name == "query_only":
@@ -220,7 +249,7 @@ def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dic
     for name in names or cfg.heads:
         seed_everything(seed)
         head = build_head(name, cfg.num_heads, num_classes, memory.shape[1])
-        entropy = cfg.entropy_weight if name == "attnknn" else 0.0
+        entropy = cfg.entropy_weight if name == "attnknn" or name in WIDE_HEADS.values() else 0.0  # Attn-KNN's loss
 
         def fit(lr: float, name=name, entropy=entropy):
             seed_everything(seed)
@@ -313,12 +342,31 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
     for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, tuple(CONTROLS)).items():
         head_info.pop("effective_k")  # its weights are uniform by convention: no sharpness to report
         probs[name], info[name] = (pv, pt), head_info
+    if cfg.wide_heads:
+        k_w = min(max(k_ref, cfg.wide_k_min), cfg.wide_k_max, len(memory.y) - 1)
+        wide = bank.search_excluding(memory.x, max(k_w, cfg.loo_k + 1), np.arange(len(memory.y)))
+        w_rows, w_sq = wide.rows[train_rows, :k_w], wide.sq_dist[train_rows, :k_w]
+        hoods_w = {"train": hoods_of(w_rows, w_sq, memory.x[train_rows], memory.y[train_rows],
+                                     loo_agreement_without(train_rows, w_rows, own.rows, memory.y, cfg.loo_k)),
+                   **{s: hoods_of(*search(s, k_w), q.x, q.y) for s, q in (("val", val), ("test", test))}}
+        names = tuple(WIDE_HEADS[h] for h in cfg.wide_heads)
+        for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods_w, seed, names,
+                                                     models=trained).items():
+            probs[name], info[name] = (pv, pt), {**head_info, "k_trained": k_w}
+        if "attnknn_wide" in trained:  # read with the tuned vote's knobs, as Attn-KNN at k is
+            scorer = attention_scorer(trained["attnknn_wide"].attention, bank, {"val": val.x, "test": test.x}, search,
+                                      memory.y, loo)
+            tuned = tuned_attentions(scorer, val.y, prior, num_classes, info["reference"]["k_searched"], len(memory.y))
+            for name, m in zip(WIDE_TUNED, tuned):
+                probs[name], info[name] = (m.val, m.test), {**m.info, "k_trained": k_w}
 
     scored = {name: {**scores(pv, pt, val.y, test.y), "info": info[name]} for name, (pv, pt) in probs.items()}
     diffs = {name: {r: differences(scored[name], scored[r]) for r in REFERENCES}
              for name in scored if name not in REFERENCES}
-    for name in (*cfg.heads, *(t for t in TUNED if t in scored)):  # attention against the learned metric
-        diffs[name].update({r: differences(scored[name], scored[r]) for r in LEARNED})
+    metrics = tuple(r for r in (*LEARNED, *NONLINEAR) if r in scored)  # the learned metrics measured
+    attention = (*cfg.heads, *(t for t in (*TUNED, *WIDE_HEADS.values(), *WIDE_TUNED) if t in scored))
+    for name in attention:  # attention against each learned metric
+        diffs[name].update({r: differences(scored[name], scored[r]) for r in metrics})
     test_labels = memory.y[search("test", max(k, k_ref))[0]]
     return {"headroom": {"at_k": headroom(test_labels, test.y, num_classes, k),
                          "at_reference_k": headroom(test_labels, test.y, num_classes, k_ref)},
@@ -341,7 +389,7 @@ def summarise(cfg: HeadKnobs, per_seed: dict[str, dict]) -> dict:
         for ref in first["diff"][name]:  # the references, and the learned metric for a head
             entry = {}
             for metric in ("accuracy", *CALIBRATION_ENDPOINTS):
-                if ref in (REFERENCES[1], LEARNED[1]) and metric == "accuracy":
+                if ref in (REFERENCES[1], LEARNED[1], NONLINEAR[1]) and metric == "accuracy":
                     continue
                 d = [per_seed[s]["diff"][name][ref][metric] for s in seeds]
                 v = seed_level(d, 0.0, metric, cfg.margin(metric))
@@ -356,7 +404,8 @@ def summarise(cfg: HeadKnobs, per_seed: dict[str, dict]) -> dict:
         if "effective_k" in m[0]["info"]:
             eff = float(np.mean([x["info"]["effective_k"] for x in m]))
             out["effective_k"][name] = eff
-            out["moved"][name] = eff < cfg.moved_share * cfg.k
+            k_trained = m[0]["info"]["k_trained"] if name in WIDE_HEADS.values() else cfg.k
+            out["moved"][name] = eff < cfg.moved_share * k_trained
     out["headroom"] = {key: {f: float(np.mean([per_seed[s]["headroom"][key][f] for s in seeds]))
                              for f in ("recall", "uniform_accuracy", "fixable", "all_agree_right")}
                        for key in ("at_k", "at_reference_k")}
