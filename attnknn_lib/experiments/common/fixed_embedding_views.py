@@ -58,6 +58,24 @@ def wins(units: Iterable[tuple[str, Mapping]], name: str, against: str = "refere
     return [label for label, u in units if counted_diff(u, name, against, "accuracy")["verdict"] == "better"]
 
 
+def first_better(units: list[tuple[str, Mapping]], name: str, against: str = "reference",
+                 counted: bool = True) -> str:
+    """Where ``name`` starts to be 'better' than ``against`` in accuracy over ``units`` (label, unit),
+    smallest scale first, in words for a sentence: 'from $s = X$ on' (better there and at every larger
+    scale), 'first at $s = X$, though not at every larger scale', 'only at the largest scale, $s = X$', or
+    'at no scale'. ``counted``: the counted verdict (the attention head with tuned vote settings where
+    measured), else the method as named."""
+    read = counted_diff if counted else difference
+    better = [read(u, name, against, "accuracy")["verdict"] == "better" for _, u in units]
+    if True not in better:
+        return "at no scale"
+    first = better.index(True)
+    at = f"$s = {units[first][0]}$"
+    if first == len(units) - 1:
+        return f"only at the largest scale, {at}"
+    return f"from {at} on" if all(better[first:]) else f"first at {at}, though not at every larger scale"
+
+
 def verdict_row(unit: Mapping, name: str, against: str) -> dict[str, str]:
     """One row of a verdict table: ``name`` against the tuned vote (``against`` 'rule') or NCA
     ('NCA'), accuracy against the accuracy reference, NLL and Brier (after calibration) against

@@ -7,12 +7,11 @@ import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments.common.fixed_embedding import (
-    k_range,
-)
+from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     LEARNED_MACROS,
     difference,
+    first_better,
     forest_and_detectable,
     latex_headroom_columns,
     learned_macros,
@@ -51,7 +50,6 @@ from attnknn_lib.report.findings import (
 )
 from attnknn_lib.report.macros import (
     VERDICT_PHRASES,
-    count_macros,
     count_phrase,
     macro_name,
     record_macros,
@@ -390,10 +388,17 @@ def pc_macros(record: dict) -> dict[str, str]:
     for tag in RANKS:
         out.update(_level_macros(pre, tag, ranked[tag]))
         out.update(_learned_macros(pre, tag, ranked[tag]))
-    # counts, and in words for the abstract ("three of six")
-    out.update(count_macros(pre, {"Attnknn Wins": _wins(record, "attnknn"), "Nca Wins": _wins(record, "nca"),
-                                  "Attnknn Beats Nca": _wins(record, "attnknn", "nca")}, len(levels)))
+    # where each learner starts to be better than the tuned vote (and the attention head than NCA), in words
+    out[macro_name(*pre, "Scales")] = ", ".join(key for key, _ in _levels(record)[:-1]) + f" and {_levels(record)[-1][0]}"
+    for key, name, against, counted in FIRST_BETTER:
+        out[macro_name(*pre, key, "First Better")] = first_better(_levels(record), name, against, counted)
     return out
+
+
+FIRST_BETTER = (("Attnknn", "attnknn", "reference", True), ("Attnknn At K", "attnknn", "reference", False),
+                ("Nca", "nca", "reference", False), ("Attnknn Than Nca", "attnknn", "nca", True),
+                ("Readout", "readout", "reference", False), ("Query Only", "query_only", "reference", False))
+"""The macros' learners: (macro key, method, against, the counted verdict or the method as named)."""
 
 
 def macros(records: list[dict]) -> dict[str, str]:
@@ -455,20 +460,17 @@ def finding_lines(record: dict) -> list[str]:
 
 
 def _summary(record: dict) -> str:
-    res = record["results"]
-    wins = _wins(record, "attnknn")
-    n_levels = len(res["levels"])
+    res, lv = record["results"], _levels(record)
     who = "The attention head, its vote settings tuned as the tuned vote's are," if _tuned(record) else \
         "The attention head"
-    if wins:
-        head = (f"{who} beats the tuned vote at {len(wins)} of {n_levels} nuisance "
-                f"scales ({', '.join(wins)}), so this implementation can sharpen and win where the room is large")
-    else:
-        head = (f"{who} beats the tuned vote at none of {n_levels} nuisance scales: the learner is suspect "
-                f"before any null result elsewhere")
-    head += (f"; NCA, a linear metric learned with the same vote, beats the tuned vote at {len(_wins(record, 'nca'))} "
-             f"and the attention head beats NCA at {len(_wins(record, 'attnknn', 'nca'))} of {n_levels}")
-    return head + f" ({len(res['seeds'])} seeds per scale)."
+    head = f"{who} is better than the tuned vote {first_better(lv, 'attnknn')}" + (
+        ", so this implementation can sharpen and win where the room is large" if _wins(record, "attnknn") else
+        ": the learner is suspect before any null result elsewhere")
+    head += (f"; NCA, a linear metric learned with the same vote, is better than the tuned vote "
+             f"{first_better(lv, 'nca', counted=False)}, and the attention head better than NCA "
+             f"{first_better(lv, 'attnknn', 'nca')}")
+    return (head + f" ({len(res['seeds'])} seeds per scale; the nuisance scale s grows from {lv[0][0]} to "
+            f"{lv[-1][0]}).").replace("$", "")
 
 
 def answer_lines(records: list[dict]) -> list[str]:
@@ -478,14 +480,12 @@ def answer_lines(records: list[dict]) -> list[str]:
     out = []
     for record in records:
         lv = _levels(record)
-        wins = _wins(record, "attnknn")
         low = counted_diff(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
         who = "the attention head, vote settings tuned," if _tuned(record) else "the attention head"
-        text = (f"- **A generated task with room to win** (set by a nuisance scale s): {who} beats the tuned "
-                f"vote at {len(wins)} of {len(lv)} scales" + (f" (s = {', '.join(wins)})" if wins else "")
-                + f" and is {low} at s = {lv[0][0]}"
-                + f"; NCA beats that vote at {len(_wins(record, 'nca'))}, the head beats NCA at "
-                  f"{len(_wins(record, 'attnknn', 'nca'))}")
+        text = (f"- **A generated task with room to win** (set by a nuisance scale s): {who} is better than the "
+                f"tuned vote {first_better(lv, 'attnknn')} and {low} at s = {lv[0][0]}; NCA is better than that "
+                f"vote {first_better(lv, 'nca', counted=False)}, the head better than NCA "
+                f"{first_better(lv, 'attnknn', 'nca')}").replace("$", "")
         out.append(f"{text}. {table_link(NOTEBOOK)}")
     return out
 
