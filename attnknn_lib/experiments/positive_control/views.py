@@ -389,7 +389,7 @@ def pc_macros(record: dict) -> dict[str, str]:
         out.update(_level_macros(pre, tag, ranked[tag]))
         out.update(_learned_macros(pre, tag, ranked[tag]))
     # where each learner starts to be better than the tuned vote (and the attention head than NCA), in words
-    out[macro_name(*pre, "Scales")] = ", ".join(key for key, _ in _levels(record)[:-1]) + f" and {_levels(record)[-1][0]}"
+    out[macro_name(*pre, "Scales")] = ", ".join(key for key, _ in _levels(record))  # a set's members
     for key, name, against, counted in FIRST_BETTER:
         out[macro_name(*pre, key, "First Better")] = first_better(_levels(record), name, against, counted)
     return out
