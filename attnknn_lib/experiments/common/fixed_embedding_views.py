@@ -76,6 +76,21 @@ def first_better(units: list[tuple[str, Mapping]], name: str, against: str = "re
     return f"from {at} on" if all(better[first:]) else f"first at {at}, though not at every larger scale"
 
 
+def _and(items: list[str]) -> str:
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items) or "none"
+
+
+def grid_macros(prefix: tuple[str, ...], units: list[tuple[str, Mapping]], added_later: tuple[str, ...]) -> dict[str, str]:
+    """The grid of a record's units (labels, smallest first) for a set in the paper (``Scales``), and its
+    history: the labels of the first run (``First Scales``), those ``added_later`` after its results
+    (``Added Scales``) and those of them it keeps (``Added Kept``)."""
+    labels = [label for label, _ in units]
+    return {macro_name(*prefix, "Scales"): ", ".join(labels),
+            macro_name(*prefix, "First Scales"): ", ".join(x for x in labels if x not in added_later),
+            macro_name(*prefix, "Added Scales"): _and(list(added_later)),
+            macro_name(*prefix, "Added Kept"): _and([x for x in added_later if x in labels])}
+
+
 def verdict_row(unit: Mapping, name: str, against: str) -> dict[str, str]:
     """One row of a verdict table: ``name`` against the tuned vote (``against`` 'rule') or NCA
     ('NCA'), accuracy against the accuracy reference, NLL and Brier (after calibration) against

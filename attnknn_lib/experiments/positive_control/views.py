@@ -13,6 +13,7 @@ from attnknn_lib.experiments.common.fixed_embedding_views import (
     difference,
     first_better,
     forest_and_detectable,
+    grid_macros,
     latex_headroom_columns,
     learned_macros,
     pp,
@@ -287,11 +288,6 @@ def write_outputs(record: dict, paths: Paths) -> dict:
                                        _levels(record)], res["heads"], _tuned(record), lambda lv: _compared(record, lv, False))
 
 
-def _wins(record: dict, name: str, against: str = "reference") -> list[str]:
-    """The scales at which ``name``'s counted verdict is 'better' in accuracy."""
-    return wins(_levels(record), name, against)
-
-
 RANKS = ("Max", "Second", "Third", "Min")  # the scales the paper names: largest, next two, smallest
 
 
@@ -389,8 +385,8 @@ def pc_macros(record: dict) -> dict[str, str]:
         out.update(_level_macros(pre, tag, ranked[tag]))
         out.update(_learned_macros(pre, tag, ranked[tag]))
     # where each learner starts to be better than the tuned vote (and the attention head than NCA), in words
-    out[macro_name(*pre, "Scales")] = ", ".join(key for key, _ in _levels(record))  # a set's members
-    for key, name, against, counted in FIRST_BETTER:
+    out.update(grid_macros(pre, _levels(record), ADDED_LATER))
+    for key, name, against, counted in (f for f in FIRST_BETTER if f[1] in levels[0]["summary"]["diff"]):
         out[macro_name(*pre, key, "First Better")] = first_better(_levels(record), name, against, counted)
     return out
 
@@ -398,7 +394,7 @@ def pc_macros(record: dict) -> dict[str, str]:
 FIRST_BETTER = (("Attnknn", "attnknn", "reference", True), ("Attnknn At K", "attnknn", "reference", False),
                 ("Nca", "nca", "reference", False), ("Attnknn Than Nca", "attnknn", "nca", True),
                 ("Readout", "readout", "reference", False), ("Query Only", "query_only", "reference", False))
-"""The macros' learners: (macro key, method, against, the counted verdict or the method as named)."""
+ADDED_LATER = ("1.1", "1.25", "1.4")  # scales added after the first run's results (b2a6fb1); 1.1, 1.4 cut (b970947)
 
 
 def macros(records: list[dict]) -> dict[str, str]:
@@ -464,7 +460,7 @@ def _summary(record: dict) -> str:
     who = "The attention head, its vote settings tuned as the tuned vote's are," if _tuned(record) else \
         "The attention head"
     head = f"{who} is better than the tuned vote {first_better(lv, 'attnknn')}" + (
-        ", so this implementation can sharpen and win where the room is large" if _wins(record, "attnknn") else
+        ", so this implementation can sharpen and win where the room is large" if wins(lv, "attnknn") else
         ": the learner is suspect before any null result elsewhere")
     head += (f"; NCA, a linear metric learned with the same vote, is better than the tuned vote "
              f"{first_better(lv, 'nca', counted=False)}, and the attention head better than NCA "
@@ -482,10 +478,10 @@ def answer_lines(records: list[dict]) -> list[str]:
         lv = _levels(record)
         low = counted_diff(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
         who = "the attention head, vote settings tuned," if _tuned(record) else "the attention head"
-        text = (f"- **A generated task with room to win** (set by a nuisance scale s): {who} is better than the "
-                f"tuned vote {first_better(lv, 'attnknn')} and {low} at s = {lv[0][0]}; NCA is better than that "
-                f"vote {first_better(lv, 'nca', counted=False)}, the head better than NCA "
-                f"{first_better(lv, 'attnknn', 'nca')}").replace("$", "")
+        text = (f"- **A generated task with room to win** (nuisance scale s): {who} is better than the tuned "
+                f"vote {first_better(lv, 'attnknn')} ({low} at s = {lv[0][0]}), NCA "
+                f"{first_better(lv, 'nca', counted=False)}; the head beats NCA {first_better(lv, 'attnknn', 'nca')}"
+                ).replace("$", "")
         out.append(f"{text}. {table_link(NOTEBOOK)}")
     return out
 
