@@ -28,7 +28,11 @@ from attnknn_lib.report.findings import HEAD_NAMES, METHOD_NAMES, difference_tex
 from attnknn_lib.report.macros import macro_name, signed
 from attnknn_lib.report.tables import interval_text
 
-VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll")}
+VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll"),
+      "nonlinear metric": ("mlp_metric", "mlp_metric_nll")}
+OPTIONAL_LEARNERS = {  # the learners a record holds when its config opted in (wide_heads, nonlinear_metric)
+    "attnknn_wide_tuned": METHOD_NAMES["attnknn_wide_tuned"], "attnknn_label_wide": HEAD_NAMES["attnknn_label_wide"],
+    "attnknn_self_wide": HEAD_NAMES["attnknn_self_wide"], "mlp_metric": METHOD_NAMES["mlp_metric"]}
 """What a verdict row is against: (the accuracy reference, the NLL and Brier reference)."""
 
 LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",
@@ -56,6 +60,11 @@ def tuned_everywhere(units: Iterable[tuple[str, Mapping]]) -> bool:
 def wins(units: Iterable[tuple[str, Mapping]], name: str, against: str = "reference") -> list[str]:
     """The labels of the units on which ``name``'s counted verdict is 'better' in accuracy."""
     return [label for label, u in units if counted_diff(u, name, against, "accuracy")["verdict"] == "better"]
+
+
+def optional_learners(unit: Mapping) -> dict[str, str]:
+    """The :data:`OPTIONAL_LEARNERS` a unit holds, method -> the paper's name."""
+    return {m: name for m, name in OPTIONAL_LEARNERS.items() if m in unit["summary"]["diff"]}
 
 
 def first_better(units: list[tuple[str, Mapping]], name: str, against: str = "reference",
@@ -236,7 +245,8 @@ def forest_and_detectable(artifacts, paths, dataset: str, source: str, what: str
     unit's verdict rows ``rows(unit)`` ((..., method, 'rule' or 'NCA'); :func:`verdict_entries`), or,
     given ``sizes`` (the family's m per endpoint), every result the measurement adjusted in its Holm family."""
     seeds = len(units[0][1]["per_seed"])
-    fig = forest_figure(units, forest_learners(heads, tuned), f"{what}: test accuracy minus the tuned vote's ({seeds} seeds)")
+    learners = forest_learners(heads, tuned) | optional_learners(units[0][1])
+    fig = forest_figure(units, learners, f"{what}: test accuracy minus the tuned vote's ({seeds} seeds)")
     if sizes is None:
         per_unit = [verdict_entries([u], [(name, against) for *_, name, against in rows(u)]) for _, u in units]
         entries = {m: [e for d in per_unit for e in d[m]] for m in DETECTABLE_ENDPOINTS}

@@ -16,6 +16,7 @@ from attnknn_lib.experiments.common.fixed_embedding_views import (
     grid_macros,
     latex_headroom_columns,
     learned_macros,
+    optional_learners,
     pp,
     tuned_everywhere,
     verdict_row,
@@ -111,9 +112,10 @@ def _compared(record: dict, lv: dict, with_k: bool = True) -> list[tuple[str, st
                         lv["per_seed"] if with_k else None)
     if not with_k and TUNED_ATTNKNN["accuracy"] in heads:  # LaTeX: short names, the k in the caption
         heads.update({TUNED_ATTNKNN["accuracy"]: "attention, tuned", "attnknn": f"attention, k = {record['results']['k']}"})
-    diff = lv["summary"]["diff"]
-    out = [(label, name, "rule") for name, label in {**heads, **COMPARED}.items() if name in diff]
-    return out + [(f"{label} vs NCA", name, "NCA") for name, label in heads.items()]
+    diff, attention = lv["summary"]["diff"], {**heads, **optional_learners(lv)}
+    out = [(label, name, "rule") for name, label in {**heads, **COMPARED, **optional_learners(lv)}.items() if name in diff]
+    metrics = ("NCA", "nonlinear metric") if "mlp_metric" in diff else ("NCA",)  # each attention method against each
+    return out + [(f"{label} vs {m}", name, m) for m in metrics for name, label in attention.items() if name != "mlp_metric"]
 
 
 def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
