@@ -307,4 +307,5 @@ def test_where_a_learner_starts_to_win_is_the_smallest_better_scale_and_whether_
 
     units = [(str(i), {"summary": {"diff": {"nca": {"reference": {"accuracy": {"verdict": v}}}}}})
              for i, v in enumerate(verdicts)]
-    assert first_better(units, "nca", counted=False) == words
+    assert first_better(units, "nca", counted=False, latex=True) == words
+    assert first_better(units, "nca", counted=False) == words.replace("$", "")  # plain in Markdown

@@ -68,18 +68,18 @@ def optional_learners(unit: Mapping) -> dict[str, str]:
 
 
 def first_better(units: list[tuple[str, Mapping]], name: str, against: str = "reference",
-                 counted: bool = True) -> str:
+                 counted: bool = True, latex: bool = False) -> str:
     """Where ``name`` starts to be 'better' than ``against`` in accuracy over ``units`` (label, unit),
     smallest scale first, in words for a sentence: 'from $s = X$ on' (better there and at every larger
     scale), 'first at $s = X$, though not at every larger scale', 'only at the largest scale, $s = X$', or
     'at no scale'. ``counted``: the counted verdict (the attention head with tuned vote settings where
-    measured), else the method as named."""
+    measured), else the method as named; ``latex``: s = X in math mode."""
     read = counted_diff if counted else difference
     better = [read(u, name, against, "accuracy")["verdict"] == "better" for _, u in units]
     if True not in better:
         return "at no scale"
     first = better.index(True)
-    at = f"$s = {units[first][0]}$"
+    at = f"$s = {units[first][0]}$" if latex else f"s = {units[first][0]}"
     if first == len(units) - 1:
         return f"only at the largest scale, {at}"
     return f"from {at} on" if all(better[first:]) else f"first at {at}, though not at every larger scale"

@@ -389,7 +389,7 @@ def pc_macros(record: dict) -> dict[str, str]:
     # where each learner starts to be better than the tuned vote (and the attention head than NCA), in words
     out.update(grid_macros(pre, _levels(record), ADDED_LATER))
     for key, name, against, counted in (f for f in FIRST_BETTER if f[1] in levels[0]["summary"]["diff"]):
-        out[macro_name(*pre, key, "First Better")] = first_better(_levels(record), name, against, counted)
+        out[macro_name(*pre, key, "First Better")] = first_better(_levels(record), name, against, counted, latex=True)
     return out
 
 
@@ -468,7 +468,7 @@ def _summary(record: dict) -> str:
              f"{first_better(lv, 'nca', counted=False)}, and the attention head better than NCA "
              f"{first_better(lv, 'attnknn', 'nca')}")
     return (head + f" ({len(res['seeds'])} seeds per scale; the nuisance scale s grows from {lv[0][0]} to "
-            f"{lv[-1][0]}).").replace("$", "")
+            f"{lv[-1][0]}).")
 
 
 def answer_lines(records: list[dict]) -> list[str]:
@@ -482,8 +482,7 @@ def answer_lines(records: list[dict]) -> list[str]:
         who = "the attention head, vote settings tuned," if _tuned(record) else "the attention head"
         text = (f"- **A generated task with room to win** (nuisance scale s): {who} is better than the tuned "
                 f"vote {first_better(lv, 'attnknn')} ({low} at s = {lv[0][0]}), NCA "
-                f"{first_better(lv, 'nca', counted=False)}; the head beats NCA {first_better(lv, 'attnknn', 'nca')}"
-                ).replace("$", "")
+                f"{first_better(lv, 'nca', counted=False)}; the head beats NCA {first_better(lv, 'attnknn', 'nca')}")
         out.append(f"{text}. {table_link(NOTEBOOK)}")
     return out
 
