@@ -525,5 +525,6 @@ def test_the_committed_papers_abstract_answers_in_a_plain_word_within_200_words_
     words = abstract.split()
     assert len(words) <= 200, len(words)
     assert {"No.", "Yes.", "No:", "Yes:", "No,", "Yes,"} & set(words[:40])
-    refs = next(i for i, page in enumerate(doc) if "\nReferences\n" in page.get_text())
-    assert refs + 1 <= 13
+    refs = next(i for i, page in enumerate(doc) if "References\n" in page.get_text())
+    before = doc[refs].get_text().split("References\n")[0].strip()  # main text on the references' page
+    assert refs + 1 <= 12 or (refs + 1 == 13 and not before), (refs + 1, before[-200:])
