@@ -147,7 +147,7 @@ def test_one_budget_the_wide_heads_and_the_nonlinear_metric_are_measured_beside_
     k_w = min(max(k_ref, 32), 48)
     for name in ("attnknn_wide", "attnknn_label_wide", "attnknn_self_wide", "attnknn_wide_tuned"):
         assert methods[name]["info"]["k_trained"] == k_w > cfg.k, name
-    assert methods["attnknn_wide"]["info"]["lrs"][:2] == [0.01, 0.03] and methods["attnknn"]["info"]["configs"] >= 2
+    assert {0.01, 0.03} <= set(methods["attnknn_wide"]["info"]["lrs"]) and methods["attnknn"]["info"]["configs"] >= 2
     assert {"mlp_metric", "mlp_metric_nll"} <= set(methods)
     for name in ("attnknn", "attnknn_tuned", "attnknn_wide", "attnknn_label_wide", "attnknn_wide_tuned"):
         assert set(out["diff"][name]) == {"reference", "reference_nll", "nca", "nca_nll", "mlp_metric",
