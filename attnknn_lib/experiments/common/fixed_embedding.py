@@ -59,6 +59,7 @@ import torch
 from attnknn_lib.base.errors import ConfigError, check_range
 from attnknn_lib.base.knobs import csv, float_csv, knob
 from attnknn_lib.base.runtime import seed_everything
+from attnknn_lib.evaluation.bootstrap import resampled_endpoints
 from attnknn_lib.evaluation.calibration import fit_calibrator
 from attnknn_lib.evaluation.head_scores import attention_scorer
 from attnknn_lib.evaluation.learnable import learned_rule
@@ -194,13 +195,20 @@ class HeadKnobs(NcaKnobs):
         return getattr(self, f"margin_{metric}")
 
 
-def scores(val: np.ndarray, test: np.ndarray, val_y: np.ndarray, test_y: np.ndarray) -> dict:
+def scores(val: np.ndarray, test: np.ndarray, val_y: np.ndarray, test_y: np.ndarray,
+           counts: np.ndarray | None = None) -> dict:
     """One method's numbers: validation accuracy and NLL, and every test metric raw and after the
-    calibrator fitted on validation (clean labels)."""
+    calibrator fitted on validation (clean labels). With bootstrap ``counts`` (R, N) over the test rows,
+    also ``resampled``: each endpoint (accuracy as voted, NLL and Brier calibrated) on every resample
+    (:func:`~attnknn_lib.evaluation.bootstrap.resampled_endpoints`)."""
     cal = fit_calibrator(val, val_y)
-    return {"val_accuracy": accuracy(val, val_y), "val_nll": nll(val, val_y), "calibrator": cal.to_dict(),
-            "raw": {m: fn(test, test_y) for m, fn in METRICS.items()},
-            "calibrated": {m: fn(cal.apply(test), test_y) for m, fn in METRICS.items()}}
+    out = {"val_accuracy": accuracy(val, val_y), "val_nll": nll(val, val_y), "calibrator": cal.to_dict(),
+           "raw": {m: fn(test, test_y) for m, fn in METRICS.items()},
+           "calibrated": {m: fn(cal.apply(test), test_y) for m, fn in METRICS.items()}}
+    if counts is not None:
+        raw, calibrated = resampled_endpoints(test, test_y, counts), resampled_endpoints(cal.apply(test), test_y, counts)
+        out["resampled"] = {"accuracy": raw["accuracy"], **{e: calibrated[e] for e in CALIBRATION_ENDPOINTS}}
+    return out
 
 
 def differences(a: dict, b: dict) -> dict:
@@ -281,9 +289,12 @@ def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dic
 
 
 def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: int, seed: int,
-            extras: Extras | None = None) -> dict:
+            extras: Extras | None = None, counts: np.ndarray | None = None) -> dict:
     """Everything measured on one embedding and seed (see the module docstring): the headroom at
-    the heads' k and at the tuned vote's, every method's scores, and every method minus each reference."""
+    the heads' k and at the tuned vote's, every method's scores, and every method minus each reference.
+    With bootstrap ``counts`` (R, N) over the test rows (seeds that share their test rows share them):
+    ``resampled``, per method its endpoints on every resample (:func:`scores`), which
+    :func:`paired_test_errors` turns into each comparison's test term."""
     k = cfg.k
     bank = MemoryBank().build(memory.x, memory.y)
     own = bank.search_excluding(memory.x, max(k, cfg.loo_k + 1), np.arange(len(memory.y)))  # each row's other rows
@@ -360,7 +371,8 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
             for name, m in zip(WIDE_TUNED, tuned):
                 probs[name], info[name] = (m.val, m.test), {**m.info, "k_trained": k_w}
 
-    scored = {name: {**scores(pv, pt, val.y, test.y), "info": info[name]} for name, (pv, pt) in probs.items()}
+    scored = {name: {**scores(pv, pt, val.y, test.y, counts), "info": info[name]} for name, (pv, pt) in probs.items()}
+    resampled = {name: m.pop("resampled") for name, m in scored.items() if "resampled" in m}
     diffs = {name: {r: differences(scored[name], scored[r]) for r in REFERENCES}
              for name in scored if name not in REFERENCES}
     metrics = tuple(r for r in (*LEARNED, *NONLINEAR) if r in scored)  # the learned metrics measured
@@ -368,14 +380,37 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
     for name in attention:  # attention against each learned metric
         diffs[name].update({r: differences(scored[name], scored[r]) for r in metrics})
     test_labels = memory.y[search("test", max(k, k_ref))[0]]
-    return {"headroom": {"at_k": headroom(test_labels, test.y, num_classes, k),
-                         "at_reference_k": headroom(test_labels, test.y, num_classes, k_ref)},
-            "methods": scored, "diff": diffs}
+    out = {"headroom": {"at_k": headroom(test_labels, test.y, num_classes, k),
+                        "at_reference_k": headroom(test_labels, test.y, num_classes, k_ref)},
+           "methods": scored, "diff": diffs}
+    return {**out, "resampled": resampled} if counts is not None else out
 
 
-def summarise(cfg: HeadKnobs, per_seed: dict[str, dict]) -> dict:
+PairedErrors = Callable[[str, str, str], float]
+"""(method, reference, endpoint) -> the test rows' standard error of the seed-mean difference."""
+
+
+def paired_test_errors(per_seed: dict[str, dict]) -> PairedErrors:
+    """The test term of every comparison when the seeds read the same test rows (each seed a
+    :func:`compare` output with ``resampled``, drawn with the same counts): the s.d. over resamples r of
+
+        (1 / S) sum_s [m_r(A_s) - m_r(B_s)]
+
+    the paired bootstrap of :func:`~attnknn_lib.evaluation.bootstrap.paired_bootstrap_diff`, averaged
+    over the seeds before the s.d. is taken, so an error the seeds share stays in."""
+    seeds = list(per_seed)
+
+    def se(name: str, ref: str, metric: str) -> float:
+        d = np.mean([per_seed[s]["resampled"][name][metric] - per_seed[s]["resampled"][ref][metric] for s in seeds],
+                    axis=0)
+        return float(np.std(d, ddof=1))
+    return se
+
+
+def summarise(cfg: HeadKnobs, per_seed: dict[str, dict], test_se: PairedErrors | None = None) -> dict:
     """One setting over its seeds (each a :func:`compare` output). Per comparison and endpoint: the
-    seed-level interval and verdict (independent test rows per seed, so no test term) and the
+    seed-level interval and verdict (independent test rows per seed, so no test term; seeds that read
+    the same test rows give ``test_se``, from :func:`paired_test_errors`) and the
     smallest difference it resolves at :data:`RESOLVED_AT` seeds (against each reference, and for
     the heads against the learned metric: accuracy against the accuracy-tuned one, NLL and Brier
     against both); per method the means; per head its
@@ -392,9 +427,10 @@ def summarise(cfg: HeadKnobs, per_seed: dict[str, dict]) -> dict:
                 if ref in (REFERENCES[1], LEARNED[1], NONLINEAR[1]) and metric == "accuracy":
                     continue
                 d = [per_seed[s]["diff"][name][ref][metric] for s in seeds]
-                v = seed_level(d, 0.0, metric, cfg.margin(metric))
+                term = test_se(name, ref, metric) if test_se else 0.0
+                v = seed_level(d, term, metric, cfg.margin(metric))
                 if len(d) > 1:
-                    v["resolvable"] = {str(n): resolvable(v["seed_sd"], 0.0, n) for n in RESOLVED_AT}
+                    v["resolvable"] = {str(n): resolvable(v["seed_sd"], term, n) for n in RESOLVED_AT}
                 entry[metric] = v
             out["diff"][name][ref] = entry
     for name in first["methods"]:
