@@ -44,6 +44,22 @@ def test_the_resampled_endpoints_pair_methods_and_seeds_as_the_paired_bootstrap_
     assert seed_level(d, se, "accuracy")["high"] > seed_level(d, 0.0, "accuracy")["high"]
 
 
+def test_the_linear_probe_on_the_heads_budget_reads_the_standardised_query_and_no_neighbour():
+    import torch
+
+    from attnknn_lib.models.neighbour_heads import LinearProbe, NeighbourBatch
+
+    memory = torch.tensor([[0.0, 1.0], [2.0, 1.0], [4.0, 1.0]])
+    probe = LinearProbe(3, 2, memory)
+    assert torch.allclose(probe.mean, torch.tensor([2.0, 1.0])) and torch.allclose(probe.sd, torch.tensor([1.633, 1.0]), atol=1e-3)
+    nb = NeighbourBatch(memory[:2], memory[None, :2].expand(2, 2, 2), torch.rand(2, 2), torch.zeros(2, 2, dtype=torch.long),
+                        torch.ones(2, 2))
+    other = nb._replace(labels=torch.ones(2, 2, dtype=torch.long), sq_dist=torch.rand(2, 2))
+    (p, w), (p2, _) = probe(nb), probe(other)
+    assert torch.allclose(p, p2) and torch.allclose(w, torch.full((2, 2), 0.5))  # neighbours change nothing
+    assert torch.allclose(p.sum(1), torch.ones(2))
+
+
 def _diff(value: float, low: float, high: float) -> dict:
     return {"value": value, "low": low, "high": high, "seed_sd": 0.01, "n_seeds": 12, "margin": 0.0025,
             "verdict": "better" if low > 0 else "inconclusive", "test_se": 0.001}
@@ -86,6 +102,8 @@ def test_a_tiny_run_writes_a_record_its_views_read(tmp_path):
     cand = res["candidates"]["random_projection"]
     assert set(cand["gate"]["room"]) == {"geometry", "learner", "nca", "mlp_metric"}
     assert all("resampled" not in p for p in cand["per_seed"].values())
+    methods = cand["per_seed"]["0"]["methods"]  # the probe on the heads' budget; lbfgs's beside it, a diagnostic
+    assert methods["linear_probe"]["info"]["lrs"] == [0.01] and "C" in methods["linear_probe_lbfgs"]["info"]
     fam = [tuple(c) for c in res["families"]["accuracy"]]
     present = [cand["summary"]["diff"][m][r]["accuracy"] for m, r in fam if m in cand["summary"]["diff"]]
     assert present and all(d["verdict"] in (*CONFIRMATORY_VERDICTS, IDENTICAL) for d in present)

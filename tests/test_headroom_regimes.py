@@ -150,7 +150,7 @@ def test_with_tuned_vote_settings_the_attention_head_counts_tuned_and_its_traine
     assert "vote settings tuned" in views.findings(record) and "at k = 16, as trained" in views.findings(record)
     note = views._multiplicity_note({**record["results"], "multiplicity": {"family_sizes": {"accuracy": 4}},
                                      "confirmatory": []})
-    assert "at its trained $k$ it is a diagnostic" in note
+    assert "at the $k$ it was trained at it is a diagnostic" in note
 
 
 def _clusters(n: int, seed: int, nuisance: float) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,8 @@ Given a labelled memory, validation and test rows of one embedding (the embeddin
    chosen on validation, scored once on test: accuracy as voted, NLL and Brier after a calibrator
    fitted on validation, and their effective k = exp(entropy of the weights), mean over test queries;
    then the controls (:data:`CONTROLS`: the query-only MLP, which reads no neighbour) with the heads'
-   budget;
+   budget, and with ``probe_as_heads`` the linear probe too (:data:`PROBE`; lbfgs's probe of step 4 is then
+   kept as the diagnostic :data:`PROBE_LBFGS`);
 6. **Attn-KNN with the tuned vote's knobs** (:data:`TUNED`): the trained Attn-KNN head read over more
    neighbours, with k, the label-consistency filter and the prior exponent chosen on validation as
    the tuned vote chooses them (:func:`~attnknn_lib.evaluation.tuned_attention.tuned_attentions`; its
@@ -88,7 +89,13 @@ from attnknn_lib.knn.headroom import headroom, loo_agreement, loo_agreement_with
 from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import effective_neighbours
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
-from attnknn_lib.models.neighbour_heads import BlindAttention, LabelAwareAttention, NeighbourReadout, QueryOnly
+from attnknn_lib.models.neighbour_heads import (
+    BlindAttention,
+    LabelAwareAttention,
+    LinearProbe,
+    NeighbourReadout,
+    QueryOnly,
+)
 from attnknn_lib.training.head_fitting import predict, train_head
 from attnknn_lib.training.loops import TrainResult
 from attnknn_lib.training.metric_learning import search_learning_rates
@@ -110,6 +117,8 @@ WIDE_HEADS = {
 read at the k they were trained at."""
 WIDE_TUNED = ("attnknn_wide_tuned", "attnknn_wide_tuned_nll")  # Attn-KNN at k_w with the tuned vote's knobs
 CONTROLS = ("query_only",)  # trained like the heads, never a head to choose: the readout's MLP on the query alone
+PROBE = "linear_probe"  # with probe_as_heads: the linear probe trained as the heads are; lbfgs's as PROBE_LBFGS
+PROBE_LBFGS = "linear_probe_lbfgs"  # then a diagnostic: the probe as the exploratory records trained it
 ENDPOINTS = (("accuracy", "raw"), ("nll", "calibrated"), ("brier", "calibrated"))
 """What each head is judged on against the tuned vote: accuracy as voted, NLL and Brier after the
 calibrator fitted on validation (proper scores; ECE is only described)."""
@@ -148,6 +157,8 @@ class HeadKnobs(NcaKnobs):
     head_lr: float = knob(0.01, "AdamW learning rate of the heads")
     head_lrs: tuple[float, ...] = knob((), "learning-rate grid of the heads, extended past an end while the best "
                                            "sits there, as NCA's is (empty: head_lr alone)")
+    probe_as_heads: bool = knob(False, "the linear probe trained as the heads are (their optimiser, learning rates, "
+                                       "queries, epochs and patience); lbfgs's probe then stays as a diagnostic")
     wide_heads: tuple[str, ...] = knob((), "heads also trained at k_w, the tuned vote's k clipped to [wide_k_min, "
                                            "wide_k_max] (among those of WIDE_HEADS; empty: none)")
     wide_k_min: int = knob(32, "smallest k_w: a second training at k_w always differs from the first at k")
@@ -227,7 +238,9 @@ def geometry_ceiling(val: Neighbourhood, test: Neighbourhood, val_y: np.ndarray,
             reference_probs(choice, val, prior, num_classes), reference_probs(choice, test, prior, num_classes))
 
 
-def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.nn.Module:
+def build_head(name: str, num_heads: int, num_classes: int, dims: int,
+               memory: torch.Tensor | None = None) -> torch.nn.Module:
+    """The head (or control) ``name``; ``memory`` (M, D) gives the linear probe its standardisation."""
     if name in ("attnknn", "blind_none", "attnknn_wide", "attnknn_label_wide", "attnknn_self_wide"):
         return BlindAttention(MultiHeadNeighbourAttention(AttentionConfig(
             num_classes, dims, num_heads, label_bias=name == "attnknn_label_wide",
@@ -236,6 +249,8 @@ def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.
         return LabelAwareAttention(num_classes, dims)
     if name == "query_only":
         return QueryOnly(num_classes, dims)
+    if name == PROBE:
+        return LinearProbe(num_classes, dims, memory)
     return NeighbourReadout(num_classes, dims)
 
 
@@ -256,12 +271,12 @@ def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dic
     out = {}
     for name in names or cfg.heads:
         seed_everything(seed)
-        head = build_head(name, cfg.num_heads, num_classes, memory.shape[1])
+        head = build_head(name, cfg.num_heads, num_classes, memory.shape[1], mem)
         entropy = cfg.entropy_weight if name == "attnknn" or name in WIDE_HEADS.values() else 0.0  # Attn-KNN's loss
 
         def fit(lr: float, name=name, entropy=entropy):
             seed_everything(seed)
-            return train_head(build_head(name, cfg.num_heads, num_classes, memory.shape[1]), hoods["train"],
+            return train_head(build_head(name, cfg.num_heads, num_classes, memory.shape[1], mem), hoods["train"],
                               hoods["val"], mem, num_classes, epochs=cfg.head_epochs, lr=lr,
                               batch_size=cfg.head_batch_size, entropy_weight=entropy, seed=seed, name=name,
                               patience=cfg.head_patience)
@@ -350,7 +365,10 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
         tuned = tuned_attentions(scorer, val.y, prior, num_classes, info["reference"]["k_searched"], len(memory.y))
         for name, m in zip(TUNED, tuned):
             probs[name], info[name] = (m.val, m.test), m.info
-    for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, tuple(CONTROLS)).items():
+    if cfg.probe_as_heads:  # the one budget's probe takes the name; lbfgs's stays beside it as a diagnostic
+        probs[PROBE_LBFGS], info[PROBE_LBFGS] = probs.pop(PROBE), info.pop(PROBE)
+    controls = (*CONTROLS, PROBE) if cfg.probe_as_heads else CONTROLS
+    for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, controls).items():
         head_info.pop("effective_k")  # its weights are uniform by convention: no sharpness to report
         probs[name], info[name] = (pv, pt), head_info
     if cfg.wide_heads:
