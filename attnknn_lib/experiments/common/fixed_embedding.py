@@ -359,12 +359,18 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
     trained: dict = {}
     for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, models=trained).items():
         probs[name], info[name] = (pv, pt), head_info
-    if "attnknn" in trained:  # the tuned vote's knobs, read from the tuned vote's search depth on
-        scorer = attention_scorer(trained["attnknn"].attention, bank, {"val": val.x, "test": test.x}, search,
-                                  memory.y, loo)
+
+    def with_vote_settings(head: str, names: tuple[str, str], extra: dict) -> None:
+        """Trained ``head`` read with the tuned vote's knobs (on accuracy, for calibration), from the
+        tuned vote's search depth on."""
+        scorer = attention_scorer(trained[head].attention, bank, {"val": val.x, "test": test.x}, search, memory.y,
+                                  loo)
         tuned = tuned_attentions(scorer, val.y, prior, num_classes, info["reference"]["k_searched"], len(memory.y))
-        for name, m in zip(TUNED, tuned):
-            probs[name], info[name] = (m.val, m.test), m.info
+        for name, m in zip(names, tuned):
+            probs[name], info[name] = (m.val, m.test), {**m.info, **extra}
+
+    if "attnknn" in trained:
+        with_vote_settings("attnknn", TUNED, {})
     if cfg.probe_as_heads:  # the one budget's probe takes the name; lbfgs's stays beside it as a diagnostic
         probs[PROBE_LBFGS], info[PROBE_LBFGS] = probs.pop(PROBE), info.pop(PROBE)
     controls = (*CONTROLS, PROBE) if cfg.probe_as_heads else CONTROLS
@@ -383,11 +389,7 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
                                                      models=trained).items():
             probs[name], info[name] = (pv, pt), {**head_info, "k_trained": k_w}
         if "attnknn_wide" in trained:  # read with the tuned vote's knobs, as Attn-KNN at k is
-            scorer = attention_scorer(trained["attnknn_wide"].attention, bank, {"val": val.x, "test": test.x}, search,
-                                      memory.y, loo)
-            tuned = tuned_attentions(scorer, val.y, prior, num_classes, info["reference"]["k_searched"], len(memory.y))
-            for name, m in zip(WIDE_TUNED, tuned):
-                probs[name], info[name] = (m.val, m.test), {**m.info, "k_trained": k_w}
+            with_vote_settings("attnknn_wide", WIDE_TUNED, {"k_trained": k_w})
 
     scored = {name: {**scores(pv, pt, val.y, test.y, counts), "info": info[name]} for name, (pv, pt) in probs.items()}
     resampled = {name: m.pop("resampled") for name, m in scored.items() if "resampled" in m}
