@@ -33,7 +33,7 @@ def test_weaker_embeddings_block_has_one_row_per_endpoint_with_the_holm_family_s
     record = _record("headroom_regimes_fashion_mnist.json")
     out = regimes.write_outputs(record, Paths(tmp_path))
     rows = [r for r in out["detectable"].read_text().splitlines() if r.endswith("\\\\")][1:]  # after the header
-    sizes = record["results"]["multiplicity"]["family_sizes"]
+    sizes = regimes.one_family(record)["results"]["multiplicity"]["family_sizes"]  # every learner, one family
     assert [r.split(" & ")[1] for r in rows] == ["accuracy (pp)", "calibrated NLL", "Brier"]
     assert [r.split(" & ")[3] for r in rows] == [str(sizes[m]) for m in ("accuracy", "nll", "brier")]
     assert out["forest"].with_suffix(".png").exists()
