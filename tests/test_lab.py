@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from attnknn_lib.experiments.framework import catalog
+
 REPO = Path(__file__).resolve().parent.parent
 TOKEN = "attnknn-test"
 
@@ -113,6 +115,8 @@ def _git_status() -> str:
 
 
 EXPERIMENT_NOTEBOOKS = sorted(p.name for p in (REPO / "notebooks").glob("*.ipynb"))
+AWAITING = sorted(e.notebook for e in catalog.experiments().values() if e.awaiting)  # declared, no record yet
+MEASURED_NOTEBOOKS = [n for n in EXPERIMENT_NOTEBOOKS if n not in AWAITING]  # each with its executed copy
 
 
 @pytest.mark.slow
@@ -124,7 +128,7 @@ def test_lab_serves_the_runnable_and_the_executed_notebooks_in_the_project_envir
                       if item["type"] == "notebook")
     executed = sorted(item["name"] for item in api(port, "contents/executed")["content"]
                       if item["type"] == "notebook")
-    assert runnable == EXPERIMENT_NOTEBOOKS and executed == EXPERIMENT_NOTEBOOKS
+    assert runnable == EXPERIMENT_NOTEBOOKS and executed == MEASURED_NOTEBOOKS
     spec = api(port, "kernelspecs")["kernelspecs"]["python3"]["spec"]
     sess = api(port, "sessions", "POST", {"path": "notebooks/01_main.ipynb", "type": "notebook",
                                           "kernel": {"name": "python3"}})
@@ -147,7 +151,17 @@ def test_every_notebook_run_top_to_bottom_in_the_lab_reads_the_committed_record_
         return {str(p) for d in ("artifacts", "scratch") for p in (REPO / d).rglob("*") if p.is_file()}
 
     before, files, port = _git_status(), written(), lab
-    for name in EXPERIMENT_NOTEBOOKS:
+    for name in AWAITING:  # no record yet: the notebook stops at its reading cell with one line saying how to run it
+        nb = json.loads((REPO / "notebooks" / name).read_text())
+        sess = api(port, "sessions", "POST", {"path": f"notebooks/{name}", "type": "notebook",
+                                              "kernel": {"name": "python3"}})
+        outs = [run_in_kernel(port, sess["kernel"]["id"], "".join(c["source"]), timeout=300)
+                for c in nb["cells"] if c["cell_type"] == "code" and "nb.run(" in "".join(c["source"])
+                or c["cell_type"] == "code" and "session(" in "".join(c["source"])
+                or "parameters" in c.get("metadata", {}).get("tags", [])]
+        assert "no record results/" in outs[-1] and "--only" in outs[-1], outs[-1][-2000:]
+        api(port, f"sessions/{sess['id']}", "DELETE")
+    for name in MEASURED_NOTEBOOKS:
         nb = json.loads((REPO / "notebooks" / name).read_text())
         sess = api(port, "sessions", "POST", {"path": f"notebooks/{name}", "type": "notebook",
                                               "kernel": {"name": "python3"}})

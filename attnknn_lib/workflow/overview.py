@@ -263,16 +263,18 @@ def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False, inv:
                      f"{command(inv, 'render', only=render)} (minutes, no model).")
     if not measure and not render:
         lines.append(f"Everything is up to date: {command(inv)} would only check it.")
-    for exp in catalog.experiments().values():
-        if exp.awaiting and exp.name not in resolved:
+    awaiting = [e for e in catalog.experiments().values() if e.awaiting and e.name not in resolved]
+    if awaiting and not verbose:  # one line here; the reasons and commands with -v
+        lines.append(f"Declared, awaiting a first run (not in the default run): {', '.join(e.name for e in awaiting)}; "
+                     f"status -v says why and how.")
+    lines.append("records: re-measure when this checkout would measure them differently (code or parameters; "
+                 "comments, docstrings and views never count); outputs: re-render when it would draw the tables, "
+                 "figures or notebook differently (a record measured again is drawn again); models missing: not in "
+                 "the model cache (artifacts/models), trained only when a record is measured.")
+    if verbose:
+        for exp in awaiting:
             lines.append(f"Declared, awaiting its first run (not in the default run): {exp.name}: {exp.awaiting}; "
                          f"to measure it: {command(inv, only=[exp.name])}.")
-    lines.append("records: re-measure when this checkout would measure them differently (measurement code or "
-                 "parameters; comments, docstrings and views never count); outputs: re-render when this checkout "
-                 "would draw the tables, figures or notebook differently from these records (a record measured "
-                 "again is drawn again); models missing: not in the model cache (artifacts/models), trained only "
-                 "when a record is measured.")
-    if verbose:
         lines.append("")
         for s in states:
             for o in s["outputs"]:
