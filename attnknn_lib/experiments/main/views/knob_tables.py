@@ -12,7 +12,7 @@ from attnknn_lib.experiments.main.config import CALIBRATION_COMPARISONS
 from attnknn_lib.experiments.main.measure.knob_search import KNOB_LABELS
 from attnknn_lib.report.findings import difference_text, method_names
 from attnknn_lib.report.macros import VERDICT_PHRASES, macro_name, signed
-from attnknn_lib.report.tables import DIFF_FORMAT
+from attnknn_lib.report.tables import DIFF_FORMAT, signed_bound
 
 LABELS = {**method_names({**METHOD_LABELS, **OTHER_LABELS}), **KNOB_LABELS, **LEARNED_LABELS,
           "best baseline": "fixed-k vote", "fixed_vote": "fixed-vote control"}
@@ -80,8 +80,10 @@ def knob_macros(prefix: tuple[str, ...], res: dict) -> dict[str, str]:
             e = entry["seed_level"][split][metric]
             scale, dec, _ = DIFF_FORMAT[metric]
             word = {"accuracy": "Acc", "nll": "NllCal", "brier": "BrierCal"}[metric]
-            for part, suffix in (("value", ""), ("low", "Low"), ("high", "High")):
-                out[macro_name(*prefix, tag, word + suffix)] = signed(None if e[part] is None else scale * e[part], dec)
+            out[macro_name(*prefix, tag, word)] = signed(None if e["value"] is None else scale * e["value"], dec)
+            for part, suffix in (("low", "Low"), ("high", "High")):  # an end never rounds to a zero that hides it
+                out[macro_name(*prefix, tag, word + suffix)] = "--" if e[part] is None or e[part] != e[part] else \
+                    signed_bound(scale * e[part], dec)
             out[macro_name(*prefix, tag, word, "Verdict")] = VERDICT_PHRASES[e["verdict"]]
     knobs = [r.get("knobs") or {} for r in res["per_seed"].values()]
     for m in ("reference", "reference_nll", "attnknn_tuned", "attnknn_tuned_nll"):
