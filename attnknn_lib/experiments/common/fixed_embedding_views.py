@@ -186,7 +186,9 @@ def forest_learners(heads: Iterable[str], tuned: bool) -> dict[str, str]:
     out = {(TUNED_ATTNKNN["accuracy"] if h == "attnknn" and tuned else h):
            (TUNED_LABEL if h == "attnknn" and tuned else HEAD_NAMES.get(h, h)) for h in heads}
     names = {"learner": "boosted-trees learner", **METHOD_NAMES, **HEAD_NAMES}
-    return {**out, **{m: names[m] for m in FOREST_LEARNERS}}
+    # lower case as the heads' rows are ("linear probe"), an acronym kept ("NCA")
+    return {**out, **{m: names[m] if names[m][:2].isupper() else names[m][0].lower() + names[m][1:]
+                      for m in FOREST_LEARNERS}}
 
 
 FOREST_LINEAR = 10.0  # points: beyond it the forest plot's axes turn logarithmic outside -/+ 1 point
