@@ -87,7 +87,7 @@ def _view_record() -> dict:
         d = {m: {"reference": {"accuracy": diff(att if m in ("attnknn", "readout") else 0.0), "nll": diff(0.0),
                                "brier": diff(0.0)},
                  "reference_nll": {"nll": diff(0.0), "brier": diff(0.0)}}
-             for m in ("attnknn", "readout", "learner", "nca", "linear_probe", "query_only")}
+             for m in ("attnknn", "readout", "learner", "nca", "nca_nll", "linear_probe", "query_only")}
         for head in ("attnknn", "readout"):  # the heads against the learned metric too
             d[head].update({"nca": {"accuracy": diff(0.0), "nll": diff(0.0), "brier": diff(0.0)},
                             "nca_nll": {"nll": diff(0.0), "brier": diff(0.0)}})
@@ -197,7 +197,7 @@ def test_verdict_table_adds_the_learned_metric_the_probe_the_control_and_each_he
     heads = ("attnknn", "readout")
     d = {m: {r: {e: diff(0.02 if r.startswith("ref") else -0.05) for e in es} for r, es in endpoints.items()
              if r.startswith("ref") or m in heads}
-         for m in (*heads, "learner", "nca", "linear_probe", "query_only")}
+         for m in (*heads, "learner", "nca", "nca_nll", "linear_probe", "query_only")}
     means = {m: {"accuracy": a, "nll": 0.5, "brier": 0.3, "ece": 0.02}
              for m, a in (("reference", 0.8), ("geometry", 0.79), ("learner", 0.8), ("nca", 0.85),
                           ("linear_probe", 0.7), ("query_only", 0.75))}

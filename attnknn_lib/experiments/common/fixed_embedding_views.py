@@ -208,7 +208,9 @@ def forest_figure(units: list[tuple[str, Mapping]], learners: Mapping[str, str],
                  if "accuracy" in unit["summary"]["diff"].get(name, {}).get("reference", {}) for end in ("low", "high")),
                 default=0.0)
     wide = reach > FOREST_LINEAR
-    colors = {"better": "tab:green", "worse": "tab:red", "equivalent": "tab:blue"}
+    colors = {"better": "tab:green", "worse": "tab:red", "equivalent": "tab:blue",
+              "better, within the margin": "yellowgreen", "worse, within the margin": "lightcoral"}
+    shown = set()
     for ax, (label, unit) in zip(axes[0], units):
         diff, margins = unit["summary"]["diff"], set()
         for i, name in enumerate(learners):
@@ -216,6 +218,7 @@ def forest_figure(units: list[tuple[str, Mapping]], learners: Mapping[str, str],
                 continue
             d = diff[name]["reference"]["accuracy"]
             margins.add(d["margin"])
+            shown.add(d["verdict"])
             ax.errorbar([100 * d["value"]], [i], xerr=[[100 * (d["value"] - d["low"])], [100 * (d["high"] - d["value"])]],
                         fmt="o", ms=3.5, lw=1.2, capsize=2, color=colors.get(d["verdict"], "0.35"))
         ax.axvline(0, color="black", lw=0.8)
@@ -233,8 +236,8 @@ def forest_figure(units: list[tuple[str, Mapping]], learners: Mapping[str, str],
     axes[0][0].set_yticks(range(n), list(learners.values()))
     axes[0][0].set_ylim(n - 0.5, -0.5)
     handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=w) for w, c in
-               (*colors.items(), ("inconclusive", "0.35"))]
-    fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False)
+               (*colors.items(), ("inconclusive", "0.35")) if w in shown or "within" not in w]  # within: if drawn
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6), frameon=False)
     fig.suptitle(title)
     return fig
 

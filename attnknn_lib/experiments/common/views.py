@@ -55,7 +55,8 @@ def row_method(name: str, metric: str) -> str:
     vote settings (at k or at k_w) reads the settings tuned for that endpoint; any other row its own method."""
     if name == TUNED_ATTNKNN["accuracy"]:
         return TUNED_ATTNKNN[metric]
-    return f"{name}_nll" if name == "attnknn_wide_tuned" and metric != "accuracy" else name
+    # a learner with vote settings enters tuned for the endpoint: NCA, the nonlinear metric and Attn-KNN at k_w
+    return f"{name}_nll" if name in ("attnknn_wide_tuned", "nca", "mlp_metric") and metric != "accuracy" else name
 
 
 def tuned_k(per_seed: Mapping, metric: str = "accuracy") -> str:

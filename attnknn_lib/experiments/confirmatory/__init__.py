@@ -8,7 +8,7 @@ autoencoder's code, a CNN stopped after one epoch), the gate on validation, ever
 12 seeds on the whole test set, one Holm family per endpoint and the minimum detectable differences. Its
 run is far beyond this machine's session (the declaration's estimate: 20 to 35 h of job time on two
 cores), so it is declared *awaiting*: the default run leaves it out and ``./run_all.sh status`` says how
-to run it (``--only confirmatory``, on more cores, a cluster or a GPU).
+to run it (``--only confirmatory``, on more cores or a cluster; its learners train on the CPU).
 """
 
 from attnknn_lib.experiments.confirmatory import measure, views
@@ -24,6 +24,6 @@ EXPERIMENT = Experiment(
              "its label-conditioned and self-attention variants, the study's heads) against the tuned vote and the "
              "attention against each learned metric (12 seeds, the whole test set, Holm per endpoint)",
     models="none of the workflow: the embedders and every learner train in the notebook's part jobs",
-    awaiting="its declared run takes about 20 to 35 h of job time on two cores (the declaration's estimate), more "
-             "than a session here: run it where there are more cores, a cluster or a GPU",
+    awaiting="its declared run takes about 20 to 35 h on two cores (the declaration's estimate), more than a "
+             "session here: run it where there are more cores, or on a cluster (its 36 part jobs run side by side)",
 )

@@ -60,6 +60,6 @@ class Config(HeadKnobs):
                 raise ConfigError(f"candidates={c!r} is not allowed; choose among: {', '.join(CANDIDATES)}")
         if min(self.seeds) < 0:
             raise ConfigError(f"seeds={','.join(map(str, self.seeds))} is not allowed; give seeds >= 0")
-        for name in ("autoencoder_epochs", "bootstrap"):
-            check_range(name, getattr(self, name), 1, None)
+        check_range("autoencoder_epochs", self.autoencoder_epochs, 1, None)
+        check_range("bootstrap", self.bootstrap, 2, None)  # the test term is the resamples' s.d.
         check_range("room_margin", self.room_margin, 0.0, None)

@@ -103,9 +103,10 @@ def measure_unit(cfg: Config, name: str, seed: int) -> dict:
     rows, info = embedded(cfg, name, ds, test, seed)
     mem, val = rows["memory"], rows["val"]
     training = cfg.nca_training()
-    metrics = {"nca": gating.nca_map(mem.x, mem.y, ds.num_classes, seed, cfg.k, **training),
-               "mlp_metric": gating.mlp_metric_map(mem.x, mem.y, ds.num_classes, seed, cfg.k, cfg.mlp_hidden,
-                                                   **training)}
+    metrics = {"nca": gating.nca_map(mem.x, mem.y, ds.num_classes, seed, cfg.k, **training)}
+    if cfg.nonlinear_metric:  # declared in the gate; a run without it leaves it out of both
+        metrics["mlp_metric"] = gating.mlp_metric_map(mem.x, mem.y, ds.num_classes, seed, cfg.k, cfg.mlp_hidden,
+                                                      **training)
     measured_gate = gating.gate(mem.x, mem.y, val.x, val.y, ds.num_classes, seed, cfg.k, cfg.reference_k, cfg.loo_k,
                                 metrics=metrics)  # before any head is trained
     counts = resample_counts(len(test), cfg.bootstrap, BOOTSTRAP_STREAM)
@@ -156,7 +157,7 @@ def holm_correct(candidates: dict[str, dict]) -> dict:
             adjusted = holm_confirmatory({"|".join(key): d for key, d in tests.items()}, metric) if tests else {}
             for (c, m, r) in tests:
                 candidates[c]["summary"]["diff"][m][r][metric] = adjusted["|".join((c, m, r))]
-            sizes[kind][metric] = len(tests)
+            sizes[kind][metric] = next((d["family_size"] for d in adjusted.values()), 0)  # identical ones left out
     return sizes
 
 
