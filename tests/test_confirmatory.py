@@ -82,6 +82,14 @@ def test_holm_puts_passing_candidates_in_one_family_and_failing_ones_in_an_explo
     assert cands["autoencoder"]["summary"]["diff"]["nca"]["reference"]["accuracy"]["family_size"] == 30
 
 
+def test_the_lbfgs_probe_is_left_out_only_where_the_probe_trains_on_the_heads_budget():
+    from attnknn_lib.base.errors import ConfigError
+
+    assert EXPERIMENT.Config().probe_as_heads and not EXPERIMENT.Config().lbfgs_probe  # amendment 1
+    with pytest.raises(ConfigError, match="lbfgs_probe=False is allowed only with probe_as_heads=True"):
+        EXPERIMENT.Config(probe_as_heads=False)
+
+
 def test_the_default_run_leaves_the_awaiting_experiment_out_and_names_it_when_asked():
     assert EXPERIMENT.awaiting and "confirmatory" in catalog.names()
     assert "confirmatory" not in resolve("cpu", None, [])
@@ -102,8 +110,8 @@ def test_a_tiny_run_writes_a_record_its_views_read(tmp_path):
     cand = res["candidates"]["random_projection"]
     assert set(cand["gate"]["room"]) == {"geometry", "learner", "nca", "mlp_metric"}
     assert all("resampled" not in p for p in cand["per_seed"].values())
-    methods = cand["per_seed"]["0"]["methods"]  # the probe on the heads' budget; lbfgs's beside it, a diagnostic
-    assert methods["linear_probe"]["info"]["lrs"] == [0.01] and "C" in methods["linear_probe_lbfgs"]["info"]
+    methods = cand["per_seed"]["0"]["methods"]  # the probe on the heads' budget; lbfgs's left out (amendment 1)
+    assert methods["linear_probe"]["info"]["lrs"] == [0.01] and "linear_probe_lbfgs" not in methods
     fam = [tuple(c) for c in res["families"]["accuracy"]]
     present = [cand["summary"]["diff"][m][r]["accuracy"] for m, r in fam if m in cand["summary"]["diff"]]
     assert present and all(d["verdict"] in (*CONFIRMATORY_VERDICTS, IDENTICAL) for d in present)

@@ -159,6 +159,8 @@ class HeadKnobs(NcaKnobs):
                                            "sits there, as NCA's is (empty: head_lr alone)")
     probe_as_heads: bool = knob(False, "the linear probe trained as the heads are (their optimiser, learning rates, "
                                        "queries, epochs and patience); lbfgs's probe then stays as a diagnostic")
+    lbfgs_probe: bool = knob(True, "the lbfgs probe (C tuned on validation); with probe_as_heads a diagnostic, "
+                                   "which false leaves out")
     wide_heads: tuple[str, ...] = knob((), "heads also trained at k_w, the tuned vote's k clipped to [wide_k_min, "
                                            "wide_k_max] (among those of WIDE_HEADS; empty: none)")
     wide_k_min: int = knob(32, "smallest k_w: a second training at k_w always differs from the first at k")
@@ -186,6 +188,9 @@ class HeadKnobs(NcaKnobs):
         if self.wide_k_max < self.wide_k_min:
             raise ConfigError(f"wide_k_max={self.wide_k_max} is not allowed; give at least wide_k_min={self.wide_k_min}")
         check_range("train_queries", self.train_queries, 0, None)  # 0: every memory row
+        if not (self.lbfgs_probe or self.probe_as_heads):
+            raise ConfigError("lbfgs_probe=False is allowed only with probe_as_heads=True (else no linear probe "
+                              "is trained)")
         if self.head_lrs not in ((), [], "", None):
             object.__setattr__(self, "head_lrs", float_csv("head_lrs", self.head_lrs, 1e-6, 10.0))
         else:
@@ -346,7 +351,7 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
         probs[name], info[name] = (pv, pt), extra_info
     learned = {**nca_methods(memory, val, test, num_classes, seed, k=k, loo_k=cfg.loo_k, reference_k=cfg.reference_k,
                              **cfg.nca_training()),
-               **probe_method(memory, val, test, num_classes, seed)}
+               **(probe_method(memory, val, test, num_classes, seed) if cfg.lbfgs_probe else {})}
     if cfg.nonlinear_metric:
         learned.update(mlp_metric_methods(memory, val, test, num_classes, seed, k=k, loo_k=cfg.loo_k,
                                           reference_k=cfg.reference_k, hidden=cfg.mlp_hidden, **cfg.nca_training()))
@@ -371,7 +376,7 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
 
     if "attnknn" in trained:
         with_vote_settings("attnknn", TUNED, {})
-    if cfg.probe_as_heads:  # the one budget's probe takes the name; lbfgs's stays beside it as a diagnostic
+    if cfg.probe_as_heads and cfg.lbfgs_probe:  # the one budget's probe takes the name; lbfgs's, a diagnostic
         probs[PROBE_LBFGS], info[PROBE_LBFGS] = probs.pop(PROBE), info.pop(PROBE)
     controls = (*CONTROLS, PROBE) if cfg.probe_as_heads else CONTROLS
     for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, controls).items():
