@@ -27,6 +27,15 @@ def csv(value: Any, what: str = "a comma-separated list, e.g. fashion_mnist,iris
     return tuple(str(s).strip() for s in items if str(s).strip())
 
 
+def choice_csv(name: str, value: Any, allowed) -> tuple[str, ...]:
+    """:func:`csv`, each item one of ``allowed``; an unknown item is refused in one line naming the choices."""
+    out = csv(value)
+    for item in out:
+        if item not in allowed:
+            raise ConfigError(f"{name}={item!r} is not allowed; choose among: {', '.join(allowed)}")
+    return out
+
+
 def int_csv(name: str, value: Any) -> tuple[int, ...]:
     """'0,1,2' (or an int, or a list of ints) -> (0, 1, 2); non-negative integers only."""
     if isinstance(value, int) and not isinstance(value, bool):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnknn_lib.base.errors import ConfigError, check_range
-from attnknn_lib.base.knobs import csv, int_csv, knob
+from attnknn_lib.base.errors import check_range
+from attnknn_lib.base.knobs import choice_csv, int_csv, knob
 from attnknn_lib.experiments.common.fixed_embedding import HeadKnobs
 from attnknn_lib.experiments.framework.declaration import Artifacts, figure, record, table
 from attnknn_lib.training.candidate_embeddings import CANDIDATES
@@ -55,13 +55,8 @@ class Config(HeadKnobs):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "seeds", int_csv("seeds", self.seeds))
-        object.__setattr__(self, "candidates", csv(self.candidates))
-        for c in self.candidates:
-            if c not in CANDIDATES:
-                raise ConfigError(f"candidates={c!r} is not allowed; choose among: {', '.join(CANDIDATES)}")
-        if min(self.seeds) < 0:
-            raise ConfigError(f"seeds={','.join(map(str, self.seeds))} is not allowed; give seeds >= 0")
+        object.__setattr__(self, "seeds", int_csv("seeds", self.seeds))  # non-negative
+        object.__setattr__(self, "candidates", choice_csv("candidates", self.candidates, CANDIDATES))
         check_range("autoencoder_epochs", self.autoencoder_epochs, 1, None)
         check_range("bootstrap", self.bootstrap, 2, None)  # the test term is the resamples' s.d.
         check_range("room_margin", self.room_margin, 0.0, None)

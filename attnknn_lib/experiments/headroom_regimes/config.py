@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnknn_lib.base.errors import ConfigError, check_range
-from attnknn_lib.base.knobs import csv, int_csv, knob
+from attnknn_lib.base.knobs import choice_csv, int_csv, knob
 from attnknn_lib.experiments.common.fixed_embedding import HeadKnobs
 from attnknn_lib.experiments.framework.declaration import Artifacts, figure, record, table
 
@@ -56,10 +56,7 @@ class Config(HeadKnobs):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "seeds", int_csv("seeds", self.seeds))
-        object.__setattr__(self, "candidates", csv(self.candidates))
-        for c in self.candidates:
-            if c not in CANDIDATES:
-                raise ConfigError(f"candidates={c!r} is not allowed; choose among: {', '.join(CANDIDATES)}")
+        object.__setattr__(self, "candidates", choice_csv("candidates", self.candidates, CANDIDATES))
         for name in ("test_rows", "pca_dims", "few_label_epochs", "transfer_epochs", "embedder_val"):
             check_range(name, getattr(self, name), 1, None)
         check_range("label_share", self.label_share, 0.0, 1.0, low_inclusive=False)
