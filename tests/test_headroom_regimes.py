@@ -149,7 +149,7 @@ def test_with_tuned_vote_settings_the_attention_head_counts_tuned_and_its_traine
     tuned, at_k = "PCA: attention head, tuned (k 64, for NLL k 1024)", "PCA: attention head, k = 16 (unadj.)"
     assert list(frame.index[:2]) == [tuned, at_k]
     assert frame.loc[tuned, "verdict"] == "worse" and frame.loc[at_k, "verdict"] == "better"
-    assert "PCA: attention, tuned" in views.verdict_frame(record, latex=True).index  # LaTeX: its k in the caption
+    assert "PCA: attention head, tuned" in views.verdict_frame(record, latex=True).index  # LaTeX: its k in the caption
     assert "vote settings tuned" in views.findings(record) and "at k = 16, as trained" in views.findings(record)
     note = views._multiplicity_note({**record["results"], "multiplicity": {"family_sizes": {"accuracy": 4}},
                                      "confirmatory": []})

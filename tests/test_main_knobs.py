@@ -52,7 +52,7 @@ def test_each_seed_records_its_choice_the_validation_test_gap_and_where_k_differ
 def test_the_knobs_table_macros_and_findings_name_every_edge_and_the_trained_k():
     record = _record()
     frame = knobs_frame(record)
-    assert len(frame) == 8 and "(trained at k=16)" in frame.loc["seed 1: Attn-KNN, vote settings tuned", "choice"]
+    assert len(frame) == 8 and "(trained at k=16)" in frame.loc["seed 1: Attn-KNN, tuned", "choice"]
     assert frame.loc["seed 0: tuned vote", "open edges"] == "k"
     macros = knob_macros(("main", "x"), record["results"])
     assert macros["MainXAttnknnTunedKDiffersCount"] == "1" and macros["MainXReferenceEdges"] == "k"

@@ -290,9 +290,9 @@ def test_with_tuned_vote_settings_the_counted_attention_head_is_the_tuned_one_an
     assert m["PositiveControlMaxAttnknnVsNcaAccVerdict"] == "better" and m["PositiveControlMaxAttnknnTunedAtCapWords"] == "one of three"
     assert m["PositiveControlMaxAttnknnAtKAccVerdict"] == "better" and m["PositiveControlMaxAttnknnAcc"] == "91.00"
     verdicts = views.verdict_frame(record)
-    assert "s = 1.5, attention head, vote settings tuned (k 32-64)" in verdicts.index
+    assert "s = 1.5, attention head, tuned (k 32-64)" in verdicts.index
     assert verdicts.loc["s = 1.5, attention head at k = 16 vs NCA", "verdict"] == "worse"
-    assert views.shares_frame(record).loc["attention head, vote settings tuned", "s = 1.5"].startswith("120 / ")  # 0.3 / 0.25
+    assert views.shares_frame(record).loc["attention head, tuned", "s = 1.5"].startswith("120 / ")  # 0.3 / 0.25
     assert "its vote settings tuned as the tuned vote's are" in views.findings(record)
     assert "at k = 16, as trained" in views.findings(record)
 

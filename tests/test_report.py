@@ -132,9 +132,9 @@ def test_the_widest_tables_fit_the_papers_text_width_unscaled(tmp_path):
     metrics = ("accuracy", "macro_f1", "nll", "ece", "brier")
     methods = {m: {"label": m, "test_raw": {k: _metric(0.9123) for k in metrics},
                    "test_calibrated": {k: _metric(0.3012) for k in metrics}}
-               for m in ("Attn-KNN, vote settings tuned for NLL", "b", "c")}
+               for m in ("Attn-KNN, tuned for NLL", "b", "c")}
     seeds = seed_frame(methods)
-    assert list(seeds.index) == ["Attn-KNN, vote settings tuned for NLL", "b", "c"]
+    assert list(seeds.index) == ["Attn-KNN, tuned for NLL", "b", "c"]
     assert list(seeds.columns[2:]) == list(CALIBRATED_COLUMNS.values())
     assert seeds.iloc[0, 0].startswith("91.23") and seeds.iloc[0, 2].startswith("0.301")  # calibrated NLL
     tables = [booktabs(seeds, "cap", "tab:a", escape_index=False, colsep="3pt", size="footnotesize"),

@@ -109,11 +109,11 @@ HEAD_NAMES = {  # head -> its name in the paper's Protocol section
 METHOD_NAMES = {  # method -> its name in the paper's Protocol section, where a record's label says otherwise
     "reference": "Tuned vote", "reference_nll": "NLL-tuned vote", "best_baseline": "Fixed-k vote",
     "best_baseline_balanced": "Fixed-k vote + prior correction", "best_baseline_tta": "Fixed-k vote + TTA",
-    "attnknn_tuned": "Attn-KNN, vote settings tuned", "attnknn_tuned_nll": "Attn-KNN, vote settings tuned for NLL",
-    "fixed_vote": "Fixed-vote control", "nca": "NCA", "nca_nll": "NCA, NLL-tuned vote", "linear_probe": "Linear probe",
+    "attnknn_tuned": "Attn-KNN, tuned", "attnknn_tuned_nll": "Attn-KNN, tuned for NLL",
+    "fixed_vote": "Fixed-vote control", "nca": "NCA", "nca_nll": "NCA, tuned for NLL", "linear_probe": "Linear probe",
     "mlp_metric": "Nonlinear metric", "mlp_metric_nll": "Nonlinear metric, NLL-tuned vote",
-    "attnknn_wide_tuned": "Attn-KNN at k_w, vote settings tuned",
-    "attnknn_wide_tuned_nll": "Attn-KNN at k_w, vote settings tuned for NLL",
+    "attnknn_wide_tuned": "Attn-KNN at k_w, tuned",
+    "attnknn_wide_tuned_nll": "Attn-KNN at k_w, tuned for NLL",
 }
 
 

@@ -191,18 +191,24 @@ def forest_learners(heads: Iterable[str], tuned: bool) -> dict[str, str]:
                       for m in FOREST_LEARNERS}}
 
 
+FOREST_COLUMNS = 3  # panels per row: the figure prints at the text width with its fonts near the body's
 FOREST_LINEAR = 10.0  # points: beyond it the forest plot's axes turn logarithmic outside -/+ 1 point
 
 
 def forest_figure(units: list[tuple[str, Mapping]], learners: Mapping[str, str], title: str):
-    """One panel per unit (a nuisance scale or a candidate embedding), one row per learner: its test
+    """One panel per unit (a nuisance scale or a candidate embedding, :data:`FOREST_COLUMNS` to a row
+    of panels), one row per learner: its test
     accuracy minus the tuned vote's in points, the mean over seeds with its seed-level 95 % interval as
     the record stores it (unadjusted), a vertical line at 0 and dotted lines at -/+ the declared margin.
     A learner a unit lacks leaves its row empty there. Where some difference exceeds :data:`FOREST_LINEAR`
     points, every axis is linear within -/+ 1 point and logarithmic beyond (so the margins stay visible)."""
-    n = len(learners)
-    fig, axes = plt.subplots(1, len(units), figsize=(1.2 + 1.9 * len(units), 0.9 + 0.32 * n), sharey=True,
+    n, ncols = len(learners), min(len(units), FOREST_COLUMNS)
+    nrows = -(-len(units) // ncols)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(1.6 + 1.75 * ncols, 0.7 + (0.4 + 0.3 * n) * nrows), sharey=True,
                              layout="constrained", squeeze=False)
+    axes = [list(grid.flat)[:len(units)]]
+    for ax in list(grid.flat)[len(units):]:
+        ax.set_visible(False)
     reach = max((abs(100 * unit["summary"]["diff"][name]["reference"]["accuracy"][end])
                  for _, unit in units for name in learners
                  if "accuracy" in unit["summary"]["diff"].get(name, {}).get("reference", {}) for end in ("low", "high")),
@@ -211,7 +217,7 @@ def forest_figure(units: list[tuple[str, Mapping]], learners: Mapping[str, str],
     colors = {"better": "tab:green", "worse": "tab:red", "equivalent": "tab:blue",
               "better, within the margin": "yellowgreen", "worse, within the margin": "lightcoral"}
     shown = set()
-    for ax, (label, unit) in zip(axes[0], units):
+    for u, (ax, (label, unit)) in enumerate(zip(axes[0], units)):
         diff, margins = unit["summary"]["diff"], set()
         for i, name in enumerate(learners):
             if "accuracy" not in diff.get(name, {}).get("reference", {}):
@@ -231,10 +237,11 @@ def forest_figure(units: list[tuple[str, Mapping]], learners: Mapping[str, str],
             ax.set_xticks([x for x in (-50, -5, 0, 5, 50)], [f"{x:g}" for x in (-50, -5, 0, 5, 50)])
             ax.minorticks_off()
             ax.set_xlim(-1.5 * reach, 1.5 * reach)
-        ax.set_xlabel("pp vs tuned vote")
+        if u + ncols >= len(units):  # the lowest panel of its column
+            ax.set_xlabel("pp vs tuned vote")
         ax.grid(axis="x", alpha=0.3)
-    axes[0][0].set_yticks(range(n), list(learners.values()))
-    axes[0][0].set_ylim(n - 0.5, -0.5)
+    grid[0][0].set_yticks(range(n), list(learners.values()))
+    grid[0][0].set_ylim(n - 0.5, -0.5)
     handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=w) for w, c in
                (*colors.items(), ("inconclusive", "0.35")) if w in shown or "within" not in w]  # within: if drawn
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6), frameon=False)

@@ -20,7 +20,7 @@ SETTING_TITLES = {"bank": "memory only", "trained": "retrained"}
 
 TUNED_ATTNKNN = {"accuracy": TUNED[0], "nll": TUNED[1], "brier": TUNED[1]}
 """Per endpoint, the attention head with the tuned vote's settings (k, filter, prior) chosen for it."""
-TUNED_LABEL = "attention head, vote settings tuned"
+TUNED_LABEL = "attention head, tuned"
 TUNED_CAPTION = ("The attention head with its vote settings tuned reads more neighbours, its $k$, label filter and prior "
                  "correction chosen on validation as the tuned vote's are (accuracy), and as the NLL-tuned vote's for "
                  "NLL and Brier; at the $k$ it was trained at it is a diagnostic. ")

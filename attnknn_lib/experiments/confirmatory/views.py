@@ -17,9 +17,9 @@ from attnknn_lib.report.tables import booktabs, interval_text
 GATE_NAMES = {"geometry": "geometry-only vote", "learner": "boosted-trees learner", "nca": "NCA",
               "mlp_metric": "nonlinear metric"}
 NAMES = {**METHOD_NAMES, **HEAD_NAMES, "learner": "boosted-trees learner",
-         "attnknn_tuned": "attention head, vote settings tuned", "attnknn_tuned_nll": "attention head, vote settings tuned",
-         "attnknn_wide_tuned": "attention head at k_w, vote settings tuned",
-         "attnknn_wide_tuned_nll": "attention head at k_w, vote settings tuned",
+         "attnknn_tuned": "attention head, tuned", "attnknn_tuned_nll": "attention head, tuned",
+         "attnknn_wide_tuned": "attention head at k_w, tuned",
+         "attnknn_wide_tuned_nll": "attention head at k_w, tuned",
          "reference": "tuned vote", "reference_nll": "tuned vote", "nca": "NCA", "nca_nll": "NCA",
          "mlp_metric": "nonlinear metric", "mlp_metric_nll": "nonlinear metric"}
 """Each method's name in the tables: one name per learner whatever the endpoint it was tuned for."""

@@ -162,8 +162,8 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         diff = c["summary"]["diff"]
         short = dict(SHORT)
         if _tuned(record):  # LaTeX: the tuned k in the caption and a dagger for unadjusted, so the table fits
-            short[TUNED[0]] = "attention, tuned" if latex else f"attention head, tuned ({tuned_k_text(c['per_seed'])})"
-            short["attnknn"] = f"attention, k = {k}$^\\dagger$" if latex else f"attention head, k = {k} (unadj.)"
+            short[TUNED[0]] = "attention head, tuned" if latex else f"attention head, tuned ({tuned_k_text(c['per_seed'])})"
+            short["attnknn"] = f"attention head, k = {k}$^\\dagger$" if latex else f"attention head, k = {k} (unadj.)"
         compared = [(n, "rule") for n in [*_shown(record, c), *AFTER_HEADS] if n in diff]
         compared += [(n, "NCA") for n in _shown(record, c) if "nca" in diff[n]]
         for name, against in compared:
@@ -456,7 +456,7 @@ def _summary(record: dict) -> str:
             f"of at least {100 * res['room_margin']:g} pp on validation before any head is trained" if labels else
             f"None of {n} candidate embeddings of Fashion-MNIST has room of {100 * res['room_margin']:g} pp on "
             f"validation before any head is trained")
-    who = "the attention head, its vote settings tuned," if _tuned(record) else "the attention head"
+    who = "the attention head with its vote settings tuned" if _tuned(record) else "the attention head"
     won = (f"{who} beats the tuned vote on {len(wins)} ({', '.join(wins)})" if wins else
            f"{who} beats the tuned vote on none")
     missed = [c for c in any_head if c not in labels]
@@ -478,7 +478,7 @@ def answer_lines(records: list[dict]) -> list[str]:
         any_head = _any_head_wins(record)
         text = (f"- **Weaker embeddings of {REGISTRY[record['dataset']].title}** ({', '.join(c['label'] for _, c in cands)}): "
                 f"{sum(c['has_room'] for _, c in cands)} of {len(cands)} show room on validation; "
-                f"the attention head{', vote settings tuned,' if _tuned(record) else ''} "
+                f"the attention head{', tuned,' if _tuned(record) else ''} "
                 f"beats the tuned vote on {len(wins)}" + (f" ({', '.join(wins)})" if wins else "")
                 + f", NCA on {len(_wins(record, 'nca'))}")
         out.append(f"{text}, some head on {len(any_head)} (Holm-adjusted). {table_link(NOTEBOOK)}")

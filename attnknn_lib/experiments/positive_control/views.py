@@ -111,7 +111,7 @@ def _compared(record: dict, lv: dict, with_k: bool = True) -> list[tuple[str, st
     heads = head_labels(head_names(record["results"]["heads"]), record["results"]["k"], _tuned(record),
                         lv["per_seed"] if with_k else None)
     if not with_k and TUNED_ATTNKNN["accuracy"] in heads:  # LaTeX: short names, the k in the caption
-        heads.update({TUNED_ATTNKNN["accuracy"]: "attention, tuned", "attnknn": f"attention, k = {record['results']['k']}"})
+        heads.update({TUNED_ATTNKNN["accuracy"]: "attention head, tuned", "attnknn": f"attention head, k = {record['results']['k']}"})
     diff, attention = lv["summary"]["diff"], {**heads, **optional_learners(lv)}
     out = [(label, name, "rule") for name, label in {**heads, **COMPARED, **optional_learners(lv)}.items() if name in diff]
     metrics = ("NCA", "nonlinear metric") if "mlp_metric" in diff else ("NCA",)  # each attention method against each
@@ -479,7 +479,7 @@ def answer_lines(records: list[dict]) -> list[str]:
     for record in records:
         lv = _levels(record)
         low = counted_diff(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
-        who = "the attention head, vote settings tuned," if _tuned(record) else "the attention head"
+        who = "the attention head with its vote settings tuned" if _tuned(record) else "the attention head"
         text = (f"- **A generated task with room to win** (nuisance scale s): {who} is better than the tuned "
                 f"vote {first_better(lv, 'attnknn')} ({low} at s = {lv[0][0]}), NCA "
                 f"{first_better(lv, 'nca', counted=False)}; the head beats NCA {first_better(lv, 'attnknn', 'nca')}")

@@ -320,7 +320,7 @@ def main_attention_rows(s: dict, setting: str, k: str, latex: bool) -> dict[str,
         return {}
     picks = [(f"Attn-KNN, k = {k} (diagnostic)", a)]
     if "tuned" in a:
-        picks.append((f"Attn-KNN, vote settings tuned (k {k_range(a['tuned']['k'])})", a["tuned"]))
+        picks.append((f"Attn-KNN, tuned (k {k_range(a['tuned']['k'])})", a["tuned"]))
     rows = {}
     for label, m in picks:
         ece = (m.get("ece_calibrated") or {}).get("mean")

@@ -35,7 +35,7 @@ def learned_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             cols[0]: "", cols[1]: "", cols[2]: diff_cell(cal["nll"], "nll", latex), cols[3]: diff_cell(cal["brier"], "brier", latex)}
         if "attnknn_tuned_vs_nca" in lm:
             v = lm["attnknn_tuned_vs_nca"]
-            rows[f"{where}: Attn-KNN, vote settings tuned $-$ NCA" if latex else f"{where}: Attn-KNN, vote settings tuned − NCA"] = {
+            rows[f"{where}: Attn-KNN, tuned $-$ NCA" if latex else f"{where}: Attn-KNN, tuned − NCA"] = {
                 cols[0]: "", cols[1]: diff_cell(v["accuracy"], "accuracy", latex),
                 cols[2]: diff_cell(v["nll"], "nll", latex), cols[3]: diff_cell(v["brier"], "brier", latex)}
     df = pd.DataFrame.from_dict(rows, orient="index", columns=list(cols))

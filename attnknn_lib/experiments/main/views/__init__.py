@@ -121,7 +121,7 @@ def detectable_families(record: dict) -> dict[str, dict[str, list[dict]]]:
     """The primary dataset's one family (uncorrected): per endpoint, the seed-level results of
     :data:`DETECTABLE_COMPARISONS` the record has (accuracy raw, NLL and Brier after calibration)."""
     paired = record["results"]["paired"]
-    label = f"{REGISTRY[record['dataset']].title}: Attn-KNN (vote settings tuned), NCA vs tuned vote; Attn-KNN vs CNN, vs fixed-vote control"
+    label = f"{REGISTRY[record['dataset']].title}: Attn-KNN, tuned, and NCA vs tuned vote; Attn-KNN vs CNN, vs fixed-vote control"
     return {label: {m: [paired[c]["seed_level"]["raw" if m == "accuracy" else "calibrated"][m] for c in cs if c in paired]
                     for m, cs in DETECTABLE_COMPARISONS.items()}}
 
@@ -159,7 +159,7 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
         out["reliability"] = save_output_figure(ARTIFACTS, paths, "reliability", name, fig)
     out["paired"] = ARTIFACTS.write_table(paths, "paired", name, booktabs(
         diff_frame(res["paired"]),
-        f"{title}: paired differences on the same test points (A minus B; Attn-KNN, vote settings tuned: Attn-KNN with its vote "
+        f"{title}: paired differences on the same test points (A minus B; Attn-KNN, tuned: Attn-KNN with its vote "
         f"settings ($k$, label filter and prior correction) chosen on validation, for NLL where it says so; rows against the vote tuned for the calibration endpoint give its "
         f"NLL and Brier only; the comparisons with tuned vote settings give no per-seed rows). Per seed: 95\\% "
         f"paired bootstrap intervals over test points. Mean: over seeds {seeds}, the mean of the per-seed differences, its 95\\% "
@@ -340,7 +340,7 @@ def _descriptive_line(records: list[dict], primary: dict) -> str | None:
             parts.append(f"{REGISTRY[r['dataset']].title} {100 * d['value']:+.2f} pp")
     if not parts:
         return None
-    return ("- The other datasets are descriptive (no verdict): Attn-KNN" + (", vote settings tuned," if any(
+    return ("- The other datasets are descriptive (no verdict): Attn-KNN" + (" with its vote settings tuned" if any(
         "attnknn_tuned_vs_reference" in r["results"]["paired"] for r in others) else "")
             + " minus the tuned vote in accuracy: " + "; ".join(parts) + ".")
 
@@ -368,7 +368,7 @@ def findings(records: list[dict]) -> str:
         if acc is not None:
             lines.append(f"- {who}: {point_text(acc, 'accuracy')} in accuracy, {point_text(nll, 'nll')} in calibrated NLL.")
     for name, who in (("attnknn_tuned_vs_reference_nll", "Attn-KNN with its vote settings tuned for NLL minus the NLL-tuned vote"),
-                      ("attnknn_tuned_vs_nca_nll", "Attn-KNN with its vote settings tuned for NLL minus NCA (NLL-tuned)")):
+                      ("attnknn_tuned_vs_nca_nll", "Attn-KNN with its vote settings tuned for NLL minus NCA tuned for NLL")):
         nll, brier = _seed_level(res, name, "calibrated", "nll"), _seed_level(res, name, "calibrated", "brier")
         if nll is not None:
             lines.append(f"- Calibration endpoint, {who}: NLL {point_text(nll, 'nll')}, Brier {point_text(brier, 'brier')}.")

@@ -16,9 +16,9 @@ from attnknn_lib.report.tables import DIFF_FORMAT, signed_bound
 
 LABELS = {**method_names({**METHOD_LABELS, **OTHER_LABELS}), **KNOB_LABELS, **LEARNED_LABELS,
           "best baseline": "fixed-k vote", "fixed_vote": "fixed-vote control"}
-SHORT = {"attnknn": "Attn-KNN", "attnknn_tuned": "Attn-KNN, vote settings tuned", "attnknn_tuned_nll": "Attn-KNN, tuned for NLL",
+SHORT = {"attnknn": "Attn-KNN", "attnknn_tuned": "Attn-KNN, tuned", "attnknn_tuned_nll": "Attn-KNN, tuned for NLL",
          "reference": "tuned vote", "reference_nll": "NLL-tuned vote", "best baseline": "fixed-k vote",
-         "cnn": "CNN", "nca": "NCA", "nca_nll": "NCA, NLL-tuned", "linear_probe": "linear probe",
+         "cnn": "CNN", "nca": "NCA", "nca_nll": "NCA, tuned for NLL", "linear_probe": "linear probe",
          "fixed_vote": "fixed-vote control"}
 """Short names for the rows of the paired tables (they must fit the page unscaled)."""
 ENDPOINT = ("nll", "brier")  # the calibration endpoint: proper scores after calibration
