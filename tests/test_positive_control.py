@@ -309,3 +309,42 @@ def test_where_a_learner_starts_to_win_is_the_smallest_better_scale_and_whether_
              for i, v in enumerate(verdicts)]
     assert first_better(units, "nca", counted=False, latex=True) == words
     assert first_better(units, "nca", counted=False) == words.replace("$", "")  # plain in Markdown
+
+
+def _declared_record(scales=(0.0, 0.5, 1.0, 1.25, 1.5, 2.0)) -> dict:
+    """A record as the one budget measures it: every scale holds the declaration's 15 comparisons per
+    endpoint, each a seed-level result over 5 seeds. NCA gains 0.6 pp (a t of about 4.6 per
+    comparison: "better" on its own, not after Holm over 90); the rest gains nothing."""
+    from attnknn_lib.evaluation.verdicts import seed_level
+    from attnknn_lib.experiments.common.declared_family import declared_comparisons
+
+    levels = {}
+    for scale in scales:
+        diff: dict = {}
+        for metric in ("accuracy", "nll", "brier"):
+            for m, r in declared_comparisons(metric):
+                gain = 0.006 if m == "nca" else 0.0
+                per_seed = [gain + 0.003 * (i - 2) / 2 for i in range(5)]
+                diff.setdefault(m, {}).setdefault(r, {})[metric] = seed_level(per_seed, 0.0, metric)
+        levels[f"{scale:g}"] = {"nuisance_scale": scale, "summary": {"diff": diff}}
+    return {"config": {}, "results": {"levels": levels}}
+
+
+def test_a_record_under_the_one_budget_is_read_in_the_declared_holm_family_of_every_scale():
+    """The declaration: one Holm family per endpoint, 15 comparisons at each of 6 scales (m = 90), in its
+    words; a record measured before (no nonlinear metric, no heads at k_w) is read unadjusted, as declared."""
+    from attnknn_lib.experiments.positive_control import views
+
+    record = _declared_record()
+    nca = record["results"]["levels"]["2"]["summary"]["diff"]["nca"]["reference"]["accuracy"]
+    assert nca["verdict"] == "better"  # on its own interval
+    read = views.declared(record)
+    assert read["results"]["multiplicity"]["family_sizes"] == {"accuracy": 90, "nll": 90, "brier": 90}
+    adjusted = read["results"]["levels"]["2"]["summary"]["diff"]["nca"]["reference"]["accuracy"]
+    assert adjusted["family_size"] == 90 and adjusted["verdict"] == "inconclusive"
+    assert adjusted["verdict_unadjusted"] == "better" and (adjusted["low"], adjusted["high"]) == (nca["low"], nca["high"])
+    assert views.declared(read)["results"]["levels"]["2"]["summary"]["diff"] == read["results"]["levels"]["2"]["summary"]["diff"]
+    assert record["results"]["levels"]["2"]["summary"]["diff"]["nca"]["reference"]["accuracy"] is nca  # not mutated
+    assert views.frames.multiplicity_words(record)[0] == "Holm-adjusted over its 90 declared comparisons"
+    old = _record()  # measured before the declaration: no nonlinear metric
+    assert views.declared(old) is old and views.frames.multiplicity_words(old)[0] == "unadjusted"

@@ -63,7 +63,9 @@ def metric_macros(prefix: tuple[str, ...], entry: dict, key: str = "value") -> d
 
 # how a seed-level verdict (attnknn_lib.evaluation.verdicts) reads in "A is ... B"
 VERDICT_PHRASES = {"better": "better than", "worse": "worse than", "equivalent": "equivalent to",
-                   "inconclusive": "inconclusive against", "identical": "identical to"}
+                   "inconclusive": "inconclusive against", "identical": "identical to",
+                   "better, within the margin": "better (within the margin) than",
+                   "worse, within the margin": "worse (within the margin) than"}
 
 
 def verdict_words(macros: dict[str, str]) -> dict[str, str]:

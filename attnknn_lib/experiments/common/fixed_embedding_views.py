@@ -204,7 +204,7 @@ def forest_figure(units: list[tuple[str, Mapping]], learners: Mapping[str, str],
     points, every axis is linear within -/+ 1 point and logarithmic beyond (so the margins stay visible)."""
     n, ncols = len(learners), min(len(units), FOREST_COLUMNS)
     nrows = -(-len(units) // ncols)
-    fig, grid = plt.subplots(nrows, ncols, figsize=(1.6 + 1.75 * ncols, 0.7 + (0.4 + 0.3 * n) * nrows), sharey=True,
+    fig, grid = plt.subplots(nrows, ncols, figsize=(1.6 + 1.75 * ncols, 0.7 + (0.4 + 0.24 * n) * nrows), sharey=True,
                              layout="constrained", squeeze=False)
     axes = [list(grid.flat)[:len(units)]]
     for ax in list(grid.flat)[len(units):]:

@@ -19,7 +19,7 @@ the test term of the paired bootstrap, the same resamples applied to every seed 
 
 The record (:func:`run`): per candidate the gate over seeds (it passes when its best learner's mean
 cross-fitted room reaches ``room_margin``), the summary and the verdicts. Per endpoint one Holm family
-holds, on every candidate that passes, the 15 declared comparisons (:func:`family`): 11 learners
+holds, on every candidate that passes, the 15 declared comparisons (:func:`family`, :mod:`~attnknn_lib.experiments.common.declared_family`): 11 learners
 against the endpoint's tuned vote, and Attn-KNN read with the vote's settings, trained at k and at
 k_w, against each learned metric; the candidates that fail form one exploratory family per endpoint.
 The words are the declaration's (:func:`~attnknn_lib.evaluation.verdicts.holm_confirmatory`).
@@ -36,9 +36,10 @@ from attnknn_lib.base.progress import bar
 from attnknn_lib.base.provenance import config_fingerprint
 from attnknn_lib.data.registry import Dataset, DataSplit, load_dataset
 from attnknn_lib.evaluation.bootstrap import resample_counts
-from attnknn_lib.evaluation.verdicts import holm_confirmatory
 from attnknn_lib.experiments.common import gate as gating
 from attnknn_lib.experiments.common import shared as core
+from attnknn_lib.experiments.common.declared_family import declared_comparisons as family
+from attnknn_lib.experiments.common.declared_family import holm_declared
 from attnknn_lib.experiments.common.fixed_embedding import ENDPOINTS, compare, paired_test_errors, summarise
 from attnknn_lib.experiments.confirmatory.config import ARTIFACTS, DATASET, LABELS, NAME, Config
 from attnknn_lib.experiments.framework.declaration import Measurement
@@ -132,32 +133,16 @@ def _parse(cfg: Config, part: str) -> tuple[str, int]:
     return name, int(seed)
 
 
-def family(metric: str) -> list[tuple[str, str]]:
-    """The declared comparisons (method, reference) of ``metric`` on one candidate: 11 learners against
-    the endpoint's tuned vote, then Attn-KNN with the vote's settings (trained at k, at k_w) against each
-    learned metric. Learners with vote settings enter tuned on accuracy, or on NLL for calibration."""
-    s = "" if metric == "accuracy" else "_nll"
-    learners = (f"nca{s}", f"mlp_metric{s}", "linear_probe", "learner", f"attnknn_tuned{s}", f"attnknn_wide_tuned{s}",
-                "attnknn_label_wide", "attnknn_self_wide", "label_aware", "readout", "query_only")
-    attention = (f"attnknn_tuned{s}", f"attnknn_wide_tuned{s}")
-    return ([(m, f"reference{s}") for m in learners]
-            + [(a, r) for a in attention for r in (f"nca{s}", f"mlp_metric{s}")])
-
-
 def holm_correct(candidates: dict[str, dict]) -> dict:
-    """Per endpoint two families (the declaration's): every declared comparison (:func:`family`) on the
-    candidates that pass the gate, and the same on those that fail (exploratory). Each summary entry is
-    replaced by its Holm-adjusted result in the declaration's words; returns each family's size."""
+    """Per endpoint two families (the declaration's): every declared comparison
+    (:func:`~attnknn_lib.experiments.common.declared_family.declared_comparisons`) on the candidates that
+    pass the gate, and the same on those that fail (exploratory). Each summary entry is replaced by its
+    Holm-adjusted result in the declaration's words; returns each family's size."""
     sizes: dict[str, dict[str, int]] = {"confirmatory": {}, "exploratory": {}}
     for metric, _ in ENDPOINTS:
         for kind, passed in (("confirmatory", True), ("exploratory", False)):
-            tests = {(c, m, r): cand["summary"]["diff"][m][r][metric] for c, cand in candidates.items()
-                     if cand["gate"]["passed"] == passed for m, r in family(metric)
-                     if metric in cand["summary"]["diff"].get(m, {}).get(r, {})}
-            adjusted = holm_confirmatory({"|".join(key): d for key, d in tests.items()}, metric) if tests else {}
-            for (c, m, r) in tests:
-                candidates[c]["summary"]["diff"][m][r][metric] = adjusted["|".join((c, m, r))]
-            sizes[kind][metric] = next((d["family_size"] for d in adjusted.values()), 0)  # identical ones left out
+            units = {c: cand for c, cand in candidates.items() if cand["gate"]["passed"] == passed}
+            sizes[kind][metric] = holm_declared(units, metric)  # identical ones left out
     return sizes
 
 

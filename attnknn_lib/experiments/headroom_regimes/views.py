@@ -255,7 +255,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             verdict_frame(record, latex=True),
             f"Weaker embeddings: each head, the boosted-trees learner, NCA (the tuned vote's search run again in the space of a linear "
             f"map learned with the NCA loss), the linear probe and the query-only control minus the tuned vote, then "
-            f"each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over {n} seeds. Accuracy against "
+            f"each head minus NCA (rows `vs NCA'), seed-level 95\\,\\% intervals over {n} seeds. Accuracy against "
             f"the tuned vote (or NCA); NLL and Brier, after calibration on validation, against the NLL-tuned vote (or NCA tuned for NLL). "
             f"Candidates: PCA of pixels, the CNN "
             f"trained on few labels, the CNN trained on other classes; $^*$: the head chosen on validation (the "

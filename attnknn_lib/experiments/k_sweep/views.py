@@ -73,7 +73,7 @@ def table_frame(record: dict, split: str = "test_raw", metric: str = "accuracy")
     res = record["results"]
     pair_split = "raw" if split == "test_raw" else "calibrated"
     short = {"uniform": "Uniform", "distance": "Distance", "cosine": "Cosine", "attnknn": "Attn-KNN",
-             "attnknn_retrained": "Attn.\\ at $k$"}
+             "attnknn_retrained": "attention head at $k$"}
     rows = {}
     diffs = seed_verdicts(record, "attnknn", metric, pair_split)  # as measured
     for k in res["k_values"]:
@@ -94,7 +94,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     retrained = res["paired"][str(res["k_values"][0])].get("attnknn_retrained", {}).get("n_seeds", 0)
     note = (f"Mean $\\pm$ s.d.\\ over seeds {seeds} of the clean-trained Attn-KNN models; "
             f"Attn-KNN as trained (attention trained at $k = {res['training_k']}$) and with a fresh attention trained "
-            f"at each $k$ on the frozen embedding (\"Attn.\\ at $k$\", {retrained} seed{'s' * (retrained != 1)}); $\\Delta$: Attn-KNN minus "
+            f"at each $k$ on the frozen embedding (the attention head at each $k$, {retrained} seed{'s' * (retrained != 1)}); $\\Delta$: Attn-KNN minus "
             f"the best fixed vote at that $k$ (the weighting best on validation), paired on the test points, with its 95\\% seed-level "
             f"$t$ interval.")
     out = {"table": ARTIFACTS.write_table(paths, "table", d, booktabs(
@@ -115,7 +115,7 @@ def summary_frame(record: dict) -> pd.DataFrame:
     calibrated ECE; the s.d. over seeds and the intervals are in the LaTeX tables and the record."""
     res = record["results"]
     short = {"uniform": "Uniform", "distance": "Distance", "cosine": "Cosine", "attnknn": "Attn-KNN",
-             "attnknn_retrained": "Attn. at k"}
+             "attnknn_retrained": "attention head at k"}
     rows = {}
     for k in res["k_values"]:
         summ, row = res["summary"][str(k)], {}

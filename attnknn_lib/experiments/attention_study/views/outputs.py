@@ -97,8 +97,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"$k={cfg['k']}$ neighbours of the frozen embedding; ``chosen'' names the head with the best validation accuracy. "
             f"Attn-KNN: the end-to-end model at the $k$ it was trained at, and tuned: with its vote settings chosen on "
             f"validation. Query-only: the query-only control. The noisy memories sit on the clean-trained embedding; the long-tailed one on a model "
-            f"retrained on the long-tailed training set. Unlike the label-noise experiment (Table~\\ref{{tab:noise}}), whose validation labels "
-            f"are noisy, every choice here is made on clean validation labels. {src}.",
+            f"retrained on the long-tailed training set. Every choice here is made on clean validation labels. {src}.",
             "tab:study-best", escape_index=True, colsep="2pt", size="scriptsize")),
         "reference": ARTIFACTS.write_table(paths, "reference", d, booktabs(
             ref_frame,
@@ -119,7 +118,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"neighbours' labels, distances, ranks and their own neighbours' agreement and are trained on clean "
             f"held-out validation labels, cross-fitted in two halves (each fit on one half, tuned on a fifth of it, "
             f"applied to the other): gradient-boosted trees on per-class neighbour features (trees), reading as "
-            f"many neighbours as the reference chose (at least k), "
+            f"many neighbours as the tuned vote chose (at least k), "
             f"and the label-aware attention at k (label-aware). Learnable room: per seed, the one with the better out-of-fold validation accuracy minus the "
             f"tuned vote (so it need not equal a difference of the columns, which average each learner over seeds), "
             f"with its 95\\% seed-level $t$ interval and verdict "

@@ -28,7 +28,7 @@ def study_macros(record: dict) -> dict[str, str]:
     k = str(record["config"]["k"])
     out: dict[str, str] = {}
     out[macro_name(NAME, ds, "Trees Read")] = (  # what the boosted-trees learner read
-        "as many neighbours as the reference chose (so the reference's wide votes are no handicap to them)")
+        "as many neighbours as the tuned vote chose (so its wide votes are no handicap to them)")
     # the paper's sentence on the long-tailed models' budget, as the record's config has it
     out[macro_name(NAME, ds, "Long Tail Budget")] = (
         "The long-tailed models train on a subset for fewer epochs than main's: they are reported, not counted."

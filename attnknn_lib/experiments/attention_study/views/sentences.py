@@ -155,8 +155,8 @@ def collapse_sentences(record: dict, diff_text=interval_text) -> list[str]:
                    f"{diff_text(d['verdicts_reference']['accuracy'], 'accuracy')}")
     m = beside.get(MAIN_ATTNKNN)
     if m and (m.get("score_range") or {}).get("mean") is not None:
-        out.append(f"Attn-KNN's scores, its temperature ({m['temperature']['mean']:.3f}) included, span "
-                   f"{m['score_range']['mean']:.3f} within a neighbourhood: its largest weight is at most "
+        out.append(f"Within a neighbourhood, Attn-KNN's scores, with its temperature "
+                   f"({m['temperature']['mean']:.3f}) applied, span {m['score_range']['mean']:.3f}: its largest weight is at most "
                    f"{np.exp(m['score_range']['mean']):.2f} times its smallest")
     return out
 

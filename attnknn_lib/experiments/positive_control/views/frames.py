@@ -1,27 +1,25 @@
-"""Positive-control views: tables, the figure, macros, README lines and findings read off its record
-(no measuring)."""
+"""The positive control's tables and figures: the notebook's frames, the figure, the forest plot and
+``write_outputs`` (the LaTeX tables with their captions), read off its record."""
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
+from attnknn_lib.experiments.common.declared_family import has_declared, holm_declared
 from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.experiments.common.fixed_embedding_views import (
-    LEARNED_MACROS,
     difference,
-    first_better,
     forest_and_detectable,
-    grid_macros,
     latex_headroom_columns,
-    learned_macros,
     optional_learners,
     pp,
     tuned_everywhere,
     verdict_row,
     verdict_table,
-    wins,
 )
 from attnknn_lib.experiments.common.learned_metric import LABELS
 from attnknn_lib.experiments.common.views import (
@@ -29,33 +27,18 @@ from attnknn_lib.experiments.common.views import (
     TUNED_ATTNKNN,
     TUNED_CAPTION,
     TUNED_LABEL,
-    all_tuned,
-    answer_findings,
-    answer_then_lines,
     counted_diff,
-    counted_method,
     head_labels,
-    tuned_k,
     tuned_k_note,
 )
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
 from attnknn_lib.report.figures import plt, save_output_figure
 from attnknn_lib.report.findings import (
     HEAD_NAMES,
-    NOT_MEASURED,
-    across_text,
     head_names,
-    point_text,
-    share_text,
-    table_link,
     vote_heads,
 )
 from attnknn_lib.report.macros import (
-    VERDICT_PHRASES,
-    count_phrase,
-    macro_name,
-    record_macros,
-    signed,
     source_note,
 )
 from attnknn_lib.report.tables import booktabs
@@ -84,6 +67,30 @@ def _levels(record: dict) -> list[tuple[str, dict]]:
 def _tuned(record: dict) -> bool:
     """Whether every scale holds the attention head with tuned vote settings (then the views count it)."""
     return tuned_everywhere(_levels(record))
+
+
+def declared(record: dict) -> dict:
+    """The record as its views read it. Measured under the one budget (every scale holds the
+    declaration's 15 comparisons per endpoint), its verdicts are Holm-adjusted in one family per endpoint
+    over every scale (m = 90 at six; :mod:`~attnknn_lib.experiments.common.declared_family`), in the
+    declaration's words, intervals as measured; a record measured before the declaration is read as it
+    was declared, each verdict unadjusted. Applying it twice changes nothing."""
+    if not all(has_declared(lv["summary"]["diff"]) for _, lv in _levels(record)):
+        return record
+    out = copy.deepcopy(record)
+    sizes = {metric: holm_declared(out["results"]["levels"], metric) for metric in ("accuracy", "nll", "brier")}
+    out["results"]["multiplicity"] = {"method": "holm", "words": "confirmatory", "family_sizes": sizes}
+    return out
+
+
+def multiplicity_words(record: dict) -> tuple[str, str]:
+    """(short, long) words for how the record's verdicts were read: "unadjusted" / "an unadjusted single
+    comparison", or Holm-adjusted over its declared family (:func:`declared`)."""
+    sizes = declared(record)["results"].get("multiplicity", {}).get("family_sizes")
+    if not sizes:
+        return "unadjusted", "an unadjusted single comparison"
+    return (f"Holm-adjusted over its {sizes['accuracy']} declared comparisons",
+            f"Holm-adjusted within one family per endpoint of the {sizes['accuracy']} declared comparisons")
 
 
 def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
@@ -124,6 +131,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     accuracy against the accuracy-tuned one, NLL and Brier (after calibration) against the NLL-tuned
     one, each as difference [95 % interval] and verdict; and the head's effective k (exp of the
     weights' entropy, mean over test queries and seeds)."""
+    record = declared(record)
     rows = {f"s = {key}, {label}": verdict_row(lv, name, against) for key, lv in _levels(record)
             for label, name, against in _compared(record, lv, with_k=not latex)}  # LaTeX: the k in the caption
     return verdict_table(rows, "scale, method", latex)
@@ -209,6 +217,7 @@ def figure(record: dict):
     one axis (the oracles' room, far larger, is in the headroom table). Right: the effective k of the
     heads that vote (not the readout), with the k they read and the threshold declared for 'moved
     from uniform'."""
+    record = declared(record)
     res = record["results"]
     lv = _levels(record)
     x = np.array([v["nuisance_scale"] for _, v in lv])
@@ -244,13 +253,14 @@ def figure(record: dict):
 
 
 def write_outputs(record: dict, paths: Paths) -> dict:
+    record = declared(record)
     src = source_note(NOTEBOOK, ARTIFACTS.record_file(DATASET))
     res = record["results"]
     n, k = len(res["seeds"]), res["k"]
     out = {"headroom": ARTIFACTS.write_table(paths, "headroom", DATASET, booktabs(
         headroom_frame(record, latex=True).T,
         f"Positive control: room to win against the nuisance scale (test accuracy in \\%, mean over {n} seeds). "
-        f"Recall, uniform vote and fixable share at Attn-KNN's $k = {k}$; the tuned vote "
+        f"Recall, uniform vote and fixable share at the heads' $k = {k}$; the tuned vote "
         f"(its $k$ per seed); the geometry-only vote (the best uniform, distance or cosine vote over at most {k} neighbours, no filter or prior correction); the {k} retrieved neighbours "
         f"reweighted by their distance in the informative dimensions (which the generator knows), the same at the "
         f"tuned vote's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
@@ -260,8 +270,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
             verdict_frame(record, latex=True),
             f"Positive control: each head, the boosted-trees learner, NCA, the linear probe and the query-only control "
-            f"minus the tuned vote, then each head minus NCA (rows 'vs NCA'), seed-level 95\\,\\% intervals over "
-            f"{n} seeds (each seed its own data and test set). Accuracy against the tuned vote (or NCA); NLL and "
+            f"minus the tuned vote, then each head minus NCA (rows `vs NCA'), seed-level 95\\,\\% intervals over "
+            f"{n} seeds (each seed its own data and test set), verdicts {multiplicity_words(record)[0]}. Accuracy against the tuned vote (or NCA); NLL and "
             f"Brier, after calibration on validation, against the NLL-tuned vote (or NCA tuned for NLL). "
             f"{TUNED_CAPTION + tuned_k_note(_levels(record), 's = ') if _tuned(record) else ''}Effective $k$: exp of the entropy of the weights as trained "
             f"(--: not a vote, or the attention head with tuned vote settings, whose weights are those of its row at "
@@ -288,210 +298,3 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"informative distance. {src}.", f"tab:{NAME}_diagnostic", escape_index=True, size="footnotesize"))
     return out | forest_and_detectable(ARTIFACTS, paths, DATASET, src, "Positive control", [(f"s = {s}", lv) for s, lv in
                                        _levels(record)], res["heads"], _tuned(record), lambda lv: _compared(record, lv, False))
-
-
-RANKS = ("Max", "Second", "Third", "Min")  # the scales the paper names: largest, next two, smallest
-
-
-def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
-    """One level's macros under its rank ``tag``; '--' for each when the profile has no such level."""
-    if lv is None:
-        names = ("Scale", "Room", "Attnknn Acc Diff", "Attnknn Acc Low", "Attnknn Acc High", "Attnknn Acc Verdict",
-                 "Attnknn Acc Phrase", "Learner Acc Diff", "Learner Acc Low", "Learner Acc High", "Learner Acc Verdict", "Attnknn Nll Diff",
-                 "Attnknn Nll Low", "Attnknn Nll High", "Attnknn Nll Verdict", "Attnknn Eff K", "Reference Acc",
-                 "Attnknn Acc", "Oracle Inside Acc", "Fixable", "Attnknn At K Acc Diff", "Attnknn At K Acc Verdict",
-                 "Attnknn Tuned K", "Attnknn Tuned At Cap Words")
-        return {macro_name(*pre, tag, n): "--" for n in names}
-    s = lv["summary"]
-    out = {macro_name(*pre, tag, "Scale"): f"{lv['nuisance_scale']:g}"}
-    for name, head in (("attnknn", "Attnknn"), ("learner", "Learner")):
-        acc = counted_diff(lv, name, "reference", "accuracy")
-        out[macro_name(*pre, tag, head, "Acc Diff")] = signed(100 * acc["value"], 2)
-        out[macro_name(*pre, tag, head, "Acc Low")] = signed(100 * acc["low"], 2)
-        out[macro_name(*pre, tag, head, "Acc High")] = signed(100 * acc["high"], 2)
-        out[macro_name(*pre, tag, head, "Acc Verdict")] = acc["verdict"]
-    # "better than the tuned vote", for a sentence whose verdict comes before what was compared
-    out[macro_name(*pre, tag, "Attnknn Acc Phrase")] = VERDICT_PHRASES[out[macro_name(*pre, tag, "Attnknn Acc Verdict")]]
-    nll = counted_diff(lv, "attnknn", "reference_nll", "nll")
-    at_k = difference(lv, "attnknn", "reference", "accuracy")  # the head as trained: a diagnostic where tuned exists
-    out[macro_name(*pre, tag, "Attnknn At K Acc Diff")] = signed(100 * at_k["value"], 2)
-    out[macro_name(*pre, tag, "Attnknn At K Acc Verdict")] = at_k["verdict"]
-    out[macro_name(*pre, tag, "Attnknn Tuned K")] = tuned_k(lv["per_seed"]) if all_tuned([s["diff"]]) else "--"
-    # the seeds whose tuned k is the most neighbours the search may read (an open edge: more might gain more)
-    out[macro_name(*pre, tag, "Attnknn Tuned At Cap Words")] = count_phrase(
-        sum("k" in p["methods"][TUNED_ATTNKNN["accuracy"]]["info"]["edges"] for p in lv["per_seed"].values()),
-        len(lv["per_seed"])) if all_tuned([s["diff"]]) else "--"
-    out[macro_name(*pre, tag, "Room")] = signed(
-        100 * (s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]), 2)
-    out[macro_name(*pre, tag, "Attnknn Nll Diff")] = signed(nll["value"], 3)
-    out[macro_name(*pre, tag, "Attnknn Nll Low")] = signed(nll["low"], 3)
-    out[macro_name(*pre, tag, "Attnknn Nll High")] = signed(nll["high"], 3)
-    out[macro_name(*pre, tag, "Attnknn Nll Verdict")] = nll["verdict"]
-    out[macro_name(*pre, tag, "Attnknn Eff K")] = f"{s['effective_k']['attnknn']:.1f}"
-    out[macro_name(*pre, tag, "Reference Acc")] = pp(s["means"]["reference"]["accuracy"])
-    out[macro_name(*pre, tag, "Attnknn Acc")] = pp(s["means"][counted_method(s["diff"], "attnknn", "accuracy")]["accuracy"])
-    out[macro_name(*pre, tag, "Oracle Inside Acc")] = pp(s["means"]["oracle_inside_k"]["accuracy"])
-    out[macro_name(*pre, tag, "Fixable")] = pp(s["headroom"]["at_k"]["fixable"])
-    return out
-
-
-LEVEL_LEARNED_MACROS = (*LEARNED_MACROS, "Attnknn Vs Nca Nll Diff", "Attnknn Vs Nca Nll Verdict",
-                        "Attnknn Share Retrieval", "Attnknn Share Inside", "Nca Share Retrieval", "Nca Share Inside",
-                        "Oracle Retrieval Acc", "Label Aware Acc", "Label Aware Informative Acc", "Label Aware Rho",
-                        "Label Aware Informative Rho", "Retrieved Rho")
-
-
-def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
-    """One level's numbers of the learned metric, the shares of the room and the label-aware
-    diagnostic under its rank ``tag``; '--' for each where the profile has no such level, and for the
-    diagnostic where the record lacks it."""
-    if lv is None:
-        return {macro_name(*pre, tag, n): "--" for n in LEVEL_LEARNED_MACROS}
-    s = lv["summary"]
-    out = learned_macros(pre, tag, lv)
-    out[macro_name(*pre, tag, "Oracle Retrieval Acc")] = pp(s["means"]["oracle_retrieval"]["accuracy"])
-    nll = counted_diff(lv, "attnknn", "nca_nll", "nll")
-    out[macro_name(*pre, tag, "Attnknn Vs Nca Nll Diff")] = signed(nll["value"], 3)
-    out[macro_name(*pre, tag, "Attnknn Vs Nca Nll Verdict")] = nll["verdict"]
-    for name, head in ((counted_method(s["diff"], "attnknn", "accuracy"), "Attnknn"), ("nca", "Nca")):
-        for oracle, word in (("retrieval", "Retrieval"), ("inside_k", "Inside")):
-            out[macro_name(*pre, tag, head, "Share", word)] = _share(s["shares"][oracle]["methods"][name]["of_means"])
-    d = s.get("label_aware_diagnostic")
-    for key, value in (("Label Aware Acc", d and pp(d["as_retrieved"]["accuracy"])),
-                       ("Label Aware Informative Acc", d and pp(d["informative"]["accuracy"])),
-                       ("Label Aware Rho", d and f"{d['as_retrieved']['weights_vs_informative']:.2f}"),
-                       ("Label Aware Informative Rho", d and f"{d['informative']['weights_vs_informative']:.2f}"),
-                       ("Retrieved Rho", d and f"{d['retrieved_vs_informative']:.2f}")):
-        out[macro_name(*pre, tag, key)] = value or "--"
-    return out
-
-
-def pc_macros(record: dict) -> dict[str, str]:
-    """The generator's sizes, and per ranked scale (:data:`RANKS`: the largest, the next two, the
-    smallest; '--' where a profile has fewer levels) Attn-KNN and the boosted-trees learner against
-    the tuned vote, Attn-KNN's NLL against the NLL-tuned vote, its effective k and the room."""
-    res = record["results"]
-    pre = (NAME,)
-    out = {macro_name(*pre, "Seeds"): str(len(res["seeds"])), macro_name(*pre, "K"): str(res["k"]),
-           macro_name(*pre, "Moved Threshold"): f"{res['moved_threshold']:.1f}",
-           macro_name(*pre, "Levels"): str(len(res["levels"]))}
-    task = res["task"]
-    for key, name in (("num_classes", "Classes"), ("clusters_per_class", "Clusters"),
-                      ("informative_dims", "Informative Dims"), ("nuisance_dims", "Nuisance Dims")):
-        out[macro_name(*pre, name)] = str(task[key])
-    out[macro_name(*pre, "Dims")] = str(task["informative_dims"] + task["nuisance_dims"])
-    levels = [lv for _, lv in _levels(record)]  # smallest scale first
-    ranked = {"Max": levels[-1], "Second": levels[-2] if len(levels) > 2 else None,
-              "Third": levels[-3] if len(levels) > 3 else None, "Min": levels[0]}
-    for tag in RANKS:
-        out.update(_level_macros(pre, tag, ranked[tag]))
-        out.update(_learned_macros(pre, tag, ranked[tag]))
-    # where each learner starts to be better than the tuned vote (and the attention head than NCA), in words
-    out.update(grid_macros(pre, _levels(record), ADDED_LATER))
-    for key, name, against, counted in (f for f in FIRST_BETTER if f[1] in levels[0]["summary"]["diff"]):
-        out[macro_name(*pre, key, "First Better")] = first_better(_levels(record), name, against, counted, latex=True)
-    return out
-
-
-FIRST_BETTER = (("Attnknn", "attnknn", "reference", True), ("Attnknn At K", "attnknn", "reference", False),
-                ("Nca", "nca", "reference", False), ("Attnknn Than Nca", "attnknn", "nca", True),
-                ("Readout", "readout", "reference", False), ("Query Only", "query_only", "reference", False))
-ADDED_LATER = ("1.1", "1.25", "1.4")  # scales added after the first run's results (b2a6fb1); 1.1, 1.4 cut (b970947)
-
-
-def macros(records: list[dict]) -> dict[str, str]:
-    return record_macros(records, pc_macros, NOTEBOOK, ARTIFACTS.record_file, aliases=False)
-
-
-def _mean(lv: dict, method: str) -> float:
-    return lv["summary"]["means"][method]["accuracy"]
-
-
-def finding_lines(record: dict) -> list[str]:
-    """The findings' bullets, one point each across the nuisance scales: the room (oracle inside k
-    minus the tuned vote), the counted attention head against the tuned vote (accuracy) and the
-    NLL-tuned vote (calibrated NLL), the head as trained at k (a diagnostic), NCA against the tuned
-    vote and the head against NCA, the shares of the oracle retrieval's gain, the effective k, the
-    learnable-headroom learner and the label-aware diagnostic. Values and verdict words; the intervals
-    are in the notebook's tables."""
-    res = record["results"]
-    k, levels, tuned = res["k"], _levels(record), _tuned(record)
-    who = "The attention head with its vote settings tuned" if tuned else "The attention head"
-
-    def row(what: str, text) -> str:
-        return across_text(what, [(f"s = {key}:", text(lv)) for key, lv in levels])
-
-    def shares(lv: dict) -> str:
-        s = lv["summary"]
-        sh = s["shares"]["retrieval"]["methods"]
-        head, nca = sh[counted_method(s["diff"], "attnknn", "accuracy")]["of_means"], sh["nca"]["of_means"]
-        return NOT_MEASURED if head is None and nca is None else f"{share_text(head)} / {share_text(nca)}"
-
-    lines = [
-        row(f"Room inside the {k} neighbours (oracle weights minus the tuned vote)",
-            lambda lv: f"{signed(100 * (_mean(lv, 'oracle_inside_k') - _mean(lv, 'reference')), 2)} pp"),
-        row(f"{who} minus the tuned vote in accuracy",
-            lambda lv: point_text(counted_diff(lv, "attnknn", "reference", "accuracy"), "accuracy"))]
-    if tuned:
-        lines.append(row(f"The attention head at k = {k}, as trained (a diagnostic), minus the tuned vote",
-                         lambda lv: point_text(difference(lv, "attnknn", "reference", "accuracy"), "accuracy")))
-    lines += [
-        row(f"{who} minus the NLL-tuned vote in calibrated NLL",
-            lambda lv: point_text(counted_diff(lv, "attnknn", "reference_nll", "nll"), "nll")),
-        row("NCA (a linear metric learned with the same vote) minus the tuned vote",
-            lambda lv: point_text(difference(lv, "nca", "reference", "accuracy"), "accuracy")),
-        row(f"{who} minus NCA", lambda lv: point_text(counted_diff(lv, "attnknn", "nca", "accuracy"), "accuracy")),
-        row("Share of the oracle retrieval's gain captured (attention head / NCA; not measured without a gain)", shares),
-        row(f"As trained, the attention head's effective k (of {k})",
-            lambda lv: f"{lv['summary']['effective_k']['attnknn']:.1f}"),
-        row("Boosted trees on neighbour features minus the tuned vote",
-            lambda lv: point_text(difference(lv, "learner", "reference", "accuracy"), "accuracy"))]
-    diag = [(key, lv["summary"]["label_aware_diagnostic"]) for key, lv in levels
-            if lv["summary"].get("label_aware_diagnostic")]
-    if diag:
-        key, d = diag[-1]  # the largest scale that has it (every scale: the diagnostic table)
-        lines.append(f"- At s = {key}, the label-aware head gets {pp(d['as_retrieved']['accuracy'])} % (its weights' "
-                     f"rank correlation with the informative distance {d['as_retrieved']['weights_vs_informative']:.2f}); "
-                     f"given the informative distances of the same neighbours, {pp(d['informative']['accuracy'])} % "
-                     f"({d['informative']['weights_vs_informative']:.2f}).")
-    return lines
-
-
-def _summary(record: dict) -> str:
-    res, lv = record["results"], _levels(record)
-    who = "The attention head, its vote settings tuned as the tuned vote's are," if _tuned(record) else \
-        "The attention head"
-    head = f"{who} is better than the tuned vote {first_better(lv, 'attnknn')}" + (
-        ", so this implementation can sharpen and win where the room is large" if wins(lv, "attnknn") else
-        ": the learner is suspect before any null result elsewhere")
-    head += (f"; NCA, a linear metric learned with the same vote, is better than the tuned vote "
-             f"{first_better(lv, 'nca', counted=False)}, and the attention head better than NCA "
-             f"{first_better(lv, 'attnknn', 'nca')}")
-    return (head + f" ({len(res['seeds'])} seeds per scale; the nuisance scale s grows from {lv[0][0]} to "
-            f"{lv[-1][0]}).")
-
-
-def answer_lines(records: list[dict]) -> list[str]:
-    """One short bullet of the README's answer: at how many nuisance scales Attn-KNN beats the tuned vote
-    (which), its verdict at the smallest scale, NCA against the tuned vote and Attn-KNN against NCA;
-    the intervals are in the notebook's tables."""
-    out = []
-    for record in records:
-        lv = _levels(record)
-        low = counted_diff(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
-        who = "the attention head with its vote settings tuned" if _tuned(record) else "the attention head"
-        text = (f"- **A generated task with room to win** (nuisance scale s): {who} is better than the tuned "
-                f"vote {first_better(lv, 'attnknn')} ({low} at s = {lv[0][0]}), NCA "
-                f"{first_better(lv, 'nca', counted=False)}; the head beats NCA {first_better(lv, 'attnknn', 'nca')}")
-        out.append(f"{text}. {table_link(NOTEBOOK)}")
-    return out
-
-
-def readme_lines(records: list[dict]) -> list[str]:
-    """The positive control's answer, then one line per scale."""
-    return answer_then_lines(records, _summary, finding_lines)
-
-
-def findings(record: dict) -> str:
-    """The notebook's answer (the README's lines of this record)."""
-    return answer_findings(record, _summary, finding_lines)
