@@ -146,10 +146,10 @@ def test_with_tuned_vote_settings_the_attention_head_counts_tuned_and_its_traine
     assert m["HeadroomRegimesPcaAttnknnAccVerdict"] == "worse" and m["HeadroomRegimesPcaAttnknnAtKAccVerdict"] == "better"
     assert m["HeadroomRegimesAttnknnWins"] == "0" and m["HeadroomRegimesPcaAttnknnTunedK"] == "64"
     frame = views.verdict_frame(record)
-    tuned, at_k = "PCA: attention head, tuned (k 64, for NLL k 1024)", "PCA: attention head, k = 16 (unadj.)"
+    tuned, at_k = "PCA of pixels: attention head, tuned (k 64, for NLL k 1024)", "PCA of pixels: attention head, k = 16 (unadj.)"
     assert list(frame.index[:2]) == [tuned, at_k]
     assert frame.loc[tuned, "verdict"] == "worse" and frame.loc[at_k, "verdict"] == "better"
-    assert "PCA: attention head, tuned" in views.verdict_frame(record, latex=True).index  # LaTeX: its k in the caption
+    assert "PCA of pixels: attention head, tuned" in views.verdict_frame(record, latex=True).index  # LaTeX: its k in the caption
     assert "vote settings tuned" in views.findings(record) and "at k = 16, as trained" in views.findings(record)
     note = views._multiplicity_note({**record["results"], "multiplicity": {"family_sizes": {"accuracy": 4}},
                                      "confirmatory": []})
@@ -212,9 +212,9 @@ def test_verdict_table_adds_the_learned_metric_the_probe_the_control_and_each_he
         "moved_threshold": 14.4, "room_margin": 0.01, "test_rows": 2000, "selected": ["pixels_pca"],
         "candidates": {"pixels_pca": cand}}}
     table = views.verdict_frame(record)
-    assert list(table.index) == ["PCA: attention head", "PCA: readout head*", "PCA: boosted trees", "PCA: NCA",
-                                 "PCA: linear probe", "PCA: query-only", "PCA: attention head vs NCA", "PCA: readout head* vs NCA"]
-    assert table.loc["PCA: attention head vs NCA", "verdict"] == "worse" and table.loc["PCA: NCA", "verdict"] == "better"
+    assert list(table.index) == ["PCA of pixels: attention head", "PCA of pixels: readout head*", "PCA of pixels: boosted-trees learner", "PCA of pixels: NCA",
+                                 "PCA of pixels: linear probe", "PCA of pixels: query-only control", "PCA of pixels: attention head vs NCA", "PCA of pixels: readout head* vs NCA"]
+    assert table.loc["PCA of pixels: attention head vs NCA", "verdict"] == "worse" and table.loc["PCA of pixels: NCA", "verdict"] == "better"
     assert views.headroom_frame(record).loc["PCA of pixels", "NCA"] == "85.00"
     m = views.regime_macros(record)
     assert m["HeadroomRegimesPcaAttnknnVsNcaAccVerdict"] == "worse" and m["HeadroomRegimesPcaNcaAcc"] == "85.00"

@@ -107,11 +107,12 @@ HEAD_NAMES = {  # head -> its name in the paper's Protocol section
     "attnknn_self_wide": "self-attention over neighbours at k_w",
 }
 METHOD_NAMES = {  # method -> its name in the paper's Protocol section, where a record's label says otherwise
+    "uniform": "Uniform vote", "distance": "Distance vote", "cosine": "Cosine vote",
     "reference": "Tuned vote", "reference_nll": "NLL-tuned vote", "best_baseline": "Fixed-k vote",
     "best_baseline_balanced": "Fixed-k vote + prior correction", "best_baseline_tta": "Fixed-k vote + TTA",
     "attnknn_tuned": "Attn-KNN, tuned", "attnknn_tuned_nll": "Attn-KNN, tuned for NLL",
     "fixed_vote": "Fixed-vote control", "nca": "NCA", "nca_nll": "NCA, tuned for NLL", "linear_probe": "Linear probe",
-    "mlp_metric": "Nonlinear metric", "mlp_metric_nll": "Nonlinear metric, NLL-tuned vote",
+    "mlp_metric": "Nonlinear metric", "mlp_metric_nll": "Nonlinear metric, tuned for NLL",
     "attnknn_wide_tuned": "Attn-KNN at k_w, tuned",
     "attnknn_wide_tuned_nll": "Attn-KNN at k_w, tuned for NLL",
 }

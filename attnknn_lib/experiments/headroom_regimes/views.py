@@ -126,7 +126,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                             f"recall@{k}": pp(hr["recall"]), f"fixable@{k}": pp(hr["fixable"]),
                             "tuned vote's k": k_range(s["reference_k"]), "tuned vote": pp(means["reference"]["accuracy"]),
                             f"geometry, k<={k}": pp(means["geometry"]["accuracy"]),
-                            "boosted trees": pp(means["learner"]["accuracy"]),
+                            "boosted-trees learner": pp(means["learner"]["accuracy"]),
                             "NCA": pp(means["nca"]["accuracy"]),
                             "linear probe": pp(means["linear_probe"]["accuracy"]),
                             "gate room, val. (pp)": signed(100 * c["gate"]["largest"], 2),
@@ -140,11 +140,11 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     return df
 
 
-SHORT = {"pixels_pca": "PCA", "few_labels": "few labels", "other_classes": "other classes",  # LaTeX rows
+SHORT = {"pixels_pca": "PCA", "few_labels": "few labels", "other_classes": "other classes",  # seed rows
          "attnknn": "attention head", "label_aware": "label-aware head", "readout": "readout head",
          TUNED[0]: "attention head, tuned",
-         "learner": "boosted trees",
-         "nca": "NCA", "linear_probe": "linear probe", "query_only": "query-only"}
+         "learner": "boosted-trees learner",
+         "nca": "NCA", "linear_probe": "linear probe", "query_only": "query-only control"}
 AFTER_HEADS = ("learner", "nca", "linear_probe", "query_only")  # the verdict table's rows after the heads
 
 
@@ -158,7 +158,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     record = one_family(record)
     rows = {}
     k = record["results"]["k"]
-    for key, c in _candidates(record):
+    for _, c in _candidates(record):
         diff = c["summary"]["diff"]
         short = dict(SHORT)
         if _tuned(record):  # LaTeX: the tuned k in the caption and a dagger for unadjusted, so the table fits
@@ -169,7 +169,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         for name, against in compared:
             star = ("$^*$" if latex else "*") if name == c.get("chosen_head") else ""
             vs = " vs NCA" if against == "NCA" else ""
-            rows[f"{SHORT.get(key, key)}: {short.get(name, name)}{star}{vs}"] = verdict_row(c, name, against)
+            rows[f"{c['label']}: {short.get(name, name)}{star}{vs}"] = verdict_row(c, name, against)
     return verdict_table(rows, "candidate: method", latex)
 
 

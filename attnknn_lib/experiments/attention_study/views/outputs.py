@@ -54,7 +54,7 @@ def detectable_families(record: dict) -> dict[str, dict[str, list[dict]]]:
     k = str(record["config"]["k"])
     heads = [h for s in record["results"]["summary"]["settings"].values()
              for h in ((s.get("variants") or {}).get(k) or {}).get("methods", {}).values()]
-    return {f"Attention study: every head at $k = {k}$ vs tuned vote, every memory": {
+    return {f"Attention study: every head and the query-only control at $k = {k}$ vs tuned vote, every memory": {
         m: [h[ref][m] for h in heads if m in h.get(ref, {})]
         for m, ref in (("accuracy", "verdicts_reference"), ("nll", "verdicts_reference_nll"),
                        ("brier", "verdicts_reference_nll"))}}
@@ -119,7 +119,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"held-out validation labels, cross-fitted in two halves (each fit on one half, tuned on a fifth of it, "
             f"applied to the other): gradient-boosted trees on per-class neighbour features (trees), reading as "
             f"many neighbours as the tuned vote chose (at least k), "
-            f"and the label-aware attention at k (label-aware). Learnable room: per seed, the one with the better out-of-fold validation accuracy minus the "
+            f"and the label-aware head at k (label-aware). Learnable room: per seed, the one with the better out-of-fold validation accuracy minus the "
             f"tuned vote (so it need not equal a difference of the columns, which average each learner over seeds), "
             f"with its 95\\% seed-level $t$ interval and verdict "
             f"B / W / E / ? against a {100 * cfg['margin_accuracy']:g} pp margin.{capture_note(learnable)} Rows of "

@@ -270,7 +270,7 @@ def readme_lines(records: list[dict]) -> list[str]:
                      "with their own model seeds on tabular data) / "
                      f"ECE / ECE after calibration (profile `{record['profile']}`, commit "
                      f"`{record['provenance']['commit'][:8]}`; TTA needs image data):", "",
-                     "| dataset | " + " | ".join(METHOD_LABELS[m] for m in keys) + " |",
+                     "| dataset | " + " | ".join(PAPER_NAMES.get(m, METHOD_LABELS[m]) for m in keys) + " |",
                      "| --- " * (1 + len(keys)) + "|"]
         cells = []
         for m in keys:

@@ -41,6 +41,9 @@ def main_macros(record: dict) -> dict[str, str]:
         out[macro_name("main", ds, kind, "Plateau Count")] = str(sum(r["plateau"] for r in rules))
         out[macro_name("main", ds, kind, "Tail Range Max")] = f"{100 * max(r['tail_range'] for r in rules):.2f}"
         out[macro_name("main", ds, kind, "Selected Epochs")] = ", ".join(str(r["best_epoch"]) for r in rules)
+        # whether the first seed's run, the one the curves figure draws, is among those that reached it
+        out[macro_name("main", ds, kind, "First Seed Plateau")] = ("reached a plateau" if rules[0]["plateau"]
+                                                                  else "had not reached a plateau")
     taus = [res["per_seed"][str(s)].get("fixed_vote_temperature") for s in res["seeds"]]
     if all(t is not None for t in taus):  # the end-to-end control's learned temperatures
         out[macro_name("main", ds, "FixedVote Temperatures")] = ", ".join(f"{t:.3f}" for t in taus)

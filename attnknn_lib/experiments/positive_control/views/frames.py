@@ -56,7 +56,7 @@ LEARNED_COLUMNS = {  # the learned metrics and the control, beside the ceilings
     "linear_probe": LABELS["linear_probe"],
     "query_only": HEAD_NAMES["query_only"],
 }
-COMPARED = {"learner": "boosted trees", "nca": LABELS["nca"], "linear_probe": LABELS["linear_probe"],
+COMPARED = {"learner": "boosted-trees learner", "nca": LABELS["nca"], "linear_probe": LABELS["linear_probe"],
             "query_only": HEAD_NAMES["query_only"]}  # the verdict table's rows after the heads
 
 
@@ -137,7 +137,7 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     return verdict_table(rows, "scale, method", latex)
 
 
-SHARED = {TUNED_ATTNKNN["accuracy"]: TUNED_LABEL, **{h: h for h in ("attnknn", "label_aware", "readout")}, "learner": "boosted trees", "nca": "NCA",
+SHARED = {TUNED_ATTNKNN["accuracy"]: TUNED_LABEL, **{h: h for h in ("attnknn", "label_aware", "readout")}, "learner": "boosted-trees learner", "nca": "NCA",
           "linear_probe": "linear probe", "query_only": "query-only", "oracle_inside_k": "oracle weights in k",
           "oracle_reference_k": "oracle weights at tuned vote's k"}  # the shares table's rows (heads: their labels)
 
