@@ -345,6 +345,47 @@ def test_a_record_under_the_one_budget_is_read_in_the_declared_holm_family_of_ev
     assert adjusted["verdict_unadjusted"] == "better" and (adjusted["low"], adjusted["high"]) == (nca["low"], nca["high"])
     assert views.declared(read)["results"]["levels"]["2"]["summary"]["diff"] == read["results"]["levels"]["2"]["summary"]["diff"]
     assert record["results"]["levels"]["2"]["summary"]["diff"]["nca"]["reference"]["accuracy"] is nca  # not mutated
-    assert views.frames.multiplicity_words(record)[0] == "Holm-adjusted over its 90 declared comparisons"
+    assert views.frames.multiplicity_words(record)[0] == "Holm-adjusted over the 90 declared comparisons per endpoint"
     old = _record()  # measured before the declaration: no nonlinear metric
     assert views.declared(old) is old and views.frames.multiplicity_words(old)[0] == "unadjusted"
+
+
+def test_the_views_read_a_declared_record_with_its_words_and_mark_the_diagnostics_outside_the_family():
+    """The committed record with every declared comparison added (copies of NCA's, one forced inside its
+    margin so that Holm's words say "better, within the margin"): macros, tables and findings read it,
+    every counted row is in the family of 15 per scale, and a row outside it is marked unadjusted."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from attnknn_lib.experiments.common.declared_family import declared_comparisons
+    from attnknn_lib.experiments.positive_control import views
+
+    record = json.loads((Path(__file__).resolve().parents[1] / "results" / "positive_control_clusters.json").read_text())
+    for lv in record["results"]["levels"].values():
+        diff = lv["summary"]["diff"]
+        for metric in ("accuracy", "nll", "brier"):
+            s = "" if metric == "accuracy" else "_nll"
+            for m, r in declared_comparisons(metric):
+                diff.setdefault(m, {}).setdefault(r, {}).setdefault(metric, copy.deepcopy(diff[f"nca{s}"][f"reference{s}"][metric]))
+        for m in ("attnknn", "attnknn_tuned", "attnknn_wide_tuned", "attnknn_label_wide", "attnknn_self_wide",
+                  "label_aware", "readout"):
+            for r in ("nca", "mlp_metric"):  # as the one budget measures them: every attention method vs each metric
+                for metric, s in (("accuracy", ""), ("nll", "_nll"), ("brier", "_nll")):
+                    diff.setdefault(m, {}).setdefault(f"{r}{s}", {}).setdefault(
+                        metric, copy.deepcopy(diff[f"nca{s}"][f"reference{s}"][metric]))
+        for m in ("attnknn_wide_tuned", "attnknn_label_wide", "attnknn_self_wide", "mlp_metric"):
+            lv["summary"]["effective_k"].setdefault(m, 16.0)
+            lv["summary"]["means"].setdefault(m, lv["summary"]["means"]["nca"])
+    within = record["results"]["levels"]["2"]["summary"]["diff"]["mlp_metric"]["reference"]["accuracy"]
+    within.update(value=0.0010, low=0.00099, high=0.00101, per_seed=[0.00099, 0.001, 0.001, 0.001, 0.00101])
+    read = views.declared(record)
+    assert read["results"]["multiplicity"]["family_sizes"]["accuracy"] == 15 * len(record["results"]["levels"])
+    assert read["results"]["levels"]["2"]["summary"]["diff"]["mlp_metric"]["reference"]["accuracy"]["verdict"] \
+        == "better, within the margin"
+    table = views.verdict_frame(record, latex=True)
+    assert "s = 2, attention head, k = 16$^\\dagger$" in table.index  # the head as trained: a diagnostic
+    assert "s = 2, attention head, tuned" in table.index
+    m = views.pc_macros(record)
+    assert m["PositiveControlMultiplicity"].startswith("Holm-adjusted over the 90 declared comparisons")
+    assert "unadjusted" in views.findings(record)

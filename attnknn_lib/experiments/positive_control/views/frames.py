@@ -12,6 +12,7 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.common.declared_family import has_declared, holm_declared
 from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.experiments.common.fixed_embedding_views import (
+    VS,
     difference,
     forest_and_detectable,
     latex_headroom_columns,
@@ -84,13 +85,15 @@ def declared(record: dict) -> dict:
 
 
 def multiplicity_words(record: dict) -> tuple[str, str]:
-    """(short, long) words for how the record's verdicts were read: "unadjusted" / "an unadjusted single
-    comparison", or Holm-adjusted over its declared family (:func:`declared`)."""
+    """(short, long) words for how the record's counted verdicts were read: "unadjusted" / "an unadjusted
+    single comparison", or Holm-adjusted over the declared family (:func:`declared`; m as counted on
+    accuracy, identical results left out, over the scales the record holds: 15 per scale)."""
     sizes = declared(record)["results"].get("multiplicity", {}).get("family_sizes")
     if not sizes:
         return "unadjusted", "an unadjusted single comparison"
-    return (f"Holm-adjusted over its {sizes['accuracy']} declared comparisons",
-            f"Holm-adjusted within one family per endpoint of the {sizes['accuracy']} declared comparisons")
+    return (f"Holm-adjusted over the {sizes['accuracy']} declared comparisons per endpoint",
+            f"Holm-adjusted within one family per endpoint of the {sizes['accuracy']} declared comparisons "
+            f"(a diagnostic outside it is unadjusted)")
 
 
 def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
@@ -132,8 +135,13 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     one, each as difference [95 % interval] and verdict; and the head's effective k (exp of the
     weights' entropy, mean over test queries and seeds)."""
     record = declared(record)
-    rows = {f"s = {key}, {label}": verdict_row(lv, name, against) for key, lv in _levels(record)
-            for label, name, against in _compared(record, lv, with_k=not latex)}  # LaTeX: the k in the caption
+    adjusted = "multiplicity" in record["results"]
+    mark = "$^\\dagger$" if latex else " (unadj.)"
+    rows = {}
+    for key, lv in _levels(record):
+        for label, name, against in _compared(record, lv, with_k=not latex):  # LaTeX: the k in the caption
+            outside = adjusted and difference(lv, name, VS[against][0], "accuracy").get("family_size") is None
+            rows[f"s = {key}, {label}{mark if outside else ''}"] = verdict_row(lv, name, against)
     return verdict_table(rows, "scale, method", latex)
 
 
@@ -257,6 +265,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     src = source_note(NOTEBOOK, ARTIFACTS.record_file(DATASET))
     res = record["results"]
     n, k = len(res["seeds"]), res["k"]
+    outside_note = " (rows marked $^\\dagger$: outside the family, unadjusted)" if "multiplicity" in res else ""
     out = {"headroom": ARTIFACTS.write_table(paths, "headroom", DATASET, booktabs(
         headroom_frame(record, latex=True).T,
         f"Positive control: room to win against the nuisance scale (test accuracy in \\%, mean over {n} seeds). "
@@ -271,7 +280,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             verdict_frame(record, latex=True),
             f"Positive control: each head, the boosted-trees learner, NCA, the linear probe and the query-only control "
             f"minus the tuned vote, then each head minus NCA (rows `vs NCA'), seed-level 95\\,\\% intervals over "
-            f"{n} seeds (each seed its own data and test set), verdicts {multiplicity_words(record)[0]}. Accuracy against the tuned vote (or NCA); NLL and "
+            f"{n} seeds (each seed its own data and test set), verdicts {multiplicity_words(record)[0]}"
+            f"{outside_note}. Accuracy against the tuned vote (or NCA); NLL and "
             f"Brier, after calibration on validation, against the NLL-tuned vote (or NCA tuned for NLL). "
             f"{TUNED_CAPTION + tuned_k_note(_levels(record), 's = ') if _tuned(record) else ''}Effective $k$: exp of the entropy of the weights as trained "
             f"(--: not a vote, or the attention head with tuned vote settings, whose weights are those of its row at "
@@ -296,5 +306,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"in place of the retrieved one, and of the oracle weights on them; Spearman correlation (mean over test "
         f"queries) of the head's weights with minus the informative distance, and of the retrieved with the "
         f"informative distance. {src}.", f"tab:{NAME}_diagnostic", escape_index=True, size="footnotesize"))
-    return out | forest_and_detectable(ARTIFACTS, paths, DATASET, src, "Positive control", [(f"s = {s}", lv) for s, lv in
-                                       _levels(record)], res["heads"], _tuned(record), lambda lv: _compared(record, lv, False))
+    sizes = res.get("multiplicity", {}).get("family_sizes")  # the declared family, where the record is read in it
+    return out | forest_and_detectable(
+        ARTIFACTS, paths, DATASET, src, "Positive control", [(f"s = {s}", lv) for s, lv in _levels(record)],
+        res["heads"], _tuned(record), lambda lv: _compared(record, lv, False),
+        **({"family": "the declared comparisons, every scale (Holm)", "sizes": sizes} if sizes else {}))

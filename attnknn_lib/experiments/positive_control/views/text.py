@@ -59,7 +59,7 @@ def finding_lines(record: dict) -> list[str]:
         row(f"{who} minus the tuned vote in accuracy",
             lambda lv: point_text(counted_diff(lv, "attnknn", "reference", "accuracy"), "accuracy"))]
     if tuned:
-        lines.append(row(f"The attention head at k = {k}, as trained (a diagnostic), minus the tuned vote",
+        lines.append(row(f"The attention head at k = {k}, as trained (a diagnostic, unadjusted), minus the tuned vote",
                          lambda lv: point_text(difference(lv, "attnknn", "reference", "accuracy"), "accuracy")))
     lines += [
         row(f"{who} minus the NLL-tuned vote in calibrated NLL",
