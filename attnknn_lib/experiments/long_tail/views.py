@@ -130,7 +130,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"the memory. Prior correction: each class's vote divided by its memory share to the power $\\beta$, chosen on "
         f"validation from {{{', '.join(f'{b:g}' for b in BETAS)}}} (for the CNN the same correction of its "
         f"softmax). {LABELS['reference']}: weighting, temperature, $k$, label "
-        f"filter and prior correction (its exponent 0 to 2 or beyond) tuned on validation, against which every verdict is read. "
+        f"filter and prior correction (its power 0 to 2 or beyond) tuned on validation, against which every verdict is read. "
         f"Mean $\\pm$ s.d.\\ over seeds (the class order drawn per seed). {src}.", f"tab:{NAME}"))}
     fig = figure(record)
     out["figure"] = save_output_figure(ARTIFACTS, paths, "figure", d, fig)
@@ -259,7 +259,7 @@ def tuning_frame(record: dict) -> pd.DataFrame:
     for s, v in record["results"]["settings"].items():
         names = record["results"].get("class_names")
         for ratio, cell in v["curves"].items():
-            row = {f"beta, {LABELS[m]}": ", ".join(f"{b:g}" for b in betas) for m, betas in cell["beta"].items()}
+            row = {f"power, {LABELS[m]}": ", ".join(f"{b:g}" for b in betas) for m, betas in cell["beta"].items()}
             row["class sizes, largest first"] = ", ".join(f"{x:.0f}" for x in cell["size_ranked_sizes"])
             balanced = len(set(cell["size_ranked_sizes"])) == 1  # no tail to name
             row["tail classes per seed"] = "--" if balanced else "; ".join(

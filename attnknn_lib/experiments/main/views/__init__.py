@@ -187,7 +187,7 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
             replay_frame(record),
             f"{title}: the prototype's defects re-introduced one at a time (seed {res['replay']['seed']}), each "
             f"row Attn-KNN minus the fixed-$k$ vote (the best weighting at $k = {record['config']['k']}$, chosen on "
-            f"validation: the prototype's baseline) as one run reports it: paired bootstrap 95\\% interval over test "
+            f"validation, the baseline the prototype compared with) as one run reports it: paired bootstrap 95\\% interval over test "
             f"points and the verdict it gives against the margins ({_margins_text(record['config'], brier=False)}; "
             f"equiv.: equivalent, incon.: inconclusive). First row: our protocol over seeds {seeds} (seed-level interval). "
             f"Self-matches: Attn-KNN retrained with training queries that find themselves; untuned distance "
