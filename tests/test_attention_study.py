@@ -187,7 +187,7 @@ def test_the_findings_bullets_lead_with_attnknn_itself_then_the_chosen_head_then
     # the chosen head: the clean memory with its learnable headroom, then the noisy memories, in one line
     assert bullets[2].startswith("- **The chosen head**") and "symmetric 30 %" in bullets[2] \
         and "asymmetric 40 %" in bullets[2]
-    assert "learnable headroom +0.40 pp [+0.20, +0.60], **better**" in bullets[2]
+    assert "learnable room +0.40 pp [+0.20, +0.60], **better**" in bullets[2]
     assert "not counted in the answer" in bullets[3]
 
 
@@ -223,7 +223,7 @@ def test_the_second_dataset_reads_main_splits_and_states_split_level_verdicts():
     assert views.second_learnable(record).startswith("on Digits clean memory +3.00 pp [")
     learnable = views.learnable_frame(record)  # the second dataset's learnable headroom, split-level
     assert list(learnable.index) == ["Digits, clean memory, k = 16"]
-    assert learnable.iloc[0]["learnable headroom (pp)"].startswith("+3.00 [")
+    assert learnable.iloc[0]["learnable room (pp)"].startswith("+3.00 [")
     assert learnable.iloc[0]["attention head capt. (%)"] == ("--" if room["verdict"] != "better" else "-11")
 
 

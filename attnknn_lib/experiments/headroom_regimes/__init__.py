@@ -18,7 +18,7 @@ EXPERIMENT = Experiment(
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Is there a real regime with room?",
                 answer_lines=views.answer_lines),
     question="three candidate embeddings of Fashion-MNIST with room to learn (PCA of pixels, a CNN on 1 % of the "
-             "labels, a CNN on other classes): the gate on validation, the tuned vote, learnable headroom, NCA, the "
+             "labels, a CNN on other classes): the gate on validation, the tuned vote, the learnable room, NCA, the "
              "linear probe, then the attention head (its vote settings tuned, and at k = 16) and the study's other heads "
              "against the tuned vote and against NCA (5 seeds, each its own test rows)",
     models="none of the workflow: the candidate embedders and the heads train in the notebook",

@@ -245,7 +245,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"Recall and fixable share at $k = {k}$; the tuned vote (its $k$ per seed); the "
         f"geometry-only vote (the best uniform, distance or cosine vote over at most {k} neighbours, no filter "
         f"or prior correction) and the boosted-trees learner on neighbour features. The "
-        f"gate reads validation only: each of the geometry-only vote, the boosted trees and NCA, cross-fitted on "
+        f"gate reads validation only: each of the geometry-only vote, the boosted-trees learner and NCA, cross-fitted on "
         f"two halves of the validation rows, minus the tuned vote cross-fitted the same way; a candidate passes at "
         f"{100 * res['room_margin']:g}\\,pp or more (declared before the run). The last row, on test, is "
         f"the better of the geometry-only vote and the boosted-trees learner (NCA not included) minus the tuned "

@@ -19,7 +19,7 @@ EXPERIMENT = Experiment(
     views=Views(macros=views.macros, readme_lines=views.readme_lines, readme_section="Where could the attention win?",
                 answer_lines=views.answer_lines),
     question="a generated task whose room to win is one knob (nuisance dimensions the retrieval cannot ignore): "
-             "headroom, the tuned vote, learnable headroom, NCA (a learned metric with the same vote), the linear probe, "
+             "the room to win, the tuned vote, the learnable room, NCA (a learned metric with the same vote), the linear probe, "
              "the query-only control, and the attention head (its vote settings tuned, and at k = 16) and the study's "
              "other heads against the tuned vote and "
              "against NCA with their effective k and the share of the room they capture, from no room to much room "

@@ -111,7 +111,7 @@ def learnable_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                 f"tuned vote{u}": pct(s["reference"]["accuracy"]["mean"]),
                 f"trees{u}": pct(kv["learner"]["accuracy"]["mean"]),
                 ("label-aware" if latex else f"label-aware held-out{u}"): pct(held["accuracy"]["mean"]) if held else "",
-                ("headroom (pp)" if latex else "learnable headroom (pp)"): diff_cell(room, "accuracy", latex),
+                "learnable room (pp)": diff_cell(room, "accuracy", latex),
                 ("attention head" if latex else f"attention head capt.{u}"): cap("blind_bonus"),
                 ("chosen" if latex else f"chosen capt.{u}"): cap(kv["chosen"])}
     k = record["config"]["k"]
@@ -126,7 +126,7 @@ def learnable_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                 f"recall@k{u}": pct(s["recall"]), f"tuned vote{u}": pct(s["mean"]["reference"]["accuracy"]),
                 f"trees{u}": pct(s["mean"]["gbm"]["accuracy"]),
                 ("label-aware" if latex else f"label-aware held-out{u}"): pct(s["mean"]["label_aware_heldout"]["accuracy"]),
-                ("headroom (pp)" if latex else "learnable headroom (pp)"): diff_cell(room, "accuracy", latex),
+                "learnable room (pp)": diff_cell(room, "accuracy", latex),
                 ("attention head" if latex else f"attention head capt.{u}"): "--" if cap is None else f"{num(cap, 0, 100):.0f}",
                 ("chosen" if latex else f"chosen capt.{u}"): ""}
     df = pd.DataFrame.from_dict(rows, orient="index")

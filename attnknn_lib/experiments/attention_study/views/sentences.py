@@ -112,7 +112,7 @@ def budget_text(setting: dict, kv: dict) -> str:
         return ""
     search = kv["methods"]["label_aware_heldout"]["search"]
     lrs = sorted(set(search["lrs"]))
-    return (f" Tuning budgets per seed (configurations scored): reference {b['reference']}, boosted trees "
+    return (f" Tuning budgets per seed (configurations scored): tuned vote {b['reference']}, boosted-trees learner "
             f"{b['trees']}, label-aware attention {b['attention']} (learning rate x epochs to a plateau; chosen rates "
             f"{', '.join(f'{x:.2g}' for x in lrs)}; {search['edges']} of {search['fits']} fits at an end of the rate "
             f"grid, {search['no_plateau']} without a plateau).")

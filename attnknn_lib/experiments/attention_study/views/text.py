@@ -23,19 +23,19 @@ from attnknn_lib.report.readme import per_dataset
 GLOSSARY = (
     "- *pp*: percentage points of test accuracy; *[low, high]*: the 95 % interval over seeds (seed-level t "
     "interval, the shared test set's bootstrap error included).",
-    "- *Tuned vote* (the reference): a neighbour vote whose weights (uniform, distance or "
+    "- *Tuned vote*: a neighbour vote whose weights (uniform, distance or "
     "cosine), k, label filter and class-prior correction are all chosen on validation.",
     "- *Better* / *worse*: the interval excludes zero on the good / bad side; *equivalent*: the whole interval lies "
     "within the margin declared before the run ({margins}); *inconclusive*: none of these; *identical*: every "
     "seed's difference is exactly 0 (the same predictions), which is not evidence of equivalence and no count "
     "includes it.",
     "- *ECE*: expected calibration error over {bins} equal-width confidence bins, described with its interval but "
-    "never given a verdict (it is not a proper score); *NLL*: negative log-likelihood; both after temperature "
-    "scaling fitted on validation.",
+    "never given a verdict (it is not a proper score); *NLL*: negative log-likelihood; both after the post-hoc "
+    "calibrator (a temperature and a smoothing toward uniform) fitted on validation.",
     "- *Chosen head*: the attention variant with the best validation accuracy among {n_heads} trained on the frozen "
     "embedding (label-blind or label-aware scores, a readout and its query-only control, a mixture over k).",
-    "- *Learnable headroom*: the better of two learners that read {learner_reads} and learn from clean "
-    "held-out labels (boosted trees, label-aware attention), minus the reference.",
+    "- *Learnable room*: the better of two learners that read {learner_reads} and learn from clean "
+    "held-out labels (the boosted-trees learner, the label-aware head), minus the tuned vote.",
     "- *Effective k*: exp(H), H the entropy of a query's neighbour weights (mean over test queries); it equals k when "
     "every neighbour weighs the same and 1 when one neighbour takes all the weight.",
     "- *Brier*: mean squared distance between the predicted class probabilities and the one-hot label; with NLL a "
@@ -74,7 +74,7 @@ def finding_bullets(records: list[dict], headroom: bool = True) -> list[str]:
     kv = (clean.get("variants") or {}).get(k)
     v = _chosen_against_reference(kv)
     if v:  # the clean memory, then the noisy ones, in one line
-        room = (f" (learnable headroom {interval_text(kv['learnable']['verdicts']['accuracy'], 'accuracy')})"
+        room = (f" (learnable room {interval_text(kv['learnable']['verdicts']['accuracy'], 'accuracy')})"
                 if headroom else "")
         noisy = [f"{setting_title(st)} {interval_text(n, 'accuracy')}" for st, s in settings.items()
                  if is_noise(st) and (n := _chosen_against_reference((s.get("variants") or {}).get(k)))]
@@ -154,7 +154,7 @@ def findings(record: dict) -> str:
     if fixable:
         lines.append(f"- Fixable at k = {k} (test queries the uniform vote gets wrong with the true class among the "
                      f"{k} neighbours): " + "; ".join(fixable) + ".")
-    lines.append(_across(f"Learnable headroom at k = {k} (the best learner on clean held-out labels minus the tuned vote)",
+    lines.append(_across(f"Learnable room at k = {k} (the best learner on clean held-out labels minus the tuned vote)",
                          [(setting_title(st), kv["learnable"]["verdicts"]["accuracy"])
                           for st, s in settings.items() if (kv := (s.get("variants") or {}).get(k))]))
     lines += [f"- {c[0].upper()}{c[1:]}." for c in collapse_sentences(record, point_text)]

@@ -70,7 +70,7 @@ def finding_lines(record: dict) -> list[str]:
         row("Share of the oracle retrieval's gain captured (attention head / NCA; not measured without a gain)", shares),
         row(f"As trained, the attention head's effective k (of {k})",
             lambda lv: f"{lv['summary']['effective_k']['attnknn']:.1f}"),
-        row("Boosted trees on neighbour features minus the tuned vote",
+        row("The boosted-trees learner (on the neighbours' labels, ranks and distances) minus the tuned vote",
             lambda lv: point_text(difference(lv, "learner", "reference", "accuracy"), "accuracy"))]
     diag = [(key, lv["summary"]["label_aware_diagnostic"]) for key, lv in levels
             if lv["summary"].get("label_aware_diagnostic")]
