@@ -151,7 +151,7 @@ def test_with_tuned_vote_settings_the_attention_head_counts_tuned_and_its_traine
     assert frame.loc[tuned, "verdict"] == "worse" and frame.loc[at_k, "verdict"] == "better"
     assert "PCA of pixels: attention head, tuned" in views.verdict_frame(record, latex=True).index  # LaTeX: its k in the caption
     assert "vote settings tuned" in views.findings(record) and "at k = 16, as trained" in views.findings(record)
-    note = views._multiplicity_note({**record["results"], "multiplicity": {"family_sizes": {"accuracy": 4}},
+    note = views.frames._multiplicity_note({**record["results"], "multiplicity": {"family_sizes": {"accuracy": 4}},
                                      "confirmatory": []})
     assert "at the $k$ it was trained at it is a diagnostic" in note
 
@@ -271,11 +271,11 @@ def test_the_multiplicity_note_escapes_labels_names_who_passed_and_calls_every_v
     res = {"multiplicity": {"family_sizes": {"accuracy": 12, "nll": 12}}, "confirmatory": ["few_labels"],
            "candidates": {"few_labels": {"label": "CNN on 1 % of labels", "summary": {"diff": {}}},
                           "pixels_pca": {"label": "PCA", "summary": {"diff": {}}}}}
-    note = views._multiplicity_note(res)
+    note = views.frames._multiplicity_note(res)
     assert "CNN on 1 \\% of labels passed the gate; every verdict is exploratory" in note and "(12 comparisons for accuracy" in note
-    assert "every candidate passed the gate; every verdict is exploratory" in views._multiplicity_note(
+    assert "every candidate passed the gate; every verdict is exploratory" in views.frames._multiplicity_note(
         {**res, "confirmatory": ["few_labels", "pixels_pca"]})
-    assert "no candidate passed the gate; every verdict is exploratory" in views._multiplicity_note(
+    assert "no candidate passed the gate; every verdict is exploratory" in views.frames._multiplicity_note(
         {**res, "confirmatory": []})
     assert "confirmatory" not in note
     assert "one family that holds every learner's comparison with the tuned vote" in note
@@ -294,7 +294,8 @@ def test_the_readme_bullet_counts_candidates_with_room_and_wins_and_defines_room
     import json
     from pathlib import Path
 
-    from attnknn_lib.experiments.headroom_regimes.views import _candidates, _wins, answer_lines
+    from attnknn_lib.experiments.headroom_regimes.views import answer_lines
+    from attnknn_lib.experiments.headroom_regimes.views.family import _candidates, _wins
 
     record = json.loads((Path(__file__).resolve().parents[1] / "results" / "headroom_regimes_fashion_mnist.json").read_text())
     lines = answer_lines([record])
@@ -322,3 +323,29 @@ def test_the_views_adjust_every_learner_of_the_committed_record_in_one_family():
             before = record["results"]["candidates"][key]["summary"]["diff"][name]["reference"]["accuracy"]
             assert (d["low"], d["high"], d["family_size"]) == (before["low"], before["high"], 10 * n)
             assert d["verdict"] == d["verdict_unadjusted"] or d["verdict"] == "inconclusive"
+
+
+def test_a_record_under_the_one_budget_puts_the_nonlinear_metric_and_the_heads_at_k_w_in_the_one_family():
+    """The committed record with the one budget's learners added (copies of NCA's entries): each enters the
+    family against the tuned vote, each head at k_w also against NCA, and the verdict table shows them."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from attnknn_lib.experiments.headroom_regimes import views
+
+    record = json.loads((Path(__file__).resolve().parents[1] / "results" / "headroom_regimes_fashion_mnist.json").read_text())
+    before = views.one_family(record)["results"]["multiplicity"]["family_sizes"]["accuracy"]
+    for c in record["results"]["candidates"].values():
+        diff = c["summary"]["diff"]
+        for m in ("mlp_metric", "attnknn_wide_tuned", "attnknn_label_wide", "attnknn_self_wide"):
+            for name in (m, f"{m}_nll"):  # the vote-settings learners also tuned for NLL
+                diff[name] = {r: copy.deepcopy(diff["nca"]["reference"]) for r in ("reference", "nca")}
+                diff[name].update({r: copy.deepcopy(diff["nca_nll"]["reference_nll"]) for r in ("reference_nll", "nca_nll")})
+            c["summary"]["effective_k"].setdefault(m, 16.0)
+    read = views.one_family(record)
+    n = len(record["results"]["candidates"])
+    assert read["results"]["multiplicity"]["family_sizes"]["accuracy"] == before + n * (1 + 3 * 2)
+    table = views.verdict_frame(record)
+    assert any(i.endswith(": nonlinear metric") for i in table.index)
+    assert any("at k_w" in i and i.endswith("vs NCA") for i in table.index)

@@ -31,8 +31,8 @@ from attnknn_lib.report.tables import interval_text
 VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll"),
       "nonlinear metric": ("mlp_metric", "mlp_metric_nll")}
 OPTIONAL_LEARNERS = {  # the learners a record holds when its config opted in (wide_heads, nonlinear_metric)
-    "attnknn_wide_tuned": METHOD_NAMES["attnknn_wide_tuned"], "attnknn_label_wide": HEAD_NAMES["attnknn_label_wide"],
-    "attnknn_self_wide": HEAD_NAMES["attnknn_self_wide"], "mlp_metric": METHOD_NAMES["mlp_metric"]}
+    "attnknn_wide_tuned": "attention head at k_w, tuned", "attnknn_label_wide": HEAD_NAMES["attnknn_label_wide"],
+    "attnknn_self_wide": HEAD_NAMES["attnknn_self_wide"], "mlp_metric": "nonlinear metric"}  # on frozen embeddings
 """What a verdict row is against: (the accuracy reference, the NLL and Brier reference)."""
 
 LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",

@@ -252,8 +252,8 @@ def figure(record: dict):
     for ax in axes:
         ax.set_xlabel("nuisance scale s")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7.5, loc="upper left")
-    axes[1].legend(fontsize=7.5, loc="lower left")
+    axes[0].legend(fontsize=8, loc="upper left")
+    axes[1].legend(fontsize=8, loc="lower left")
     n = len(res["seeds"])
     fig.suptitle(f"Positive control: accuracy over the tuned vote and effective k of the weights, by nuisance scale "
                  f"({n} seeds)", fontsize=9)
