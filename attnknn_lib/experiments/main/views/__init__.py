@@ -160,8 +160,9 @@ def write_outputs(record: dict, paths: Paths, primary: bool) -> dict[str, Path]:
     out["paired"] = ARTIFACTS.write_table(paths, "paired", name, booktabs(
         diff_frame(res["paired"]),
         f"{title}: paired differences on the same test points (A minus B; Attn-KNN, tuned: Attn-KNN with its vote "
-        f"settings ($k$, label filter and prior correction) chosen on validation, for NLL where it says so; rows against the vote tuned for the calibration endpoint give its "
-        f"NLL and Brier only; the comparisons with tuned vote settings give no per-seed rows). Per seed: 95\\% "
+        f"settings ($k$, label filter and prior correction) chosen on validation, for NLL where it says so; rows against the NLL-tuned vote (or NCA tuned for NLL) give "
+        f"NLL and Brier only, and calibration is judged there: against the accuracy-tuned vote and NCA, NLL and Brier are "
+        f"described without a verdict; the comparisons with tuned vote settings give no per-seed rows). Per seed: 95\\% "
         f"paired bootstrap intervals over test points. Mean: over seeds {seeds}, the mean of the per-seed differences, its 95\\% "
         f"$t$ interval counting the seeds' spread and the test set's bootstrap variance, and the verdict against "
         f"the declared margins ({_margins_text(record['config'])}). Accuracy in percentage points; negative "

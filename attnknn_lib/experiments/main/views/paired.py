@@ -19,10 +19,13 @@ def diff_frame(paired: dict) -> pd.DataFrame:
     for name, entry in paired.items():
         label = vk.comparison_label(entry, short=True, latex=True)  # short: the table fits unscaled
         shown = [c for c in cols if not vk.is_calibration(name) or c[2] in vk.ENDPOINT]  # the endpoint's own metrics
+        # calibration is judged against the NLL-tuned vote (its own rows): against the accuracy-tuned one, described
+        judged = [c for c in shown if c[2] == "accuracy" or not name.endswith(("_vs_reference", "_vs_nca"))]
 
         def cells(d: dict, word: bool = False) -> dict:
-            return {c: ((d[split][m].get("verdict", "(described)") if word else fmt(d[split][m], m, signed=True))
-                        if (c, split, m) in shown else "--") for c, split, m in cols}
+            return {c: ((d[split][m].get("verdict", "(described)") if (c, split, m) in judged else "(described)")
+                        if word else fmt(d[split][m], m, signed=True))
+                    if (c, split, m) in shown else "--" for c, split, m in cols}
         if name in vk.PER_SEED_ROWS:  # the knob comparisons give their seed-level rows only (the table stays one page)
             for s, d in entry["per_seed"].items():
                 rows[f"{label}, seed {s}"] = cells(d)
