@@ -151,7 +151,7 @@ def test_with_tuned_vote_settings_the_attention_head_counts_tuned_and_its_traine
     assert frame.loc[tuned, "verdict"] == "worse" and frame.loc[at_k, "verdict"] == "better"
     assert "PCA of pixels: attention head, tuned" in views.verdict_frame(record, latex=True).index  # LaTeX: its k in the caption
     assert "vote settings tuned" in views.findings(record) and "at k = 16, as trained" in views.findings(record)
-    note = views.frames._multiplicity_note({**record["results"], "multiplicity": {"family_sizes": {"accuracy": 4}},
+    note = views.regime_tables._multiplicity_note({**record["results"], "multiplicity": {"family_sizes": {"accuracy": 4}},
                                      "confirmatory": []})
     assert "at the $k$ it was trained at it is a diagnostic" in note
 
@@ -271,11 +271,11 @@ def test_the_multiplicity_note_escapes_labels_names_who_passed_and_calls_every_v
     res = {"multiplicity": {"family_sizes": {"accuracy": 12, "nll": 12}}, "confirmatory": ["few_labels"],
            "candidates": {"few_labels": {"label": "CNN on 1 % of labels", "summary": {"diff": {}}},
                           "pixels_pca": {"label": "PCA", "summary": {"diff": {}}}}}
-    note = views.frames._multiplicity_note(res)
+    note = views.regime_tables._multiplicity_note(res)
     assert "CNN on 1 \\% of labels passed the gate; every verdict is exploratory" in note and "(12 comparisons for accuracy" in note
-    assert "every candidate passed the gate; every verdict is exploratory" in views.frames._multiplicity_note(
+    assert "every candidate passed the gate; every verdict is exploratory" in views.regime_tables._multiplicity_note(
         {**res, "confirmatory": ["few_labels", "pixels_pca"]})
-    assert "no candidate passed the gate; every verdict is exploratory" in views.frames._multiplicity_note(
+    assert "no candidate passed the gate; every verdict is exploratory" in views.regime_tables._multiplicity_note(
         {**res, "confirmatory": []})
     assert "confirmatory" not in note
     assert "one family that holds every learner's comparison with the tuned vote" in note
@@ -295,7 +295,7 @@ def test_the_readme_bullet_counts_candidates_with_room_and_wins_and_defines_room
     from pathlib import Path
 
     from attnknn_lib.experiments.headroom_regimes.views import answer_lines
-    from attnknn_lib.experiments.headroom_regimes.views.family import _candidates, _wins
+    from attnknn_lib.experiments.headroom_regimes.views.regime_family import _candidates, _wins
 
     record = json.loads((Path(__file__).resolve().parents[1] / "results" / "headroom_regimes_fashion_mnist.json").read_text())
     lines = answer_lines([record])

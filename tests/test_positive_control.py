@@ -345,9 +345,9 @@ def test_a_record_under_the_one_budget_is_read_in_the_declared_holm_family_of_ev
     assert adjusted["verdict_unadjusted"] == "better" and (adjusted["low"], adjusted["high"]) == (nca["low"], nca["high"])
     assert views.declared(read)["results"]["levels"]["2"]["summary"]["diff"] == read["results"]["levels"]["2"]["summary"]["diff"]
     assert record["results"]["levels"]["2"]["summary"]["diff"]["nca"]["reference"]["accuracy"] is nca  # not mutated
-    assert views.frames.multiplicity_words(record)[0] == "Holm-adjusted over the 90 declared comparisons per endpoint"
+    assert views.control_tables.multiplicity_words(record)[0] == "Holm-adjusted over the 90 declared comparisons per endpoint"
     old = _record()  # measured before the declaration: no nonlinear metric
-    assert views.declared(old) is old and views.frames.multiplicity_words(old)[0] == "unadjusted"
+    assert views.declared(old) is old and views.control_tables.multiplicity_words(old)[0] == "unadjusted"
 
 
 def test_the_views_read_a_declared_record_with_its_words_and_mark_the_diagnostics_outside_the_family():

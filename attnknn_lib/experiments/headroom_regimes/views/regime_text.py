@@ -17,8 +17,14 @@ from attnknn_lib.experiments.common.views import (
     with_term,
 )
 from attnknn_lib.experiments.headroom_regimes.config import NOTEBOOK
-from attnknn_lib.experiments.headroom_regimes.views.family import _any_head_wins, _candidates, _tuned, _wins, one_family
-from attnknn_lib.experiments.headroom_regimes.views.paper_macros import _shown_label
+from attnknn_lib.experiments.headroom_regimes.views.regime_family import (
+    _any_head_wins,
+    _candidates,
+    _tuned,
+    _wins,
+    one_family,
+)
+from attnknn_lib.experiments.headroom_regimes.views.regime_macros import _shown_label
 from attnknn_lib.report.findings import (
     across_text,
     point_text,

@@ -17,7 +17,7 @@ from attnknn_lib.experiments.common.views import (
     tuned_k,
 )
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, NAME, NOTEBOOK
-from attnknn_lib.experiments.headroom_regimes.views.family import (
+from attnknn_lib.experiments.headroom_regimes.views.regime_family import (
     _any_head_wins,
     _candidates,
     _family,

@@ -18,7 +18,7 @@ from attnknn_lib.experiments.common.views import (
     tuned_k,
 )
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, NAME, NOTEBOOK
-from attnknn_lib.experiments.positive_control.views.frames import _levels, _share, declared, multiplicity_words
+from attnknn_lib.experiments.positive_control.views.control_tables import _levels, _share, declared, multiplicity_words
 from attnknn_lib.report.macros import (
     VERDICT_PHRASES,
     count_phrase,

@@ -15,7 +15,7 @@ from attnknn_lib.experiments.common.views import (
     counted_method,
 )
 from attnknn_lib.experiments.positive_control.config import NOTEBOOK
-from attnknn_lib.experiments.positive_control.views.frames import _levels, _tuned, declared
+from attnknn_lib.experiments.positive_control.views.control_tables import _levels, _tuned, declared
 from attnknn_lib.report.findings import (
     NOT_MEASURED,
     across_text,

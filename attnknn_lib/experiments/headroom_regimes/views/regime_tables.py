@@ -27,7 +27,7 @@ from attnknn_lib.experiments.common.views import (
     tuned_k_text,
 )
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
-from attnknn_lib.experiments.headroom_regimes.views.family import AFTER_HEADS, _candidates, _tuned, one_family
+from attnknn_lib.experiments.headroom_regimes.views.regime_family import AFTER_HEADS, _candidates, _tuned, one_family
 from attnknn_lib.report.figures import plt, save_output_figure
 from attnknn_lib.report.findings import (
     head_names,
