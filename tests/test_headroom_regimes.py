@@ -349,3 +349,23 @@ def test_a_record_under_the_one_budget_puts_the_nonlinear_metric_and_the_heads_a
     table = views.verdict_frame(record)
     assert any(i.endswith(": nonlinear metric") for i in table.index)
     assert any("at k_w" in i and i.endswith("vs NCA") for i in table.index)
+
+
+def test_a_holm_adjusted_verdict_stands_beside_the_adjusted_p_values_it_was_read_from():
+    """In the notebook's table each adjusted verdict shows its Holm p-values (difference, equivalence): an
+    interval that excludes zero under "inconclusive" is explained by them; the LaTeX table has no room."""
+    import json
+    from pathlib import Path
+
+    from attnknn_lib.experiments.common.fixed_embedding_views import HOLM_P
+    from attnknn_lib.experiments.headroom_regimes import views
+
+    record = json.loads((Path(__file__).resolve().parents[1] / "results" / "headroom_regimes_fashion_mnist.json").read_text())
+    table = views.verdict_frame(record)
+    for label, row in table.iterrows():
+        if row[HOLM_P].startswith("--"):
+            assert "unadj." in label or "$^\\dagger$" in label
+            continue
+        p_diff, p_equiv = map(float, row[HOLM_P].split(", "))
+        assert (row["verdict"] in ("better", "worse")) == (p_diff <= 0.05 and p_equiv > 0.025), label
+    assert HOLM_P not in views.verdict_frame(record, latex=True).columns

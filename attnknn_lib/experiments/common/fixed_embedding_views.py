@@ -100,6 +100,11 @@ def grid_macros(prefix: tuple[str, ...], units: list[tuple[str, Mapping]], added
             macro_name(*prefix, "Added Kept"): _and([x for x in added_later if x in labels])}
 
 
+HOLM_P = "Holm p (diff., equiv.)"
+"""The column of a verdict row's Holm-adjusted p-values in accuracy (difference, equivalence), where adjusted:
+"better"/"worse" needs the first <= 0.05, "equivalent" the second <= 0.025 (the interval beside them is unadjusted)."""
+
+
 def verdict_row(unit: Mapping, name: str, against: str) -> dict[str, str]:
     """One row of a verdict table: ``name`` against the tuned vote (``against`` 'rule') or NCA
     ('NCA'), accuracy against the accuracy reference, NLL and Brier (after calibration) against
@@ -110,8 +115,11 @@ def verdict_row(unit: Mapping, name: str, against: str) -> dict[str, str]:
     acc = difference(unit, name, ref_acc, "accuracy")
     nll = difference(unit, row_method(name, "nll"), ref_nll, "nll")
     brier = difference(unit, row_method(name, "brier"), ref_nll, "brier")
-    return {"accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100, acc.get('margin'))}",
-            "verdict": acc["verdict"],
+    row = {"accuracy (pp)": f"{signed(100 * acc['value'], 2)} {interval_text(acc['low'], acc['high'], 2, 100, acc.get('margin'))}",
+           "verdict": acc["verdict"]}
+    if "p_difference_holm" in acc:  # the adjusted verdict is read from these, not from the unadjusted interval
+        row[HOLM_P] = f"{acc['p_difference_holm']:.3f}, {acc['p_equivalence_holm']:.3f}"
+    return {**row,
             "NLL": f"{signed(nll['value'], 3)} {interval_text(nll['low'], nll['high'], 3, margin=nll.get('margin'))}",
             "NLL verdict": nll["verdict"], "Brier verdict": brier["verdict"],
             "eff. k": f"{s['effective_k'][name]:.1f}" if name in vote_heads(s["effective_k"]) else "--"}
@@ -121,7 +129,10 @@ def verdict_table(rows: dict[str, dict], index_name: str, latex: bool = False) -
     """The verdict table of :func:`verdict_row` rows (LaTeX: the interval named in the headers)."""
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = index_name
-    if latex:
+    if HOLM_P in df:
+        df[HOLM_P] = df[HOLM_P].fillna("-- (unadj.)")  # a row outside the family
+    if latex:  # the page holds no more columns: the adjusted p-values are in the notebook and the record
+        df = df.drop(columns=[HOLM_P], errors="ignore")
         df = df.rename(columns={"accuracy (pp)": "accuracy (pp) [95\\,\\% CI]", "NLL": "NLL [95\\,\\% CI]"})
     return df
 
