@@ -162,7 +162,7 @@ def with_term(out: list[str], term: str) -> list[str]:
 DETECTABLE_ENDPOINTS = {"accuracy": ("accuracy (pp)", 100.0, 2), "nll": ("calibrated NLL", 1.0, 3),
                         "brier": ("Brier", 1.0, 4)}
 """Each endpoint of a verdict: its name in the table, the scale of its numbers and their decimals."""
-DETECTABLE_COLUMNS = "p{3.6cm}p{1.4cm}rrp{2.9cm}p{2.9cm}rr"
+DETECTABLE_COLUMNS = r">{\raggedright\arraybackslash}p{3.6cm}p{1.4cm}rrp{2.9cm}p{2.9cm}rr"  # needs the array package
 """Every experiment's block of the table has these widths, so that the blocks line up in the paper."""
 
 
