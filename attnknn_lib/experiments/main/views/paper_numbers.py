@@ -49,8 +49,8 @@ def main_macros(record: dict) -> dict[str, str]:
         out[macro_name("main", ds, "FixedVote Temperatures")] = ", ".join(f"{t:.3f}" for t in taus)
     bests = [res["per_seed"][str(s)]["best_baseline"] for s in res["seeds"]]
     out[macro_name("main", ds, "BestBaseline")] = ", ".join(sorted(set(bests)))
-    out[macro_name("main", ds, "NTrain")] = str(res["dataset"]["n_train"])
-    out[macro_name("main", ds, "NTest")] = str(res["dataset"]["n_test"])
+    out[macro_name("main", ds, "NTrain")] = f"{res['dataset']['n_train']:,}"
+    out[macro_name("main", ds, "NTest")] = f"{res['dataset']['n_test']:,}"
     out[macro_name("main", ds, "NSeeds")] = str(len(res["seeds"]))
     out["PlateauTolPoints"] = f"{100 * PLATEAU_TOL:g}"  # the plateau rule's tolerance, in points of accuracy
     for name, entry in (first.get("ablation") or {}).items():
@@ -88,7 +88,7 @@ def main_macros(record: dict) -> dict[str, str]:
         out["PrimarySource"] = PATH_MARK + source_note(NOTEBOOK, ARTIFACTS.record_file(ds))
         out["PrimaryName"] = REGISTRY[ds].title
         out["PrimaryNumClasses"] = str(res["dataset"]["num_classes"])
-        out["PrimaryNVal"] = str(res["dataset"]["n_val"])
+        out["PrimaryNVal"] = f"{res['dataset']['n_val']:,}"
         for tab in ("table", "ablation", "paired", "seeds", "replay", "knobs"):  # paths from paper/
             name = macro_name("primary", "" if tab == "table" else tab, "table", "file")
             out[name] = PATH_MARK + "../" + ARTIFACTS.relative(tab, ds)
