@@ -349,6 +349,8 @@ def test_a_record_under_the_one_budget_puts_the_nonlinear_metric_and_the_heads_a
     table = views.verdict_frame(record)
     assert any(i.endswith(": nonlinear metric") for i in table.index)
     assert any("at k_w" in i and i.endswith("vs NCA") for i in table.index)
+    latex = views.verdict_frame(record, latex=True).index  # rows are not escaped: k_w in math mode
+    assert any("at $k_w$" in i for i in latex) and not any("k_w" in i.replace("$k_w$", "") for i in latex)
 
 
 def test_a_holm_adjusted_verdict_stands_beside_the_adjusted_p_values_it_was_read_from():

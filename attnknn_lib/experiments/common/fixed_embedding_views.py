@@ -133,6 +133,7 @@ def verdict_table(rows: dict[str, dict], index_name: str, latex: bool = False) -
         df[HOLM_P] = df[HOLM_P].fillna("-- (unadj.)")  # a row outside the family
     if latex:  # the page holds no more columns: the adjusted p-values are in the notebook and the record
         df = df.drop(columns=[HOLM_P], errors="ignore")
+        df.index = pd.Index([i.replace("k_w", "$k_w$") for i in df.index], name=index_name)  # rows unescaped
         df = df.rename(columns={"accuracy (pp)": "accuracy (pp) [95\\,\\% CI]", "NLL": "NLL [95\\,\\% CI]"})
     return df
 
