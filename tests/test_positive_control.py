@@ -116,7 +116,8 @@ def test_with_room_to_win_attnknn_sharpens_and_beats_the_uniform_vote():
     and NCA's smoke epochs: a third of the time, and still about ten points above the uniform vote.)"""
     cfg = EXPERIMENT.Config(profile="smoke", seeds="0", nuisance_scales="1.5", cluster_sd=0.05, n_memory=2000,
                             n_val=500, n_test=500, clusters_per_class=10, train_queries=2000, head_epochs=12,
-                            heads="attnknn", reference_k=64, nca_epochs=3)
+                            heads="attnknn", reference_k=64, nca_epochs=3, head_lrs="0.01", nonlinear_metric=False,
+                            wide_heads="", probe_as_heads=False)  # the property alone, not the one budget's learners
     out = pc.level_seed(cfg, 1.5, 0)
     att, hr = out["methods"]["attnknn"], out["headroom"]["at_k"]
     assert att["info"]["effective_k"] < cfg.moved_share * cfg.k
@@ -386,6 +387,53 @@ def test_the_views_read_a_declared_record_with_its_words_and_mark_the_diagnostic
     table = views.verdict_frame(record, latex=True)
     assert "s = 2, attention head, k = 16$^\\dagger$" in table.index  # the head as trained: a diagnostic
     assert "s = 2, attention head, tuned" in table.index
+    # the one budget's own numbers: its settings, the k_w each seed trained at, the learners it added
+    record["config"].update(nonlinear_metric=True, head_lrs=[0.003, 0.01, 0.03], head_epochs=100, head_patience=5,
+                            wide_k_min=32, wide_k_max=256, mlp_hidden=256)
+    for lv in record["results"]["levels"].values():
+        for i, p in enumerate(lv["per_seed"].values()):
+            p["methods"]["attnknn_wide"] = {"info": {"k_trained": 64 * (1 + i % 2)}}
+        lv["summary"]["effective_k"]["attnknn_wide"] = 40.0
     m = views.pc_macros(record)
     assert m["PositiveControlMultiplicity"].startswith("Holm-adjusted over the 90 declared comparisons")
     assert "unadjusted" in views.findings(record)
+    assert (m["PositiveControlHeadLrs"], m["PositiveControlWideKMax"]) == ("0.003, 0.01 and 0.03", "256")
+    assert m["PositiveControlMaxWideK"] == "64--128" and m["PositiveControlMaxAttnknnWideEffK"] == "40.0"
+    assert m["PositiveControlMaxMlpMetricAccVerdict"] == "better, within the margin"
+    assert m["PositiveControlMaxAttnknnWideVsMlpMetricAccVerdict"] == m["PositiveControlMaxNcaAccVerdict"]  # a copy of it
+    assert "The $k_w$ of the heads at $k_w$, per seed: s = 0: 64-128;" in views.control_tables._wide_k_note(record)
+    old = views.pc_macros(json.loads((Path(__file__).resolve().parents[1] / "results" / "positive_control_clusters.json").read_text()))
+    assert not any(k in old for k in ("PositiveControlHeadLrs", "PositiveControlMlpMetricFirstBetter", "PositiveControlMaxWideK"))
+    assert m["PositiveControlMaxAttnknnTunedAtCapCount"].isdigit()  # the paper's \\ifcase reads it
+
+
+def test_a_verdict_table_taller_than_a_page_is_split_into_whole_scales_each_continuing_the_first():
+    """26 rows at each of 6 scales (the one budget's learners, each attention method against both
+    metrics) do not fit one page: whole scales per table, each under a heading row, at most PAGE_ROWS
+    rows each, one label; the rows lose their scale prefix (the page's width)."""
+    import pandas as pd
+
+    from attnknn_lib.experiments.positive_control.views.control_tables import _scale_of
+    from attnknn_lib.report.tables import PAGE_ROWS, paged_booktabs
+
+    index = [f"s = {s:g}, learner {i}" for s in (0, 0.5, 1, 1.25, 1.5, 2) for i in range(26)]
+    frame = pd.DataFrame({"accuracy": [f"+0.{i}" for i in range(len(index))]}, index=pd.Index(index, name="scale, method"))
+    latex = paged_booktabs(frame, "The caption.", "tab:v", _scale_of, escape_index=False)
+    tables = latex.split("\\end{table}")[:-1]
+    assert len(tables) == 3 and all(t.count("\\\\") <= PAGE_ROWS + 1 for t in tables)  # rows + the header
+    assert "\\label{tab:v}" in tables[0] and "The caption." in tables[0] and "\\label{tab:v-3}" in tables[2]
+    assert "continued: s = 1.5; s = 2." in tables[2] and "\\textit{s = 1.25}" in tables[1]
+    assert "learner 25 & +0.103" in tables[1] and "s = 1.25, learner" not in latex  # cells stay with their rows
+    assert paged_booktabs(frame.iloc[:68], "c", "tab:v", _scale_of, escape_index=False).count("\\begin{table}") == 1
+
+
+def test_findings_name_where_each_learner_of_the_one_budget_starts_to_win_in_one_short_bullet():
+    from attnknn_lib.experiments.positive_control.views import control_text
+
+    record = _record({**GAINS, "mlp_metric": 0.3, "attnknn_wide_tuned": 0.0, "attnknn_label_wide": -0.01,
+                      "attnknn_self_wide": 0.0})
+    bullet = [line for line in control_text.findings(record).splitlines() if "one budget added" in line]
+    assert len(bullet) == 1 and len(bullet[0].split()) <= 70
+    assert "the nonlinear metric (NCA's map plus an MLP), from s = 0 on" in bullet[0]
+    assert "the head at k_w with self-attention among the neighbours, at no scale" in bullet[0]
+    assert "one budget added" not in control_text.findings(_record())  # a record measured before it

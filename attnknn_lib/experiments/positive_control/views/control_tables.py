@@ -12,9 +12,12 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.common.declared_family import has_declared, holm_declared
 from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.experiments.common.fixed_embedding_views import (
+    OPTIONAL_LEARNERS,
+    VERDICT_COLUMNS,
     VS,
     difference,
     forest_and_detectable,
+    has_one_budget,
     latex_headroom_columns,
     optional_learners,
     pp,
@@ -42,7 +45,7 @@ from attnknn_lib.report.findings import (
 from attnknn_lib.report.macros import (
     source_note,
 )
-from attnknn_lib.report.tables import booktabs
+from attnknn_lib.report.tables import booktabs, paged_booktabs
 
 CEILINGS = {  # method -> label, for the headroom table and the figure
     "reference": "tuned vote",
@@ -54,6 +57,7 @@ CEILINGS = {  # method -> label, for the headroom table and the figure
 }
 LEARNED_COLUMNS = {  # the learned metrics and the control, beside the ceilings
     "nca": "NCA: re-retrieval in a learned linear map",
+    "mlp_metric": "nonlinear metric: re-retrieval in a learned MLP map",  # measured under the one budget only
     "linear_probe": LABELS["linear_probe"],
     "query_only": HEAD_NAMES["query_only"],
 }
@@ -108,7 +112,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                f"fixable@{k}": pp(hr["at_k"]["fixable"]),
                "tuned vote's k": k_range(s["reference_k"])}
         row.update({CEILINGS[m]: pp(means[m]["accuracy"]) for m in CEILINGS})
-        row.update({label: pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items()})
+        row.update({label: pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items() if m in means})
         rows[key] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "nuisance scale"
@@ -141,12 +145,14 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     for key, lv in _levels(record):
         for label, name, against in _compared(record, lv, with_k=not latex):  # LaTeX: the k in the caption
             outside = adjusted and difference(lv, name, VS[against][0], "accuracy").get("family_size") is None
+            if latex and outside and (name, against) != ("attnknn", "rule"):
+                continue  # the paper's table: the family and the head as trained; every other row in the notebook
             rows[f"s = {key}, {label}{mark if outside else ''}"] = verdict_row(lv, name, against)
     return verdict_table(rows, "scale, method", latex)
 
 
 SHARED = {TUNED_ATTNKNN["accuracy"]: TUNED_LABEL, **{h: h for h in ("attnknn", "label_aware", "readout")}, "learner": "boosted-trees learner", "nca": "NCA",
-          "linear_probe": "linear probe", "query_only": "query-only", "oracle_inside_k": "oracle weights in k",
+          "mlp_metric": "nonlinear metric", "attnknn_wide_tuned": "attention head at k_w, tuned", "linear_probe": "linear probe", "query_only": "query-only", "oracle_inside_k": "oracle weights in k",
           "oracle_reference_k": "oracle weights at tuned vote's k"}  # the shares table's rows (heads: their labels)
 
 
@@ -220,8 +226,8 @@ def resolution_frame(record: dict) -> pd.DataFrame:
 
 
 def figure(record: dict):
-    """Left: each head (the attention head also with tuned vote settings), the boosted-trees learner
-    and NCA minus the tuned vote, in accuracy points (mean over seeds, seed-level 95 % interval), on
+    """Left: each head (the attention head also with tuned vote settings), the boosted-trees learner,
+    NCA, and where measured the nonlinear metric and the attention head at k_w (tuned) minus the tuned vote, in accuracy points (mean over seeds, seed-level 95 % interval), on
     one axis (the oracles' room, far larger, is in the headroom table). Right: the effective k of the
     heads that vote (not the readout), with the k they read and the threshold declared for 'moved
     from uniform'."""
@@ -231,14 +237,15 @@ def figure(record: dict):
     x = np.array([v["nuisance_scale"] for _, v in lv])
     fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.6), layout="constrained")
     heads = head_labels(head_names(res["heads"]), res["k"], _tuned(record))
-    shown = {**heads, "learner": "boosted-trees learner (learnable room)", "nca": LABELS["nca"]}
+    shown = {**heads, "learner": "boosted-trees learner (learnable room)", "nca": LABELS["nca"],
+             **{n: OPTIONAL_LEARNERS[n] for n in ("mlp_metric", "attnknn_wide_tuned") if n in lv[0][1]["summary"]["diff"]}}
     for i, (name, label) in enumerate(shown.items()):
         d = [difference(v, name, "reference", "accuracy") for _, v in lv]
         mean = np.array([100 * e["value"] for e in d])
         err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
-        color = {"learner": "tab:brown", "nca": "black"}.get(name, f"C{i}")
+        color = {"learner": "tab:brown", "nca": "black", "mlp_metric": "dimgrey"}.get(name, f"C{i}")
         axes[0].errorbar(x + 0.02 * (i - len(shown) / 2), mean, yerr=err, color=color, marker="o", ms=3.5, lw=1.2,
-                         capsize=2, label=label, ls="--" if name in ("learner", "nca") else "-")
+                         capsize=2, label=label.replace("k_w", "$k_w$"), ls="--" if name in ("learner", "nca", "mlp_metric") else "-")
         if name in vote_heads(res["heads"]):  # a readout is not a vote: its weights' effective k is not its k
             axes[1].plot(x, [v["summary"]["effective_k"][name] for _, v in lv], color=color, marker="o", ms=3.5,
                          lw=1.3, label=label)
@@ -260,12 +267,33 @@ def figure(record: dict):
     return fig
 
 
+def _wide_k_note(record: dict) -> str:
+    """The caption's sentence on the k_w each seed trained the heads at k_w at, per scale (under the one budget)."""
+    levels = _levels(record)
+    if not all(has_one_budget(lv) for _, lv in levels):
+        return ""
+    return "The $k_w$ of the heads at $k_w$, per seed: " + "; ".join(
+        f"s = {key}: {k_range([p['methods']['attnknn_wide']['info']['k_trained'] for p in lv['per_seed'].values()])}"
+        for key, lv in levels) + ". "
+
+
+def _scale_of(row: str) -> tuple[str, str]:
+    """A verdict row's scale and the rest ("s = 2, NCA" -> ("s = 2", "NCA")): the table groups by scale."""
+    scale, rest = row.split(", ", 1)
+    return scale, rest
+
+
 def write_outputs(record: dict, paths: Paths) -> dict:
     record = declared(record)
     src = source_note(NOTEBOOK, ARTIFACTS.record_file(DATASET))
     res = record["results"]
     n, k = len(res["seeds"]), res["k"]
-    outside_note = " (rows marked $^\\dagger$: outside the family, unadjusted)" if "multiplicity" in res else ""
+    outside_note = (" (the row marked $^\\dagger$, the attention head at the $k$ it was trained at, is outside the family "
+                    "and unadjusted; the other comparisons outside it are in the notebook)") if "multiplicity" in res else ""
+    one_budget = all(has_one_budget(lv) for _, lv in _levels(record))  # its learners, each against both metrics
+    metric_words = ((", the nonlinear metric (NCA's map plus an MLP, searched again the same way), the attention head "
+                     "and its two variants trained at $k_w$", " and minus the nonlinear metric (rows `vs NCA', `vs "
+                     "nonlinear metric')") if one_budget else ("", " (rows `vs NCA')"))
     out = {"headroom": ARTIFACTS.write_table(paths, "headroom", DATASET, booktabs(
         headroom_frame(record, latex=True).T,
         f"Positive control: room to win against the nuisance scale (test accuracy in \\%, mean over {n} seeds). "
@@ -274,19 +302,22 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"reweighted by their distance in the informative dimensions (which the generator knows), the same at the "
         f"tuned vote's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
         f"learner on neighbour features; NCA (the tuned vote's search run again on the neighbours of a linear map learned with "
-        f"the NCA loss), the linear probe and the query-only control, which reads no neighbour. {src}.",
+        f"the NCA loss){', the nonlinear metric (the same with an MLP map)' if one_budget else ''}, the linear probe and "
+        f"the query-only control, which reads no neighbour. {src}.",
         f"tab:{NAME}_headroom", escape_index=False, size="footnotesize")),
-        "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
+        "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, paged_booktabs(
             verdict_frame(record, latex=True),
-            f"Positive control: each head, the boosted-trees learner, NCA, the linear probe and the query-only control "
-            f"minus the tuned vote, then each head minus NCA (rows `vs NCA'), seed-level 95\\,\\% intervals over "
+            f"Positive control: each head, the boosted-trees learner, NCA{metric_words[0]}, the linear probe and the query-only control "
+            f"minus the tuned vote, then each head minus NCA{metric_words[1]}, seed-level 95\\,\\% intervals over "
             f"{n} seeds (each seed its own data and test set), verdicts {multiplicity_words(record)[0]}"
             f"{outside_note}. Accuracy against the tuned vote (or NCA); NLL and "
-            f"Brier, after calibration on validation, against the NLL-tuned vote (or NCA tuned for NLL). "
-            f"{TUNED_CAPTION + tuned_k_note(_levels(record), 's = ') if _tuned(record) else ''}Effective $k$: exp of the entropy of the weights as trained "
+            f"Brier, after calibration on validation, against the NLL-tuned vote (or NCA tuned for NLL); the Brier "
+            f"verdicts are in the notebook. "
+            f"{TUNED_CAPTION + tuned_k_note(_levels(record), 's = ') if _tuned(record) else ''}{_wide_k_note(record)}"
+            f"Effective $k$: exp of the entropy of the weights as trained "
             f"(--: not a vote, or the attention head with tuned vote settings, whose weights are those of its row at "
-            f"$k = {k}$). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="scriptsize", stretch=0.9,
-            colsep="3pt")),
+            f"$k = {k}$). {src}.", f"tab:{NAME}_verdicts", _scale_of, index_name="method", column_format=VERDICT_COLUMNS, escape_index=False, size="scriptsize",
+            stretch=0.9, colsep="3pt")),
         "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record))}
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
         shares_frame(record),
