@@ -511,3 +511,20 @@ def test_count_macros_give_a_number_and_its_words_and_dash_what_a_record_cannot_
     m = count_macros(("Exp",), {"Nca Wins": ["a", "b", "c"], "Attnknn Wins": [], "Probe Wins": None}, 3)
     assert m == {"ExpNcaWins": "3", "ExpNcaWinsWords": "all three", "ExpAttnknnWins": "0",
                  "ExpAttnknnWinsWords": "none of the three", "ExpProbeWins": "--", "ExpProbeWinsWords": "--"}
+
+
+def test_the_committed_papers_abstract_answers_in_a_plain_word_within_200_words_and_its_main_text_ends_by_page_12():
+    """As printed: the abstract's words (between 'Abstract' and the first section) at most 200, its answer
+    'No' or 'Yes' in its first two sentences, and the references start by page 13."""
+    import pymupdf
+
+    doc = pymupdf.open(Path(__file__).resolve().parent.parent / "paper" / "main.pdf")
+    first = doc[0].get_text()
+    abstract = first[first.index("Abstract") + len("Abstract"):first.index("\n1\n") if "\n1\n" in first
+                     else first.index("Introduction")]
+    words = abstract.split()
+    assert len(words) <= 200, len(words)
+    assert {"No.", "Yes.", "No:", "Yes:", "No,", "Yes,"} & set(words[:40])
+    refs = next(i for i, page in enumerate(doc) if "References\n" in page.get_text())
+    before = doc[refs].get_text().split("References\n")[0].strip()  # main text on the references' page
+    assert refs + 1 <= 12 or (refs + 1 == 13 and not before), (refs + 1, before[-200:])

@@ -28,7 +28,11 @@ from attnknn_lib.report.findings import HEAD_NAMES, METHOD_NAMES, difference_tex
 from attnknn_lib.report.macros import macro_name, signed
 from attnknn_lib.report.tables import interval_text
 
-VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll")}
+VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll"),
+      "nonlinear metric": ("mlp_metric", "mlp_metric_nll")}
+OPTIONAL_LEARNERS = {  # the learners a record holds when its config opted in (wide_heads, nonlinear_metric)
+    "attnknn_wide_tuned": METHOD_NAMES["attnknn_wide_tuned"], "attnknn_label_wide": HEAD_NAMES["attnknn_label_wide"],
+    "attnknn_self_wide": HEAD_NAMES["attnknn_self_wide"], "mlp_metric": METHOD_NAMES["mlp_metric"]}
 """What a verdict row is against: (the accuracy reference, the NLL and Brier reference)."""
 
 LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",
@@ -56,6 +60,44 @@ def tuned_everywhere(units: Iterable[tuple[str, Mapping]]) -> bool:
 def wins(units: Iterable[tuple[str, Mapping]], name: str, against: str = "reference") -> list[str]:
     """The labels of the units on which ``name``'s counted verdict is 'better' in accuracy."""
     return [label for label, u in units if counted_diff(u, name, against, "accuracy")["verdict"] == "better"]
+
+
+def optional_learners(unit: Mapping) -> dict[str, str]:
+    """The :data:`OPTIONAL_LEARNERS` a unit holds, method -> the paper's name."""
+    return {m: name for m, name in OPTIONAL_LEARNERS.items() if m in unit["summary"]["diff"]}
+
+
+def first_better(units: list[tuple[str, Mapping]], name: str, against: str = "reference",
+                 counted: bool = True, latex: bool = False) -> str:
+    """Where ``name`` starts to be 'better' than ``against`` in accuracy over ``units`` (label, unit),
+    smallest scale first, in words for a sentence: 'from $s = X$ on' (better there and at every larger
+    scale), 'first at $s = X$, though not at every larger scale', 'only at the largest scale, $s = X$', or
+    'at no scale'. ``counted``: the counted verdict (the attention head with tuned vote settings where
+    measured), else the method as named; ``latex``: s = X in math mode."""
+    read = counted_diff if counted else difference
+    better = [read(u, name, against, "accuracy")["verdict"] == "better" for _, u in units]
+    if True not in better:
+        return "at no scale"
+    first = better.index(True)
+    at = f"$s = {units[first][0]}$" if latex else f"s = {units[first][0]}"
+    if first == len(units) - 1:
+        return f"only at the largest scale, {at}"
+    return f"from {at} on" if all(better[first:]) else f"first at {at}, though not at every larger scale"
+
+
+def _and(items: list[str]) -> str:
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items) or "none"
+
+
+def grid_macros(prefix: tuple[str, ...], units: list[tuple[str, Mapping]], added_later: tuple[str, ...]) -> dict[str, str]:
+    """The grid of a record's units (labels, smallest first) for a set in the paper (``Scales``), and its
+    history: the labels of the first run (``First Scales``), those ``added_later`` after its results
+    (``Added Scales``) and those of them it keeps (``Added Kept``)."""
+    labels = [label for label, _ in units]
+    return {macro_name(*prefix, "Scales"): ", ".join(labels),
+            macro_name(*prefix, "First Scales"): ", ".join(x for x in labels if x not in added_later),
+            macro_name(*prefix, "Added Scales"): _and(list(added_later)),
+            macro_name(*prefix, "Added Kept"): _and([x for x in added_later if x in labels])}
 
 
 def verdict_row(unit: Mapping, name: str, against: str) -> dict[str, str]:
@@ -203,7 +245,8 @@ def forest_and_detectable(artifacts, paths, dataset: str, source: str, what: str
     unit's verdict rows ``rows(unit)`` ((..., method, 'rule' or 'NCA'); :func:`verdict_entries`), or,
     given ``sizes`` (the family's m per endpoint), every result the measurement adjusted in its Holm family."""
     seeds = len(units[0][1]["per_seed"])
-    fig = forest_figure(units, forest_learners(heads, tuned), f"{what}: test accuracy minus the tuned vote's ({seeds} seeds)")
+    learners = forest_learners(heads, tuned) | optional_learners(units[0][1])
+    fig = forest_figure(units, learners, f"{what}: test accuracy minus the tuned vote's ({seeds} seeds)")
     if sizes is None:
         per_unit = [verdict_entries([u], [(name, against) for *_, name, against in rows(u)]) for _, u in units]
         entries = {m: [e for d in per_unit for e in d[m]] for m in DETECTABLE_ENDPOINTS}

@@ -52,8 +52,10 @@ def all_tuned(diffs: Iterable[Mapping]) -> bool:
 
 def row_method(name: str, metric: str) -> str:
     """The method a verdict-table row reads on ``metric``: the row of the attention head with tuned
-    vote settings reads the settings tuned for that endpoint; any other row its own method."""
-    return TUNED_ATTNKNN[metric] if name == TUNED_ATTNKNN["accuracy"] else name
+    vote settings (at k or at k_w) reads the settings tuned for that endpoint; any other row its own method."""
+    if name == TUNED_ATTNKNN["accuracy"]:
+        return TUNED_ATTNKNN[metric]
+    return f"{name}_nll" if name == "attnknn_wide_tuned" and metric != "accuracy" else name
 
 
 def tuned_k(per_seed: Mapping, metric: str = "accuracy") -> str:

@@ -7,15 +7,16 @@ import numpy as np
 import pandas as pd
 
 from attnknn_lib.base.paths import Paths
-from attnknn_lib.experiments.common.fixed_embedding import (
-    k_range,
-)
+from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     LEARNED_MACROS,
     difference,
+    first_better,
     forest_and_detectable,
+    grid_macros,
     latex_headroom_columns,
     learned_macros,
+    optional_learners,
     pp,
     tuned_everywhere,
     verdict_row,
@@ -51,7 +52,6 @@ from attnknn_lib.report.findings import (
 )
 from attnknn_lib.report.macros import (
     VERDICT_PHRASES,
-    count_macros,
     count_phrase,
     macro_name,
     record_macros,
@@ -112,9 +112,10 @@ def _compared(record: dict, lv: dict, with_k: bool = True) -> list[tuple[str, st
                         lv["per_seed"] if with_k else None)
     if not with_k and TUNED_ATTNKNN["accuracy"] in heads:  # LaTeX: short names, the k in the caption
         heads.update({TUNED_ATTNKNN["accuracy"]: "attention, tuned", "attnknn": f"attention, k = {record['results']['k']}"})
-    diff = lv["summary"]["diff"]
-    out = [(label, name, "rule") for name, label in {**heads, **COMPARED}.items() if name in diff]
-    return out + [(f"{label} vs NCA", name, "NCA") for name, label in heads.items()]
+    diff, attention = lv["summary"]["diff"], {**heads, **optional_learners(lv)}
+    out = [(label, name, "rule") for name, label in {**heads, **COMPARED, **optional_learners(lv)}.items() if name in diff]
+    metrics = ("NCA", "nonlinear metric") if "mlp_metric" in diff else ("NCA",)  # each attention method against each
+    return out + [(f"{label} vs {m}", name, m) for m in metrics for name, label in attention.items() if name != "mlp_metric"]
 
 
 def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
@@ -289,11 +290,6 @@ def write_outputs(record: dict, paths: Paths) -> dict:
                                        _levels(record)], res["heads"], _tuned(record), lambda lv: _compared(record, lv, False))
 
 
-def _wins(record: dict, name: str, against: str = "reference") -> list[str]:
-    """The scales at which ``name``'s counted verdict is 'better' in accuracy."""
-    return wins(_levels(record), name, against)
-
-
 RANKS = ("Max", "Second", "Third", "Min")  # the scales the paper names: largest, next two, smallest
 
 
@@ -390,10 +386,17 @@ def pc_macros(record: dict) -> dict[str, str]:
     for tag in RANKS:
         out.update(_level_macros(pre, tag, ranked[tag]))
         out.update(_learned_macros(pre, tag, ranked[tag]))
-    # counts, and in words for the abstract ("three of six")
-    out.update(count_macros(pre, {"Attnknn Wins": _wins(record, "attnknn"), "Nca Wins": _wins(record, "nca"),
-                                  "Attnknn Beats Nca": _wins(record, "attnknn", "nca")}, len(levels)))
+    # where each learner starts to be better than the tuned vote (and the attention head than NCA), in words
+    out.update(grid_macros(pre, _levels(record), ADDED_LATER))
+    for key, name, against, counted in (f for f in FIRST_BETTER if f[1] in levels[0]["summary"]["diff"]):
+        out[macro_name(*pre, key, "First Better")] = first_better(_levels(record), name, against, counted, latex=True)
     return out
+
+
+FIRST_BETTER = (("Attnknn", "attnknn", "reference", True), ("Attnknn At K", "attnknn", "reference", False),
+                ("Nca", "nca", "reference", False), ("Attnknn Than Nca", "attnknn", "nca", True),
+                ("Readout", "readout", "reference", False), ("Query Only", "query_only", "reference", False))
+ADDED_LATER = ("1.1", "1.25", "1.4")  # scales added after the first run's results (b2a6fb1); 1.1, 1.4 cut (b970947)
 
 
 def macros(records: list[dict]) -> dict[str, str]:
@@ -455,20 +458,17 @@ def finding_lines(record: dict) -> list[str]:
 
 
 def _summary(record: dict) -> str:
-    res = record["results"]
-    wins = _wins(record, "attnknn")
-    n_levels = len(res["levels"])
+    res, lv = record["results"], _levels(record)
     who = "The attention head, its vote settings tuned as the tuned vote's are," if _tuned(record) else \
         "The attention head"
-    if wins:
-        head = (f"{who} beats the tuned vote at {len(wins)} of {n_levels} nuisance "
-                f"scales ({', '.join(wins)}), so this implementation can sharpen and win where the room is large")
-    else:
-        head = (f"{who} beats the tuned vote at none of {n_levels} nuisance scales: the learner is suspect "
-                f"before any null result elsewhere")
-    head += (f"; NCA, a linear metric learned with the same vote, beats the tuned vote at {len(_wins(record, 'nca'))} "
-             f"and the attention head beats NCA at {len(_wins(record, 'attnknn', 'nca'))} of {n_levels}")
-    return head + f" ({len(res['seeds'])} seeds per scale)."
+    head = f"{who} is better than the tuned vote {first_better(lv, 'attnknn')}" + (
+        ", so this implementation can sharpen and win where the room is large" if wins(lv, "attnknn") else
+        ": the learner is suspect before any null result elsewhere")
+    head += (f"; NCA, a linear metric learned with the same vote, is better than the tuned vote "
+             f"{first_better(lv, 'nca', counted=False)}, and the attention head better than NCA "
+             f"{first_better(lv, 'attnknn', 'nca')}")
+    return (head + f" ({len(res['seeds'])} seeds per scale; the nuisance scale s grows from {lv[0][0]} to "
+            f"{lv[-1][0]}).")
 
 
 def answer_lines(records: list[dict]) -> list[str]:
@@ -478,14 +478,11 @@ def answer_lines(records: list[dict]) -> list[str]:
     out = []
     for record in records:
         lv = _levels(record)
-        wins = _wins(record, "attnknn")
         low = counted_diff(lv[0][1], "attnknn", "reference", "accuracy")["verdict"]
         who = "the attention head, vote settings tuned," if _tuned(record) else "the attention head"
-        text = (f"- **A generated task with room to win** (set by a nuisance scale s): {who} beats the tuned "
-                f"vote at {len(wins)} of {len(lv)} scales" + (f" (s = {', '.join(wins)})" if wins else "")
-                + f" and is {low} at s = {lv[0][0]}"
-                + f"; NCA beats that vote at {len(_wins(record, 'nca'))}, the head beats NCA at "
-                  f"{len(_wins(record, 'attnknn', 'nca'))}")
+        text = (f"- **A generated task with room to win** (nuisance scale s): {who} is better than the tuned "
+                f"vote {first_better(lv, 'attnknn')} ({low} at s = {lv[0][0]}), NCA "
+                f"{first_better(lv, 'nca', counted=False)}; the head beats NCA {first_better(lv, 'attnknn', 'nca')}")
         out.append(f"{text}. {table_link(NOTEBOOK)}")
     return out
 

@@ -92,7 +92,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             verdict_matrix_frame(record),
             f"{title}: test accuracy minus the tuned vote's, in points, per memory setting (seeds {seeds}; noise "
             f"in the memory's labels only, validation and test labels clean), with the verdict (B / W / E / ? = "
-            f"better / worse / equivalent / inconclusive) and the seed-level 95\\% interval below. Heads read "
+            f"better / worse / equivalent / inconclusive) and the seed-level 95\\% interval below (an end that rounds "
+            f"onto the margin shows one more decimal). Heads read "
             f"$k={cfg['k']}$ neighbours of the frozen embedding; ``chosen'' names the head with the best validation accuracy. "
             f"Attn-KNN: the end-to-end model at the $k$ it was trained at, and tuned: with its vote settings chosen on "
             f"validation. Query-only: the query-only control. The noisy memories sit on the clean-trained embedding; the long-tailed one on a model "
