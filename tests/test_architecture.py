@@ -220,7 +220,7 @@ def test_a_new_experiment_is_one_package_and_one_notebook(tmp_path):
                        "experiments_table as t; print(list(catalog.experiments())); "
                        "print(t(catalog.experiments().values())); from attnknn_lib.workflow import jobs; "
                        "jobs.main(['parameters'])")
-    assert "'headroom_regimes', 'toy']" in listing and "| `10_toy` | does a new experiment" in listing
+    assert "'toy']" in listing and "| `10_toy` | does a new experiment" in listing
     assert "10_toy.ipynb" in listing  # its parameters cell, written from its Config
     out = tmp_path / "out"
     py("-m", "attnknn_lib.workflow.cli", "--profile", "smoke", "--only", "toy", "--no-pdf", "--no-paper",

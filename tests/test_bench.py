@@ -49,7 +49,7 @@ def test_stage_times_come_from_the_job_records_and_fall_back_to_provenance(tmp_p
     assert st["notebook attention_study"]["own_training_seconds"] is None
     assert st["notebook main"]["own_training_jobs"] > 0  # main's models are shared, its controls are not
     assert st["notebook theory"]["seconds"] is None and st["paper"]["seconds"] is None
-    assert st["pdf"]["seconds"] == 8.0 and st["pdf"]["missing"] == len(catalog.names()) - 1
+    assert st["pdf"]["seconds"] == 8.0 and st["pdf"]["missing"] == len(resolve("cpu", None, [])) - 1
     assert st["training"]["seconds"] is None and st["training"]["missing"] == st["training"]["jobs"] > 0
     assert out["total_seconds"] == pytest.approx(160.0) and out["complete"] is False
 

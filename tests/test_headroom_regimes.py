@@ -150,7 +150,7 @@ def test_with_tuned_vote_settings_the_attention_head_counts_tuned_and_its_traine
     assert "vote settings tuned" in views.findings(record) and "at k = 16, as trained" in views.findings(record)
     note = views._multiplicity_note({**record["results"], "multiplicity": {"family_sizes": {"accuracy": 4}},
                                      "confirmatory": []})
-    assert "at its trained $k$ it is a diagnostic" in note
+    assert "at the $k$ it was trained at it is a diagnostic" in note
 
 
 def _clusters(n: int, seed: int, nuisance: float) -> tuple[np.ndarray, np.ndarray]:
@@ -163,7 +163,7 @@ def _clusters(n: int, seed: int, nuisance: float) -> tuple[np.ndarray, np.ndarra
 
 
 def test_the_gate_cross_fits_every_method_on_validation_halves():
-    from attnknn_lib.experiments.headroom_regimes.measure import gate
+    from attnknn_lib.experiments.common import gate
 
     a, b = gate.halves(101, 3)
     assert len(a) + len(b) == 101 and not set(a) & set(b)
@@ -176,11 +176,11 @@ def test_the_gate_cross_fits_every_method_on_validation_halves():
 
 
 def test_a_learned_metric_that_drops_the_nuisance_shows_room_in_the_gate():
-    from attnknn_lib.experiments.headroom_regimes.measure import gate
+    from attnknn_lib.experiments.common import gate
 
     mx, my = _clusters(1500, 0, 2.0)
     vx, vy = _clusters(400, 1, 2.0)
-    out = gate.gate(mx, my, vx, vy, 4, seed=0, k=8, k_search=64, loo_k=8, nca=lambda x: x[:, :2])
+    out = gate.gate(mx, my, vx, vy, 4, seed=0, k=8, k_search=64, loo_k=8, metrics={"nca": lambda x: x[:, :2]})
     assert out["room"]["nca"] > 0.1  # re-retrieval in the informative dimensions beats the rule by far
 
 
@@ -226,12 +226,12 @@ def test_verdict_table_adds_the_learned_metric_the_probe_the_control_and_each_he
 
 
 def test_the_gates_nca_learns_on_the_memory_alone_and_finds_the_room():
-    from attnknn_lib.experiments.headroom_regimes.measure import gate
+    from attnknn_lib.experiments.common import gate
 
     mx, my = _clusters(1500, 0, 2.0)
     vx, vy = _clusters(400, 1, 2.0)
     nca = gate.nca_map(mx, my, 4, seed=0, k=8, lrs=(0.03,), epochs=15, patience=3, batch_size=256, candidates=512)
-    out = gate.gate(mx, my, vx, vy, 4, seed=0, k=8, k_search=64, loo_k=8, nca=nca)
+    out = gate.gate(mx, my, vx, vy, 4, seed=0, k=8, k_search=64, loo_k=8, metrics={"nca": nca})
     assert out["room"]["nca"] > 0.05 and out["largest"] == out["room"]["nca"]
 
 

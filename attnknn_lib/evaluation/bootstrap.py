@@ -90,6 +90,22 @@ def evaluate(probs: np.ndarray, labels: np.ndarray, n_boot: int = 0, seed: int =
     return {name: {"value": fn(probs, labels)} for name, fn in METRICS.items()}
 
 
+def resampled_endpoints(probs: np.ndarray, labels: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
+    """Accuracy, NLL and Brier of ``probs`` (N, C) on every resample of ``counts`` (R, N) (rows sum to
+    N), each (R,): ``counts @ per-point statistic / N``, the three proper endpoints of
+    :func:`weighted_metrics` without its binned ECE and F1. The same ``counts`` applied to two methods
+    (and to every seed that reads the same test points) pairs them: the resampled difference of a
+    comparison, averaged over seeds, is a difference of these vectors."""
+    (probs, labels) = check_probs(probs, labels)
+    n = len(labels)
+    onehot = np.eye(probs.shape[1])[labels]
+    stats = np.stack([(probs.argmax(1) == labels).astype(np.float64),
+                      -np.log(np.maximum(probs[np.arange(n), labels], NLL_EPS)),
+                      ((probs - onehot) ** 2).sum(1)], axis=1)  # (N, 3)
+    out = counts @ stats / n
+    return {"accuracy": out[:, 0], "nll": out[:, 1], "brier": out[:, 2]}
+
+
 def paired_bootstrap_diff(probs_a: list[np.ndarray], probs_b: list[np.ndarray], labels: np.ndarray,
                           n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> dict[str, dict[str, float]]:
     """Difference of every metric, A minus B, paired on the same test points, averaged over runs.

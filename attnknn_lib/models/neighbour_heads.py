@@ -13,7 +13,8 @@ label-blind score cannot see).
   label read against the query;
 * :class:`NeighbourReadout` - a TabR-style readout (Gorishniy et al. 2024): weights
   softmax(-d_j / T), values E[y_j] + MLP(q - n_j), logits = MLP([q, sum_j w_j v_j]);
-  :class:`QueryOnly` is its control, the same output MLP fed the query alone;
+  :class:`QueryOnly` is its control, the same output MLP fed the query alone, and
+  :class:`LinearProbe` the linear probe on the query, trained as the heads are;
 * :class:`AdaptiveK` - a mixture over k in {1, 2, 4, ...} of uniform votes, its mixing weights
   predicted from the distances and label counts at each k;
 * :class:`DifferenceAttention` - a label-blind score read from the difference q - n_j (TabR's
@@ -148,6 +149,24 @@ class QueryOnly(nn.Module):
     def forward(self, nb: NeighbourBatch) -> tuple[torch.Tensor, torch.Tensor]:
         k = nb.labels.shape[1]
         return self.out(nb.query).softmax(-1), nb.sq_dist.new_full(nb.sq_dist.shape, 1.0 / k)
+
+
+class LinearProbe(nn.Module):
+    """Softmax regression on the standardised query (no neighbours): p = softmax(W (q - mu) / sd + b),
+    mu and sd the memory's per-dimension mean and s.d. (fixed; a zero s.d. reads as 1); its weights
+    are uniform by convention. The linear probe trained as the heads are."""
+
+    def __init__(self, num_classes: int, embed_dim: int, memory: torch.Tensor | None = None):
+        super().__init__()
+        mean = memory.mean(0) if memory is not None else torch.zeros(embed_dim)
+        sd = memory.std(0, unbiased=False) if memory is not None else torch.ones(embed_dim)
+        self.register_buffer("mean", mean.float())
+        self.register_buffer("sd", torch.where(sd > 0, sd, torch.ones_like(sd)).float())
+        self.out = nn.Linear(embed_dim, num_classes)
+
+    def forward(self, nb: NeighbourBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        k = nb.labels.shape[1]
+        return self.out((nb.query - self.mean) / self.sd).softmax(-1), nb.sq_dist.new_full(nb.sq_dist.shape, 1.0 / k)
 
 
 def k_ladder(k_max: int) -> tuple[int, ...]:

@@ -22,6 +22,7 @@ class ExperimentViews(Protocol):  # what compose reads of a declaration (experim
     notebook: str
     question: str
     models: str
+    awaiting: str  # why its record is not measured yet (empty: the default run measures it)
 
     @property
     def views(self) -> Views: ...
@@ -63,6 +64,11 @@ def job_minutes(records: list[dict]) -> str:
     return f"{seconds / 60:.0f} min" if records else "--"
 
 
+def _analysis_time(e: ExperimentViews, records: list[dict]) -> str:
+    """:func:`job_minutes`, or that a declared experiment awaits its first run."""
+    return "not run yet (declared, awaiting its run)" if e.awaiting and not records else job_minutes(records)
+
+
 def experiments_table(experiments: Iterable[ExperimentViews], records: list[dict] | None = None) -> str:
     """The README's table of experiments, from their declarations, with the time its analysis took
     in the committed run (``records``: the run's records; the training of the models it needs is in
@@ -70,7 +76,7 @@ def experiments_table(experiments: Iterable[ExperimentViews], records: list[dict
     records = records or []
     lines = ["| notebook | question | models | analysis time here |", "| --- | --- | --- | --- |"]
     lines += [f"| `{Path(e.notebook).stem}` | {e.question} | {e.models} | "
-              f"{job_minutes([r for r in records if r.get('experiment') == e.name])} |" for e in experiments]
+              f"{_analysis_time(e, [r for r in records if r.get('experiment') == e.name])} |" for e in experiments]
     return "\n".join(lines)
 
 

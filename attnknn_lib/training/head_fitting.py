@@ -22,7 +22,7 @@ from attnknn_lib.data.transforms import batches
 from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import break_ties, vote
 from attnknn_lib.models.losses import attention_entropy, vote_nll
-from attnknn_lib.models.neighbour_heads import NeighbourBatch, NeighbourReadout, QueryOnly
+from attnknn_lib.models.neighbour_heads import LinearProbe, NeighbourBatch, NeighbourReadout, QueryOnly
 from attnknn_lib.training.loops import TrainResult, _Selection  # the one selection rule of every training
 
 
@@ -37,7 +37,7 @@ def batch(data: Neighbourhood, memory: torch.Tensor, idx) -> NeighbourBatch:
 
 def is_vote(head: nn.Module) -> bool:
     """Whether the head's probabilities are the vote of its neighbour weights."""
-    return not isinstance(head, NeighbourReadout | QueryOnly)
+    return not isinstance(head, NeighbourReadout | QueryOnly | LinearProbe)
 
 
 def predict(head: nn.Module, data: Neighbourhood, memory: torch.Tensor, num_classes: int,

@@ -263,6 +263,10 @@ def summary(resolved: dict[str, dict], paths: Paths, verbose: bool = False, inv:
                      f"{command(inv, 'render', only=render)} (minutes, no model).")
     if not measure and not render:
         lines.append(f"Everything is up to date: {command(inv)} would only check it.")
+    for exp in catalog.experiments().values():
+        if exp.awaiting and exp.name not in resolved:
+            lines.append(f"Declared, awaiting its first run (not in the default run): {exp.name}: {exp.awaiting}; "
+                         f"to measure it: {command(inv, only=[exp.name])}.")
     lines.append("records: re-measure when this checkout would measure them differently (measurement code or "
                  "parameters; comments, docstrings and views never count); outputs: re-render when this checkout "
                  "would draw the tables, figures or notebook differently from these records (a record measured "

@@ -90,7 +90,8 @@ def resolve(profile: str, only: list[str] | None, overrides: list[str]) -> dict[
     prof = load_profile(profile)
     declared = catalog.experiments()
     runnable = [n for n, e in declared.items() if (REPO_ROOT / "notebooks" / e.notebook).exists()]
-    selected = runnable if not only else only
+    # an experiment still awaiting its first run (Experiment.awaiting) is measured only when named
+    selected = [n for n in runnable if not declared[n].awaiting] if not only else only
     for name in selected:
         if name not in runnable:
             raise ConfigError(f"experiment {name!r} is not allowed; choose one of: {', '.join(runnable)}")

@@ -22,7 +22,8 @@ Given a labelled memory, validation and test rows of one embedding (the embeddin
    chosen on validation, scored once on test: accuracy as voted, NLL and Brier after a calibrator
    fitted on validation, and their effective k = exp(entropy of the weights), mean over test queries;
    then the controls (:data:`CONTROLS`: the query-only MLP, which reads no neighbour) with the heads'
-   budget;
+   budget, and with ``probe_as_heads`` the linear probe too (:data:`PROBE`; lbfgs's probe of step 4 is then
+   kept as the diagnostic :data:`PROBE_LBFGS`);
 6. **Attn-KNN with the tuned vote's knobs** (:data:`TUNED`): the trained Attn-KNN head read over more
    neighbours, with k, the label-consistency filter and the prior exponent chosen on validation as
    the tuned vote chooses them (:func:`~attnknn_lib.evaluation.tuned_attention.tuned_attentions`; its
@@ -59,6 +60,7 @@ import torch
 from attnknn_lib.base.errors import ConfigError, check_range
 from attnknn_lib.base.knobs import csv, float_csv, knob
 from attnknn_lib.base.runtime import seed_everything
+from attnknn_lib.evaluation.bootstrap import resampled_endpoints
 from attnknn_lib.evaluation.calibration import fit_calibrator
 from attnknn_lib.evaluation.head_scores import attention_scorer
 from attnknn_lib.evaluation.learnable import learned_rule
@@ -87,7 +89,13 @@ from attnknn_lib.knn.headroom import headroom, loo_agreement, loo_agreement_with
 from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.knn.votes import effective_neighbours
 from attnknn_lib.models import AttentionConfig, MultiHeadNeighbourAttention
-from attnknn_lib.models.neighbour_heads import BlindAttention, LabelAwareAttention, NeighbourReadout, QueryOnly
+from attnknn_lib.models.neighbour_heads import (
+    BlindAttention,
+    LabelAwareAttention,
+    LinearProbe,
+    NeighbourReadout,
+    QueryOnly,
+)
 from attnknn_lib.training.head_fitting import predict, train_head
 from attnknn_lib.training.loops import TrainResult
 from attnknn_lib.training.metric_learning import search_learning_rates
@@ -109,6 +117,8 @@ WIDE_HEADS = {
 read at the k they were trained at."""
 WIDE_TUNED = ("attnknn_wide_tuned", "attnknn_wide_tuned_nll")  # Attn-KNN at k_w with the tuned vote's knobs
 CONTROLS = ("query_only",)  # trained like the heads, never a head to choose: the readout's MLP on the query alone
+PROBE = "linear_probe"  # with probe_as_heads: the linear probe trained as the heads are; lbfgs's as PROBE_LBFGS
+PROBE_LBFGS = "linear_probe_lbfgs"  # then a diagnostic: the probe as the exploratory records trained it
 ENDPOINTS = (("accuracy", "raw"), ("nll", "calibrated"), ("brier", "calibrated"))
 """What each head is judged on against the tuned vote: accuracy as voted, NLL and Brier after the
 calibrator fitted on validation (proper scores; ECE is only described)."""
@@ -147,6 +157,8 @@ class HeadKnobs(NcaKnobs):
     head_lr: float = knob(0.01, "AdamW learning rate of the heads")
     head_lrs: tuple[float, ...] = knob((), "learning-rate grid of the heads, extended past an end while the best "
                                            "sits there, as NCA's is (empty: head_lr alone)")
+    probe_as_heads: bool = knob(False, "the linear probe trained as the heads are (their optimiser, learning rates, "
+                                       "queries, epochs and patience); lbfgs's probe then stays as a diagnostic")
     wide_heads: tuple[str, ...] = knob((), "heads also trained at k_w, the tuned vote's k clipped to [wide_k_min, "
                                            "wide_k_max] (among those of WIDE_HEADS; empty: none)")
     wide_k_min: int = knob(32, "smallest k_w: a second training at k_w always differs from the first at k")
@@ -194,13 +206,20 @@ class HeadKnobs(NcaKnobs):
         return getattr(self, f"margin_{metric}")
 
 
-def scores(val: np.ndarray, test: np.ndarray, val_y: np.ndarray, test_y: np.ndarray) -> dict:
+def scores(val: np.ndarray, test: np.ndarray, val_y: np.ndarray, test_y: np.ndarray,
+           counts: np.ndarray | None = None) -> dict:
     """One method's numbers: validation accuracy and NLL, and every test metric raw and after the
-    calibrator fitted on validation (clean labels)."""
+    calibrator fitted on validation (clean labels). With bootstrap ``counts`` (R, N) over the test rows,
+    also ``resampled``: each endpoint (accuracy as voted, NLL and Brier calibrated) on every resample
+    (:func:`~attnknn_lib.evaluation.bootstrap.resampled_endpoints`)."""
     cal = fit_calibrator(val, val_y)
-    return {"val_accuracy": accuracy(val, val_y), "val_nll": nll(val, val_y), "calibrator": cal.to_dict(),
-            "raw": {m: fn(test, test_y) for m, fn in METRICS.items()},
-            "calibrated": {m: fn(cal.apply(test), test_y) for m, fn in METRICS.items()}}
+    out = {"val_accuracy": accuracy(val, val_y), "val_nll": nll(val, val_y), "calibrator": cal.to_dict(),
+           "raw": {m: fn(test, test_y) for m, fn in METRICS.items()},
+           "calibrated": {m: fn(cal.apply(test), test_y) for m, fn in METRICS.items()}}
+    if counts is not None:
+        raw, calibrated = resampled_endpoints(test, test_y, counts), resampled_endpoints(cal.apply(test), test_y, counts)
+        out["resampled"] = {"accuracy": raw["accuracy"], **{e: calibrated[e] for e in CALIBRATION_ENDPOINTS}}
+    return out
 
 
 def differences(a: dict, b: dict) -> dict:
@@ -219,7 +238,9 @@ def geometry_ceiling(val: Neighbourhood, test: Neighbourhood, val_y: np.ndarray,
             reference_probs(choice, val, prior, num_classes), reference_probs(choice, test, prior, num_classes))
 
 
-def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.nn.Module:
+def build_head(name: str, num_heads: int, num_classes: int, dims: int,
+               memory: torch.Tensor | None = None) -> torch.nn.Module:
+    """The head (or control) ``name``; ``memory`` (M, D) gives the linear probe its standardisation."""
     if name in ("attnknn", "blind_none", "attnknn_wide", "attnknn_label_wide", "attnknn_self_wide"):
         return BlindAttention(MultiHeadNeighbourAttention(AttentionConfig(
             num_classes, dims, num_heads, label_bias=name == "attnknn_label_wide",
@@ -228,6 +249,8 @@ def build_head(name: str, num_heads: int, num_classes: int, dims: int) -> torch.
         return LabelAwareAttention(num_classes, dims)
     if name == "query_only":
         return QueryOnly(num_classes, dims)
+    if name == PROBE:
+        return LinearProbe(num_classes, dims, memory)
     return NeighbourReadout(num_classes, dims)
 
 
@@ -248,12 +271,12 @@ def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dic
     out = {}
     for name in names or cfg.heads:
         seed_everything(seed)
-        head = build_head(name, cfg.num_heads, num_classes, memory.shape[1])
+        head = build_head(name, cfg.num_heads, num_classes, memory.shape[1], mem)
         entropy = cfg.entropy_weight if name == "attnknn" or name in WIDE_HEADS.values() else 0.0  # Attn-KNN's loss
 
         def fit(lr: float, name=name, entropy=entropy):
             seed_everything(seed)
-            return train_head(build_head(name, cfg.num_heads, num_classes, memory.shape[1]), hoods["train"],
+            return train_head(build_head(name, cfg.num_heads, num_classes, memory.shape[1], mem), hoods["train"],
                               hoods["val"], mem, num_classes, epochs=cfg.head_epochs, lr=lr,
                               batch_size=cfg.head_batch_size, entropy_weight=entropy, seed=seed, name=name,
                               patience=cfg.head_patience)
@@ -281,9 +304,12 @@ def train_heads(cfg: HeadKnobs, memory: np.ndarray, num_classes: int, hoods: dic
 
 
 def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: int, seed: int,
-            extras: Extras | None = None) -> dict:
+            extras: Extras | None = None, counts: np.ndarray | None = None) -> dict:
     """Everything measured on one embedding and seed (see the module docstring): the headroom at
-    the heads' k and at the tuned vote's, every method's scores, and every method minus each reference."""
+    the heads' k and at the tuned vote's, every method's scores, and every method minus each reference.
+    With bootstrap ``counts`` (R, N) over the test rows (seeds that share their test rows share them):
+    ``resampled``, per method its endpoints on every resample (:func:`scores`), which
+    :func:`paired_test_errors` turns into each comparison's test term."""
     k = cfg.k
     bank = MemoryBank().build(memory.x, memory.y)
     own = bank.search_excluding(memory.x, max(k, cfg.loo_k + 1), np.arange(len(memory.y)))  # each row's other rows
@@ -333,13 +359,22 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
     trained: dict = {}
     for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, models=trained).items():
         probs[name], info[name] = (pv, pt), head_info
-    if "attnknn" in trained:  # the tuned vote's knobs, read from the tuned vote's search depth on
-        scorer = attention_scorer(trained["attnknn"].attention, bank, {"val": val.x, "test": test.x}, search,
-                                  memory.y, loo)
+
+    def with_vote_settings(head: str, names: tuple[str, str], extra: dict) -> None:
+        """Trained ``head`` read with the tuned vote's knobs (on accuracy, for calibration), from the
+        tuned vote's search depth on."""
+        scorer = attention_scorer(trained[head].attention, bank, {"val": val.x, "test": test.x}, search, memory.y,
+                                  loo)
         tuned = tuned_attentions(scorer, val.y, prior, num_classes, info["reference"]["k_searched"], len(memory.y))
-        for name, m in zip(TUNED, tuned):
-            probs[name], info[name] = (m.val, m.test), m.info
-    for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, tuple(CONTROLS)).items():
+        for name, m in zip(names, tuned):
+            probs[name], info[name] = (m.val, m.test), {**m.info, **extra}
+
+    if "attnknn" in trained:
+        with_vote_settings("attnknn", TUNED, {})
+    if cfg.probe_as_heads:  # the one budget's probe takes the name; lbfgs's stays beside it as a diagnostic
+        probs[PROBE_LBFGS], info[PROBE_LBFGS] = probs.pop(PROBE), info.pop(PROBE)
+    controls = (*CONTROLS, PROBE) if cfg.probe_as_heads else CONTROLS
+    for name, (pv, pt, head_info) in train_heads(cfg, memory.x, num_classes, hoods, seed, controls).items():
         head_info.pop("effective_k")  # its weights are uniform by convention: no sharpness to report
         probs[name], info[name] = (pv, pt), head_info
     if cfg.wide_heads:
@@ -354,13 +389,10 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
                                                      models=trained).items():
             probs[name], info[name] = (pv, pt), {**head_info, "k_trained": k_w}
         if "attnknn_wide" in trained:  # read with the tuned vote's knobs, as Attn-KNN at k is
-            scorer = attention_scorer(trained["attnknn_wide"].attention, bank, {"val": val.x, "test": test.x}, search,
-                                      memory.y, loo)
-            tuned = tuned_attentions(scorer, val.y, prior, num_classes, info["reference"]["k_searched"], len(memory.y))
-            for name, m in zip(WIDE_TUNED, tuned):
-                probs[name], info[name] = (m.val, m.test), {**m.info, "k_trained": k_w}
+            with_vote_settings("attnknn_wide", WIDE_TUNED, {"k_trained": k_w})
 
-    scored = {name: {**scores(pv, pt, val.y, test.y), "info": info[name]} for name, (pv, pt) in probs.items()}
+    scored = {name: {**scores(pv, pt, val.y, test.y, counts), "info": info[name]} for name, (pv, pt) in probs.items()}
+    resampled = {name: m.pop("resampled") for name, m in scored.items() if "resampled" in m}
     diffs = {name: {r: differences(scored[name], scored[r]) for r in REFERENCES}
              for name in scored if name not in REFERENCES}
     metrics = tuple(r for r in (*LEARNED, *NONLINEAR) if r in scored)  # the learned metrics measured
@@ -368,14 +400,37 @@ def compare(cfg: HeadKnobs, memory: Rows, val: Rows, test: Rows, num_classes: in
     for name in attention:  # attention against each learned metric
         diffs[name].update({r: differences(scored[name], scored[r]) for r in metrics})
     test_labels = memory.y[search("test", max(k, k_ref))[0]]
-    return {"headroom": {"at_k": headroom(test_labels, test.y, num_classes, k),
-                         "at_reference_k": headroom(test_labels, test.y, num_classes, k_ref)},
-            "methods": scored, "diff": diffs}
+    out = {"headroom": {"at_k": headroom(test_labels, test.y, num_classes, k),
+                        "at_reference_k": headroom(test_labels, test.y, num_classes, k_ref)},
+           "methods": scored, "diff": diffs}
+    return {**out, "resampled": resampled} if counts is not None else out
 
 
-def summarise(cfg: HeadKnobs, per_seed: dict[str, dict]) -> dict:
+PairedErrors = Callable[[str, str, str], float]
+"""(method, reference, endpoint) -> the test rows' standard error of the seed-mean difference."""
+
+
+def paired_test_errors(per_seed: dict[str, dict]) -> PairedErrors:
+    """The test term of every comparison when the seeds read the same test rows (each seed a
+    :func:`compare` output with ``resampled``, drawn with the same counts): the s.d. over resamples r of
+
+        (1 / S) sum_s [m_r(A_s) - m_r(B_s)]
+
+    the paired bootstrap of :func:`~attnknn_lib.evaluation.bootstrap.paired_bootstrap_diff`, averaged
+    over the seeds before the s.d. is taken, so an error the seeds share stays in."""
+    seeds = list(per_seed)
+
+    def se(name: str, ref: str, metric: str) -> float:
+        d = np.mean([per_seed[s]["resampled"][name][metric] - per_seed[s]["resampled"][ref][metric] for s in seeds],
+                    axis=0)
+        return float(np.std(d, ddof=1))
+    return se
+
+
+def summarise(cfg: HeadKnobs, per_seed: dict[str, dict], test_se: PairedErrors | None = None) -> dict:
     """One setting over its seeds (each a :func:`compare` output). Per comparison and endpoint: the
-    seed-level interval and verdict (independent test rows per seed, so no test term) and the
+    seed-level interval and verdict (independent test rows per seed, so no test term; seeds that read
+    the same test rows give ``test_se``, from :func:`paired_test_errors`) and the
     smallest difference it resolves at :data:`RESOLVED_AT` seeds (against each reference, and for
     the heads against the learned metric: accuracy against the accuracy-tuned one, NLL and Brier
     against both); per method the means; per head its
@@ -392,9 +447,10 @@ def summarise(cfg: HeadKnobs, per_seed: dict[str, dict]) -> dict:
                 if ref in (REFERENCES[1], LEARNED[1], NONLINEAR[1]) and metric == "accuracy":
                     continue
                 d = [per_seed[s]["diff"][name][ref][metric] for s in seeds]
-                v = seed_level(d, 0.0, metric, cfg.margin(metric))
+                term = test_se(name, ref, metric) if test_se else 0.0
+                v = seed_level(d, term, metric, cfg.margin(metric))
                 if len(d) > 1:
-                    v["resolvable"] = {str(n): resolvable(v["seed_sd"], 0.0, n) for n in RESOLVED_AT}
+                    v["resolvable"] = {str(n): resolvable(v["seed_sd"], term, n) for n in RESOLVED_AT}
                 entry[metric] = v
             out["diff"][name][ref] = entry
     for name in first["methods"]:

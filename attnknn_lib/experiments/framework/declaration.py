@@ -234,6 +234,9 @@ class Experiment:
     artifacts: Artifacts
     question: str  # the README's experiments table: what it asks
     models: str  # ... and which models it uses
+    # declared, its record not measured yet: why (the default run leaves it out; --only NAME runs it, and
+    # status says so); empty for an experiment the default run measures
+    awaiting: str = ""
 
     @property
     def runs(self) -> Callable[[Any], list]:

@@ -250,7 +250,7 @@ def _multiplicity_note(res: dict) -> str:
     else:
         which = (f"{', '.join(passed)} passed the gate; every verdict is exploratory, as the candidates had been "
                  f"measured before the gate was set. ")
-    attn = ("the attention head enters with its vote settings tuned, and at its trained $k$ it is a diagnostic "
+    attn = ("the attention head enters with its vote settings tuned, and at the $k$ it was trained at it is a diagnostic "
             "outside the family, its verdicts unadjusted ($^\\dagger$); " if _tuned({"results": res}) else "")
     return (f"Verdicts of the heads are Holm-adjusted per endpoint over the comparisons with the tuned vote and with NCA "
             f"({sizes.get('accuracy', 0)} for accuracy, {sizes.get('nll', 0)} each for NLL and Brier); {attn}the "

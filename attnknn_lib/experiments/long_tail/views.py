@@ -130,7 +130,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"the memory. Prior correction: each class's vote divided by its memory share to the power $\\beta$, chosen on "
         f"validation from {{{', '.join(f'{b:g}' for b in BETAS)}}} (for the CNN the same correction of its "
         f"softmax). {LABELS['reference']}: weighting, temperature, $k$, label "
-        f"filter and prior exponent (0 to 2 or beyond) tuned on validation, the reference of every verdict. "
+        f"filter and prior correction (its exponent 0 to 2 or beyond) tuned on validation, the reference of every verdict. "
         f"Mean $\\pm$ s.d.\\ over seeds (the class order drawn per seed). {src}.", f"tab:{NAME}"))}
     fig = figure(record)
     out["figure"] = save_output_figure(ARTIFACTS, paths, "figure", d, fig)

@@ -128,7 +128,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"Symmetric (sym.) flips go to any other class, asymmetric (asym.) ones from $c$ to $c+1$; validation labels "
         f"are noisy too, and every setting is chosen on them. Uniform, distance and cosine votes and the fixed-$k$ vote "
         f"(the best of them on validation) use $k = {res['k']}$; the tuned vote (weighting, temperature, $k$, label "
-        f"filter and prior exponent tuned on the noisy validation labels) is the reference of every verdict. {src}.", f"tab:{NAME}"))}
+        f"filter and prior correction tuned on the noisy validation labels) is the reference of every verdict. {src}.", f"tab:{NAME}"))}
     out["weights"] = ARTIFACTS.write_table(paths, "weights", d, booktabs(
         weights_frame(record),
         f"{title}: mean weight a rule gives a test query's neighbour whose label was flipped, divided by the mean "

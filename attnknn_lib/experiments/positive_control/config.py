@@ -33,6 +33,8 @@ class Config(HeadKnobs):
     head_lrs: tuple[float, ...] = knob((0.003, 0.01, 0.03), "learning-rate grid of the heads, NCA's, extended past "
                                                             "an end while the best sits there")
     nonlinear_metric: bool = knob(True, "also train the nonlinear learned metric (an MLP map trained as NCA is)")
+    probe_as_heads: bool = knob(True, "the linear probe trained as the heads are (their optimiser, learning rates, "
+                                      "queries, epochs and patience); lbfgs's probe then stays as a diagnostic")
     wide_heads: tuple[str, ...] = knob(("attnknn", "label_bias", "self_attention"),
                                        "heads also trained at k_w, the tuned vote's k clipped to [wide_k_min, "
                                        "wide_k_max]")

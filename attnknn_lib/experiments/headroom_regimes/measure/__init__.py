@@ -15,7 +15,8 @@ Each embedder picks its epoch on ``embedder_val`` validation rows of the classes
 On every candidate the comparison of :func:`~attnknn_lib.experiments.common.fixed_embedding.compare` runs,
 in its order: headroom, the tuned vote and the NLL-tuned vote, the learned metrics with the same vote
 (NCA and the linear probe), the learnable headroom, then the heads (each also against NCA), the
-query-only control and Attn-KNN with the tuned vote's knobs. Before it, the gate (:mod:`~.gate`,
+query-only control and Attn-KNN with the tuned vote's knobs. Before it, the gate
+(:mod:`~attnknn_lib.experiments.common.gate`,
 declared in ``docs/regimes_declaration.md``): a candidate *has room* when a gate learner's
 cross-fitted validation accuracy lies at least ``room_margin`` above the tuned vote's, as a mean over
 seeds; it reads no test row. The heads run on every candidate, so the absence of room is tested
@@ -39,6 +40,7 @@ from attnknn_lib.data.registry import Dataset, DataSplit, load_dataset
 from attnknn_lib.data.transforms import to_tensor
 from attnknn_lib.evaluation.inference import embed
 from attnknn_lib.evaluation.verdicts import holm
+from attnknn_lib.experiments.common import gate as gating
 from attnknn_lib.experiments.common import shared as core
 from attnknn_lib.experiments.common.fixed_embedding import ENDPOINTS, compare, summarise
 from attnknn_lib.experiments.framework.declaration import Measurement
@@ -51,7 +53,6 @@ from attnknn_lib.experiments.headroom_regimes.config import (
     OFFICIAL_TEST,
     Config,
 )
-from attnknn_lib.experiments.headroom_regimes.measure import gate as gating
 from attnknn_lib.models import build_cnn
 from attnknn_lib.training.convergence import plateau
 from attnknn_lib.training.loops import train_cnn
@@ -159,15 +160,6 @@ def load(cfg: Config, seed: int) -> Dataset:
                         max_val=cfg.max_val or None)
 
 
-def gate_summary(cfg: Config, per_seed: dict[str, dict]) -> dict:
-    """The gate over seeds: each learner's mean cross-fitted validation room over the tuned vote, the
-    largest, and whether it reaches the declared margin (the candidate passes)."""
-    learners = next(iter(per_seed.values()))["gate"]["room"]
-    means = {m: float(np.mean([p["gate"]["room"][m] for p in per_seed.values()])) for m in learners}
-    largest = max(means.values())
-    return {"room": means, "largest": largest, "best": max(means, key=means.get), "passed": largest >= cfg.room_margin}
-
-
 HOLM_REFERENCES = {"accuracy": ("reference", "nca"), "nll": ("reference_nll", "nca_nll"),
                    "brier": ("reference_nll", "nca_nll")}  # per endpoint: what each head is compared with
 HOLM_ATTNKNN = {"accuracy": "attnknn_tuned", "nll": "attnknn_tuned_nll", "brier": "attnknn_tuned_nll"}
@@ -231,7 +223,7 @@ def measure_seed(cfg: Config, seed: int) -> dict:
         nca = gating.nca_map(mem.x, mem.y, num_classes, seed, cfg.k, lrs=cfg.nca_lrs, epochs=cfg.nca_epochs,
                       patience=cfg.nca_patience, batch_size=cfg.nca_batch_size, candidates=cfg.nca_candidates)
         measured_gate = gating.gate(mem.x, mem.y, rows["val"].x, rows["val"].y, num_classes, seed, cfg.k, cfg.reference_k,
-                             cfg.loo_k, nca=nca)
+                             cfg.loo_k, metrics={"nca": nca})
         result = compare(cfg, rows["memory"], rows["val"], rows["test"], num_classes, seed)
         result["gate"] = measured_gate
         result["embedding"] = {**info, "num_classes": num_classes, "dims": int(rows["memory"].x.shape[1]),
@@ -261,7 +253,7 @@ def run(cfg: Config, paths: Paths) -> dict:
     candidates = {}
     for name, per_seed in per.items():
         summary = summarise(cfg, per_seed)
-        gated = gate_summary(cfg, per_seed)
+        gated = gating.gate_summary(per_seed, cfg.room_margin)
         candidates[name] = {"label": CANDIDATES[name][0], "per_seed": per_seed, "summary": summary,
                             "room": room(summary),  # on test, after the fact: described, decides nothing
                             "gate": gated, "has_room": gated["passed"], "chosen_head": chosen_head(cfg, per_seed)}

@@ -1,5 +1,7 @@
-"""The regimes' gate: the room a candidate embedding offers, measured on validation alone, before
-any attention head is trained (declared in ``docs/regimes_declaration.md``).
+"""The gate: the room a candidate embedding offers, measured on validation alone, before any
+attention head is trained (declared in ``docs/regimes_declaration.md`` for the exploratory regimes,
+in ``docs/confirmatory_declaration.md`` for the confirmatory experiment, which adds the nonlinear
+learned metric to the gate's learners).
 
 The validation rows are split in two seeded halves A and B. Every method of the gate is
 *cross-fitted*: whatever it tunes or learns from validation labels it takes from one half, and it
@@ -7,13 +9,13 @@ predicts the other, so each validation row is predicted by a method that never s
 
     acc_m = (1 / N) sum_i [argmax p_m^{(-h(i))}(x_i) = y_i]     h(i): the half that holds row i
 
-Methods (:data:`~.config.GATE_LEARNERS`): the tuned vote (its
-full search: rule, k, filter, prior), the geometry-only vote (no filter, no prior, at most the heads'
-k), the label-only learner of the learnable headroom (it cross-fits itself) and NCA, a metric learned
-on the memory whose epoch is chosen on a held-out slice of the memory, never on validation, and in
-whose space the tuned vote is re-tuned on one half and scored on the other. The room of a learner is its
-cross-fitted accuracy minus the tuned vote's; a candidate passes when the largest room, as a mean over
-seeds, reaches the declared margin.
+Methods: the tuned vote (its full search: rule, k, filter, prior), the geometry-only vote (no
+filter, no prior, at most the heads' k), the label-only learner of the learnable headroom (it
+cross-fits itself) and each learned metric given (NCA, the nonlinear metric): a map learned on the
+memory whose epoch and learning rate are chosen on a held-out slice of the memory, never on
+validation, and in whose space the tuned vote is re-tuned on one half and scored on the other. The
+room of a learner is its cross-fitted accuracy minus the tuned vote's; a candidate passes when the
+largest room, as a mean over seeds (:func:`gate_summary`), reaches the declared margin.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from attnknn_lib.knn.bank import MemoryBank
 from attnknn_lib.knn.headroom import loo_agreement
 from attnknn_lib.knn.neighbourhood import Neighbourhood
 from attnknn_lib.training.metric_learning import fit_nca
+from attnknn_lib.training.nonlinear_metric import fit_mlp_metric
 
 Mapper = Callable[[np.ndarray], np.ndarray]
 """A learned metric's map of rows (N, D) -> (N, D'), fitted without validation labels."""
@@ -37,18 +40,35 @@ Mapper = Callable[[np.ndarray], np.ndarray]
 HOLD_OUT = 0.1  # share of the memory that picks the gate's NCA epoch and learning rate (never validation)
 
 
+def held_out(memory_y: np.ndarray, num_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(fit rows, held-out rows) of the memory: a seeded :data:`HOLD_OUT` share (at least one row per
+    class's worth) picks a learned metric's epoch and learning rate, never validation."""
+    order = np.random.default_rng([seed, 13]).permutation(len(memory_y))
+    n_hold = max(num_classes, int(round(HOLD_OUT * len(memory_y))))
+    return np.sort(order[n_hold:]), np.sort(order[:n_hold])
+
+
 def nca_map(memory_x: np.ndarray, memory_y: np.ndarray, num_classes: int, seed: int, k: int, **training) -> Mapper:
-    """The gate's NCA: trained on the memory without a seeded :data:`HOLD_OUT` share, which picks its
+    """The gate's NCA: trained on the memory without its :func:`held_out` share, which picks its
     epoch and learning rate (``training``: :func:`~attnknn_lib.training.metric_learning.fit_nca`'s
     lrs, epochs, patience, batch_size, candidates); the map divides by the mapped memory's mean norm,
     as the comparison's NCA does, so the tuned vote's grids see unit-scale distances."""
-    order = np.random.default_rng([seed, 13]).permutation(len(memory_y))
-    n_hold = max(num_classes, int(round(HOLD_OUT * len(memory_y))))
-    hold, fit_rows = np.sort(order[:n_hold]), np.sort(order[n_hold:])
+    fit_rows, hold = held_out(memory_y, num_classes, seed)
     fit = fit_nca(memory_x[fit_rows], memory_y[fit_rows], memory_x[hold], memory_y[hold], num_classes, k,
                   seed=seed, **training)
     scale = float(np.linalg.norm(memory_x @ fit.matrix.T, axis=1).mean())
     return lambda x: (x @ fit.matrix.T) / scale
+
+
+def mlp_metric_map(memory_x: np.ndarray, memory_y: np.ndarray, num_classes: int, seed: int, k: int,
+                   hidden: int, **training) -> Mapper:
+    """The gate's nonlinear learned metric (:func:`~attnknn_lib.training.nonlinear_metric.fit_mlp_metric`,
+    ``hidden`` units, NCA's ``training``), fitted and scaled as :func:`nca_map`."""
+    fit_rows, hold = held_out(memory_y, num_classes, seed)
+    fit = fit_mlp_metric(memory_x[fit_rows], memory_y[fit_rows], memory_x[hold], memory_y[hold], num_classes, k,
+                         seed=seed, hidden=hidden, **training)
+    scale = float(np.linalg.norm(fit.model.embed(memory_x).astype(np.float64), axis=1).mean())
+    return lambda x: fit.model.embed(x).astype(np.float64) / scale
 
 
 def halves(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -78,11 +98,11 @@ def _hood(memory_x: np.ndarray, memory_y: np.ndarray, queries: np.ndarray, k: in
 
 
 def gate(memory_x: np.ndarray, memory_y: np.ndarray, val_x: np.ndarray, val_y: np.ndarray, num_classes: int,
-         seed: int, k: int, k_search: int, loo_k: int, nca: Mapper | None = None) -> dict:
+         seed: int, k: int, k_search: int, loo_k: int, metrics: dict[str, Mapper] | None = None) -> dict:
     """Cross-fitted validation accuracy of the tuned vote and of each gate learner, and each learner's
     room over the tuned vote (see the module docstring). ``k``: the heads' k (the geometry vote reads at
-    most these); ``k_search``: neighbours the tuned vote searches; ``nca``: the learned metric's map (None
-    leaves NCA out of the gate)."""
+    most these); ``k_search``: neighbours the tuned vote searches; ``metrics``: each learned metric's map
+    by its name in the gate (``nca``, ``mlp_metric``; none: no learned metric in the gate)."""
     val_y = np.asarray(val_y)
     prior = np.bincount(memory_y, minlength=num_classes) / len(memory_y)
     parts = halves(len(val_y), seed)
@@ -94,11 +114,21 @@ def gate(memory_x: np.ndarray, memory_y: np.ndarray, val_x: np.ndarray, val_y: n
     fit = learned_rule(hood.take(np.arange(len(val_y)), k_learn), val_y, hood.take(parts[0][:1], k_learn), prior,
                        num_classes, k_learn, seed)
     probs["learner"] = fit["val"]  # out of fold: the learner cross-fits itself on two halves
-    if nca is not None:
-        mapped = _hood(np.ascontiguousarray(nca(memory_x), dtype=np.float32), memory_y,
-                       np.ascontiguousarray(nca(val_x), dtype=np.float32), k_search, loo_k)
-        probs["nca"] = cross_fitted_rule(mapped, val_y, prior, num_classes, parts)
+    for name, mapper in (metrics or {}).items():
+        mapped = _hood(np.ascontiguousarray(mapper(memory_x), dtype=np.float32), memory_y,
+                       np.ascontiguousarray(mapper(val_x), dtype=np.float32), k_search, loo_k)
+        probs[name] = cross_fitted_rule(mapped, val_y, prior, num_classes, parts)
     acc = {m: float(accuracy(p, val_y)) for m, p in probs.items()}
     room = {m: acc[m] - acc["reference"] for m in acc if m != "reference"}
     return {"val_accuracy": acc, "room": room, "largest": max(room.values()), "k_learner": k_learn,
             "halves": [len(p) for p in parts]}
+
+
+def gate_summary(per_seed: dict[str, dict], room_margin: float) -> dict:
+    """The gate over seeds (each seed's :func:`gate` under ``"gate"``): each learner's mean
+    cross-fitted validation room over the tuned vote, the largest, and whether it reaches the declared
+    ``room_margin`` (the candidate passes)."""
+    learners = next(iter(per_seed.values()))["gate"]["room"]
+    means = {m: float(np.mean([p["gate"]["room"][m] for p in per_seed.values()])) for m in learners}
+    largest = max(means.values())
+    return {"room": means, "largest": largest, "best": max(means, key=means.get), "passed": largest >= room_margin}
