@@ -27,6 +27,17 @@ class Config(HeadKnobs):
     fixed_embedding.HeadKnobs`) and the shared recipe (whose k, heads and entropy weight are Attn-KNN's)."""
 
     seeds: tuple[int, ...] = knob((0, 1, 2, 3, 4), "seeds: each draws its own cluster centres and points")
+    # the one budget of the confirmatory declaration: every learner on NCA's grid, rows, epochs and patience
+    train_queries: int = knob(0, "training queries per head (0: every memory row, each query's own row excluded)")
+    head_epochs: int = knob(100, "most epochs per head, NCA's; it stops earlier at a plateau (head_patience)")
+    head_lrs: tuple[float, ...] = knob((0.003, 0.01, 0.03), "learning-rate grid of the heads, NCA's, extended past "
+                                                            "an end while the best sits there")
+    nonlinear_metric: bool = knob(True, "also train the nonlinear learned metric (an MLP map trained as NCA is)")
+    probe_as_heads: bool = knob(True, "the linear probe trained as the heads are (their optimiser, learning rates, "
+                                      "queries, epochs and patience); lbfgs's probe then stays as a diagnostic")
+    wide_heads: tuple[str, ...] = knob(("attnknn", "label_bias", "self_attention"),
+                                       "heads also trained at k_w, the tuned vote's k clipped to [wide_k_min, "
+                                       "wide_k_max]")
     nuisance_scales: tuple[float, ...] = knob((0.0, 0.5, 1.0, 1.25, 1.5, 2.0),
                                               "the knob: expected norm of the nuisance block against the "
                                               "informative block's 1 (0: no room to win; 1 to 1.5 more "
