@@ -116,7 +116,8 @@ def test_with_room_to_win_attnknn_sharpens_and_beats_the_uniform_vote():
     and NCA's smoke epochs: a third of the time, and still about ten points above the uniform vote.)"""
     cfg = EXPERIMENT.Config(profile="smoke", seeds="0", nuisance_scales="1.5", cluster_sd=0.05, n_memory=2000,
                             n_val=500, n_test=500, clusters_per_class=10, train_queries=2000, head_epochs=12,
-                            heads="attnknn", reference_k=64, nca_epochs=3)
+                            heads="attnknn", reference_k=64, nca_epochs=3, head_lrs="0.01", nonlinear_metric=False,
+                            wide_heads="", probe_as_heads=False)  # the property alone, not the one budget's learners
     out = pc.level_seed(cfg, 1.5, 0)
     att, hr = out["methods"]["attnknn"], out["headroom"]["at_k"]
     assert att["info"]["effective_k"] < cfg.moved_share * cfg.k
@@ -389,3 +390,17 @@ def test_the_views_read_a_declared_record_with_its_words_and_mark_the_diagnostic
     m = views.pc_macros(record)
     assert m["PositiveControlMultiplicity"].startswith("Holm-adjusted over the 90 declared comparisons")
     assert "unadjusted" in views.findings(record)
+    assert "PositiveControlMlpMetricFirstBetter" in m and "PositiveControlHeadLrs" not in m  # config before the budget
+    # the one budget's own numbers: its settings, the k_w each seed trained at, the learners it added
+    record["config"].update(nonlinear_metric=True, head_lrs=[0.003, 0.01, 0.03], head_epochs=100, head_patience=5,
+                            wide_k_min=32, wide_k_max=256, mlp_hidden=256)
+    for lv in record["results"]["levels"].values():
+        for i, p in enumerate(lv["per_seed"].values()):
+            p["methods"]["attnknn_wide"] = {"info": {"k_trained": 64 * (1 + i % 2)}}
+        lv["summary"]["effective_k"]["attnknn_wide"] = 40.0
+    m = views.pc_macros(record)
+    assert (m["PositiveControlHeadLrs"], m["PositiveControlWideKMax"]) == ("0.003, 0.01 and 0.03", "256")
+    assert m["PositiveControlMaxWideK"] == "64--128" and m["PositiveControlMaxAttnknnWideEffK"] == "40.0"
+    assert m["PositiveControlMaxMlpMetricAccVerdict"] == "better, within the margin"
+    assert m["PositiveControlMaxAttnknnWideVsMlpMetricAccVerdict"] == m["PositiveControlMaxNcaAccVerdict"]  # a copy of it
+    assert m["PositiveControlMaxAttnknnTunedAtCapCount"].isdigit()  # the paper's \\ifnum reads it

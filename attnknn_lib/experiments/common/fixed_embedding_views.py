@@ -30,10 +30,11 @@ from attnknn_lib.report.tables import interval_text
 
 VS = {"rule": ("reference", "reference_nll"), "NCA": ("nca", "nca_nll"),
       "nonlinear metric": ("mlp_metric", "mlp_metric_nll")}
-OPTIONAL_LEARNERS = {  # the learners a record holds when its config opted in (wide_heads, nonlinear_metric)
-    "attnknn_wide_tuned": "attention head at k_w, tuned", "attnknn_label_wide": HEAD_NAMES["attnknn_label_wide"],
-    "attnknn_self_wide": HEAD_NAMES["attnknn_self_wide"], "mlp_metric": "nonlinear metric"}  # on frozen embeddings
 """What a verdict row is against: (the accuracy reference, the NLL and Brier reference)."""
+OPTIONAL_LEARNERS = {
+    "attnknn_wide_tuned": "attention head at k_w, tuned", "attnknn_label_wide": HEAD_NAMES["attnknn_label_wide"],
+    "attnknn_self_wide": HEAD_NAMES["attnknn_self_wide"], "mlp_metric": "nonlinear metric"}
+"""The learners on a frozen embedding that a record holds when its config opted in (wide_heads, nonlinear_metric)."""
 
 LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",
                   "Attnknn Vs Nca Acc High", "Attnknn Vs Nca Acc Verdict", "Probe Acc", "Query Only Acc")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     LEARNED_MACROS,
     difference,
@@ -38,7 +39,7 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
                  "Attnknn Nll Low", "Attnknn Nll High", "Attnknn Nll Verdict", "Attnknn Eff K", "Reference Acc",
                  "Attnknn Acc", "Oracle Inside Acc", "Fixable", "Attnknn At K Acc Diff", "Attnknn At K Acc Verdict",
                  "Attnknn Tuned K", "Attnknn Tuned At Cap Words")
-        return {macro_name(*pre, tag, n): "--" for n in names}
+        return {macro_name(*pre, tag, n): "--" for n in names} | {macro_name(*pre, tag, "Attnknn Tuned At Cap Count"): "0"}
     s = lv["summary"]
     out = {macro_name(*pre, tag, "Scale"): f"{lv['nuisance_scale']:g}"}
     for name, head in (("attnknn", "Attnknn"), ("learner", "Learner")):
@@ -55,9 +56,10 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     out[macro_name(*pre, tag, "Attnknn At K Acc Verdict")] = at_k["verdict"]
     out[macro_name(*pre, tag, "Attnknn Tuned K")] = tuned_k(lv["per_seed"]) if all_tuned([s["diff"]]) else "--"
     # the seeds whose tuned k is the most neighbours the search may read (an open edge: more might gain more)
-    out[macro_name(*pre, tag, "Attnknn Tuned At Cap Words")] = count_phrase(
-        sum("k" in p["methods"][TUNED_ATTNKNN["accuracy"]]["info"]["edges"] for p in lv["per_seed"].values()),
-        len(lv["per_seed"])) if all_tuned([s["diff"]]) else "--"
+    tuned = all_tuned([s["diff"]])
+    at_cap = sum("k" in p["methods"][TUNED_ATTNKNN["accuracy"]]["info"]["edges"] for p in lv["per_seed"].values()) if tuned else 0
+    out[macro_name(*pre, tag, "Attnknn Tuned At Cap Words")] = count_phrase(at_cap, len(lv["per_seed"])) if tuned else "--"
+    out[macro_name(*pre, tag, "Attnknn Tuned At Cap Count")] = str(at_cap)
     out[macro_name(*pre, tag, "Room")] = signed(
         100 * (s["means"]["oracle_inside_k"]["accuracy"] - s["means"]["reference"]["accuracy"]), 2)
     out[macro_name(*pre, tag, "Attnknn Nll Diff")] = signed(nll["value"], 3)
@@ -103,6 +105,45 @@ def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     return out
 
 
+WIDE = (("Attnknn", "attnknn_wide_tuned"), ("Label", "attnknn_label_wide"), ("Self", "attnknn_self_wide"))
+"""The heads trained again at k_w, by macro key: the attention head (read with its vote settings tuned), the
+label-conditioned and the neighbour-self-attention variants (each read at the k_w it was trained at)."""
+
+
+def _one_budget_macros(pre: tuple, record: dict, ranked: dict) -> dict[str, str]:
+    """The one budget's settings (the heads' learning-rate grid, epochs and patience, the [min, max] of
+    k_w, the nonlinear metric's hidden width) and, at the largest scale and without nuisance, the learners
+    it added against the tuned vote and the attention heads against each learned metric, with the k_w the
+    seeds trained at. Empty for a record measured before the one budget (no nonlinear metric)."""
+    c = record["config"]
+    if not c.get("nonlinear_metric") or "mlp_metric" not in ranked["Max"]["summary"]["diff"]:
+        return {}
+    out = {macro_name(*pre, "Head Lrs"): _and([f"{x:g}" for x in c["head_lrs"]]),
+           macro_name(*pre, "Head Epochs"): str(c["head_epochs"]), macro_name(*pre, "Head Patience"): str(c["head_patience"]),
+           macro_name(*pre, "Wide K Min"): str(c["wide_k_min"]), macro_name(*pre, "Wide K Max"): str(c["wide_k_max"]),
+           macro_name(*pre, "Mlp Hidden"): str(c["mlp_hidden"])}
+    for tag in ("Max", "Min"):
+        lv = ranked[tag]
+        s = lv["summary"]
+        out[macro_name(*pre, tag, "Mlp Metric Acc")] = pp(s["means"]["mlp_metric"]["accuracy"])
+        pairs = [("Mlp Metric", "mlp_metric", "reference"), ("Attnknn Vs Mlp Metric", "attnknn_tuned", "mlp_metric"),
+                 ("Attnknn Wide Vs Nca", "attnknn_wide_tuned", "nca"),
+                 ("Attnknn Wide Vs Mlp Metric", "attnknn_wide_tuned", "mlp_metric"),
+                 *((f"{key} Wide", name, "reference") for key, name in WIDE)]
+        for key, name, against in pairs:
+            d = difference(lv, name, against, "accuracy")
+            out[macro_name(*pre, tag, key, "Acc Diff")] = signed(100 * d["value"], 2)
+            out[macro_name(*pre, tag, key, "Acc Verdict")] = d["verdict"]
+        ks = [p["methods"]["attnknn_wide"]["info"]["k_trained"] for p in lv["per_seed"].values()]
+        out[macro_name(*pre, tag, "Wide K")] = k_range(ks).replace("-", "--")
+        out[macro_name(*pre, tag, "Attnknn Wide Eff K")] = f"{s['effective_k']['attnknn_wide']:.1f}"
+    return out
+
+
+def _and(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
+
+
 def pc_macros(record: dict) -> dict[str, str]:
     """The generator's sizes, and per ranked scale (:data:`RANKS`: the largest, the next two, the
     smallest; '--' where a profile has fewer levels) Attn-KNN and the boosted-trees learner against
@@ -128,14 +169,24 @@ def pc_macros(record: dict) -> dict[str, str]:
         out.update(_learned_macros(pre, tag, ranked[tag]))
     # where each learner starts to be better than the tuned vote (and the attention head than NCA), in words
     out.update(grid_macros(pre, _levels(record), ADDED_LATER))
-    for key, name, against, counted in (f for f in FIRST_BETTER if f[1] in levels[0]["summary"]["diff"]):
+    out.update(_one_budget_macros(pre, record, ranked))
+    diff = levels[0]["summary"]["diff"]
+    for key, name, against, counted in FIRST_BETTER:
+        if against not in diff.get(counted_method(diff, name, "accuracy") if counted else name, {}):
+            continue  # a learner (or comparison) the record does not hold
         out[macro_name(*pre, key, "First Better")] = first_better(_levels(record), name, against, counted, latex=True)
     return out
 
 
 FIRST_BETTER = (("Attnknn", "attnknn", "reference", True), ("Attnknn At K", "attnknn", "reference", False),
                 ("Nca", "nca", "reference", False), ("Attnknn Than Nca", "attnknn", "nca", True),
-                ("Readout", "readout", "reference", False), ("Query Only", "query_only", "reference", False))
+                ("Readout", "readout", "reference", False), ("Query Only", "query_only", "reference", False),
+                ("Label Aware", "label_aware", "reference", False), ("Linear Probe", "linear_probe", "reference", False),
+                # the learners of the one budget (a record measured before it has none of them)
+                ("Mlp Metric", "mlp_metric", "reference", False), ("Attnknn Than Mlp Metric", "attnknn", "mlp_metric", True),
+                *((f"{key} Wide", name, "reference", False) for key, name in WIDE),
+                ("Attnknn Wide Than Nca", "attnknn_wide_tuned", "nca", False),
+                ("Attnknn Wide Than Mlp Metric", "attnknn_wide_tuned", "mlp_metric", False))
 ADDED_LATER = ("1.1", "1.25", "1.4")  # scales added after the first run's results (b2a6fb1); 1.1, 1.4 cut (b970947)
 
 

@@ -12,6 +12,7 @@ from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.common.declared_family import has_declared, holm_declared
 from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.experiments.common.fixed_embedding_views import (
+    OPTIONAL_LEARNERS,
     VS,
     difference,
     forest_and_detectable,
@@ -220,8 +221,8 @@ def resolution_frame(record: dict) -> pd.DataFrame:
 
 
 def figure(record: dict):
-    """Left: each head (the attention head also with tuned vote settings), the boosted-trees learner
-    and NCA minus the tuned vote, in accuracy points (mean over seeds, seed-level 95 % interval), on
+    """Left: each head (the attention head also with tuned vote settings), the boosted-trees learner,
+    NCA, and where measured the nonlinear metric and the attention head at k_w (tuned) minus the tuned vote, in accuracy points (mean over seeds, seed-level 95 % interval), on
     one axis (the oracles' room, far larger, is in the headroom table). Right: the effective k of the
     heads that vote (not the readout), with the k they read and the threshold declared for 'moved
     from uniform'."""
@@ -231,14 +232,15 @@ def figure(record: dict):
     x = np.array([v["nuisance_scale"] for _, v in lv])
     fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.6), layout="constrained")
     heads = head_labels(head_names(res["heads"]), res["k"], _tuned(record))
-    shown = {**heads, "learner": "boosted-trees learner (learnable room)", "nca": LABELS["nca"]}
+    shown = {**heads, "learner": "boosted-trees learner (learnable room)", "nca": LABELS["nca"],
+             **{n: OPTIONAL_LEARNERS[n] for n in ("mlp_metric", "attnknn_wide_tuned") if n in lv[0][1]["summary"]["diff"]}}
     for i, (name, label) in enumerate(shown.items()):
         d = [difference(v, name, "reference", "accuracy") for _, v in lv]
         mean = np.array([100 * e["value"] for e in d])
         err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
-        color = {"learner": "tab:brown", "nca": "black"}.get(name, f"C{i}")
+        color = {"learner": "tab:brown", "nca": "black", "mlp_metric": "dimgrey"}.get(name, f"C{i}")
         axes[0].errorbar(x + 0.02 * (i - len(shown) / 2), mean, yerr=err, color=color, marker="o", ms=3.5, lw=1.2,
-                         capsize=2, label=label, ls="--" if name in ("learner", "nca") else "-")
+                         capsize=2, label=label, ls="--" if name in ("learner", "nca", "mlp_metric") else "-")
         if name in vote_heads(res["heads"]):  # a readout is not a vote: its weights' effective k is not its k
             axes[1].plot(x, [v["summary"]["effective_k"][name] for _, v in lv], color=color, marker="o", ms=3.5,
                          lw=1.3, label=label)
