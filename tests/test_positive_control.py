@@ -404,3 +404,32 @@ def test_the_views_read_a_declared_record_with_its_words_and_mark_the_diagnostic
     assert m["PositiveControlMaxMlpMetricAccVerdict"] == "better, within the margin"
     assert m["PositiveControlMaxAttnknnWideVsMlpMetricAccVerdict"] == m["PositiveControlMaxNcaAccVerdict"]  # a copy of it
     assert m["PositiveControlMaxAttnknnTunedAtCapCount"].isdigit()  # the paper's \\ifnum reads it
+
+
+def test_a_verdict_table_taller_than_a_page_is_split_into_whole_scales_each_continuing_the_first():
+    """26 rows at each of 6 scales (the one budget's learners, each attention method against both
+    metrics) do not fit one page: whole scales per table, at most PAGE_ROWS rows each, one label."""
+    import pandas as pd
+
+    from attnknn_lib.experiments.positive_control.views import control_tables as ct
+
+    index = [f"s = {s:g}, learner {i}" for s in (0, 0.5, 1, 1.25, 1.5, 2) for i in range(26)]
+    frame = pd.DataFrame({"accuracy": ["+0.1"] * len(index)}, index=pd.Index(index, name="scale, method"))
+    latex = ct._paged(frame, "The caption.", "tab:v")
+    tables = latex.split("\\end{table}")[:-1]
+    assert len(tables) == 3 and all(t.count("learner ") <= ct.PAGE_ROWS for t in tables)
+    assert "\\label{tab:v}" in tables[0] and "The caption." in tables[0]
+    assert "continued: s = 1.5, s = 2." in tables[2] and "s = 1.25, learner 25" in tables[1]
+    assert ct._paged(frame.iloc[:72], "c", "tab:v").count("\\begin{table}") == 1  # a page's worth stays one table
+
+
+def test_findings_name_where_each_learner_of_the_one_budget_starts_to_win_in_one_short_bullet():
+    from attnknn_lib.experiments.positive_control.views import control_text
+
+    record = _record({**GAINS, "mlp_metric": 0.3, "attnknn_wide_tuned": 0.0, "attnknn_label_wide": -0.01,
+                      "attnknn_self_wide": 0.0})
+    bullet = [line for line in control_text.findings(record).splitlines() if "one budget added" in line]
+    assert len(bullet) == 1 and len(bullet[0].split()) <= 70
+    assert "the nonlinear metric (NCA's map plus an MLP), from s = 0 on" in bullet[0]
+    assert "the head at k_w with self-attention among the neighbours, at no scale" in bullet[0]
+    assert "one budget added" not in control_text.findings(_record())  # a record measured before it

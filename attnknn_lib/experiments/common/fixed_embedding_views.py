@@ -253,7 +253,7 @@ def forest_figure(units: list[tuple[str, Mapping]], learners: Mapping[str, str],
         if u + ncols >= len(units):  # the lowest panel of its column
             ax.set_xlabel("pp vs tuned vote")
         ax.grid(axis="x", alpha=0.3)
-    grid[0][0].set_yticks(range(n), list(learners.values()))
+    grid[0][0].set_yticks(range(n), [v.replace("k_w", "$k_w$") for v in learners.values()])  # the paper's symbol
     grid[0][0].set_ylim(n - 0.5, -0.5)
     handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=w) for w, c in
                (*colors.items(), ("inconclusive", "0.35")) if w in shown or "within" not in w]  # within: if drawn

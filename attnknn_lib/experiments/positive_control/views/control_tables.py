@@ -55,6 +55,7 @@ CEILINGS = {  # method -> label, for the headroom table and the figure
 }
 LEARNED_COLUMNS = {  # the learned metrics and the control, beside the ceilings
     "nca": "NCA: re-retrieval in a learned linear map",
+    "mlp_metric": "nonlinear metric: re-retrieval in a learned MLP map",  # measured under the one budget only
     "linear_probe": LABELS["linear_probe"],
     "query_only": HEAD_NAMES["query_only"],
 }
@@ -109,7 +110,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
                f"fixable@{k}": pp(hr["at_k"]["fixable"]),
                "tuned vote's k": k_range(s["reference_k"])}
         row.update({CEILINGS[m]: pp(means[m]["accuracy"]) for m in CEILINGS})
-        row.update({label: pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items()})
+        row.update({label: pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items() if m in means})
         rows[key] = row
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "nuisance scale"
@@ -144,6 +145,30 @@ def verdict_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             outside = adjusted and difference(lv, name, VS[against][0], "accuracy").get("family_size") is None
             rows[f"s = {key}, {label}{mark if outside else ''}"] = verdict_row(lv, name, against)
     return verdict_table(rows, "scale, method", latex)
+
+
+PAGE_ROWS = 72
+"""The most rows of one LaTeX verdict table: a page at scriptsize with its caption (the record measured
+before the one budget, 12 rows at each of 6 scales, fills one)."""
+
+
+def _paged(frame: pd.DataFrame, caption: str, label: str) -> str:
+    """The verdict table as LaTeX tables of whole scales, each at most :data:`PAGE_ROWS` rows (a float
+    taller than a page runs off it): the first carries ``caption`` and ``label``, the rest continue it."""
+    scales = list(dict.fromkeys(str(i).split(",")[0] for i in frame.index))  # "s = 2, NCA" -> "s = 2", in order
+    groups: list[list[str]] = [[]]
+    for sc in scales:
+        n = sum(str(i).startswith(sc + ",") for i in frame.index)
+        if groups[-1] and sum(str(i).split(",")[0] in groups[-1] for i in frame.index) + n > PAGE_ROWS:
+            groups.append([])
+        groups[-1].append(sc)
+    out = []
+    for j, group in enumerate(groups):
+        part = frame[[str(i).split(",")[0] in group for i in frame.index]]
+        cap = caption if j == 0 else (f"Table~\\ref{{{label}}}, continued: {', '.join(group)}.")
+        out.append(booktabs(part, cap, label if j == 0 else f"{label}-{j + 1}", escape_index=False,
+                            size="scriptsize", stretch=0.9, colsep="3pt"))
+    return "\n".join(out)
 
 
 SHARED = {TUNED_ATTNKNN["accuracy"]: TUNED_LABEL, **{h: h for h in ("attnknn", "label_aware", "readout")}, "learner": "boosted-trees learner", "nca": "NCA",
@@ -240,7 +265,7 @@ def figure(record: dict):
         err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
         color = {"learner": "tab:brown", "nca": "black", "mlp_metric": "dimgrey"}.get(name, f"C{i}")
         axes[0].errorbar(x + 0.02 * (i - len(shown) / 2), mean, yerr=err, color=color, marker="o", ms=3.5, lw=1.2,
-                         capsize=2, label=label, ls="--" if name in ("learner", "nca", "mlp_metric") else "-")
+                         capsize=2, label=label.replace("k_w", "$k_w$"), ls="--" if name in ("learner", "nca", "mlp_metric") else "-")
         if name in vote_heads(res["heads"]):  # a readout is not a vote: its weights' effective k is not its k
             axes[1].plot(x, [v["summary"]["effective_k"][name] for _, v in lv], color=color, marker="o", ms=3.5,
                          lw=1.3, label=label)
@@ -268,6 +293,10 @@ def write_outputs(record: dict, paths: Paths) -> dict:
     res = record["results"]
     n, k = len(res["seeds"]), res["k"]
     outside_note = " (rows marked $^\\dagger$: outside the family, unadjusted)" if "multiplicity" in res else ""
+    one_budget = "mlp_metric" in _levels(record)[0][1]["summary"]["diff"]  # its learners, and each against both metrics
+    metric_words = ((", the nonlinear metric (NCA's map plus an MLP, searched again the same way), the attention head "
+                     "and its two variants trained at $k_w$", " and minus the nonlinear metric (rows `vs NCA', `vs "
+                     "nonlinear metric')") if one_budget else ("", " (rows `vs NCA')"))
     out = {"headroom": ARTIFACTS.write_table(paths, "headroom", DATASET, booktabs(
         headroom_frame(record, latex=True).T,
         f"Positive control: room to win against the nuisance scale (test accuracy in \\%, mean over {n} seeds). "
@@ -276,19 +305,19 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"reweighted by their distance in the informative dimensions (which the generator knows), the same at the "
         f"tuned vote's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
         f"learner on neighbour features; NCA (the tuned vote's search run again on the neighbours of a linear map learned with "
-        f"the NCA loss), the linear probe and the query-only control, which reads no neighbour. {src}.",
+        f"the NCA loss){', the nonlinear metric (the same with an MLP map)' if one_budget else ''}, the linear probe and "
+        f"the query-only control, which reads no neighbour. {src}.",
         f"tab:{NAME}_headroom", escape_index=False, size="footnotesize")),
-        "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, booktabs(
+        "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, _paged(
             verdict_frame(record, latex=True),
-            f"Positive control: each head, the boosted-trees learner, NCA, the linear probe and the query-only control "
-            f"minus the tuned vote, then each head minus NCA (rows `vs NCA'), seed-level 95\\,\\% intervals over "
+            f"Positive control: each head, the boosted-trees learner, NCA{metric_words[0]}, the linear probe and the query-only control "
+            f"minus the tuned vote, then each head minus NCA{metric_words[1]}, seed-level 95\\,\\% intervals over "
             f"{n} seeds (each seed its own data and test set), verdicts {multiplicity_words(record)[0]}"
             f"{outside_note}. Accuracy against the tuned vote (or NCA); NLL and "
             f"Brier, after calibration on validation, against the NLL-tuned vote (or NCA tuned for NLL). "
             f"{TUNED_CAPTION + tuned_k_note(_levels(record), 's = ') if _tuned(record) else ''}Effective $k$: exp of the entropy of the weights as trained "
             f"(--: not a vote, or the attention head with tuned vote settings, whose weights are those of its row at "
-            f"$k = {k}$). {src}.", f"tab:{NAME}_verdicts", escape_index=False, size="scriptsize", stretch=0.9,
-            colsep="3pt")),
+            f"$k = {k}$). {src}.", f"tab:{NAME}_verdicts")),
         "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record))}
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
         shares_frame(record),

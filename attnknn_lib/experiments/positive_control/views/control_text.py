@@ -27,6 +27,16 @@ from attnknn_lib.report.macros import (
     signed,
 )
 
+ONE_BUDGET_ROWS = (("mlp_metric", "the nonlinear metric (NCA's map plus an MLP)"),
+                   ("attnknn_wide_tuned", "the attention head trained at k_w (its vote settings tuned)"),
+                   ("attnknn_label_wide", "the head at k_w with the label-conditioned bias"),
+                   ("attnknn_self_wide", "the head at k_w with self-attention among the neighbours"))
+"""The learners the one budget added, as the findings name them (k_w: the tuned vote's k, clipped)."""
+
+
+def _one_budget(lv: list) -> bool:
+    return "mlp_metric" in lv[0][1]["summary"]["diff"]
+
 
 def _mean(lv: dict, method: str) -> float:
     return lv["summary"]["means"][method]["accuracy"]
@@ -72,6 +82,9 @@ def finding_lines(record: dict) -> list[str]:
             lambda lv: f"{lv['summary']['effective_k']['attnknn']:.1f}"),
         row("The boosted-trees learner (on the neighbours' labels, ranks and distances) minus the tuned vote",
             lambda lv: point_text(difference(lv, "learner", "reference", "accuracy"), "accuracy"))]
+    if _one_budget(levels):  # the learners it added, by where each starts to win (their intervals: the tables)
+        lines.append("- Where each learner the one budget added is better than the tuned vote: " + "; ".join(
+            f"{what}, {first_better(levels, name, counted=False)}" for name, what in ONE_BUDGET_ROWS) + ".")
     diag = [(key, lv["summary"]["label_aware_diagnostic"]) for key, lv in levels
             if lv["summary"].get("label_aware_diagnostic")]
     if diag:
@@ -94,6 +107,9 @@ def _summary(record: dict) -> str:
     head += (f"; NCA, a linear metric learned with the same vote, is better than the tuned vote "
              f"{first_better(lv, 'nca', counted=False)}, and the attention head better than NCA "
              f"{first_better(lv, 'attnknn', 'nca')}")
+    if _one_budget(lv):
+        head += (f"; the nonlinear metric is better than the tuned vote {first_better(lv, 'mlp_metric', counted=False)}, "
+                 f"and the attention head trained at k_w {first_better(lv, 'attnknn_wide_tuned', counted=False)}")
     return (head + f" ({len(res['seeds'])} seeds per scale; the nuisance scale s grows from {lv[0][0]} to "
             f"{lv[-1][0]}).")
 
@@ -111,6 +127,9 @@ def answer_lines(records: list[dict]) -> list[str]:
         text = (f"- **A generated task with room to win** (nuisance scale s): {who} is better than the tuned "
                 f"vote {first_better(lv, 'attnknn')} ({low} at s = {lv[0][0]}), NCA "
                 f"{first_better(lv, 'nca', counted=False)}; the head beats NCA {first_better(lv, 'attnknn', 'nca')}")
+        if _one_budget(lv):
+            text += (f"; the nonlinear metric beats the tuned vote {first_better(lv, 'mlp_metric', counted=False)}, "
+                     f"the head trained at k_w {first_better(lv, 'attnknn_wide_tuned', counted=False)}")
         out.append(f"{text}. {table_link(NOTEBOOK)}")
     return out
 
