@@ -403,7 +403,7 @@ def test_the_views_read_a_declared_record_with_its_words_and_mark_the_diagnostic
     assert m["PositiveControlMaxWideK"] == "64--128" and m["PositiveControlMaxAttnknnWideEffK"] == "40.0"
     assert m["PositiveControlMaxMlpMetricAccVerdict"] == "better, within the margin"
     assert m["PositiveControlMaxAttnknnWideVsMlpMetricAccVerdict"] == m["PositiveControlMaxNcaAccVerdict"]  # a copy of it
-    assert m["PositiveControlMaxAttnknnTunedAtCapCount"].isdigit()  # the paper's \\ifnum reads it
+    assert m["PositiveControlMaxAttnknnTunedAtCapCount"].isdigit()  # the paper's \\ifcase reads it
 
 
 def test_a_verdict_table_taller_than_a_page_is_split_into_whole_scales_each_continuing_the_first():
