@@ -387,10 +387,6 @@ def test_the_views_read_a_declared_record_with_its_words_and_mark_the_diagnostic
     table = views.verdict_frame(record, latex=True)
     assert "s = 2, attention head, k = 16$^\\dagger$" in table.index  # the head as trained: a diagnostic
     assert "s = 2, attention head, tuned" in table.index
-    m = views.pc_macros(record)
-    assert m["PositiveControlMultiplicity"].startswith("Holm-adjusted over the 90 declared comparisons")
-    assert "unadjusted" in views.findings(record)
-    assert "PositiveControlMlpMetricFirstBetter" in m and "PositiveControlHeadLrs" not in m  # config before the budget
     # the one budget's own numbers: its settings, the k_w each seed trained at, the learners it added
     record["config"].update(nonlinear_metric=True, head_lrs=[0.003, 0.01, 0.03], head_epochs=100, head_patience=5,
                             wide_k_min=32, wide_k_max=256, mlp_hidden=256)
@@ -399,28 +395,35 @@ def test_the_views_read_a_declared_record_with_its_words_and_mark_the_diagnostic
             p["methods"]["attnknn_wide"] = {"info": {"k_trained": 64 * (1 + i % 2)}}
         lv["summary"]["effective_k"]["attnknn_wide"] = 40.0
     m = views.pc_macros(record)
+    assert m["PositiveControlMultiplicity"].startswith("Holm-adjusted over the 90 declared comparisons")
+    assert "unadjusted" in views.findings(record)
     assert (m["PositiveControlHeadLrs"], m["PositiveControlWideKMax"]) == ("0.003, 0.01 and 0.03", "256")
     assert m["PositiveControlMaxWideK"] == "64--128" and m["PositiveControlMaxAttnknnWideEffK"] == "40.0"
     assert m["PositiveControlMaxMlpMetricAccVerdict"] == "better, within the margin"
     assert m["PositiveControlMaxAttnknnWideVsMlpMetricAccVerdict"] == m["PositiveControlMaxNcaAccVerdict"]  # a copy of it
+    old = views.pc_macros(json.loads((Path(__file__).resolve().parents[1] / "results" / "positive_control_clusters.json").read_text()))
+    assert not any(k in old for k in ("PositiveControlHeadLrs", "PositiveControlMlpMetricFirstBetter", "PositiveControlMaxWideK"))
     assert m["PositiveControlMaxAttnknnTunedAtCapCount"].isdigit()  # the paper's \\ifcase reads it
 
 
 def test_a_verdict_table_taller_than_a_page_is_split_into_whole_scales_each_continuing_the_first():
     """26 rows at each of 6 scales (the one budget's learners, each attention method against both
-    metrics) do not fit one page: whole scales per table, at most PAGE_ROWS rows each, one label."""
+    metrics) do not fit one page: whole scales per table, each under a heading row, at most PAGE_ROWS
+    rows each, one label; the rows lose their scale prefix (the page's width)."""
     import pandas as pd
 
-    from attnknn_lib.experiments.positive_control.views import control_tables as ct
+    from attnknn_lib.experiments.positive_control.views.control_tables import _scale_of
+    from attnknn_lib.report.tables import PAGE_ROWS, paged_booktabs
 
     index = [f"s = {s:g}, learner {i}" for s in (0, 0.5, 1, 1.25, 1.5, 2) for i in range(26)]
-    frame = pd.DataFrame({"accuracy": ["+0.1"] * len(index)}, index=pd.Index(index, name="scale, method"))
-    latex = ct._paged(frame, "The caption.", "tab:v")
+    frame = pd.DataFrame({"accuracy": [f"+0.{i}" for i in range(len(index))]}, index=pd.Index(index, name="scale, method"))
+    latex = paged_booktabs(frame, "The caption.", "tab:v", _scale_of, escape_index=False)
     tables = latex.split("\\end{table}")[:-1]
-    assert len(tables) == 3 and all(t.count("learner ") <= ct.PAGE_ROWS for t in tables)
-    assert "\\label{tab:v}" in tables[0] and "The caption." in tables[0]
-    assert "continued: s = 1.5, s = 2." in tables[2] and "s = 1.25, learner 25" in tables[1]
-    assert ct._paged(frame.iloc[:72], "c", "tab:v").count("\\begin{table}") == 1  # a page's worth stays one table
+    assert len(tables) == 3 and all(t.count("\\\\") <= PAGE_ROWS + 1 for t in tables)  # rows + the header
+    assert "\\label{tab:v}" in tables[0] and "The caption." in tables[0] and "\\label{tab:v-3}" in tables[2]
+    assert "continued: s = 1.5; s = 2." in tables[2] and "\\textit{s = 1.25}" in tables[1]
+    assert "learner 25 & +0.103" in tables[1] and "s = 1.25, learner" not in latex  # cells stay with their rows
+    assert paged_booktabs(frame.iloc[:68], "c", "tab:v", _scale_of, escape_index=False).count("\\begin{table}") == 1
 
 
 def test_findings_name_where_each_learner_of_the_one_budget_starts_to_win_in_one_short_bullet():

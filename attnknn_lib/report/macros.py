@@ -20,6 +20,7 @@ from attnknn_lib.base.errors import ConfigError
 from attnknn_lib.base.files import write_text
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.metrics import N_BINS
+from attnknn_lib.evaluation.reference import NLL_K_MAX
 from attnknn_lib.report.tables import DIFF_FORMAT, latex_escape, sd_text, signed_bound
 from attnknn_lib.training.recipe import Recipe
 
@@ -196,6 +197,7 @@ def config_macros(config: dict) -> dict[str, str]:
     out["ConfigGradClip"] = f"{train.grad_clip:g}"
     out["ConfigValPercent"] = f"{100 * recipe.val_fraction:g}"
     out["ConfigEceBins"] = str(N_BINS)
+    out["ConfigKnobCap"] = f"{NLL_K_MAX:,}"  # the most neighbours a search that holds every weight reads at once
     out.update({macro_name("prototype reported", k): v for k, v in PROTOTYPE_REPORTED.items()})
     return out
 

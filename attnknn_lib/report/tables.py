@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -166,6 +167,43 @@ def booktabs(df: pd.DataFrame, caption: str, label: str, column_format: str | No
                       f"\\setlength{{\\tabcolsep}}{{{colsep}}}",
                       *([f"\\renewcommand{{\\arraystretch}}{{{stretch:g}}}"] if stretch != 1.0 else []),
                       tabular(df, column_format, escape_index), "\\end{table}", ""])  # never scaled: it fits the text width
+
+
+PAGE_ROWS = 72
+"""The most rows of one LaTeX table at scriptsize with a caption of a few lines (row stretch 0.9): a page."""
+
+
+def paged_booktabs(df: pd.DataFrame, caption: str, label: str, split: Callable[[str], tuple[str, str]],
+                   max_rows: int = PAGE_ROWS, index_name: str | None = None, **kwargs) -> str:
+    """:func:`booktabs` for a table of groups of rows (``split`` of a row label: its group, e.g. a scale or
+    a candidate, and the rest), each group under a heading row of its own, so the labels stay short enough
+    for the page's width; whole groups per table, at most ``max_rows`` rows each (headings counted) unless
+    one group alone is longer, since a float taller than the page runs off it. The first table carries
+    ``caption`` and ``label``, each later one says whose continuation it is and which groups it holds;
+    ``index_name``: the row labels' header once the groups are headings (default: the frame's)."""
+    parts = [split(str(i)) for i in df.index]
+    groups = list(dict.fromkeys(g for g, _ in parts))
+    sizes = {g: 1 + sum(h == g for h, _ in parts) for g in groups}
+    pages: list[list[str]] = [[]]
+    for g in groups:
+        if pages[-1] and sum(sizes[h] for h in pages[-1]) + sizes[g] > max_rows:
+            pages.append([])
+        pages[-1].append(g)
+    blank = {c: "" for c in df.columns}
+    out = []
+    for j, page in enumerate(pages):
+        labels, rows = [], []  # a list: the same label recurs in every group
+        for g in page:
+            labels.append(f"\\textit{{{g}}}")
+            rows.append(blank)
+            for n, (h, rest) in enumerate(parts):
+                if h == g:
+                    labels.append(rest)
+                    rows.append(dict(df.iloc[n]))
+        part = pd.DataFrame(rows, columns=list(df.columns), index=pd.Index(labels, name=index_name or df.index.name))
+        cap = caption if j == 0 else f"Table~\\ref{{{label}}}, continued: {'; '.join(page)}."
+        out.append(booktabs(part, cap, label if j == 0 else f"{label}-{j + 1}", **kwargs))
+    return "".join(out)
 
 
 def tabular(df: pd.DataFrame, column_format: str | None = None, escape_index: bool = True) -> str:

@@ -36,6 +36,12 @@ OPTIONAL_LEARNERS = {
     "attnknn_self_wide": HEAD_NAMES["attnknn_self_wide"], "mlp_metric": "nonlinear metric"}
 """The learners on a frozen embedding that a record holds when its config opted in (wide_heads, nonlinear_metric)."""
 
+
+def has_one_budget(unit: Mapping) -> bool:
+    """Whether a unit (a scale, a candidate) holds every learner the one budget adds (:data:`OPTIONAL_LEARNERS`):
+    the views then show them, and the words and macros about them."""
+    return set(OPTIONAL_LEARNERS) <= unit["summary"]["diff"].keys()
+
 LEARNED_MACROS = ("Nca Acc", "Nca Acc Diff", "Nca Acc Verdict", "Attnknn Vs Nca Acc Diff", "Attnknn Vs Nca Acc Low",
                   "Attnknn Vs Nca Acc High", "Attnknn Vs Nca Acc Verdict", "Probe Acc", "Query Only Acc")
 """The learned metric's macros of one unit that both experiments write (:func:`learned_macros`)."""
@@ -86,7 +92,8 @@ def first_better(units: list[tuple[str, Mapping]], name: str, against: str = "re
     return f"from {at} on" if all(better[first:]) else f"first at {at}, though not at every larger scale"
 
 
-def _and(items: list[str]) -> str:
+def and_list(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'; 'none' for no item."""
     return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items) or "none"
 
 
@@ -97,8 +104,8 @@ def grid_macros(prefix: tuple[str, ...], units: list[tuple[str, Mapping]], added
     labels = [label for label, _ in units]
     return {macro_name(*prefix, "Scales"): ", ".join(labels),
             macro_name(*prefix, "First Scales"): ", ".join(x for x in labels if x not in added_later),
-            macro_name(*prefix, "Added Scales"): _and(list(added_later)),
-            macro_name(*prefix, "Added Kept"): _and([x for x in added_later if x in labels])}
+            macro_name(*prefix, "Added Scales"): and_list(list(added_later)),
+            macro_name(*prefix, "Added Kept"): and_list([x for x in added_later if x in labels])}
 
 
 HOLM_P = "Holm p (diff., equiv.)"
@@ -126,14 +133,19 @@ def verdict_row(unit: Mapping, name: str, against: str) -> dict[str, str]:
             "eff. k": f"{s['effective_k'][name]:.1f}" if name in vote_heads(s["effective_k"]) else "--"}
 
 
+VERDICT_COLUMNS = "lr>{\\raggedright\\arraybackslash}p{1.5cm}r>{\\raggedright\\arraybackslash}p{1.5cm}r"
+"""The LaTeX verdict table's columns (label, accuracy, verdict, NLL, verdict, effective k): a verdict of the
+declared families ("worse, within the margin") wraps in its column rather than widening the table."""
+
+
 def verdict_table(rows: dict[str, dict], index_name: str, latex: bool = False) -> pd.DataFrame:
     """The verdict table of :func:`verdict_row` rows (LaTeX: the interval named in the headers)."""
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = index_name
     if HOLM_P in df:
         df[HOLM_P] = df[HOLM_P].fillna("-- (unadj.)")  # a row outside the family
-    if latex:  # the page holds no more columns: the adjusted p-values are in the notebook and the record
-        df = df.drop(columns=[HOLM_P], errors="ignore")
+    if latex:  # the page holds no more columns: the adjusted p-values and the Brier verdicts are in the notebook
+        df = df.drop(columns=[HOLM_P, "Brier verdict"], errors="ignore")
         df.index = pd.Index([i.replace("k_w", "$k_w$") for i in df.index], name=index_name)  # rows unescaped
         df = df.rename(columns={"accuracy (pp)": "accuracy (pp) [95\\,\\% CI]", "NLL": "NLL [95\\,\\% CI]"})
     return df

@@ -21,7 +21,7 @@ SETTING_TITLES = {"bank": "memory only", "trained": "retrained"}
 TUNED_ATTNKNN = {"accuracy": TUNED[0], "nll": TUNED[1], "brier": TUNED[1]}
 """Per endpoint, the attention head with the tuned vote's settings (k, filter, prior) chosen for it."""
 TUNED_LABEL = "attention head, tuned"
-TUNED_CAPTION = ("The attention head with its vote settings tuned reads more neighbours, its $k$, label filter and prior "
+TUNED_CAPTION = ("The attention head with its vote settings tuned reads the $k$ chosen on validation, its $k$, label filter and prior "
                  "correction chosen on validation as the tuned vote's are (accuracy), and as the NLL-tuned vote's for "
                  "NLL and Brier; at the $k$ it was trained at it is a diagnostic. ")
 """A verdict table's caption sentence on the row of the attention head with tuned vote settings."""

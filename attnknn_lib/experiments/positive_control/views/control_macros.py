@@ -5,9 +5,11 @@ from __future__ import annotations
 from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     LEARNED_MACROS,
+    and_list,
     difference,
     first_better,
     grid_macros,
+    has_one_budget,
     learned_macros,
     pp,
 )
@@ -116,9 +118,9 @@ def _one_budget_macros(pre: tuple, record: dict, ranked: dict) -> dict[str, str]
     it added against the tuned vote and the attention heads against each learned metric, with the k_w the
     seeds trained at. Empty for a record measured before the one budget (no nonlinear metric)."""
     c = record["config"]
-    if not c.get("nonlinear_metric") or "mlp_metric" not in ranked["Max"]["summary"]["diff"]:
+    if not all(has_one_budget(lv) for lv in ranked.values() if lv is not None):
         return {}
-    out = {macro_name(*pre, "Head Lrs"): _and([f"{x:g}" for x in c["head_lrs"]]),
+    out = {macro_name(*pre, "Head Lrs"): and_list([f"{x:g}" for x in c["head_lrs"]]),
            macro_name(*pre, "Head Epochs"): str(c["head_epochs"]), macro_name(*pre, "Head Patience"): str(c["head_patience"]),
            macro_name(*pre, "Wide K Min"): str(c["wide_k_min"]), macro_name(*pre, "Wide K Max"): str(c["wide_k_max"]),
            macro_name(*pre, "Mlp Hidden"): str(c["mlp_hidden"])}
@@ -138,10 +140,6 @@ def _one_budget_macros(pre: tuple, record: dict, ranked: dict) -> dict[str, str]
         out[macro_name(*pre, tag, "Wide K")] = k_range(ks).replace("-", "--")
         out[macro_name(*pre, tag, "Attnknn Wide Eff K")] = f"{s['effective_k']['attnknn_wide']:.1f}"
     return out
-
-
-def _and(items: list[str]) -> str:
-    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
 
 
 def pc_macros(record: dict) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     difference,
     first_better,
+    has_one_budget,
     pp,
     wins,
 )
@@ -35,7 +36,7 @@ ONE_BUDGET_ROWS = (("mlp_metric", "the nonlinear metric (NCA's map plus an MLP)"
 
 
 def _one_budget(lv: list) -> bool:
-    return "mlp_metric" in lv[0][1]["summary"]["diff"]
+    return all(has_one_budget(u) for _, u in lv)
 
 
 def _mean(lv: dict, method: str) -> float:
