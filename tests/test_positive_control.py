@@ -401,6 +401,7 @@ def test_the_views_read_a_declared_record_with_its_words_and_mark_the_diagnostic
     assert m["PositiveControlMaxWideK"] == "64--128" and m["PositiveControlMaxAttnknnWideEffK"] == "40.0"
     assert m["PositiveControlMaxMlpMetricAccVerdict"] == "better, within the margin"
     assert m["PositiveControlMaxAttnknnWideVsMlpMetricAccVerdict"] == m["PositiveControlMaxNcaAccVerdict"]  # a copy of it
+    assert "The $k_w$ of the heads at $k_w$, per seed: s = 0: 64-128;" in views.control_tables._wide_k_note(record)
     old = views.pc_macros(json.loads((Path(__file__).resolve().parents[1] / "results" / "positive_control_clusters.json").read_text()))
     assert not any(k in old for k in ("PositiveControlHeadLrs", "PositiveControlMlpMetricFirstBetter", "PositiveControlMaxWideK"))
     assert m["PositiveControlMaxAttnknnTunedAtCapCount"].isdigit()  # the paper's \\ifcase reads it

@@ -267,6 +267,16 @@ def figure(record: dict):
     return fig
 
 
+def _wide_k_note(record: dict) -> str:
+    """The caption's sentence on the k_w each seed trained the heads at k_w at, per scale (under the one budget)."""
+    levels = _levels(record)
+    if not all(has_one_budget(lv) for _, lv in levels):
+        return ""
+    return "The $k_w$ of the heads at $k_w$, per seed: " + "; ".join(
+        f"s = {key}: {k_range([p['methods']['attnknn_wide']['info']['k_trained'] for p in lv['per_seed'].values()])}"
+        for key, lv in levels) + ". "
+
+
 def _scale_of(row: str) -> tuple[str, str]:
     """A verdict row's scale and the rest ("s = 2, NCA" -> ("s = 2", "NCA")): the table groups by scale."""
     scale, rest = row.split(", ", 1)
@@ -303,7 +313,8 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             f"{outside_note}. Accuracy against the tuned vote (or NCA); NLL and "
             f"Brier, after calibration on validation, against the NLL-tuned vote (or NCA tuned for NLL); the Brier "
             f"verdicts are in the notebook. "
-            f"{TUNED_CAPTION + tuned_k_note(_levels(record), 's = ') if _tuned(record) else ''}Effective $k$: exp of the entropy of the weights as trained "
+            f"{TUNED_CAPTION + tuned_k_note(_levels(record), 's = ') if _tuned(record) else ''}{_wide_k_note(record)}"
+            f"Effective $k$: exp of the entropy of the weights as trained "
             f"(--: not a vote, or the attention head with tuned vote settings, whose weights are those of its row at "
             f"$k = {k}$). {src}.", f"tab:{NAME}_verdicts", _scale_of, index_name="method", column_format=VERDICT_COLUMNS, escape_index=False, size="scriptsize",
             stretch=0.9, colsep="3pt")),
