@@ -142,14 +142,21 @@ def test_smoke_profile_through_snakemake_writes_every_output_and_a_rerun_starts_
         assert set(s["attnknn"]["verdicts_reference_nll"]) == {"nll", "brier"} and "reference_nll" in s, setting
         tuned = s["attnknn"]["tuned"]  # and with the rule's knobs chosen on validation, against both references
         assert set(tuned["verdicts_reference_nll"]) == {"nll", "brier"} and len(tuned["k"]) == len(s["seeds"]), setting
-    pc = json.loads((out / "results" / "positive_control_clusters.json").read_text())["results"]
+    pc_record = json.loads((out / "results" / "positive_control_clusters.json").read_text())
+    pc = pc_record["results"]
     assert set(pc["levels"]) == {"0", "1.5"} and pc["seeds"] == [0, 1]
-    # each head against both references and against the learned metric (NCA, accuracy- and NLL-tuned)
-    both = {"reference", "reference_nll", "nca", "nca_nll"}
-    assert all(set(lv["summary"]["diff"]["attnknn"]) == both for lv in pc["levels"].values())
-    regimes = json.loads((out / "results" / "headroom_regimes_fashion_mnist.json").read_text())["results"]
+
+    def both(rec: dict) -> set[str]:
+        """each head against both references and each learned metric (NCA; the nonlinear one under the one
+        budget), accuracy- and NLL-tuned"""
+        metrics = ("nca", "mlp_metric") if rec["config"].get("nonlinear_metric") else ("nca",)
+        return {"reference", "reference_nll", *metrics, *(f"{m}_nll" for m in metrics)}
+    assert all(set(lv["summary"]["diff"]["attnknn"]) == both(pc_record) for lv in pc["levels"].values())
+    regimes_record = json.loads((out / "results" / "headroom_regimes_fashion_mnist.json").read_text())
+    regimes = regimes_record["results"]
     assert set(regimes["candidates"]) == {"pixels_pca", "few_labels", "other_classes"} and regimes["seeds"] == [0, 1]
-    assert all(set(c["summary"]["diff"]["attnknn"]) == both and "gate" in c for c in regimes["candidates"].values())
+    assert all(set(c["summary"]["diff"]["attnknn"]) == both(regimes_record) and "gate" in c
+               for c in regimes["candidates"].values())
     assert regimes["multiplicity"]["method"] == "holm"
     tail = json.loads((out / "results" / "long_tail_fashion_mnist.json").read_text())["results"]["settings"]
     cell = tail["trained"]["curves"]["0.01"]

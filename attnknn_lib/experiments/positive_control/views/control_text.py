@@ -128,9 +128,6 @@ def answer_lines(records: list[dict]) -> list[str]:
         text = (f"- **A generated task with room to win** (nuisance scale s): {who} is better than the tuned "
                 f"vote {first_better(lv, 'attnknn')} ({low} at s = {lv[0][0]}), NCA "
                 f"{first_better(lv, 'nca', counted=False)}; the head beats NCA {first_better(lv, 'attnknn', 'nca')}")
-        if _one_budget(lv):
-            text += (f"; the nonlinear metric beats the tuned vote {first_better(lv, 'mlp_metric', counted=False)}, "
-                     f"the head trained at k_w {first_better(lv, 'attnknn_wide_tuned', counted=False)}")
         out.append(f"{text}. {table_link(NOTEBOOK)}")
     return out
 
