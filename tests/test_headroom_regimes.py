@@ -343,9 +343,21 @@ def test_a_record_under_the_one_budget_puts_the_nonlinear_metric_and_the_heads_a
                 diff[name] = {r: copy.deepcopy(diff["nca"]["reference"]) for r in ("reference", "nca")}
                 diff[name].update({r: copy.deepcopy(diff["nca_nll"]["reference_nll"]) for r in ("reference_nll", "nca_nll")})
             c["summary"]["effective_k"].setdefault(m, 16.0)
+        for m in ("attnknn_tuned", "attnknn_wide_tuned"):  # the attention head against the nonlinear metric too
+            diff[m]["mlp_metric"] = copy.deepcopy(diff["nca"]["reference"])
+            diff[f"{m}_nll"]["mlp_metric_nll"] = copy.deepcopy(diff["nca_nll"]["reference_nll"])
+        for i, p in enumerate(c["per_seed"].values()):
+            p["methods"]["attnknn_wide"] = {"info": {"k_trained": 32 * (1 + i % 3)}}
     read = views.one_family(record)
     n = len(record["results"]["candidates"])
-    assert read["results"]["multiplicity"]["family_sizes"]["accuracy"] == before + n * (1 + 3 * 2)
+    assert read["results"]["multiplicity"]["family_sizes"]["accuracy"] == before + n * (1 + 3 * 2 + 2)
+    m = views.regime_macros(record)
+    assert m["HeadroomRegimesWideK"] == "32--96" and m["HeadroomRegimesMlpMetricWinsWords"] == m["HeadroomRegimesNcaWinsWords"]
+    bullet = views.findings(record).splitlines()[-1]
+    assert bullet.startswith("- The nonlinear metric and the heads at k_w") and len(bullet.split()) <= 70
+    assert any(i.endswith("vs nonlinear metric") for i in views.verdict_frame(record).index)
+    assert "HeadroomRegimesAttnknnWideBeatsMlpMetricWords" in m and "HeadroomRegimesMlpMetricWins" not in views.regime_macros(
+        json.loads((Path(__file__).resolve().parents[1] / "results" / "headroom_regimes_fashion_mnist.json").read_text()))
     table = views.verdict_frame(record)
     assert any(i.endswith(": nonlinear metric") for i in table.index)
     assert any("at k_w" in i and i.endswith("vs NCA") for i in table.index)
@@ -371,3 +383,13 @@ def test_a_holm_adjusted_verdict_stands_beside_the_adjusted_p_values_it_was_read
         p_diff, p_equiv = map(float, row[HOLM_P].split(", "))
         assert (row["verdict"] in ("better", "worse")) == (p_diff <= 0.05 and p_equiv > 0.025), label
     assert HOLM_P not in views.verdict_frame(record, latex=True).columns
+
+
+def test_the_weaker_embeddings_and_the_positive_control_share_one_budget():
+    """The paper describes one budget for both (the positive control's numbers): their defaults must agree."""
+    from attnknn_lib.experiments.positive_control import EXPERIMENT as PC
+
+    budget = ("train_queries", "head_epochs", "head_patience", "head_lrs", "nca_lrs", "nca_patience", "nca_epochs",
+              "nonlinear_metric", "mlp_hidden", "probe_as_heads", "wide_heads", "wide_k_min", "wide_k_max")
+    ours, theirs = EXPERIMENT.Config(), PC.Config()
+    assert {k: getattr(ours, k) for k in budget} == {k: getattr(theirs, k) for k in budget}

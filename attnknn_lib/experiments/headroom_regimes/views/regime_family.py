@@ -38,7 +38,8 @@ def one_family(record: dict) -> dict:
     """The record as its views read it, one multiplicity rule for every learner: per endpoint one Holm family
     (:func:`~attnknn_lib.evaluation.verdicts.holm`) of, on every candidate, each learner's comparison with the
     tuned vote (each head as :func:`_family` counts it, then :data:`AFTER_HEADS` and the optional learners of a
-    record under the one budget) and each head's with NCA.
+    record under the one budget) and each head's with NCA; under the one budget also the attention head's (at k and
+    at k_w, its vote settings tuned) with the nonlinear metric, as the positive control's declared family has them.
     Verdicts become the adjusted ones (``verdict_unadjusted`` kept), intervals stay as measured; it replaces
     the record's heads-only family, reading each p-value from its interval, so applying it twice changes nothing."""
     out = copy.deepcopy(record)
@@ -50,9 +51,13 @@ def one_family(record: dict) -> dict:
             diff = cand["summary"]["diff"]
             pairs = [(h, r) for h in _family(out, cand, metric) for r in (ref, nca)]
             pairs += [(row_method(m, metric), ref) for m in AFTER_HEADS]
-            # a record under the one budget: the nonlinear metric and the heads at k_w, as every other learner
+            # a record under the one budget: the nonlinear metric and the heads at k_w, as every other learner;
+            # then the attention head (at k and at k_w, its vote settings tuned) against the nonlinear metric too
             extra = optional_learners(cand)
             pairs += [(row_method(m, metric), r) for m in extra for r in ((ref,) if m == "mlp_metric" else (ref, nca))]
+            if "mlp_metric" in extra:
+                mlp = row_method("mlp_metric", metric)
+                pairs += [(counted_method(diff, "attnknn", metric), mlp), (row_method("attnknn_wide_tuned", metric), mlp)]
             for m, r in pairs:
                 d = diff.get(m, {}).get(r, {}).get(metric)
                 if d is not None:

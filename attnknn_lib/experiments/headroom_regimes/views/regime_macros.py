@@ -8,6 +8,7 @@ from attnknn_lib.experiments.common.fixed_embedding import (
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     LEARNED_MACROS,
     difference,
+    has_one_budget,
     learned_macros,
     pp,
 )
@@ -121,6 +122,16 @@ def regime_macros(record: dict) -> dict[str, str]:
               "Attnknn Beats Nca": _wins(record, "attnknn", "nca"),
               "Attnknn Worse Than Nca": [c["label"] for _, c in _candidates(record)
                                          if counted_diff(c, "attnknn", "nca", "accuracy")["verdict"] == "worse"]}
+    if all(has_one_budget(c) for _, c in _candidates(record)):  # the learners of the one budget
+        counts.update({"Mlp Metric Wins": _wins(record, "mlp_metric"),
+                       "Attnknn Wide Wins": _wins(record, "attnknn_wide_tuned"),
+                       "Label Wide Wins": _wins(record, "attnknn_label_wide"),
+                       "Self Wide Wins": _wins(record, "attnknn_self_wide"),
+                       "Attnknn Beats Mlp Metric": _wins(record, "attnknn", "mlp_metric"),
+                       "Attnknn Wide Beats Nca": _wins(record, "attnknn_wide_tuned", "nca"),
+                       "Attnknn Wide Beats Mlp Metric": _wins(record, "attnknn_wide_tuned", "mlp_metric")})
+        out[macro_name(*pre, "Wide K")] = k_range([p["methods"]["attnknn_wide"]["info"]["k_trained"]
+                                                   for _, c in _candidates(record) for p in c["per_seed"].values()]).replace("-", "--")
     out.update(count_macros(pre, counts, len(cands)))
     return out
 

@@ -8,6 +8,7 @@ from attnknn_lib.experiments.common.fixed_embedding import (
 )
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     difference,
+    has_one_budget,
 )
 from attnknn_lib.experiments.common.views import (
     answer_findings,
@@ -70,6 +71,15 @@ def finding_lines(record: dict) -> list[str]:
         lines.append(f"- **{c['label']}**: NCA (a linear metric learned with the same vote) minus the tuned vote "
                      f"{point_text(difference(c, 'nca', 'reference', 'accuracy'), 'accuracy')}; the attention head "
                      f"against NCA {point_text(counted_diff(c, 'attnknn', 'nca', 'accuracy'), 'accuracy')}.")
+    if all(has_one_budget(c) for _, c in cands):  # the learners the one budget added
+        n = len(cands)
+        lines.append(f"- The nonlinear metric and the heads at k_w (Holm-adjusted; candidates won of {n}): the nonlinear "
+                     f"metric beats the tuned vote on {len(_wins(record, 'mlp_metric'))}; the attention head at k_w, "
+                     f"tuned, beats it on {len(_wins(record, 'attnknn_wide_tuned'))}, NCA on "
+                     f"{len(_wins(record, 'attnknn_wide_tuned', 'nca'))} and the nonlinear metric on "
+                     f"{len(_wins(record, 'attnknn_wide_tuned', 'mlp_metric'))}; the label-conditioned attention beats "
+                     f"the tuned vote on {len(_wins(record, 'attnknn_label_wide'))}, the self-attention over "
+                     f"neighbours on {len(_wins(record, 'attnknn_self_wide'))}.")
     return lines
 
 
