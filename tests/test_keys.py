@@ -235,6 +235,8 @@ def test_a_record_takes_a_new_key_without_measuring_only_if_it_was_current_befor
     with pytest.raises(AttnKNNError, match="was not current"):
         rekeyed(record, "another", "new", "abc", "the key changed form")
     assert rekeyed(out, "new", "new", "def", "nothing changed") is out  # same key: its notes stay as they are
+    # a record current under today's code is left as it is, whatever the earlier commit's key was
+    assert rekeyed(out, "another", "new", "def", "another experiment's key changed") is out
     again = rekeyed(out, "new", "newer", "def", "a refactor")["provenance"]["rekeyed"]
     assert [n["from_commit"] for n in again] == ["abc", "def"]  # every re-keying kept, oldest first
 

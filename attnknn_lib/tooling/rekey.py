@@ -54,15 +54,15 @@ def keys_at(commit: str, repo: Path = REPO_ROOT) -> dict[str, str]:
 
 def rekeyed(record: dict, old_key: str, new_key: str, commit: str, reason: str) -> dict:
     """``record`` with today's key, its stored verdicts where its measurement stores them now, and a
-    note of the re-keying (a list once it has been re-keyed more than once); refused when its stored
-    key is not ``old_key`` (it was not current); unchanged when the key is."""
+    note of the re-keying (a list once it has been re-keyed more than once); unchanged when its stored
+    key is today's already; refused when it is neither today's nor ``old_key`` (it was not current)."""
     prov = record.get("provenance", {})
+    if prov.get("measure_code") == new_key:
+        return record  # current under today's code already (another experiment's key changed): nothing to do
     if prov.get("measure_code") != old_key:
         raise AttnKNNError(f"{record.get('experiment')}/{record.get('dataset')}: stored key "
                            f"{prov.get('measure_code')} is not {old_key}, the key of {commit}'s code: it was not "
                            f"current, so it must be measured again")
-    if new_key == old_key:
-        return record  # nothing to re-key: the record keeps its notes as they are
     measure = importlib.import_module(f"attnknn_lib.experiments.{record['experiment']}.measure")
     if hasattr(measure, "with_verdicts") and "verdicts" not in record.get("results", {}):
         record = measure.with_verdicts(record)

@@ -41,7 +41,8 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
                  "Attnknn Nll Low", "Attnknn Nll High", "Attnknn Nll Verdict", "Attnknn Eff K", "Reference Acc",
                  "Attnknn Acc", "Oracle Inside Acc", "Fixable", "Attnknn At K Acc Diff", "Attnknn At K Acc Verdict",
                  "Attnknn Tuned K", "Attnknn Tuned At Cap Words")
-        return {macro_name(*pre, tag, n): "--" for n in names} | {macro_name(*pre, tag, "Attnknn Tuned At Cap Count"): "0"}
+        return {macro_name(*pre, tag, n): "--" for n in names} | {macro_name(*pre, tag, "Attnknn Tuned At Cap Count"): "0",
+                                                                   macro_name(*pre, tag, "Attnknn Moved Count"): "0"}
     s = lv["summary"]
     out = {macro_name(*pre, tag, "Scale"): f"{lv['nuisance_scale']:g}"}
     for name, head in (("attnknn", "Attnknn"), ("learner", "Learner")):
@@ -69,6 +70,8 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     out[macro_name(*pre, tag, "Attnknn Nll High")] = signed(nll["high"], 3)
     out[macro_name(*pre, tag, "Attnknn Nll Verdict")] = nll["verdict"]
     out[macro_name(*pre, tag, "Attnknn Eff K")] = f"{s['effective_k']['attnknn']:.1f}"
+    # 1 when its mean effective k lies below the declared threshold (moved from uniform), for the paper's \\ifcase
+    out[macro_name(*pre, tag, "Attnknn Moved Count")] = str(int(bool(s["moved"]["attnknn"])))
     out[macro_name(*pre, tag, "Reference Acc")] = pp(s["means"]["reference"]["accuracy"])
     out[macro_name(*pre, tag, "Attnknn Acc")] = pp(s["means"][counted_method(s["diff"], "attnknn", "accuracy")]["accuracy"])
     out[macro_name(*pre, tag, "Oracle Inside Acc")] = pp(s["means"]["oracle_inside_k"]["accuracy"])
