@@ -385,6 +385,8 @@ def test_a_holm_adjusted_verdict_stands_beside_the_adjusted_p_values_it_was_read
     assert HOLM_P not in views.verdict_frame(record, latex=True).columns
 
 
+@pytest.mark.xfail(strict=True, reason="the positive control is measured under the one budget; the weaker embeddings' "
+                   "one-budget config lands with their record (branch regimes-one-budget), which must drop this mark")
 def test_the_weaker_embeddings_and_the_positive_control_share_one_budget():
     """The paper describes one budget for both (the positive control's numbers): their defaults must agree."""
     from attnknn_lib.experiments.positive_control import EXPERIMENT as PC

@@ -45,7 +45,7 @@ from attnknn_lib.report.findings import (
 from attnknn_lib.report.macros import (
     source_note,
 )
-from attnknn_lib.report.tables import booktabs, paged_booktabs
+from attnknn_lib.report.tables import booktabs, latex_escape, paged_booktabs
 
 CEILINGS = {  # method -> label, for the headroom table and the figure
     "reference": "tuned vote",
@@ -320,14 +320,14 @@ def write_outputs(record: dict, paths: Paths) -> dict:
             stretch=0.9, colsep="3pt")),
         "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record))}
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
-        shares_frame(record),
-        f"Positive control: the share of the retrieval room each method captures (\\%), its test-accuracy gain over the "
-        f"tuned vote divided by the gain of the oracle retrieval (the uniform vote over the {k} nearest rows "
-        f"in the informative dimensions), then by that of the oracle weights on the {k} retrieved neighbours: the "
-        f"ratio of the mean gain to the mean room over {n} seeds; -- where the oracle's room over the tuned vote is below the accuracy margin "
+        shares_frame(record).rename(index=lambda i: latex_escape(i).replace("k\\_w", "$k_w$")),  # k_w as math
+        f"Positive control: the share of the room each method captures (\\%), two numbers per cell: its test-accuracy "
+        f"gain over the tuned vote divided by the gain of the oracle retrieval (the uniform vote over the {k} nearest "
+        f"rows in the informative dimensions), then divided by that of the oracle weights on the {k} retrieved "
+        f"neighbours; each the ratio of the mean gain to the mean room over {n} seeds; -- where the oracle's room over the tuned vote is below the accuracy margin "
         f"({100 * _min_room(record):g}\\,pp). "
         f"NCA is the tuned vote's search run again on the neighbours of a linear map learned with the NCA loss. {src}.",
-        f"tab:{NAME}_shares", escape_index=True, size="footnotesize", colsep="3pt"))
+        f"tab:{NAME}_shares", escape_index=False, size="footnotesize", colsep="3pt"))
     out["diagnostic"] = ARTIFACTS.write_table(paths, "diagnostic", DATASET, booktabs(
         diagnostic_frame(record).T,
         f"Positive control: why the label-aware head fails (means over {n} seeds). It reads each neighbour's "
