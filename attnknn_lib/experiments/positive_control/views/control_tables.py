@@ -243,7 +243,8 @@ def figure(record: dict):
         d = [difference(v, name, "reference", "accuracy") for _, v in lv]
         mean = np.array([100 * e["value"] for e in d])
         err = np.array([[100 * (e["value"] - e["low"]) for e in d], [100 * (e["high"] - e["value"]) for e in d]])
-        color = {"learner": "tab:brown", "nca": "black", "mlp_metric": "dimgrey"}.get(name, f"C{i}")
+        color = {"learner": "tab:brown", "nca": "black", "mlp_metric": "dimgrey",
+                 "attnknn_wide_tuned": "tab:purple"}.get(name, f"C{i}")  # apart from the nonlinear metric's grey
         axes[0].errorbar(x + 0.02 * (i - len(shown) / 2), mean, yerr=err, color=color, marker="o", ms=3.5, lw=1.2,
                          capsize=2, label=label.replace("k_w", "$k_w$"), ls="--" if name in ("learner", "nca", "mlp_metric") else "-")
         if name in vote_heads(res["heads"]):  # a readout is not a vote: its weights' effective k is not its k
@@ -259,7 +260,7 @@ def figure(record: dict):
     for ax in axes:
         ax.set_xlabel("nuisance scale s")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8, loc="upper left")
+    axes[0].legend(fontsize=7, loc="upper left", framealpha=0.95)  # its curves rise at the right, below it
     axes[1].legend(fontsize=8, loc="lower left")
     n = len(res["seeds"])
     fig.suptitle(f"Positive control: accuracy over the tuned vote and effective k of the weights, by nuisance scale "
