@@ -3,6 +3,7 @@
 #   ./run_all.sh              set up what is missing, then run every experiment of the default profile
 #   ./run_all.sh test [ARGS]  set up what is missing, then run the test suite (ARGS go to pytest)
 #   ./run_all.sh status       per experiment: re-measure (with an estimate), re-render or same (reads only; -v: every file)
+#   ./run_all.sh keep         copy the finished parts of a measurement under way into results/parts, to commit
 #   ./run_all.sh render       every table, figure, notebook PDF, macro, README block and the paper, from the records
 #   ./run_all.sh dag          the job graph as figures/workflow_dag.pdf
 #   ./run_all.sh lab          JupyterLab on copies of the notebooks and the executed ones (lab/; nothing tracked changes)
@@ -98,7 +99,7 @@ case " $* " in
 esac
 needs=()
 case " $* " in
-  " status "*) ;;
+  " status "*|" keep "*) ;;
   " dag "*) needs=(graphviz) ;;
   *" --no-pdf "*" --no-paper "*|*" --no-paper "*" --no-pdf "*) ;;
   *) needs=("${DEBIAN_PDF[@]}") ;;

@@ -35,7 +35,7 @@ from attnknn_lib.base.paths import REPO_ROOT, Paths
 from attnknn_lib.base.runtime import device_available
 from attnknn_lib.base.timing import total_ram_bytes
 from attnknn_lib.experiments.framework import catalog
-from attnknn_lib.workflow import overview
+from attnknn_lib.workflow import kept_parts, overview
 from attnknn_lib.workflow.overview import Invocation, command
 from attnknn_lib.workflow.plan import make_plan, write_plan
 from attnknn_lib.workflow.process_group import run_in_group
@@ -164,9 +164,11 @@ DESCRIPTION = ("Reproduce the Attn-KNN paper: train and measure what is missing,
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="./run_all.sh", description=DESCRIPTION, usage=USAGE,
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_epilog())
-    ap.add_argument("action", nargs="?", default="run", choices=("run", "status", "render", "dag"),
+    ap.add_argument("action", nargs="?", default="run", choices=("run", "status", "render", "dag", "keep"),
                     help="run (default), status (what must be measured or drawn again; reads only), render (every "
-                         "output drawn again from the records, nothing measured), dag (job graph figure); test, "
+                         "output drawn again from the records, nothing measured), dag (job graph figure), keep (copy "
+                         "the stored parts of measurements under way into results/parts, to commit: a fresh clone "
+                         "resumes from them); test, "
                          "lab and bench are run by ./run_all.sh itself (see below)")
     ap.add_argument("-v", "--verbose", action="store_true", help="status: every output file with its state and reason")
     ap.add_argument("--profile", default="cpu", help="configs/<name>.yaml (default: cpu)")
@@ -276,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "status":  # reads only: no plan, no run spec, no Snakemake state
         print(overview.summary(resolved, paths, args.verbose, inv))
         return 0
+    if args.action == "keep":  # measurements longer than a session: their finished parts, to commit
+        copied = kept_parts.keep(resolved, paths.artifacts)
+        print(f"kept {len(copied)} part(s): {', '.join(copied) or 'none new'}")
+        print("\n".join(kept_parts.summary(resolved, paths.artifacts)))
+        return 0
     render_only = args.action == "render"
     if render_only:
         try:
@@ -317,6 +324,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for line in drop_unreadable_models(plan, paths):
         print(f"[run_all] {line}", file=sys.stderr)
+    if not render_only:
+        restored = kept_parts.restore(resolved, paths.artifacts)
+        if restored:
+            print(f"[run_all] {len(restored)} part(s) read from results/parts (kept by ./run_all.sh keep): "
+                  f"{', '.join(restored)}", file=sys.stderr)
     if args.only and paths.root == REPO_ROOT and args.action == "run":
         print(f"[run_all] this rewrites the committed outputs of {', '.join(resolved)} in this repository (records, "
               f"tables, figures, notebook PDFs) where they are out of date; to keep them, add --out DIR", file=sys.stderr)

@@ -13,8 +13,10 @@ same numbers, up to the last bit of some floats (measured on the smoke profile: 
 records equal, the study's 903 of its floats apart by about 1e-17, as one process orders a few
 reductions differently); no printed digit differs.
 
-Results are pickled, not JSON: they are intermediate (never committed, never read by a person) and
-must come back exactly as computed (NaN, tuples, integer keys, arrays).
+Results are pickled, not JSON: they are intermediate (never read by a person) and must come back
+exactly as computed (NaN, tuples, integer keys, arrays). A measurement longer than one working session
+keeps its finished parts in the repository (``./run_all.sh keep``, :mod:`attnknn_lib.workflow.kept_parts`),
+and a run copies them back here before its jobs start.
 """
 
 from __future__ import annotations
