@@ -54,7 +54,9 @@ def test_the_plan_gives_the_long_experiments_their_part_jobs_and_a_bad_part_gets
     # main: one part per Fashion-MNIST seed, one per tabular dataset (its ten splits)
     assert plan["experiments"]["main"]["parts"] == [f"fashion_mnist_seed{s}" for s in range(5)] + [
         d for d in resolved["main"]["datasets"].split(",") if d != "fashion_mnist"]
-    assert regimes["parts"] == [f"seed{s}" for s in range(5)] and plan["experiments"]["theory"]["parts"] == []
+    # the regimes: one part per candidate and seed (a seed's three candidates took 3 to 4.5 h in one job)
+    assert regimes["parts"] == [f"{c}_seed{s}" for c in ("pixels_pca", "few_labels", "other_classes")
+                                for s in range(5)] and plan["experiments"]["theory"]["parts"] == []
     assert plan["experiments"]["k_sweep"]["parts"] == [f"seed{s}" for s in range(5)]
     control = plan["experiments"]["positive_control"]
     assert control["parts"][:2] == ["scale0_seed0", "scale0_seed1"] and len(control["parts"]) == 6 * 5
@@ -74,7 +76,7 @@ def test_the_plan_gives_the_long_experiments_their_part_jobs_and_a_bad_part_gets
     path.write_text(json.dumps(plan))
     assert jobs.main(["part", "headroom_regimes", "--part", "seed9", "--plan", str(path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "part='seed9' is not a part of headroom_regimes" in err[0] and "seed0" in err[0]
+    assert len(err) == 1 and "part='seed9' is not a part of headroom_regimes" in err[0] and "pixels_pca_seed0" in err[0]
 
 
 @pytest.mark.parametrize("name", ["attention_study", "headroom_regimes", "k_sweep", "main", "positive_control"])

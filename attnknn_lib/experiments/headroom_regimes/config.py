@@ -39,6 +39,20 @@ class Config(HeadKnobs):
                                                    "source classes, the embedders' initialisation and its own block "
                                                    "of test rows")
     candidates: tuple[str, ...] = knob(tuple(CANDIDATES), "candidate embeddings (among those of CANDIDATES)")
+    # the one budget of the positive control and the confirmatory declaration: every learner on NCA's grid,
+    # rows, epochs and patience (the lbfgs probe left out, as the declaration's amendment 1 leaves it)
+    train_queries: int = knob(0, "training queries per head (0: every memory row, each query's own row excluded)")
+    head_epochs: int = knob(100, "most epochs per head, NCA's; it stops earlier at a plateau (head_patience)")
+    head_lrs: tuple[float, ...] = knob((0.003, 0.01, 0.03), "learning-rate grid of the heads, NCA's, extended past "
+                                                            "an end while the best sits there")
+    probe_as_heads: bool = knob(True, "the linear probe trained as the heads are (their optimiser, learning rates, "
+                                      "queries, epochs and patience)")
+    lbfgs_probe: bool = knob(False, "the lbfgs probe as a diagnostic (left out: a third of a unit's time, no "
+                                    "verdict)")
+    nonlinear_metric: bool = knob(True, "also train the nonlinear learned metric (an MLP map trained as NCA is)")
+    wide_heads: tuple[str, ...] = knob(("attnknn", "label_bias", "self_attention"),
+                                       "heads also trained at k_w, the tuned vote's k clipped to [wide_k_min, "
+                                       "wide_k_max]")
     test_rows: int = knob(2000, "test rows per seed: disjoint blocks of the official test set, so seeds are "
                                 "independent")
     pca_dims: int = knob(64, "principal components of the pixels kept (pixels_pca)")

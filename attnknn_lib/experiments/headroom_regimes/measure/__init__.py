@@ -207,49 +207,55 @@ def chosen_head(cfg: Config, per_seed: dict[str, dict]) -> str | None:
 
 
 def parts(cfg: Config) -> list[str]:
-    """One part per seed (:mod:`~attnknn_lib.experiments.framework.parts`): the workflow runs them as jobs."""
-    return [f"seed{seed}" for seed in cfg.seeds]
+    """One part per candidate and seed (:mod:`~attnknn_lib.experiments.framework.parts`), each a job: a
+    seed's three candidates in one job took 3 to 4.5 h on one core under the one budget."""
+    return [f"{c}_seed{s}" for c in cfg.candidates for s in cfg.seeds]
 
 
-def measure_seed(cfg: Config, seed: int) -> dict:
-    """One seed: its data fingerprint and, per candidate, the embedding built and the comparison."""
+def _parse(cfg: Config, part: str) -> tuple[str, int]:
+    if part not in parts(cfg):
+        raise ValueError(f"part {part!r} is not allowed; choose one of: {', '.join(parts(cfg))}")
+    name, seed = part.rsplit("_seed", 1)
+    return name, int(seed)
+
+
+def measure_unit(cfg: Config, name: str, seed: int) -> dict:
+    """One candidate and seed: the data fingerprint, the embedding built, the gate (validation only,
+    before any head is trained: ``docs/regimes_declaration.md``) and the comparison."""
     ds = load(cfg, seed)
     test = test_block(ds, seed, cfg.test_rows)
-    out = {"fingerprint": ds.fingerprint(), "candidates": {}}
-    for name in cfg.candidates:
-        rows, num_classes, info = candidate(cfg, name, ds, test, seed)
-        # the gate first: validation only, before any head is trained (docs/regimes_declaration.md)
-        mem = rows["memory"]
-        nca = gating.nca_map(mem.x, mem.y, num_classes, seed, cfg.k, lrs=cfg.nca_lrs, epochs=cfg.nca_epochs,
-                      patience=cfg.nca_patience, batch_size=cfg.nca_batch_size, candidates=cfg.nca_candidates)
-        measured_gate = gating.gate(mem.x, mem.y, rows["val"].x, rows["val"].y, num_classes, seed, cfg.k, cfg.reference_k,
-                             cfg.loo_k, metrics={"nca": nca})
-        result = compare(cfg, rows["memory"], rows["val"], rows["test"], num_classes, seed)
-        result["gate"] = measured_gate
-        result["embedding"] = {**info, "num_classes": num_classes, "dims": int(rows["memory"].x.shape[1]),
-                               **{f"n_{s}": len(r.y) for s, r in rows.items()}}
-        out["candidates"][name] = result
-    return out
+    rows, num_classes, info = candidate(cfg, name, ds, test, seed)
+    mem = rows["memory"]
+    nca = gating.nca_map(mem.x, mem.y, num_classes, seed, cfg.k, lrs=cfg.nca_lrs, epochs=cfg.nca_epochs,
+                         patience=cfg.nca_patience, batch_size=cfg.nca_batch_size, candidates=cfg.nca_candidates)
+    measured_gate = gating.gate(mem.x, mem.y, rows["val"].x, rows["val"].y, num_classes, seed, cfg.k,
+                                cfg.reference_k, cfg.loo_k, metrics={"nca": nca})
+    result = compare(cfg, rows["memory"], rows["val"], rows["test"], num_classes, seed)
+    result["gate"] = measured_gate
+    result["embedding"] = {**info, "num_classes": num_classes, "dims": int(rows["memory"].x.shape[1]),
+                           **{f"n_{s}": len(r.y) for s, r in rows.items()}}
+    return {"fingerprint": ds.fingerprint(), "result": result}
 
 
 def run_part(cfg: Config, paths: Paths, part: str) -> dict:
-    """Part ``seedN`` (see :func:`parts`), computed and stored unless stored under this config and code."""
+    """Part ``<candidate>_seed<N>`` (see :func:`parts`), computed and stored unless stored under this config
+    and code."""
     core.start(cfg)
-    seed = int(part.removeprefix("seed"))
-    return part_result(paths, cfg, NAME, part, lambda: measure_seed(cfg, seed))
+    name, seed = _parse(cfg, part)
+    return part_result(paths, cfg, NAME, part, lambda: measure_unit(cfg, name, seed))
 
 
 def run(cfg: Config, paths: Paths) -> dict:
-    """Every seed (:func:`measure_seed`, stored by the workflow's part jobs or computed here), the
+    """Every candidate and seed (:func:`measure_unit`, stored by the workflow's part jobs or computed here), the
     summaries, the selection by measured room, and the record."""
     _, prov, _ = core.begin(cfg)
     per: dict[str, dict] = {c: {} for c in cfg.candidates}
     fingerprints = {}
-    for seed in bar(cfg.seeds, desc="headroom regimes (seed)"):
-        part = part_result(paths, cfg, NAME, f"seed{seed}", lambda: measure_seed(cfg, seed))
-        fingerprints[str(seed)] = part["fingerprint"]
-        for name in cfg.candidates:
-            per[name][str(seed)] = part["candidates"][name]
+    for part in bar(parts(cfg), desc="headroom regimes (candidate, seed)"):
+        name, seed = _parse(cfg, part)
+        unit = part_result(paths, cfg, NAME, part, lambda: measure_unit(cfg, name, seed))
+        fingerprints[str(seed)] = unit["fingerprint"]  # the seed's data: the same for each candidate
+        per[name][str(seed)] = unit["result"]
     candidates = {}
     for name, per_seed in per.items():
         summary = summarise(cfg, per_seed)
