@@ -214,7 +214,7 @@ def test_the_second_dataset_reads_main_splits_and_states_split_level_verdicts():
                                                                      "summary": summary}}, "summary": {"settings": {}}}}
     views = api("attention_study")
     frame = views.second_frame(record)
-    assert list(frame.index) == ["Digits, clean memory"] and frame.iloc[0]["ref. k"] == "64-128"
+    assert list(frame.index) == ["Digits, clean memory"] and frame.iloc[0]["ref. k"] == "64\u2013128"
     assert frame.iloc[0]["learnable (pp)"].startswith("+3.00 [")
     assert views.second_line(record).startswith("on Digits, Attn-KNN and the tuned vote give the same accuracy in "
                                                 "1 of 3 hold-out splits on the clean memory; mean differences clean "

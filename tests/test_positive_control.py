@@ -288,11 +288,11 @@ def test_with_tuned_vote_settings_the_counted_attention_head_is_the_tuned_one_an
 
     record = _record({**GAINS, "attnknn_tuned": 0.3, "attnknn_tuned_nll": 0.3})  # tuned: above NCA's 0.2
     m = views.pc_macros(record)
-    assert m["PositiveControlAttnknnThanNcaFirstBetter"] == "from $s = 0$ on" and m["PositiveControlMaxAttnknnTunedK"] == "32-64"
+    assert m["PositiveControlAttnknnThanNcaFirstBetter"] == "from $s = 0$ on" and m["PositiveControlMaxAttnknnTunedK"] == "32\u201364"
     assert m["PositiveControlMaxAttnknnVsNcaAccVerdict"] == "better" and m["PositiveControlMaxAttnknnTunedAtCapWords"] == "one of three"
     assert m["PositiveControlMaxAttnknnAtKAccVerdict"] == "better" and m["PositiveControlMaxAttnknnAcc"] == "91.00"
     verdicts = views.verdict_frame(record)
-    assert "s = 1.5, attention head, tuned (k 32-64)" in verdicts.index
+    assert "s = 1.5, attention head, tuned (k 32\u201364)" in verdicts.index
     assert verdicts.loc["s = 1.5, attention head at k = 16 vs NCA", "verdict"] == "worse"
     assert views.shares_frame(record).loc["attention head, tuned", "s = 1.5"].startswith("120 / ")  # 0.3 / 0.25
     assert "its vote settings tuned as the tuned vote's are" in views.findings(record)
@@ -399,11 +399,11 @@ def test_the_views_read_a_declared_record_with_its_words_and_mark_the_diagnostic
     assert m["PositiveControlMultiplicity"].startswith("Holm-adjusted over the 90 declared comparisons")
     assert "unadjusted" in views.findings(record)
     assert (m["PositiveControlHeadLrs"], m["PositiveControlWideKMax"]) == ("0.003, 0.01 and 0.03", "256")
-    assert m["PositiveControlMaxWideK"] == "64--128" and m["PositiveControlMaxAttnknnWideEffK"] == "40.0"
+    assert m["PositiveControlMaxWideK"] == "64\u2013128" and m["PositiveControlMaxAttnknnWideEffK"] == "40.0"
     assert m["PositiveControlMaxMlpMetricAccVerdict"] == "better, within the margin"
     largest = views.declared(record)["results"]["levels"]["2"]["summary"]["diff"]  # the Holm-adjusted verdicts
     assert m["PositiveControlMaxAttnknnWideVsMlpMetricAccVerdict"] == largest["attnknn_wide_tuned"]["mlp_metric"]["accuracy"]["verdict"]
-    assert "The $k_w$ of the heads at $k_w$, per seed: s = 0: 64-128;" in views.control_tables._wide_k_note(record)
+    assert "The $k_w$ of the heads at $k_w$, per seed: s = 0: 64\u2013128;" in views.control_tables._wide_k_note(record)
     # a record measured before the one budget: none of the learners it added, none of its macros
     before = json.loads((Path(__file__).resolve().parents[1] / "results" / "positive_control_clusters.json").read_text())
     for lv in before["results"]["levels"].values():

@@ -478,5 +478,7 @@ def summarise(cfg: HeadKnobs, per_seed: dict[str, dict], test_se: PairedErrors |
 
 
 def k_range(ks: list[int]) -> str:
-    """The rule's k over seeds: one value, or the lowest and highest."""
+    """The rule's k over seeds: one value, or the lowest and highest. No view reads it any more (they
+    read :func:`~attnknn_lib.experiments.common.fixed_embedding_views.k_range`, with an en dash); it goes
+    with the next change that moves this module's measurement key anyway."""
     return f"{min(ks)}" if min(ks) == max(ks) else f"{min(ks)}-{max(ks)}"

@@ -152,8 +152,8 @@ def verdict_table(rows: dict[str, dict], index_name: str, latex: bool = False) -
 
 
 def latex_headroom_columns(df: pd.DataFrame) -> pd.DataFrame:
-    """A headroom table's headers for LaTeX ('recall@16' -> 'recall at 16', '<=' -> '$\\le$')."""
-    df.columns = [c.replace("@", " at ").replace("<=", "$\\le$") for c in df.columns]
+    """A headroom table's headers for LaTeX ('recall@16' -> 'recall at 16', '<=' -> '$\\le$', 'k_w' -> '$k_w$')."""
+    df.columns = [c.replace("@", " at ").replace("<=", "$\\le$").replace("k_w", "$k_w$") for c in df.columns]
     return df
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from attnknn_lib.data.registry import REGISTRY
 from attnknn_lib.evaluation.verdicts import IDENTICAL, detectable, resolvable
-from attnknn_lib.experiments.common.fixed_embedding import TUNED, k_range
+from attnknn_lib.experiments.common.fixed_embedding import TUNED
 from attnknn_lib.experiments.framework.declaration import Artifacts
 from attnknn_lib.report.findings import markdown_lists
 from attnknn_lib.report.macros import source_note
@@ -57,6 +57,12 @@ def row_method(name: str, metric: str) -> str:
         return TUNED_ATTNKNN[metric]
     # a learner with vote settings enters tuned for the endpoint: NCA, the nonlinear metric and Attn-KNN at k_w
     return f"{name}_nll" if name in ("attnknn_wide_tuned", "nca", "mlp_metric") and metric != "accuracy" else name
+
+
+def k_range(ks: list[int]) -> str:
+    """A k over seeds: one value, or the lowest and highest joined by an en dash (a range, not a minus),
+    thousands separated as the paper writes them (4,096)."""
+    return f"{min(ks):,}" if min(ks) == max(ks) else f"{min(ks):,}\u2013{max(ks):,}"
 
 
 def tuned_k(per_seed: Mapping, metric: str = "accuracy") -> str:

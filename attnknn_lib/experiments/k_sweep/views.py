@@ -214,7 +214,7 @@ def retrained_training(record: dict) -> str | None:
         return None
     runs = [len(h["history"]) for h in heads]
     return (f"{sum(h['plateau'] for h in heads)} of {len(heads)} runs (seed x k; epochs run "
-            f"{min(runs)}-{max(runs)} of at most {record['config']['head_epochs']})")
+            f"{min(runs)}\u2013{max(runs)} of at most {record['config']['head_epochs']})")
 
 
 def advantage_frame(record: dict) -> pd.DataFrame:

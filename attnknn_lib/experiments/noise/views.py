@@ -7,8 +7,7 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.data.label_noise import NOISE_KINDS
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.common.fixed_embedding import k_range
-from attnknn_lib.experiments.common.views import SETTING_TITLES, output_context
+from attnknn_lib.experiments.common.views import SETTING_TITLES, k_range, output_context
 from attnknn_lib.experiments.noise.config import ARTIFACTS, LABELS, NAME, NOTEBOOK
 from attnknn_lib.report import figures
 from attnknn_lib.report.figures import save_output_figure

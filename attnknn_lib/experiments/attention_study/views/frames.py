@@ -13,7 +13,7 @@ from attnknn_lib.experiments.attention_study.views.cells import (
     stacked_cell,
 )
 from attnknn_lib.experiments.attention_study.views.labels import SHORT, setting_title, short_setting, variant_label
-from attnknn_lib.experiments.common.fixed_embedding import k_range
+from attnknn_lib.experiments.common.views import k_range
 from attnknn_lib.report.macros import pct
 from attnknn_lib.report.tables import num, sd_text
 
@@ -172,7 +172,7 @@ def second_frame(record: dict, latex: bool = False) -> pd.DataFrame:
             ks = sorted(s["reference_k"])
             rows[f"{e['title']}, {short_setting(setting) if latex else setting_title(setting)}"] = {
                 f"ref. ({pc})": pct(s["mean"]["reference"]["accuracy"]),
-                "ref. k": f"{ks[0]}" if ks[0] == ks[-1] else f"{ks[0]}-{ks[-1]}",
+                "ref. k": f"{ks[0]}" if ks[0] == ks[-1] else f"{ks[0]}\u2013{ks[-1]}",
                 f"Attn-KNN ({pc})": pct(s["mean"]["attnknn"]["accuracy"]),
                 "Attn-KNN $-$ ref." if latex else "Attn-KNN - ref. (pp)":
                     diff_cell(s["attnknn_vs_reference"]["accuracy"], "accuracy", latex),

@@ -10,7 +10,7 @@ from attnknn_lib.experiments.attention_study.measure import AS_TRAINED, COLLAPSE
 from attnknn_lib.experiments.attention_study.views.cells import interval_text
 from attnknn_lib.experiments.attention_study.views.labels import counts_toward_answer, is_noise, setting_title
 from attnknn_lib.experiments.common.fixed_embedding import HeadKnobs as FixedEmbeddingConfig
-from attnknn_lib.experiments.common.fixed_embedding import k_range
+from attnknn_lib.experiments.common.views import k_range
 from attnknn_lib.report.findings import seeds_text
 from attnknn_lib.report.macros import VERDICT_PHRASES, signed
 

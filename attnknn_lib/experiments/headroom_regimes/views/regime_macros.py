@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from attnknn_lib.experiments.common.fixed_embedding import (
-    k_range,
-)
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     LEARNED_MACROS,
     difference,
@@ -15,6 +12,7 @@ from attnknn_lib.experiments.common.fixed_embedding_views import (
 from attnknn_lib.experiments.common.views import (
     all_tuned,
     counted_diff,
+    k_range,
     tuned_k,
 )
 from attnknn_lib.experiments.headroom_regimes.config import ARTIFACTS, NAME, NOTEBOOK
@@ -131,7 +129,7 @@ def regime_macros(record: dict) -> dict[str, str]:
                        "Attnknn Wide Beats Nca": _wins(record, "attnknn_wide_tuned", "nca"),
                        "Attnknn Wide Beats Mlp Metric": _wins(record, "attnknn_wide_tuned", "mlp_metric")})
         out[macro_name(*pre, "Wide K")] = k_range([p["methods"]["attnknn_wide"]["info"]["k_trained"]
-                                                   for _, c in _candidates(record) for p in c["per_seed"].values()]).replace("-", "--")
+                                                   for _, c in _candidates(record) for p in c["per_seed"].values()])
     out.update(count_macros(pre, counts, len(cands)))
     return out
 

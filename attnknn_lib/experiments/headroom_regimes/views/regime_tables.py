@@ -9,7 +9,6 @@ import pandas as pd
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.common.fixed_embedding import (
     TUNED,
-    k_range,
 )
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     VERDICT_COLUMNS,
@@ -25,6 +24,7 @@ from attnknn_lib.experiments.common.fixed_embedding_views import (
 from attnknn_lib.experiments.common.views import (
     TUNED_CAPTION,
     head_labels,
+    k_range,
     tuned_k_note,
     tuned_k_text,
 )
@@ -64,7 +64,7 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         n_test = sorted({p["embedding"]["n_test"] for p in c["per_seed"].values() if "n_test" in p["embedding"]})
         rows[c["label"]] = {"classes": str(emb["num_classes"]), "memory": f"{emb['n_memory']:,}",
                             "test rows per seed": "--" if not n_test else f"{n_test[0]:,}" if len(n_test) == 1
-                            else f"{n_test[0]:,}-{n_test[-1]:,}",
+                            else f"{n_test[0]:,}\u2013{n_test[-1]:,}",
                             f"recall@{k}": pp(hr["recall"]), f"fixable@{k}": pp(hr["fixable"]),
                             "tuned vote's k": k_range(s["reference_k"]), "tuned vote": pp(means["reference"]["accuracy"]),
                             f"geometry, k<={k}": pp(means["geometry"]["accuracy"]),

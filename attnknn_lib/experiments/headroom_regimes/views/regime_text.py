@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 from attnknn_lib.data.registry import REGISTRY
-from attnknn_lib.experiments.common.fixed_embedding import (
-    k_range,
-)
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     difference,
     has_one_budget,
@@ -14,6 +11,7 @@ from attnknn_lib.experiments.common.views import (
     answer_findings,
     answer_then_lines,
     counted_diff,
+    k_range,
     tuned_k_text,
     with_term,
 )

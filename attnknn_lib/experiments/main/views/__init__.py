@@ -419,7 +419,7 @@ def _ablation_epochs(ablation: dict) -> str:
     reached = sum(r["plateau"] for r in runs)
     head = "each to a plateau of its validation score" if reached == len(runs) else \
         f"{reached} of {len(runs)} to a plateau of their validation score"
-    return f", {head} (epochs run {min(n)}-{max(n)})"
+    return f", {head} (epochs run {min(n)}\u2013{max(n)})"
 
 
 def ablation_frame(record: dict) -> pd.DataFrame:

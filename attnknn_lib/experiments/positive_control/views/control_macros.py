@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     LEARNED_MACROS,
     and_list,
@@ -18,6 +17,7 @@ from attnknn_lib.experiments.common.views import (
     all_tuned,
     counted_diff,
     counted_method,
+    k_range,
     tuned_k,
 )
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, NAME, NOTEBOOK
@@ -140,7 +140,7 @@ def _one_budget_macros(pre: tuple, record: dict, ranked: dict) -> dict[str, str]
             out[macro_name(*pre, tag, key, "Acc Diff")] = signed(100 * d["value"], 2)
             out[macro_name(*pre, tag, key, "Acc Verdict")] = d["verdict"]
         ks = [p["methods"]["attnknn_wide"]["info"]["k_trained"] for p in lv["per_seed"].values()]
-        out[macro_name(*pre, tag, "Wide K")] = k_range(ks).replace("-", "--")
+        out[macro_name(*pre, tag, "Wide K")] = k_range(ks)
         out[macro_name(*pre, tag, "Attnknn Wide Eff K")] = f"{s['effective_k']['attnknn_wide']:.1f}"
     return out
 

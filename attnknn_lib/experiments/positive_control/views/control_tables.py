@@ -10,7 +10,6 @@ import pandas as pd
 
 from attnknn_lib.base.paths import Paths
 from attnknn_lib.experiments.common.declared_family import has_declared, holm_declared
-from attnknn_lib.experiments.common.fixed_embedding import k_range
 from attnknn_lib.experiments.common.fixed_embedding_views import (
     OPTIONAL_LEARNERS,
     VERDICT_COLUMNS,
@@ -33,6 +32,7 @@ from attnknn_lib.experiments.common.views import (
     TUNED_LABEL,
     counted_diff,
     head_labels,
+    k_range,
     tuned_k_note,
 )
 from attnknn_lib.experiments.positive_control.config import ARTIFACTS, DATASET, NAME, NOTEBOOK
@@ -102,7 +102,9 @@ def multiplicity_words(record: dict) -> tuple[str, str]:
 
 def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
     """Per nuisance scale (means over seeds): the headroom at k before any head is trained, the
-    tuned vote (its k per seed) and every ceiling, test accuracy in %."""
+    tuned vote (its k per seed), k_w and the effective k of the attention head trained at k_w (as
+    trained; uniform weights would give k_w) where the record holds it, and every ceiling, test
+    accuracy in %."""
     k = record["results"]["k"]
     rows = {}
     for key, lv in _levels(record):
@@ -111,6 +113,9 @@ def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
         row = {f"recall@{k}": pp(hr["at_k"]["recall"]), f"uniform@{k}": pp(hr["at_k"]["uniform_accuracy"]),
                f"fixable@{k}": pp(hr["at_k"]["fixable"]),
                "tuned vote's k": k_range(s["reference_k"])}
+        if "attnknn_wide" in s.get("effective_k", {}):  # the attention head trained again at k_w (one budget)
+            row["k_w"] = k_range([p["methods"]["attnknn_wide"]["info"]["k_trained"] for p in lv["per_seed"].values()])
+            row["effective k at k_w"] = f"{s['effective_k']['attnknn_wide']:.1f}"
         row.update({CEILINGS[m]: pp(means[m]["accuracy"]) for m in CEILINGS})
         row.update({label: pp(means[m]["accuracy"]) for m, label in LEARNED_COLUMNS.items() if m in means})
         rows[key] = row
@@ -299,7 +304,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         headroom_frame(record, latex=True).T,
         f"Positive control: room to win against the nuisance scale (test accuracy in \\%, mean over {n} seeds). "
         f"Recall, uniform vote and fixable share at the heads' $k = {k}$; the tuned vote "
-        f"(its $k$ per seed); the geometry-only vote (the best uniform, distance or cosine vote over at most {k} neighbours, no filter or prior correction); the {k} retrieved neighbours "
+        f"(its $k$ per seed){'; $k_w$ per seed and the effective $k$ of the attention head trained at $k_w$, as trained (uniform weights would give $k_w$)' if one_budget else ''}; the geometry-only vote (the best uniform, distance or cosine vote over at most {k} neighbours, no filter or prior correction); the {k} retrieved neighbours "
         f"reweighted by their distance in the informative dimensions (which the generator knows), the same at the "
         f"tuned vote's $k$, and the vote over the nearest rows in the informative dimensions alone; the boosted-trees "
         f"learner on neighbour features; NCA (the tuned vote's search run again on the neighbours of a linear map learned with "
