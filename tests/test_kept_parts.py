@@ -50,3 +50,12 @@ def test_keep_then_restore_round_trips_through_the_results_folder(tmp_path):
     assert kept_parts.restore({"confirmatory": params}, fresh, kept) == [f"confirmatory/{ps.parts[0]}"]
     line, = kept_parts.summary({"confirmatory": params}, fresh, kept)
     assert line.startswith(f"confirmatory: 1 of {len(ps.parts)} parts kept") and line.endswith("1 stored in the artifacts folder")
+
+
+def test_keep_without_only_counts_the_experiments_awaiting_a_first_run_too(tmp_path, monkeypatch, capsys):
+    from attnknn_lib.workflow import cli
+
+    monkeypatch.setenv("ATTNKNN_ARTIFACTS", str(tmp_path / "artifacts"))  # nothing stored: nothing copied
+    assert cli.main(["keep"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("kept 0 part(s): none new") and "\nconfirmatory: " in out and "\nheadroom_regimes: " in out

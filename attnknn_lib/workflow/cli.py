@@ -279,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         print(overview.summary(resolved, paths, args.verbose, inv))
         return 0
     if args.action == "keep":  # measurements longer than a session: their finished parts, to commit
+        if not only:  # every experiment, those awaiting a first run too (their parts are the longest)
+            resolved = resolve(args.profile, list(catalog.names()), args.overrides)
         copied = kept_parts.keep(resolved, paths.artifacts)
         print(f"kept {len(copied)} part(s): {', '.join(copied) or 'none new'}")
         print("\n".join(kept_parts.summary(resolved, paths.artifacts)))
