@@ -1,5 +1,5 @@
-"""Positive control (notebook ``08_positive_control``): can this implementation of the attention
-win where a learned weighting has room to win?
+"""The generated task, a positive control (notebook ``08_positive_control``): can this implementation
+of the attention win where a learned weighting has room to win?
 
 A generated task whose room to win is one knob (:mod:`attnknn_lib.data.synthetic`): classes made of
 small interleaved clusters in a few informative dimensions, plus nuisance dimensions of growing

@@ -268,7 +268,7 @@ def figure(record: dict):
     axes[0].legend(fontsize=7, loc="upper left", framealpha=0.95)  # its curves rise at the right, below it
     axes[1].legend(fontsize=8, loc="lower left")
     n = len(res["seeds"])
-    fig.suptitle(f"Positive control: accuracy over the tuned vote and effective k of the weights, by nuisance scale "
+    fig.suptitle(f"Generated task: accuracy over the tuned vote and effective k of the weights, by nuisance scale "
                  f"({n} seeds)", fontsize=9)
     return fig
 
@@ -302,7 +302,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
                      "nonlinear metric')") if one_budget else ("", " (rows `vs NCA')"))
     out = {"headroom": ARTIFACTS.write_table(paths, "headroom", DATASET, booktabs(
         headroom_frame(record, latex=True).T,
-        f"Positive control: room to win against the nuisance scale (test accuracy in \\%, mean over {n} seeds). "
+        f"Generated task: room to win against the nuisance scale (test accuracy in \\%, mean over {n} seeds). "
         f"Recall, uniform vote and fixable share at the heads' $k = {k}$; the tuned vote "
         f"(its $k$ per seed){'; $k_w$ per seed and the effective $k$ of the attention head trained at $k_w$, as trained (uniform weights would give $k_w$)' if one_budget else ''}; the geometry-only vote (the best uniform, distance or cosine vote over at most {k} neighbours, no filter or prior correction); the {k} retrieved neighbours "
         f"reweighted by their distance in the informative dimensions (which the generator knows), the same at the "
@@ -313,7 +313,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"tab:{NAME}_headroom", escape_index=False, size="footnotesize")),
         "verdicts": ARTIFACTS.write_table(paths, "verdicts", DATASET, paged_booktabs(
             verdict_frame(record, latex=True),
-            f"Positive control: each head, the boosted-trees learner, NCA{metric_words[0]}, the linear probe and the query-only control "
+            f"Generated task: each head, the boosted-trees learner, NCA{metric_words[0]}, the linear probe and the query-only control "
             f"minus the tuned vote, then each head minus NCA{metric_words[1]}, seed-level 95\\,\\% intervals over "
             f"{n} seeds (each seed its own data and test set), verdicts {multiplicity_words(record)[0]}"
             f"{outside_note}. Accuracy against the tuned vote (or NCA); NLL and "
@@ -327,7 +327,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         "figure": save_output_figure(ARTIFACTS, paths, "figure", DATASET, figure(record))}
     out["shares"] = ARTIFACTS.write_table(paths, "shares", DATASET, booktabs(
         shares_frame(record).rename(index=lambda i: latex_escape(i).replace("k\\_w", "$k_w$")),  # k_w as math
-        f"Positive control: the share of the room each method captures (\\%), two numbers per cell: its test-accuracy "
+        f"Generated task: the share of the room each method captures (\\%), two numbers per cell: its test-accuracy "
         f"gain over the tuned vote divided by the gain of the oracle retrieval (the uniform vote over the {k} nearest "
         f"rows in the informative dimensions), then divided by that of the oracle weights on the {k} retrieved "
         f"neighbours; each the ratio of the mean gain to the mean room over {n} seeds; -- where the oracle's room over the tuned vote is below the accuracy margin "
@@ -336,7 +336,7 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"tab:{NAME}_shares", escape_index=False, size="footnotesize", colsep="3pt"))
     out["diagnostic"] = ARTIFACTS.write_table(paths, "diagnostic", DATASET, booktabs(
         diagnostic_frame(record).T,
-        f"Positive control: why the label-aware head fails (means over {n} seeds). It reads each neighbour's "
+        f"Generated task: why the label-aware head fails (means over {n} seeds). It reads each neighbour's "
         f"distance, rank, label share and label agreement but no coordinate, so it can reweight only by the "
         f"distance the retrieval measured. Test accuracy (\\%) of the uniform vote over the {k} retrieved, of the "
         f"head as trained, of the same head trained with the informative-dimension distance of the same neighbours "
@@ -345,6 +345,6 @@ def write_outputs(record: dict, paths: Paths) -> dict:
         f"informative distance. {src}.", f"tab:{NAME}_diagnostic", escape_index=True, size="footnotesize"))
     sizes = res.get("multiplicity", {}).get("family_sizes")  # the declared family, where the record is read in it
     return out | forest_and_detectable(
-        ARTIFACTS, paths, DATASET, src, "Positive control", [(f"s = {s}", lv) for s, lv in _levels(record)],
+        ARTIFACTS, paths, DATASET, src, "Generated task", [(f"s = {s}", lv) for s, lv in _levels(record)],
         res["heads"], _tuned(record), lambda lv: _compared(record, lv, False),
         **({"family": "the declared comparisons, every scale (Holm)", "sizes": sizes} if sizes else {}))
