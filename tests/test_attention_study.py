@@ -453,7 +453,7 @@ def test_the_collapse_reading_adds_the_difference_head_and_mains_score_range():
     said = collapse_reading(record)
     assert f"none of the {len(COLLAPSE) - 1} changed heads" in said  # the rows beside the sweep are no changes
     assert "difference between query and neighbour" in said and "9.50" in said and "span 0.050" in said
-    assert "with its temperature (0.440) applied" in said and "at most 1.05 times" in said
+    assert "with its per-head temperatures (mean 0.440) applied" in said and "at most 1.05 times" in said
     frame = collapse_frame(record)
     assert frame.loc[DIFFERENCE, "τ"] == "--" and frame.loc[MAIN_ATTNKNN, "score range"] == "0.050"
 

@@ -400,6 +400,11 @@ def test_the_views_read_a_declared_record_with_its_words_and_mark_the_diagnostic
     assert "unadjusted" in views.findings(record)
     assert (m["PositiveControlHeadLrs"], m["PositiveControlWideKMax"]) == ("0.003, 0.01 and 0.03", "256")
     assert m["PositiveControlMaxWideK"] == "64\u2013128" and m["PositiveControlMaxAttnknnWideEffK"] == "40.0"
+    # the share of the retrieval room the head captures as trained and retrained at k_w ('--' where not measured)
+    shares = views.control_tables._levels(record)[-1][1]["summary"]["shares"]["retrieval"]["methods"]
+    assert m["PositiveControlMaxAttnknnAtKShareRetrieval"] == f"{100 * shares['attnknn']['of_means']:.0f}"
+    assert m["PositiveControlMaxAttnknnWideShareRetrieval"] == (
+        f"{100 * shares['attnknn_wide_tuned']['of_means']:.0f}" if "attnknn_wide_tuned" in shares else "--")
     assert m["PositiveControlMaxMlpMetricAccVerdict"] == "better, within the margin"
     largest = views.declared(record)["results"]["levels"]["2"]["summary"]["diff"]  # the Holm-adjusted verdicts
     assert m["PositiveControlMaxAttnknnWideVsMlpMetricAccVerdict"] == largest["attnknn_wide_tuned"]["mlp_metric"]["accuracy"]["verdict"]

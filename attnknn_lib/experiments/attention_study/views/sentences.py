@@ -150,13 +150,14 @@ def collapse_sentences(record: dict, diff_text=interval_text) -> list[str]:
     beside = sweep["settings"]
     if DIFFERENCE in beside:
         d = beside[DIFFERENCE]
-        out.append(f"A head whose MLP scores the difference between query and neighbour, as TabR does, "
+        out.append(f"A sweep variant of the attention head whose MLP scores the difference between query and "
+                   f"neighbour (as TabR's attention does) "
                    f"reaches effective k {d['effective_k']['mean']:.2f} and "
                    f"{diff_text(d['verdicts_reference']['accuracy'], 'accuracy')}")
     m = beside.get(MAIN_ATTNKNN)
     if m and (m.get("score_range") or {}).get("mean") is not None:
-        out.append(f"Within a neighbourhood, Attn-KNN's scores, with its temperature "
-                   f"({m['temperature']['mean']:.3f}) applied, span {m['score_range']['mean']:.3f}: its largest weight is at most "
+        out.append(f"Within a neighbourhood, Attn-KNN's scores, with its per-head temperatures "
+                   f"(mean {m['temperature']['mean']:.3f}) applied, span {m['score_range']['mean']:.3f}: its largest weight is at most "
                    f"{np.exp(m['score_range']['mean']):.2f} times its smallest")
     return out
 

@@ -81,6 +81,7 @@ def _level_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
 
 LEVEL_LEARNED_MACROS = (*LEARNED_MACROS, "Attnknn Vs Nca Nll Diff", "Attnknn Vs Nca Nll Verdict",
                         "Attnknn Share Retrieval", "Attnknn Share Inside", "Nca Share Retrieval", "Nca Share Inside",
+                        "Attnknn At K Share Retrieval", "Attnknn Wide Share Retrieval",
                         "Oracle Retrieval Acc", "Label Aware Acc", "Label Aware Informative Acc", "Label Aware Rho",
                         "Label Aware Informative Rho", "Retrieved Rho")
 
@@ -100,6 +101,10 @@ def _learned_macros(pre: tuple, tag: str, lv: dict | None) -> dict[str, str]:
     for name, head in ((counted_method(s["diff"], "attnknn", "accuracy"), "Attnknn"), ("nca", "Nca")):
         for oracle, word in (("retrieval", "Retrieval"), ("inside_k", "Inside")):
             out[macro_name(*pre, tag, head, "Share", word)] = _share(s["shares"][oracle]["methods"][name]["of_means"])
+    # the attention head as trained (k = 16) and retrained at k_w, tuned: how much of the room more neighbours buy
+    for name, head in (("attnknn", "Attnknn At K"), ("attnknn_wide_tuned", "Attnknn Wide")):
+        share = s["shares"]["retrieval"]["methods"].get(name, {}).get("of_means")
+        out[macro_name(*pre, tag, head, "Share Retrieval")] = _share(share)
     d = s.get("label_aware_diagnostic")
     for key, value in (("Label Aware Acc", d and pp(d["as_retrieved"]["accuracy"])),
                        ("Label Aware Informative Acc", d and pp(d["informative"]["accuracy"])),

@@ -95,9 +95,11 @@ def multiplicity_words(record: dict) -> tuple[str, str]:
     sizes = declared(record)["results"].get("multiplicity", {}).get("family_sizes")
     if not sizes:
         return "unadjusted", "an unadjusted single comparison"
-    return (f"Holm-adjusted over the {sizes['accuracy']} declared comparisons per endpoint",
-            f"Holm-adjusted within one family per endpoint of the {sizes['accuracy']} declared comparisons "
-            f"(a diagnostic outside it is unadjusted)")
+    m, scales = sizes["accuracy"], len(_levels(record))
+    per = f"{m // scales} per nuisance scale, {scales} scales" if scales and m % scales == 0 else f"{scales} scales"
+    return (f"Holm-adjusted over the {m} declared comparisons per endpoint",
+            f"Holm-adjusted within one family per endpoint, the family holding that endpoint's {m} declared "
+            f"comparisons ({per}; a diagnostic outside it is unadjusted)")
 
 
 def headroom_frame(record: dict, latex: bool = False) -> pd.DataFrame:
