@@ -185,6 +185,17 @@ def test_booktabs_signed_differences_and_mean_sd():
     assert fmt_mean_sd({"mean": 0.9, "std": 0.004}, "accuracy") == "90.00\\,{\\scriptsize$\\pm$0.40}"
 
 
+def test_a_difference_that_rounds_to_zero_keeps_its_sign():
+    """Table 4 printed -0.004 pp as +0.00: a value (a macro, a cell, a findings clause) that is not zero
+    keeps its sign, with more decimals where its column's would round it to zero."""
+    from attnknn_lib.report.macros import signed
+
+    assert signed(-0.004, 2) == "-0.004" and signed(0.004, 2) == "+0.004" and signed(-0.00004, 4) == "-0.00004"
+    assert signed(0.0, 2) == "+0.00" and signed(-0.0, 2) == "+0.00" and signed(-1.234, 2) == "-1.23"
+    assert signed(None, 2) == "--" and signed(float("nan"), 2) == "--"
+    assert fmt({"value": -0.00004, "low": -0.0002, "high": 0.0001}, "accuracy", signed=True).startswith("-0.004")
+
+
 def test_latex_cells_read_as_plain_text_in_notebooks():
     from attnknn_lib.report.tables import plain_frame
 

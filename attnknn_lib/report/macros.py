@@ -102,12 +102,13 @@ def count_macros(prefix: tuple[str, ...], counts: dict[str, list | None], total:
 
 
 def signed(value: float, decimals: int) -> str:
-    """A signed number that never prints as -0.000: +0.000 when it rounds to zero; "--" if NaN or
-    None (strict JSON stores a one-seed record's missing interval as null)."""
+    """A signed number that never hides its sign behind a rounded zero: a value that is not zero but
+    rounds to zero gets up to two more decimals (-0.004, not +0.00; :func:`~attnknn_lib.report.tables.
+    signed_bound`), zero itself prints +0.00; "--" if NaN or None (strict JSON stores a one-seed
+    record's missing interval as null)."""
     if value is None or value != value:
         return "--"
-    text = f"{value:+.{decimals}f}"
-    return "+" + text[1:] if float(text) == 0 else text
+    return signed_bound(float(value), decimals)
 
 
 def diff_macros(prefix: tuple[str, ...], d: dict) -> dict[str, str]:

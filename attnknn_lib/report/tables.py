@@ -30,7 +30,7 @@ def fmt(entry: dict, metric: str, ci: bool = True, signed: bool = False) -> str:
     def end(x: float) -> str:  # an interval's end: a sign, and never a rounded zero that hides one
         return signed_bound(x * scale, dec, None if margin is None else margin * scale) if signed else one(x)
 
-    v = one(entry["value"])
+    v = end(entry["value"]) if signed else one(entry["value"])  # a difference keeps its sign, as its ends do
     if ci and entry.get("low") is not None and entry["low"] == entry["low"]:  # none (one seed): no interval
         v += f"\\,{{\\scriptsize[{end(entry['low'])}, {end(entry['high'])}]}}"
     return v
