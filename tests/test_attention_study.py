@@ -245,13 +245,16 @@ def test_the_learner_search_extends_its_learning_rates_past_an_end_where_the_bes
     cfg = Config()
     monkeypatch.setattr(measure.variants, "_fit", _fake_fit(lambda lr: lr))  # the larger the better: an open upper end
     _, info = measure._fit_searched(cfg, "label_aware_heldout", None, None, None, 3, 4, 0)
-    top = max(cfg.learner_lrs) * measure.LR_STEP ** measure.LR_EXTENSIONS
-    assert info["lr"] == pytest.approx(top) and len(info["lrs"]) == len(cfg.learner_lrs) + measure.LR_EXTENSIONS
+    top = max(cfg.head_lrs) * measure.LR_STEP ** measure.LR_EXTENSIONS
+    assert info["lr"] == pytest.approx(top) and len(info["lrs"]) == len(cfg.head_lrs) + measure.LR_EXTENSIONS
     assert info["edge"] and info["configs"] == len(info["lrs"])
     inner = _fake_fit(lambda lr: -abs(lr - 0.01))  # an inner optimum: no extension
     monkeypatch.setattr(measure.variants, "_fit", inner)
     _, info = measure._fit_searched(cfg, "label_aware_heldout", None, None, None, 3, 4, 0)
-    assert info["lr"] == 0.01 and info["lrs"] == sorted(cfg.learner_lrs) and not info["edge"]
+    assert info["lr"] == 0.01 and info["lrs"] == sorted(cfg.head_lrs) and not info["edge"]
+    # every variant searches so, not only the learner of the learnable room (the one budget)
+    _, info = measure._fit_searched(cfg, "blind_bonus", None, None, None, 3, 4, 0)
+    assert info["lr"] == 0.01 and info["configs"] == len(cfg.head_lrs)
     # a run stopped by its patience on the last epoch allowed reached a plateau; one still improving did not
     assert measure.reached_plateau(64, 56, 8) and not measure.reached_plateau(64, 60, 8)
 
@@ -424,22 +427,27 @@ def test_head_scores_gather_every_query_in_batches():
     assert out.shape == (7, 1, 4) and np.ptp(out) > 0 and head.training  # mode restored
 
 
-def test_the_study_heads_share_the_fixed_embedding_heads_budget_and_zero_means_every_query():
+def test_the_study_heads_share_the_positive_controls_one_budget_and_zero_means_every_query():
+    """Every variant and the linear probe train as the positive control's heads do (issue: one budget for every
+    learner): its learning-rate grid, every memory row, its epoch cap, patience and batch."""
     from attnknn_lib.base.errors import ConfigError
     from attnknn_lib.experiments.attention_study.config import Config
     from attnknn_lib.experiments.attention_study.measure.memory import _train_rows
+    from attnknn_lib.experiments.positive_control import EXPERIMENT as PC
 
     assert (_train_rows(10, 0, seed=3) == np.arange(10)).all()
     part = _train_rows(10, 4, seed=3)
     assert len(part) == 4 and (np.diff(part) > 0).all()
-    from attnknn_lib.experiments.common.fixed_embedding import HeadKnobs
-
-    cfg, heads = Config(), HeadKnobs()
-    assert (cfg.train_queries, cfg.head_epochs, cfg.head_patience) == (
-        heads.train_queries, heads.head_epochs, heads.head_patience) == (16000, 32, 5)
-    assert cfg.end_to_end_seeds == cfg.collapse_seeds == len(cfg.long_tail_seeds) == 5
+    budget = ("train_queries", "head_epochs", "head_patience", "head_lrs", "head_batch_size", "nca_lrs",
+              "nca_patience", "nca_epochs", "probe_as_heads")
+    ours, theirs = Config(), PC.Config()
+    assert {k: getattr(ours, k) for k in budget} == {k: getattr(theirs, k) for k in budget}
+    assert ours.train_queries == 0 and ours.probe_as_heads
+    assert ours.end_to_end_seeds == ours.collapse_seeds == len(ours.long_tail_seeds) == 5
     with pytest.raises(ConfigError, match="train_queries"):
         Config(train_queries=-1)
+    with pytest.raises(ConfigError, match="head_lrs"):
+        Config(head_lrs=(0.01, -1.0))
 
 
 def test_the_collapse_reading_adds_the_difference_head_and_mains_score_range():
@@ -546,3 +554,51 @@ def test_a_stacked_cell_puts_value_and_letter_on_the_rows_line_over_the_interval
     cell = stacked_cell(v)  # top-aligned: the value beside the row's label, the interval below
     assert cell == "\\begin{tabular}[t]{@{}r@{}}+0.07 E\\\\{\\scriptsize[-0.11, +0.24]}\\end{tabular}"
     assert stacked_cell({**v, "low": None, "high": None}) == "+0.07 E" and stacked_cell(None) == "--"
+
+
+def _tiny_memory(m: int = 48, d: int = 8, k: int = 4, classes: int = 3, seed: int = 0):
+    """A frozen memory of ``m`` rows in ``d`` dimensions (labels by the first coordinate) with its
+    training, validation and test neighbourhoods at ``k``: enough for a head to train a few epochs."""
+    import torch
+
+    from attnknn_lib.experiments.attention_study.measure.memory import Memory
+    from attnknn_lib.knn.neighbourhood import Neighbourhood
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(m + 24, d)).astype(np.float32)
+    y = np.digitize(x[:, 0], [-0.4, 0.4]).astype(np.int64) % classes
+    mem_x, mem_y = x[:m], y[:m]
+
+    def hood(q: np.ndarray, target: np.ndarray, own: bool) -> Neighbourhood:
+        d2 = ((q[:, None, :] - mem_x[None]) ** 2).sum(-1)
+        if own:
+            np.fill_diagonal(d2, np.inf)  # a training query never retrieves itself
+        rows = np.argsort(d2, 1)[:, :k]
+        return Neighbourhood(labels=mem_y[rows], sq_dist=np.take_along_axis(d2, rows, 1).astype(np.float32),
+                             rows=rows, loo=np.ones(rows.shape, np.float32), query=q, target=target)
+
+    return Memory(torch.from_numpy(mem_x), mem_y, np.zeros(m, bool), np.ones(m), hood(mem_x, mem_y, True),
+                  hood(x[m:m + 12], y[m:m + 12], False), hood(x[m + 12:], y[m + 12:], False))
+
+
+def test_a_variant_and_the_linear_probe_train_over_the_learning_rate_grid_on_every_memory_row():
+    """The one budget as run: a variant and the probe each train at every rate of the grid on the memory's
+    training queries, report the rate chosen on validation, and give probabilities for every row."""
+    from attnknn_lib.experiments.attention_study.config import Config
+    from attnknn_lib.experiments.attention_study.measure.metric_learners import probe_as_variants
+    from attnknn_lib.experiments.attention_study.measure.variants import train_variant
+
+    cfg = Config(embed_dim=8, num_heads=2, k=4, head_epochs=2, head_patience=1, head_batch_size=16,
+                 head_lrs=(0.01, 0.03), headroom_ks=(4,), variant_ks=(4,))
+    mem = _tiny_memory()
+    out = train_variant(cfg, "blind_none", mem, 4, 3, seed=0)
+    (search,) = out["search"]
+    assert set(search["lrs"]) >= {0.01, 0.03} and search["lr"] in search["lrs"] and search["configs"] >= 2
+    assert out["val"].shape == (12, 3) and out["test"].shape == (12, 3)
+    assert np.allclose(out["test"].sum(1), 1.0)
+    held = train_variant(cfg, "label_aware_heldout", mem, 4, 3, seed=0)
+    assert len(held["search"]) == 2  # each cross-fitted half searches its rate
+    probe = probe_as_variants(cfg, mem, 3, seed=0)
+    assert probe.val.shape == (12, 3) and probe.info["lr"] in probe.info["lrs"]
+    again = probe_as_variants(cfg, mem, 3, seed=0)
+    assert np.array_equal(probe.test, again.test)  # seeded: one seed gives one probe

@@ -52,20 +52,21 @@ class Config(NcaKnobs):
     variant_settings: tuple[str, ...] = knob(("clean", "symmetric/0.3", "asymmetric/0.3", "asymmetric/0.4"),
                                              "settings in which the variants are trained (a subset of settings)")
     variants: tuple[str, ...] = knob(tuple(VARIANTS), "variants to train")
-    # the heads' budget is the fixed-embedding heads' (common.fixed_embedding.HeadKnobs): 16,000
-    # memory queries, up to 32 epochs, patience 5
-    train_queries: int = knob(16000, "training queries per variant (a seeded subset of the memory; 0: every memory "
-                                     "query)")
-    head_epochs: int = knob(32, "most epochs per variant; it stops earlier at a plateau (head_patience)")
+    # the one budget of the positive control and the weaker embeddings: every variant and the linear probe on
+    # NCA's learning-rate grid, every memory row as a training query, NCA's epoch cap and patience
+    train_queries: int = knob(0, "training queries per variant (0: every memory row, each query's own row "
+                                 "excluded; else a seeded subset)")
+    head_epochs: int = knob(100, "most epochs per variant and learning rate, NCA's; it stops earlier at a plateau "
+                                 "(head_patience)")
     head_patience: int = knob(5, "a variant stops after this many epochs without a better validation score")
-    head_batch_size: int = knob(128, "training queries per step of a variant")
-    head_lr: float = knob(0.01, "AdamW learning rate of the variants (high: the weights must be able to leave uniform)")
-    learner_lrs: tuple[float, ...] = knob((0.003, 0.01, 0.03), "learning rates searched for the label-aware attention "
-                                      "trained on held-out queries, a learner of the learnable headroom (extended "
-                                      "past an end of the grid while the best sits there)")
-    learner_epochs: int = knob(64, "most epochs per learning rate of that learner")
-    learner_patience: int = knob(8, "that learner stops after this many epochs without a better selection score "
-                                    "(a plateau)")
+    head_batch_size: int = knob(256, "training queries per step of a variant (the positive control's heads')")
+    head_lrs: tuple[float, ...] = knob((0.003, 0.01, 0.03), "learning-rate grid of every variant and of the linear "
+                                                            "probe, NCA's, extended past an end while the best sits "
+                                                            "there")
+    head_lr: float = knob(0.01, "AdamW learning rate around which the collapse sweep moves the rate (lr / 10, "
+                                "lr x 10)")
+    probe_as_heads: bool = knob(True, "the linear probe trained as the variants are (their optimiser, learning "
+                                      "rates, queries, epochs and patience), in place of lbfgs's")
     loo_k: int = knob(16, "neighbours of a memory row behind its leave-one-out agreement")
     noise_seed: int = knob(0, "seed offset of the memory's noise draw: seed s draws with offset + s")
     reference_k: int = knob(REFERENCE_K, "neighbours searched for the strongest non-learned rule, doubled while its "
@@ -109,10 +110,9 @@ class Config(NcaKnobs):
         for name in ("headroom_ks", "variant_ks"):
             if not getattr(self, name) or min(getattr(self, name)) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is not allowed; give positive integers")
-        object.__setattr__(self, "learner_lrs", float_csv("learner_lrs", self.learner_lrs, 1e-6, 10.0))
+        object.__setattr__(self, "head_lrs", float_csv("head_lrs", self.head_lrs, 1e-6, 10.0))
         check_range("train_queries", self.train_queries, 0, None)
-        for name in ("head_epochs", "head_batch_size", "loo_k", "n_boot", "reference_k",
-                     "learner_epochs", "learner_patience", "head_patience"):
+        for name in ("head_epochs", "head_batch_size", "loo_k", "n_boot", "reference_k", "head_patience"):
             check_range(name, getattr(self, name), 1, None)
         check_range("end_to_end_seeds", self.end_to_end_seeds, 0, None)
         check_range("collapse_seeds", self.collapse_seeds, 0, None)

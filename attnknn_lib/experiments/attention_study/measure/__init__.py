@@ -21,13 +21,12 @@ from attnknn_lib.experiments.attention_study.measure.variants import (
     AS_TRAINED,
     COLLAPSE,
     DIFFERENCE,
-    LR_EXTENSIONS,
-    LR_STEP,
     MAIN_ATTNKNN,
     _fit_searched,
     reached_plateau,
 )
 from attnknn_lib.experiments.framework.declaration import Measurement
+from attnknn_lib.training.metric_learning import LR_EXTENSIONS, LR_STEP  # the learning-rate rule every learner shares
 
 __all__ = [
     "AS_TRAINED", "COLLAPSE", "COMPARED", "DIFFERENCE", "MAIN_ATTNKNN", "END_TO_END", "HEADLINE_BOOT", "LEARNERS", "LR_EXTENSIONS", "LR_STEP", "PAIR",

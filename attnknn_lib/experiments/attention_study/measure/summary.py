@@ -123,7 +123,7 @@ def summarise(cfg: Config, per_seed: dict) -> dict:
                         m_out["effective_k"] = _mean_sd([m["effective_k"] for m in ms])
                         m_out["captured"] = _mean_sd([m["captured"] for m in ms])
                         m_out["best_epochs"] = [e for m in ms for e in m["best_epoch"]]
-                        m_out["epochs"] = cfg.learner_epochs if "search" in ms[0] else cfg.head_epochs
+                        m_out["epochs"] = cfg.head_epochs
                         m_out["no_plateau"] = sum(not reached_plateau(len(h), b, cfg.head_patience)
                                                   for m in ms for h, b in zip(m["history"], m["best_epoch"]))
                         m_out["fits"] = sum(len(m["history"]) for m in ms)

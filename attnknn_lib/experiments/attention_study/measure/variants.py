@@ -1,9 +1,10 @@
 """The attention variants on a frozen memory: building, fitting and cross-fitting one, and the collapse sweep.
 
-The learners among them (:data:`SEARCHED`) also search their learning rate (:func:`_fit_searched`)."""
+Every variant searches its learning rate under the one budget (:func:`_fit_searched`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -28,7 +29,7 @@ from attnknn_lib.models.neighbour_heads import (
     QueryOnly,
 )
 from attnknn_lib.training.head_fitting import head_scores, predict, train_head
-from attnknn_lib.training.loops import selection_key
+from attnknn_lib.training.metric_learning import search_learning_rates
 
 ENTROPY = {"blind_bonus": 0.01, "blind_none": 0.0, "blind_penalty": -0.01, "blind_heldout": 0.01}  # others: 0
 
@@ -48,42 +49,42 @@ def build_variant(name: str, cfg: Config, num_classes: int, k: int) -> torch.nn.
 
 
 def _fit(cfg: Config, name: str, train: Neighbourhood, val: Neighbourhood, mem: Memory, num_classes: int,
-         k: int, seed: int, lr: float | None = None, epochs: int | None = None, patience: int | None = None):
+         k: int, seed: int, lr: float):
+    """One variant at one learning rate: at most ``cfg.head_epochs``, stopped at a plateau of
+    ``cfg.head_patience`` epochs, its best epoch on ``val``."""
     seed_everything(seed)
     head = build_variant(name, cfg, num_classes, k)
-    return train_head(head, train, val, mem.embeddings, num_classes, epochs=epochs or cfg.head_epochs,
-                      lr=lr or cfg.head_lr, batch_size=cfg.head_batch_size, entropy_weight=ENTROPY.get(name, 0.0),
-                      seed=seed, name=name, patience=patience or cfg.head_patience)
+    return train_head(head, train, val, mem.embeddings, num_classes, epochs=cfg.head_epochs, lr=lr,
+                      batch_size=cfg.head_batch_size, entropy_weight=ENTROPY.get(name, 0.0), seed=seed, name=name,
+                      patience=cfg.head_patience)
 
 
-SEARCHED = ("label_aware_heldout",)  # variants that are also learners of the learnable headroom: the learner's budget
-LR_STEP = 3.0  # factor by which the learning-rate grid is extended past an end where the best sits
-LR_EXTENSIONS = 2  # times it is extended
+def _fit_probe(cfg: Config, build: Callable[[], torch.nn.Module], train: Neighbourhood, val: Neighbourhood,
+               mem: Memory, num_classes: int, seed: int, lr: float):
+    """A head built outside the variants (the linear probe, by ``build``) trained as :func:`_fit` trains a
+    variant, its initialisation seeded as theirs is."""
+    seed_everything(seed)
+    head = build()
+    return train_head(head, train, val, mem.embeddings, num_classes, epochs=cfg.head_epochs, lr=lr,
+                      batch_size=cfg.head_batch_size, entropy_weight=0.0, seed=seed, name="linear probe",
+                      patience=cfg.head_patience)
 
 
 def _fit_searched(cfg: Config, name: str, train: Neighbourhood, sel: Neighbourhood, mem: Memory, num_classes: int,
                   k: int, seed: int):
-    """A learner's tuning budget: every learning rate of ``cfg.learner_lrs`` (the grid extended by
-    :data:`LR_STEP` past an end while the best sits there, at most :data:`LR_EXTENSIONS` times), each
-    trained up to ``cfg.learner_epochs`` and stopped at a plateau (``cfg.learner_patience`` epochs
-    without a better score on ``sel``); every (learning rate, epoch) scored is one configuration. The
-    best on ``sel`` (:func:`~attnknn_lib.training.loops.selection_key`: accuracy, then lower NLL) and
-    what was searched: ``edge`` when the chosen rate still sits at an end of the grid, ``plateau`` when
-    its training reached a plateau (:func:`reached_plateau`, also when it did so on the last epoch)."""
-    lrs, fits = sorted(cfg.learner_lrs), {}
-    for extension in range(LR_EXTENSIONS + 1):
-        for lr in lrs:
-            if lr not in fits:
-                fits[lr] = _fit(cfg, name, train, sel, mem, num_classes, k, seed, lr=lr, epochs=cfg.learner_epochs,
-                                patience=cfg.learner_patience)
-        best = max(lrs, key=lambda lr: selection_key(fits[lr].history[fits[lr].best_epoch - 1]))
-        at_end = len(lrs) > 1 and best in (lrs[0], lrs[-1])
-        if not at_end or extension == LR_EXTENSIONS:
-            break
-        lrs = [best / LR_STEP, *lrs] if best == lrs[0] else [*lrs, best * LR_STEP]
+    """The one budget every learner shares (:func:`~attnknn_lib.training.metric_learning.search_learning_rates`):
+    every learning rate of ``cfg.head_lrs``, the grid extended by ``LR_STEP`` past an end while the
+    best sits there (at most ``LR_EXTENSIONS`` times), each rate trained by :func:`_fit`; every
+    (learning rate, epoch) scored is one configuration. The best on ``sel``
+    (:func:`~attnknn_lib.training.loops.selection_key`: accuracy, then lower NLL) and what was searched:
+    ``edge`` when the chosen rate still sits at an end of the grid, ``plateau`` when its training reached
+    a plateau (:func:`reached_plateau`, also when it did so on the last epoch)."""
+    best, lrs, at_end, fits = search_learning_rates(
+        lambda lr: _fit(cfg, name, train, sel, mem, num_classes, k, seed, lr=lr), cfg.head_lrs,
+        lambda res: res.history[res.best_epoch - 1])
     res = fits[best]
     return res, {"lr": best, "lrs": lrs, "configs": sum(len(f.history) for f in fits.values()), "edge": at_end,
-                 "plateau": reached_plateau(len(res.history), res.best_epoch, cfg.learner_patience)}
+                 "plateau": reached_plateau(len(res.history), res.best_epoch, cfg.head_patience)}
 
 
 def reached_plateau(epochs_run: int, best_epoch: int, patience: int) -> bool:
@@ -174,16 +175,18 @@ def train_variant(cfg: Config, name: str, mem: Memory, k: int, num_classes: int,
     """One variant at k: validation and test probabilities, test weights, training history.
 
     Held-out variants (``*_heldout``) train on clean validation queries instead, cross-fitted: two
-    halves; each model trains on most of one half, picks its epoch (and, for :data:`SEARCHED`
-    learners, its learning rate: :func:`_fit_searched`) on the rest of that half
+    halves; each model trains on most of one half, picks its epoch and learning rate
+    (:func:`_fit_searched`) on the rest of that half
     (:data:`HELDOUT_SELECT`) and predicts the other half, so no validation prediction comes from a
     model that trained on it or was selected on it; the test probabilities are the two models' mean."""
     val, test = mem.val.take(np.arange(len(mem.val)), k), mem.test.take(np.arange(len(mem.test)), k)
     if not name.endswith("_heldout"):
-        res = _fit(cfg, name, mem.train.take(np.arange(len(mem.train)), k), val, mem, num_classes, k, seed)
+        res, info = _fit_searched(cfg, name, mem.train.take(np.arange(len(mem.train)), k), val, mem, num_classes, k,
+                                  seed)
         pv, _ = predict(res.model, val, mem.embeddings, num_classes)
         pt, wt = predict(res.model, test, mem.embeddings, num_classes)
-        return {"val": pv, "test": pt, "weights": wt, "history": [res.history], "best_epoch": [res.best_epoch]}
+        return {"val": pv, "test": pt, "weights": wt, "history": [res.history], "best_epoch": [res.best_epoch],
+                "search": [info]}
     rng = np.random.default_rng(seed)
     halves = np.array_split(rng.permutation(len(val)), 2)
     pv = np.zeros((len(val), num_classes))
@@ -191,11 +194,8 @@ def train_variant(cfg: Config, name: str, mem: Memory, k: int, num_classes: int,
     for a, b in ((0, 1), (1, 0)):
         n_sel = max(1, int(round(HELDOUT_SELECT * len(halves[a]))))
         fit_rows, sel_rows = halves[a][n_sel:], halves[a][:n_sel]
-        if name in SEARCHED:
-            res, info = _fit_searched(cfg, name, val.take(fit_rows), val.take(sel_rows), mem, num_classes, k, seed + a)
-            search.append(info)
-        else:
-            res = _fit(cfg, name, val.take(fit_rows), val.take(sel_rows), mem, num_classes, k, seed + a)
+        res, info = _fit_searched(cfg, name, val.take(fit_rows), val.take(sel_rows), mem, num_classes, k, seed + a)
+        search.append(info)
         pv[halves[b]] = predict(res.model, val.take(halves[b]), mem.embeddings, num_classes)[0]
         p, w = predict(res.model, test, mem.embeddings, num_classes)
         pts.append(p)
@@ -203,7 +203,7 @@ def train_variant(cfg: Config, name: str, mem: Memory, k: int, num_classes: int,
         hist.append(res.history)
         best.append(res.best_epoch)
     return {"val": pv, "test": break_ties(np.mean(pts, 0), test.labels), "weights": np.mean(wts, 0),
-            "history": hist, "best_epoch": best, **({"search": search} if search else {})}
+            "history": hist, "best_epoch": best, "search": search}
 
 
 def measure_collapse(cfg: Config, paths: Paths, seed: int) -> dict:

@@ -34,8 +34,9 @@ def study_macros(record: dict) -> dict[str, str]:
         "The long-tailed models train on a subset for fewer epochs than main's: they are reported, not counted."
         if below_budget(record["config"]) else
         "The long-tailed models train at main's budget and count in the answer.")
+    one_budget = bool(record["config"].get("head_lrs"))  # every variant searched its rate, as NCA does
     fits = [m for s in res["summary"]["settings"].values() for kv in (s.get("variants") or {}).values()
-            for name, m in kv["methods"].items() if "fits" in m and "search" not in m]
+            for name, m in kv["methods"].items() if "fits" in m and (one_budget or "search" not in m)]
     if fits:  # the variants' training: at most head_epochs, stopped at a plateau
         out[macro_name(NAME, ds, "Head Epochs")] = str(record["config"]["head_epochs"])
         out[macro_name(NAME, ds, "Head Patience")] = str(record["config"]["head_patience"])
