@@ -21,7 +21,7 @@ from attnknn_lib.experiments.attention_study.config import Config
 from attnknn_lib.experiments.attention_study.measure.ceilings import against_reference
 from attnknn_lib.experiments.attention_study.measure.memory import Memory, SeedMemory
 from attnknn_lib.experiments.attention_study.measure.pairing import _paired
-from attnknn_lib.experiments.attention_study.measure.variants import _fit_probe
+from attnknn_lib.experiments.attention_study.measure.variants import _fit_probe, reached_plateau
 from attnknn_lib.experiments.common.learned_metric import learned_metric_of, nca_methods
 from attnknn_lib.models.neighbour_heads import LinearProbe
 from attnknn_lib.training.head_fitting import predict
@@ -56,7 +56,7 @@ def probe_as_variants(cfg: Config, mem: Memory, num_classes: int, seed: int) -> 
     return MethodProbs(pv, pt, {"label": "linear probe, trained as the variants", "lr": best, "lrs": lrs,
                                 "edge": at_end, "configs": sum(len(f.history) for f in fits.values()),
                                 "best_epoch": res.best_epoch, "epochs_run": len(res.history),
-                                "plateau": len(res.history) - res.best_epoch >= cfg.head_patience})
+                                "plateau": reached_plateau(len(res.history), res.best_epoch, cfg.head_patience)})
 
 
 def _learned_methods(cfg: Config, sm: SeedMemory, mem: Memory, seed: int) -> dict[str, MethodProbs]:
