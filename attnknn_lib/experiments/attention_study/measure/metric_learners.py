@@ -63,9 +63,9 @@ def _learned_methods(cfg: Config, sm: SeedMemory, mem: Memory, seed: int) -> dic
     """NCA (accuracy and NLL) and the linear probe on this memory: the probe trained as the variants
     are with ``cfg.probe_as_heads`` (lbfgs's probe then not fitted at all), else lbfgs's."""
     ds = sm.prepared.dataset
-    emb = SimpleNamespace(bank=SimpleNamespace(embeddings=sm.frozen.train, labels=mem.labels),
-                          val={"original": sm.frozen.val}, test={"original": sm.frozen.test})
     if not cfg.probe_as_heads:
+        emb = SimpleNamespace(bank=SimpleNamespace(embeddings=sm.frozen.train, labels=mem.labels),
+                              val={"original": sm.frozen.val}, test={"original": sm.frozen.test})
         return learned_metric_of(emb, sm.prepared, cfg, seed, loo_k=cfg.loo_k, reference_k=cfg.reference_k)
     memory = SimpleNamespace(x=np.asarray(sm.frozen.train, dtype=np.float32), y=np.asarray(mem.labels))
     val, test = SimpleNamespace(x=sm.frozen.val, y=ds.val.y), SimpleNamespace(x=sm.frozen.test, y=ds.test.y)

@@ -50,23 +50,19 @@ def build_variant(name: str, cfg: Config, num_classes: int, k: int) -> torch.nn.
 
 def _fit(cfg: Config, name: str, train: Neighbourhood, val: Neighbourhood, mem: Memory, num_classes: int,
          k: int, seed: int, lr: float):
-    """One variant at one learning rate: at most ``cfg.head_epochs``, stopped at a plateau of
-    ``cfg.head_patience`` epochs, its best epoch on ``val``."""
-    seed_everything(seed)
-    head = build_variant(name, cfg, num_classes, k)
-    return train_head(head, train, val, mem.embeddings, num_classes, epochs=cfg.head_epochs, lr=lr,
-                      batch_size=cfg.head_batch_size, entropy_weight=ENTROPY.get(name, 0.0), seed=seed, name=name,
-                      patience=cfg.head_patience)
+    """One variant at one learning rate (:func:`_fit_probe`'s training, the variant's entropy term)."""
+    return _fit_probe(cfg, lambda: build_variant(name, cfg, num_classes, k), train, val, mem, num_classes, seed, lr,
+                      name=name, entropy_weight=ENTROPY.get(name, 0.0))
 
 
 def _fit_probe(cfg: Config, build: Callable[[], torch.nn.Module], train: Neighbourhood, val: Neighbourhood,
-               mem: Memory, num_classes: int, seed: int, lr: float):
-    """A head built outside the variants (the linear probe, by ``build``) trained as :func:`_fit` trains a
-    variant, its initialisation seeded as theirs is."""
+               mem: Memory, num_classes: int, seed: int, lr: float, name: str = "linear probe",
+               entropy_weight: float = 0.0):
+    """A head (a variant, or the linear probe, made by ``build`` after seeding) at one learning rate: at
+    most ``cfg.head_epochs``, stopped at a plateau of ``cfg.head_patience`` epochs, its best epoch on ``val``."""
     seed_everything(seed)
-    head = build()
-    return train_head(head, train, val, mem.embeddings, num_classes, epochs=cfg.head_epochs, lr=lr,
-                      batch_size=cfg.head_batch_size, entropy_weight=0.0, seed=seed, name="linear probe",
+    return train_head(build(), train, val, mem.embeddings, num_classes, epochs=cfg.head_epochs, lr=lr,
+                      batch_size=cfg.head_batch_size, entropy_weight=entropy_weight, seed=seed, name=name,
                       patience=cfg.head_patience)
 
 
